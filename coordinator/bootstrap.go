@@ -1,0 +1,317 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/holdfast-go/holdfast/membership"
+	"github.com/holdfast-go/holdfast/transport"
+)
+
+// Bootstrap protocol (DESIGN.md §5). A fresh voter-eligible node waits until
+// gossip shows BootstrapExpect eligible fresh members and no formed cluster.
+// The member with the smallest name among the first BootstrapExpect (by name)
+// proposes that set: it asks each member to promise (prepare); a member
+// promises at most one proposal at a time, and only while it has no raft
+// state and sees no cluster ID. Once every member promised, the proposer
+// bootstraps raft with the set and tells the others (commit), who bootstrap
+// with the identical configuration. If any member refuses, the proposer
+// releases the promises (abort) and retries later. Two proposals can only
+// both succeed with disjoint member sets, which needs 2×BootstrapExpect
+// fresh nodes that do not see each other: start fewer than that before the
+// cluster forms. A promise lasts BootstrapPromiseTTL; the proposer only
+// bootstraps if every promise arrived within half of it.
+
+type bootServer struct {
+	Name string `msgpack:"name"`
+	ID   string `msgpack:"id"`
+	Addr string `msgpack:"addr"`
+}
+
+type bootProposal struct {
+	ID      string       `msgpack:"id"`
+	By      string       `msgpack:"by"`
+	Servers []bootServer `msgpack:"servers"`
+}
+
+type bootReply struct {
+	OK     bool   `msgpack:"ok"`
+	Reason string `msgpack:"reason"`
+}
+
+type bootstrapper struct {
+	c    *Coordinator
+	wake chan struct{}
+
+	mu       sync.Mutex
+	promised string    // proposal ID promised, "" for none
+	expires  time.Time // when the promise lapses
+	done     bool      // bootstrapped, or a cluster was found
+}
+
+func newBootstrapper(c *Coordinator) *bootstrapper {
+	return &bootstrapper{c: c, wake: make(chan struct{}, 1)}
+}
+
+// poke re-evaluates soon (membership changed).
+func (b *bootstrapper) poke() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (b *bootstrapper) isDone() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.done
+}
+
+func (b *bootstrapper) setDone() {
+	b.mu.Lock()
+	b.done = true
+	b.mu.Unlock()
+}
+
+// run is the bootstrap loop of a fresh voter-eligible node.
+func (b *bootstrapper) run() {
+	c := b.c
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
+	interval := c.cfg.Raft.HeartbeatTimeout
+	for c.ctx.Err() == nil && !b.isDone() {
+		if reason := b.ineligible(); reason != "" {
+			c.log.Debug("not bootstrapping", "reason", reason)
+			b.setDone()
+			return
+		}
+		if set := b.proposalSet(); set != nil {
+			if err := b.propose(set); err != nil {
+				c.log.Info("bootstrap proposal failed; retrying", "error", err)
+			}
+		}
+		jitter := time.Duration(rng.Int64N(int64(interval)))
+		t := time.NewTimer(interval + jitter)
+		select {
+		case <-c.ctx.Done():
+		case <-b.wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// ineligible says why this node must not bootstrap, or "".
+func (b *bootstrapper) ineligible() string {
+	c := b.c
+	if c.hasRaftState() {
+		return "has raft state"
+	}
+	if id := c.ClusterID(); id != "" {
+		return "member of cluster " + id
+	}
+	for _, m := range c.members.Members() {
+		if m.State != membership.Alive && m.State != membership.Suspect {
+			continue
+		}
+		if m.Meta.ClusterID != "" {
+			return "sees cluster " + m.Meta.ClusterID + " (via " + m.Name + ")"
+		}
+	}
+	return ""
+}
+
+// proposalSet returns the servers to propose when this node is the
+// proposer, or nil.
+func (b *bootstrapper) proposalSet() []bootServer {
+	c := b.c
+	var fresh []membership.Member
+	for _, m := range c.members.Members() {
+		if (m.State == membership.Alive || m.State == membership.Suspect) && m.Meta.Voter &&
+			m.Meta.ClusterID == "" && m.Meta.NodeID != "" && m.Meta.RPCAddr != "" {
+			fresh = append(fresh, m)
+		}
+	}
+	if len(fresh) < c.cfg.BootstrapExpect {
+		return nil
+	}
+	sort.Slice(fresh, func(i, j int) bool { return fresh[i].Name < fresh[j].Name })
+	fresh = fresh[:c.cfg.BootstrapExpect]
+	if fresh[0].Name != c.cfg.NodeName {
+		return nil
+	}
+	set := make([]bootServer, len(fresh))
+	for i, m := range fresh {
+		set[i] = bootServer{Name: m.Name, ID: m.Meta.NodeID, Addr: m.Meta.RPCAddr}
+	}
+	return set
+}
+
+// propose runs one prepare/commit round for set.
+func (b *bootstrapper) propose(set []bootServer) error {
+	c := b.c
+	p := bootProposal{ID: newID(), By: c.cfg.NodeName, Servers: set}
+	if reason := b.promise(p); reason != "" {
+		return errors.New(reason)
+	}
+	start := time.Now()
+	accepted, err := b.broadcast(methodBootstrapPrepare, p)
+	if err != nil || time.Since(start) > c.cfg.BootstrapPromiseTTL/2 {
+		b.broadcastTo(accepted, methodBootstrapAbort, p)
+		b.release(p.ID)
+		if err == nil {
+			err = errors.New("promises arrived too late")
+		}
+		return err
+	}
+	c.log.Info("bootstrapping a new cluster", "servers", len(set), "proposal", p.ID)
+	if err := b.bootstrap(p); err != nil {
+		return err
+	}
+	b.broadcastTo(accepted, methodBootstrapCommit, p)
+	return nil
+}
+
+// broadcast sends p to every other server in parallel. It returns the
+// names that accepted, and an error if any refused or failed.
+func (b *bootstrapper) broadcast(method string, p bootProposal) ([]string, error) {
+	var others []string
+	for _, s := range p.Servers {
+		if s.Name != b.c.cfg.NodeName {
+			others = append(others, s.Name)
+		}
+	}
+	return b.broadcastTo(others, method, p)
+}
+
+func (b *bootstrapper) broadcastTo(names []string, method string, p bootProposal) ([]string, error) {
+	c := b.c
+	type result struct {
+		name string
+		err  error
+	}
+	results := make(chan result, len(names))
+	for _, name := range names {
+		var addr string
+		for _, s := range p.Servers {
+			if s.Name == name {
+				addr = s.Addr
+			}
+		}
+		go func() {
+			ctx, cancel := context.WithTimeout(c.ctx, c.cfg.RPCTimeout)
+			defer cancel()
+			var rep bootReply
+			err := c.trans.Call(ctx, addr, method, p, &rep)
+			if err == nil && !rep.OK {
+				err = fmt.Errorf("%s refused: %s", name, rep.Reason)
+			}
+			results <- result{name, err}
+		}()
+	}
+	var ok []string
+	var errs []error
+	for range names {
+		r := <-results
+		if r.err != nil {
+			errs = append(errs, r.err)
+		} else {
+			ok = append(ok, r.name)
+		}
+	}
+	return ok, errors.Join(errs...)
+}
+
+// promise records a promise to p; it returns a reason when it cannot.
+func (b *bootstrapper) promise(p bootProposal) string {
+	if reason := b.ineligible(); reason != "" {
+		return reason
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
+		return "already bootstrapped"
+	}
+	if b.promised != "" && b.promised != p.ID && time.Now().Before(b.expires) {
+		return "promised to proposal " + b.promised
+	}
+	b.promised = p.ID
+	b.expires = time.Now().Add(b.c.cfg.BootstrapPromiseTTL)
+	return ""
+}
+
+func (b *bootstrapper) release(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.promised == id {
+		b.promised = ""
+	}
+}
+
+// bootstrap starts raft with p's servers as the voters.
+func (b *bootstrapper) bootstrap(p bootProposal) error {
+	var conf raft.Configuration
+	for _, s := range p.Servers {
+		conf.Servers = append(conf.Servers, raft.Server{
+			Suffrage: raft.Voter,
+			ID:       raft.ServerID(s.ID),
+			Address:  transport.RaftAddress(s.Addr, s.ID),
+		})
+	}
+	err := b.c.raft.BootstrapCluster(conf).Error()
+	if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		return fmt.Errorf("holdfast: bootstrap: %w", err)
+	}
+	b.setDone()
+	return nil
+}
+
+// serve answers the bootstrap RPCs of another node's proposal.
+func (b *bootstrapper) serve(method string, body []byte) ([]byte, error) {
+	var p bootProposal
+	if err := transport.Decode(body, &p); err != nil {
+		return nil, err
+	}
+	rep := bootReply{OK: true}
+	switch method {
+	case methodBootstrapPrepare:
+		if !b.inSet(p) {
+			rep = bootReply{Reason: "not in the proposed set, or not voter-eligible"}
+		} else if reason := b.promise(p); reason != "" {
+			rep = bootReply{Reason: reason}
+		}
+	case methodBootstrapAbort:
+		b.release(p.ID)
+	case methodBootstrapCommit:
+		b.mu.Lock()
+		ours := b.promised == p.ID
+		b.mu.Unlock()
+		if !ours {
+			rep = bootReply{Reason: "not promised to this proposal"}
+		} else if err := b.bootstrap(p); err != nil {
+			rep = bootReply{Reason: err.Error()}
+		} else {
+			b.c.log.Info("bootstrapped with proposal", "proposal", p.ID, "by", p.By)
+		}
+	}
+	return transport.Encode(rep)
+}
+
+// inSet reports whether this node (by name and identity) is in p.
+func (b *bootstrapper) inSet(p bootProposal) bool {
+	if b.c.cfg.DataDir == "" || b.c.cfg.BootstrapExpect == 0 {
+		return false
+	}
+	for _, s := range p.Servers {
+		if s.Name == b.c.cfg.NodeName && s.ID == b.c.id {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,223 @@
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/holdfast-go/holdfast/transport"
+)
+
+// GossipProfile selects memberlist's timing defaults.
+type GossipProfile int
+
+const (
+	// GossipLAN is memberlist's LAN profile: the default for production.
+	GossipLAN GossipProfile = iota
+	// GossipLocal is memberlist's local profile: fast failure detection for
+	// tests and demos on one machine.
+	GossipLocal
+)
+
+// RaftTimings are the raft timeouts. The session TTL must be long compared
+// with them (see Config.validate).
+type RaftTimings struct {
+	// HeartbeatTimeout is how long a follower waits without contact from the
+	// leader before it starts an election.
+	HeartbeatTimeout time.Duration
+	// ElectionTimeout is how long a candidate waits before a new election.
+	ElectionTimeout time.Duration
+	// LeaderLeaseTimeout is how long a leader stays leader without contact
+	// from a quorum. It must not exceed HeartbeatTimeout.
+	LeaderLeaseTimeout time.Duration
+	// CommitTimeout bounds how long an idle leader waits before it sends
+	// heartbeats carrying the commit index.
+	CommitTimeout time.Duration
+}
+
+// Config configures a Coordinator. Start from DefaultConfig or
+// DefaultLocalConfig and set the node's own fields. New copies the Config
+// and never writes to it.
+type Config struct {
+	// NodeName names this node in the gossip pool; unique in the cluster.
+	NodeName string
+	// GossipAddr is the host:port gossip binds to (UDP and TCP). Port 0
+	// picks a free port.
+	GossipAddr string
+	// RPCAddr is the host:port of the one TCP listener carrying raft and
+	// holdfast's RPC. Port 0 picks a free port.
+	RPCAddr string
+	// AdvertiseRPCAddr, if set, is the RPC address other nodes dial instead
+	// of the bound one.
+	AdvertiseRPCAddr string
+	// Join lists gossip addresses of existing members. Joining is retried in
+	// the background until one answers.
+	Join []string
+	// DataDir holds the node identity, the raft log and snapshots. A node
+	// with a DataDir is voter-eligible; a node without one runs as a raft
+	// non-voter on in-memory stores and catches up by snapshot.
+	DataDir string
+	// BootstrapExpect is the number of voter-eligible nodes that must see
+	// each other before a new cluster is bootstrapped; 0 means never
+	// bootstrap, only join an existing cluster. At most Voters.
+	BootstrapExpect int
+	// Voters is the number of voters the cluster keeps: 1, 3 or 5.
+	Voters int
+	// Shards is the fixed number of shards, recorded when the cluster is
+	// created. Positive.
+	Shards int
+	// SessionTTL is how long a node's session lives without a keepalive
+	// answered by the leader.
+	SessionTTL time.Duration
+	// Raft holds the raft timeouts.
+	Raft RaftTimings
+	// Gossip selects memberlist's timing profile.
+	Gossip GossipProfile
+	// ServerStabilization is how long a non-voter must be healthy before it
+	// is promoted to voter.
+	ServerStabilization time.Duration
+	// DeadServerStabilization is how long gossip must report a voter dead
+	// before it is removed from the raft configuration.
+	DeadServerStabilization time.Duration
+	// ReconcileInterval is how often the leader reconciles gossip members
+	// with the raft configuration (it also reacts to membership events).
+	ReconcileInterval time.Duration
+	// BootstrapPromiseTTL is how long a node, once it has promised to join a
+	// bootstrap proposal, refuses any other proposal.
+	BootstrapPromiseTTL time.Duration
+	// RPCTimeout bounds each internal RPC.
+	RPCTimeout time.Duration
+	// SnapshotThreshold is how many log entries raft keeps before it takes
+	// a snapshot; TrailingLogs how many it keeps after one.
+	SnapshotThreshold uint64
+	// TrailingLogs is how many log entries are kept after a snapshot.
+	TrailingLogs uint64
+	// Zone is an optional failure-domain label, gossiped to other nodes.
+	Zone string
+	// Network carries raft and RPC (and gossip too when it implements
+	// transport.GossipNetwork). Nil means real TCP (and UDP for gossip).
+	Network transport.Network
+	// Registerer receives holdfast's metrics. Nil: metrics are created but
+	// not registered.
+	Registerer prometheus.Registerer
+	// Logger receives all logs, raft's and memberlist's included. Nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns production defaults (LAN timings). The caller
+// still sets NodeName, addresses, Join, DataDir and BootstrapExpect.
+func DefaultConfig() Config {
+	return Config{
+		GossipAddr:      "0.0.0.0:7946",
+		RPCAddr:         "0.0.0.0:7947",
+		Voters:          3,
+		BootstrapExpect: 3,
+		Shards:          256,
+		SessionTTL:      10 * time.Second,
+		Raft: RaftTimings{
+			HeartbeatTimeout:   1000 * time.Millisecond,
+			ElectionTimeout:    1000 * time.Millisecond,
+			LeaderLeaseTimeout: 500 * time.Millisecond,
+			CommitTimeout:      50 * time.Millisecond,
+		},
+		Gossip:                  GossipLAN,
+		ServerStabilization:     10 * time.Second,
+		DeadServerStabilization: 30 * time.Second,
+		ReconcileInterval:       10 * time.Second,
+		BootstrapPromiseTTL:     30 * time.Second,
+		RPCTimeout:              5 * time.Second,
+		SnapshotThreshold:       8192,
+		TrailingLogs:            10240,
+	}
+}
+
+// DefaultLocalConfig returns fast timings for tests and demos on one
+// machine: loopback addresses with OS-chosen ports, sub-second raft
+// timeouts, short stabilization times. Still safe on a loaded 2-core host.
+func DefaultLocalConfig() Config {
+	c := DefaultConfig()
+	c.GossipAddr = "127.0.0.1:0"
+	c.RPCAddr = "127.0.0.1:0"
+	c.Shards = 16
+	c.SessionTTL = 3 * time.Second
+	c.Raft = RaftTimings{
+		HeartbeatTimeout:   300 * time.Millisecond,
+		ElectionTimeout:    300 * time.Millisecond,
+		LeaderLeaseTimeout: 200 * time.Millisecond,
+		CommitTimeout:      10 * time.Millisecond,
+	}
+	c.Gossip = GossipLocal
+	c.ServerStabilization = 1 * time.Second
+	c.DeadServerStabilization = 2 * time.Second
+	c.ReconcileInterval = 500 * time.Millisecond
+	c.BootstrapPromiseTTL = 10 * time.Second
+	c.RPCTimeout = 2 * time.Second
+	c.SnapshotThreshold = 1024
+	c.TrailingLogs = 1024
+	return c
+}
+
+// ErrInvalidConfig is wrapped by every error New returns for a bad Config;
+// the message names the field.
+var ErrInvalidConfig = errors.New("holdfast: invalid config")
+
+func fieldErr(field, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+}
+
+// validate checks every field and the relations between them.
+func (c *Config) validate() error {
+	switch {
+	case c.NodeName == "":
+		return fieldErr("NodeName", "must be set")
+	case len(c.NodeName) > 128:
+		return fieldErr("NodeName", "longer than 128 bytes")
+	case c.GossipAddr == "":
+		return fieldErr("GossipAddr", "must be set")
+	case c.RPCAddr == "":
+		return fieldErr("RPCAddr", "must be set")
+	case c.Voters != 1 && c.Voters != 3 && c.Voters != 5:
+		return fieldErr("Voters", "is %d; must be 1, 3 or 5", c.Voters)
+	case c.BootstrapExpect < 0 || c.BootstrapExpect > c.Voters:
+		return fieldErr("BootstrapExpect", "is %d; must be between 0 and Voters (%d)", c.BootstrapExpect, c.Voters)
+	case c.BootstrapExpect > 0 && c.DataDir == "":
+		return fieldErr("BootstrapExpect", "is %d but DataDir is empty: only voter-eligible nodes bootstrap", c.BootstrapExpect)
+	case c.Shards <= 0 || c.Shards > 1<<20:
+		return fieldErr("Shards", "is %d; must be between 1 and %d", c.Shards, 1<<20)
+	}
+	return c.validateTimings()
+}
+
+func (c *Config) validateTimings() error {
+	r := c.Raft
+	switch {
+	case r.HeartbeatTimeout < 5*time.Millisecond:
+		return fieldErr("Raft.HeartbeatTimeout", "is %v; must be at least 5ms", r.HeartbeatTimeout)
+	case r.ElectionTimeout < 5*time.Millisecond:
+		return fieldErr("Raft.ElectionTimeout", "is %v; must be at least 5ms", r.ElectionTimeout)
+	case r.LeaderLeaseTimeout < 5*time.Millisecond || r.LeaderLeaseTimeout > r.HeartbeatTimeout:
+		return fieldErr("Raft.LeaderLeaseTimeout", "is %v; must be between 5ms and HeartbeatTimeout (%v)", r.LeaderLeaseTimeout, r.HeartbeatTimeout)
+	case r.CommitTimeout <= 0:
+		return fieldErr("Raft.CommitTimeout", "must be positive")
+	case c.SessionTTL < 3*max(r.ElectionTimeout, r.HeartbeatTimeout):
+		return fieldErr("SessionTTL", "is %v; must be at least 3 × the raft election/heartbeat timeout (%v) so a leader change does not expire sessions",
+			c.SessionTTL, 3*max(r.ElectionTimeout, r.HeartbeatTimeout))
+	case c.ServerStabilization <= 0:
+		return fieldErr("ServerStabilization", "must be positive")
+	case c.DeadServerStabilization <= 0:
+		return fieldErr("DeadServerStabilization", "must be positive")
+	case c.ReconcileInterval <= 0:
+		return fieldErr("ReconcileInterval", "must be positive")
+	case c.BootstrapPromiseTTL < 2*c.RPCTimeout:
+		return fieldErr("BootstrapPromiseTTL", "is %v; must be at least 2 × RPCTimeout (%v)", c.BootstrapPromiseTTL, 2*c.RPCTimeout)
+	case c.RPCTimeout <= 0:
+		return fieldErr("RPCTimeout", "must be positive")
+	case c.SnapshotThreshold == 0:
+		return fieldErr("SnapshotThreshold", "must be positive")
+	}
+	return nil
+}

@@ -1,0 +1,260 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	autopilot "github.com/hashicorp/raft-autopilot"
+
+	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/membership"
+	"github.com/holdfast-go/holdfast/transport"
+)
+
+// Coordinator is one node of a holdfast cluster: a gossip member, a raft
+// server (voter or non-voter) with a local replica of the state, and the
+// public API. All methods are safe for concurrent use.
+type Coordinator struct {
+	cfg Config
+	log *slog.Logger
+	id  string // raft server ID: the node identity, see loadIdentity
+
+	fsm       *fsm.FSM
+	trans     *transport.Transport
+	stores    *raftStores
+	raftTrans *raft.NetworkTransport
+	raft      *raft.Raft
+	members   *membership.Membership
+	pilot     *autopilot.Autopilot
+	boot      *bootstrapper
+	metrics   *metrics
+
+	clusterID atomic.Pointer[string] // the formed cluster's ID, once known
+	leaderCh  chan bool              // raft's NotifyCh
+	kick      chan struct{}          // wakes the leader reconciler
+
+	ctx      context.Context // ends when Shutdown or Close begins
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+	stopErr  error
+	leaving  atomic.Bool
+}
+
+// New starts a node: it opens the data dir, starts raft, joins the gossip
+// pool (retrying in the background), and returns. The cluster may not have
+// formed yet when New returns; use Leader or the harness to wait. New
+// returns an error wrapping ErrInvalidConfig for a bad Config and
+// ErrDuplicateName when a live member already uses NodeName.
+func New(cfg Config) (*Coordinator, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Coordinator{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		fsm:      fsm.New(),
+		leaderCh: make(chan bool, 16),
+		kick:     make(chan struct{}, 1),
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.log = c.log.With("node", cfg.NodeName)
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	empty := ""
+	c.clusterID.Store(&empty)
+	if err := c.start(); err != nil {
+		c.cancel()
+		c.closeAll()
+		return nil, err
+	}
+	return c, nil
+}
+
+// start brings up every part in dependency order; on error the caller
+// closes whatever was opened.
+func (c *Coordinator) start() error {
+	id, fresh, err := loadIdentity(c.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	c.id = id
+	c.log.Info("starting", "id", id, "new_identity", fresh, "voter_eligible", c.cfg.DataDir != "")
+	c.trans, err = transport.New(transport.Config{
+		Network:          c.cfg.Network,
+		BindAddr:         c.cfg.RPCAddr,
+		AdvertiseAddr:    c.cfg.AdvertiseRPCAddr,
+		LocalID:          id,
+		Handler:          transport.HandlerFunc(c.serveRPC),
+		DefaultCallTimeout: c.cfg.RPCTimeout,
+		Logger:           c.log.With("subsystem", "transport"),
+	})
+	if err != nil {
+		return fmt.Errorf("holdfast: RPCAddr: %w", err)
+	}
+	if err := c.startRaft(); err != nil {
+		return err
+	}
+	if err := c.startMembership(); err != nil {
+		return err
+	}
+	c.metrics = newMetrics(c)
+	c.pilot = newAutopilot(c)
+	c.boot = newBootstrapper(c)
+	c.goLoop(c.leaderLoop)
+	c.goLoop(c.memberLoop)
+	c.goLoop(c.clusterIDLoop)
+	if c.cfg.BootstrapExpect > 0 {
+		c.goLoop(c.boot.run)
+	}
+	return nil
+}
+
+// goLoop runs f in a goroutine that Shutdown and Close wait for.
+func (c *Coordinator) goLoop(f func()) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		f()
+	}()
+}
+
+// ID returns this node's identity, which is also its raft server ID.
+func (c *Coordinator) ID() string { return c.id }
+
+// NodeName returns the configured node name.
+func (c *Coordinator) NodeName() string { return c.cfg.NodeName }
+
+// RPCAddr returns the address other nodes dial for raft and RPC.
+func (c *Coordinator) RPCAddr() string { return c.trans.Addr() }
+
+// GossipAddr returns the address this node gossips on.
+func (c *Coordinator) GossipAddr() string { return c.members.Addr() }
+
+// ClusterID returns the formed cluster's ID, or "" before this node has
+// learned it.
+func (c *Coordinator) ClusterID() string { return *c.clusterID.Load() }
+
+// Shutdown leaves the cluster gracefully: it hands raft leadership to
+// another voter, removes itself from the raft configuration (unless it is the
+// last voter), leaves the gossip pool, and then closes everything. If ctx
+// ends first the remaining steps are skipped and the node is closed. It is
+// safe to call more than once; later calls return the first result.
+func (c *Coordinator) Shutdown(ctx context.Context) error {
+	c.stopOnce.Do(func() {
+		c.leaving.Store(true)
+		err := c.leave(ctx)
+		c.cancel()
+		c.stopErr = errors.Join(err, c.closeAll())
+	})
+	return c.stopErr
+}
+
+// Close stops the node at once, without leaving: to the others it looks
+// like a crash. It is safe to call more than once, and after Shutdown.
+func (c *Coordinator) Close() error {
+	c.stopOnce.Do(func() {
+		c.cancel()
+		c.stopErr = c.closeAll()
+	})
+	return c.stopErr
+}
+
+// leave performs the graceful steps of Shutdown.
+func (c *Coordinator) leave(ctx context.Context) error {
+	var errs []error
+	if c.raft != nil && c.raft.State() == raft.Leader && c.otherVoters() > 0 {
+		if err := waitFuture(ctx, c.raft.LeadershipTransfer()); err != nil {
+			errs = append(errs, fmt.Errorf("leadership transfer: %w", err))
+		}
+	}
+	if c.raft != nil && c.otherVoters() > 0 {
+		if err := c.removeSelf(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("leaving the raft configuration: %w", err))
+		}
+	}
+	if c.members != nil {
+		if err := c.members.Leave(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("leaving gossip: %w", err))
+		}
+	}
+	if len(errs) > 0 {
+		c.log.Warn("graceful shutdown incomplete", "error", errors.Join(errs...))
+	}
+	return errors.Join(errs...)
+}
+
+// otherVoters counts the voters in the raft configuration other than this
+// node.
+func (c *Coordinator) otherVoters() int {
+	n := 0
+	for _, s := range c.raftServers() {
+		if s.Suffrage == raft.Voter && string(s.ID) != c.id {
+			n++
+		}
+	}
+	return n
+}
+
+// closeAll stops every part that was started, in reverse order, and waits
+// for every goroutine.
+func (c *Coordinator) closeAll() error {
+	var errs []error
+	if c.pilot != nil {
+		<-c.pilot.Stop()
+	}
+	if c.members != nil {
+		errs = append(errs, c.members.Shutdown())
+	}
+	if c.raft != nil {
+		errs = append(errs, c.raft.Shutdown().Error())
+	}
+	if c.raftTrans != nil {
+		errs = append(errs, c.raftTrans.Close())
+	}
+	if c.trans != nil {
+		errs = append(errs, c.trans.Close())
+	}
+	c.wg.Wait()
+	if c.pilot != nil {
+		<-c.pilot.Stop() // the leader loop may have restarted it before it saw the cancel
+	}
+	if c.stores != nil && c.stores.closer != nil {
+		errs = append(errs, c.stores.closer.Close())
+	}
+	if c.metrics != nil {
+		c.metrics.unregister()
+	}
+	return errors.Join(errs...)
+}
+
+// waitFuture waits for a raft future or ctx, whichever ends first.
+func waitFuture(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// sleepCtx waits d or until ctx ends; it reports whether d elapsed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,38 @@
+// Package coordinator is holdfast's public API: one Coordinator per node of
+// a cluster that coordinates itself.
+//
+// A Coordinator joins a gossip pool (memberlist), takes part in a raft group
+// (as a voter if it has a DataDir, otherwise as a non-voter on in-memory
+// stores), and holds a local replica of the replicated state, so reads never
+// leave the process.
+//
+// # Forming a cluster
+//
+// Fresh voter-eligible nodes started with the same BootstrapExpect find each
+// other by gossip; when BootstrapExpect of them see each other and none
+// belongs to a cluster yet, they agree on one configuration and bootstrap
+// raft with it (see the protocol in bootstrap.go). The first leader records
+// a new cluster ID in the replicated state; from then on the ID travels in
+// gossip metadata, nodes never bootstrap next to it, and members of another
+// cluster are refused. New members join as raft non-voters; the leader keeps
+// Config.Voters voters, promoting a healthy eligible non-voter after
+// ServerStabilization and removing a voter that gossip has reported dead for
+// DeadServerStabilization, one change at a time and only while the remaining
+// voters keep a quorum.
+//
+// # Identity
+//
+// A node's raft server ID is an identity generated once and kept in its
+// data dir, not its name. A node that comes back under the same name with an
+// empty data dir is a new server: the old entry is removed and the node
+// joins anew, and raft connections addressed to the old identity are refused
+// by the new process, so its empty log can never stand in for the old
+// voter's vote.
+//
+// # Shutdown
+//
+// Shutdown(ctx) is graceful: leadership is handed to another voter, the node
+// removes itself from the raft configuration (unless it is the last voter)
+// and leaves the gossip pool. Close stops at once, like a crash. Both wait
+// for every goroutine the Coordinator started.
+package coordinator

@@ -1,0 +1,244 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/transport"
+)
+
+// RPC method names. They are part of the wire protocol.
+const (
+	methodStats            = "raft.stats"
+	methodApply            = "raft.apply"
+	methodRemove           = "raft.remove"
+	methodBootstrapPrepare = "bootstrap.prepare"
+	methodBootstrapCommit  = "bootstrap.commit"
+	methodBootstrapAbort   = "bootstrap.abort"
+)
+
+// Remote error codes.
+const (
+	codeNotLeader = "not_leader"
+	codeRejected  = "rejected"
+	codeShutdown  = "shutdown"
+	codeBadMethod = "bad_method"
+)
+
+type statsReply struct {
+	LastContactNs int64 `msgpack:"contact"` // -1: never
+	LastTerm      uint64 `msgpack:"term"`
+	LastIndex     uint64 `msgpack:"index"`
+}
+
+type applyRequest struct {
+	Data []byte `msgpack:"data"`
+}
+
+type applyReply struct {
+	Index uint64 `msgpack:"index"`
+}
+
+type removeRequest struct {
+	ID string `msgpack:"id"`
+}
+
+// serveRPC dispatches one inbound RPC.
+func (c *Coordinator) serveRPC(ctx context.Context, method string, body []byte) ([]byte, error) {
+	if c.ctx.Err() != nil {
+		return nil, &transport.RemoteError{Code: codeShutdown, Message: ErrShutdown.Error()}
+	}
+	switch method {
+	case methodStats:
+		return transport.Encode(c.localStats())
+	case methodApply:
+		var req applyRequest
+		if err := transport.Decode(body, &req); err != nil {
+			return nil, err
+		}
+		idx, err := c.applyLocal(ctx, req.Data)
+		if err != nil {
+			return nil, toRemote(err)
+		}
+		return transport.Encode(applyReply{Index: idx})
+	case methodRemove:
+		var req removeRequest
+		if err := transport.Decode(body, &req); err != nil {
+			return nil, err
+		}
+		return nil, toRemote(c.removeServerLocal(ctx, req.ID))
+	case methodBootstrapPrepare, methodBootstrapCommit, methodBootstrapAbort:
+		return c.boot.serve(method, body)
+	default:
+		return nil, &transport.RemoteError{Code: codeBadMethod, Message: "unknown method " + strconv.Quote(method)}
+	}
+}
+
+// toRemote maps our errors to wire errors.
+func toRemote(err error) error {
+	if err == nil {
+		return nil
+	}
+	var nl *NotLeaderError
+	switch {
+	case errors.As(err, &nl):
+		return &transport.RemoteError{Code: codeNotLeader, Message: nl.Leader}
+	case errors.Is(err, ErrRejected):
+		return &transport.RemoteError{Code: codeRejected, Message: err.Error()}
+	case errors.Is(err, ErrShutdown):
+		return &transport.RemoteError{Code: codeShutdown, Message: err.Error()}
+	}
+	return err
+}
+
+// fromRemote maps wire errors back to ours.
+func fromRemote(err error) error {
+	var re *transport.RemoteError
+	if !errors.As(err, &re) {
+		return err
+	}
+	switch re.Code {
+	case codeNotLeader:
+		return &NotLeaderError{Leader: re.Message}
+	case codeRejected:
+		return fmt.Errorf("%w: %s", ErrRejected, re.Message)
+	case codeShutdown:
+		return fmt.Errorf("%w (remote)", ErrShutdown)
+	}
+	return err
+}
+
+// localStats reads this node's raft progress for autopilot.
+func (c *Coordinator) localStats() statsReply {
+	s := c.raft.Stats()
+	r := statsReply{LastContactNs: -1}
+	r.LastTerm, _ = strconv.ParseUint(s["last_log_term"], 10, 64)
+	r.LastIndex, _ = strconv.ParseUint(s["last_log_index"], 10, 64)
+	switch lc := s["last_contact"]; lc {
+	case "never", "":
+	case "0":
+		r.LastContactNs = 0
+	default:
+		if d, err := time.ParseDuration(lc); err == nil {
+			r.LastContactNs = int64(d)
+		}
+	}
+	if c.raft.State() == raft.Leader {
+		r.LastContactNs = 0
+	}
+	return r
+}
+
+// leaderRPCAddr returns the current leader's RPC address, or "" if unknown.
+func (c *Coordinator) leaderRPCAddr() (addr string, self bool) {
+	a, id := c.raft.LeaderWithID()
+	if a == "" {
+		return "", false
+	}
+	if string(id) == c.id {
+		return c.trans.Addr(), true
+	}
+	host, _, err := transport.SplitRaftAddress(a)
+	if err != nil {
+		return "", false
+	}
+	return host, false
+}
+
+// applyLocal commits data through raft on this node, which must be leader.
+func (c *Coordinator) applyLocal(ctx context.Context, data []byte) (uint64, error) {
+	if c.raft.State() != raft.Leader {
+		addr, _ := c.leaderRPCAddr()
+		return 0, &NotLeaderError{Leader: addr}
+	}
+	timeout := c.cfg.RPCTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	f := c.raft.Apply(data, timeout)
+	if err := waitFuture(ctx, f); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) {
+			return 0, &NotLeaderError{}
+		}
+		return 0, err
+	}
+	if r, ok := f.Response().(fsm.Result); ok && r.Err != nil {
+		return f.Index(), fmt.Errorf("%w: %w", ErrRejected, r.Err)
+	}
+	return f.Index(), nil
+}
+
+// apply commits cmd, on this node if it leads, otherwise forwarded to the
+// leader. It retries while no leader is known, until ctx ends; a command
+// whose fate is unknown (leader lost mid-commit) is reported, not retried.
+func (c *Coordinator) apply(ctx context.Context, cmd fsm.Command) (uint64, error) {
+	data, err := fsm.Encode(cmd)
+	if err != nil {
+		return 0, err
+	}
+	backoff := 20 * time.Millisecond
+	for {
+		if c.ctx.Err() != nil {
+			return 0, ErrShutdown
+		}
+		addr, self := c.leaderRPCAddr()
+		switch {
+		case self:
+			idx, err := c.applyLocal(ctx, data)
+			if !errors.Is(err, ErrNotLeader) {
+				return idx, err
+			}
+		case addr != "":
+			var rep applyReply
+			err := c.trans.Call(ctx, addr, methodApply, applyRequest{Data: data}, &rep)
+			err = fromRemote(err)
+			if !errors.Is(err, ErrNotLeader) {
+				return rep.Index, err
+			}
+		}
+		if !sleepCtx(ctx, backoff) {
+			return 0, fmt.Errorf("%w: %w", ErrNoLeader, ctx.Err())
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}
+
+// removeSelf asks the leader to remove this node from the raft
+// configuration.
+func (c *Coordinator) removeSelf(ctx context.Context) error {
+	for {
+		addr, self := c.leaderRPCAddr()
+		var err error
+		switch {
+		case self:
+			err = c.removeServerLocal(ctx, c.id)
+		case addr != "":
+			err = fromRemote(c.trans.Call(ctx, addr, methodRemove, removeRequest{ID: c.id}, nil))
+		default:
+			err = ErrNoLeader
+		}
+		if err == nil || !(errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNoLeader)) {
+			return err
+		}
+		if !sleepCtx(ctx, 50*time.Millisecond) {
+			return fmt.Errorf("%w: %w", err, ctx.Err())
+		}
+	}
+}
+
+// removeServerLocal removes id from the raft configuration; this node must
+// be leader.
+func (c *Coordinator) removeServerLocal(ctx context.Context, id string) error {
+	if c.raft.State() != raft.Leader {
+		addr, _ := c.leaderRPCAddr()
+		return &NotLeaderError{Leader: addr}
+	}
+	c.log.Info("removing server from the raft configuration", "id", id)
+	return waitFuture(ctx, c.raft.RemoveServer(raft.ServerID(id), 0, c.cfg.RPCTimeout))
+}

@@ -1,0 +1,156 @@
+package coordinator
+
+import (
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/holdfast-go/holdfast/membership"
+	"github.com/holdfast-go/holdfast/transport"
+)
+
+// RaftState is this node's role in the raft group.
+type RaftState string
+
+// The raft roles.
+const (
+	StateFollower  RaftState = "follower"
+	StateCandidate RaftState = "candidate"
+	StateLeader    RaftState = "leader"
+	StateShutdown  RaftState = "shutdown"
+)
+
+// Suffrage is a member's place in the raft configuration.
+type Suffrage string
+
+// The suffrages.
+const (
+	SuffrageVoter    Suffrage = "voter"
+	SuffrageNonVoter Suffrage = "non-voter"
+	SuffrageNone     Suffrage = "none" // not (yet) in the raft configuration
+)
+
+// MemberState is what gossip says of a member.
+type MemberState string
+
+// The member states.
+const (
+	MemberAlive   MemberState = "alive"
+	MemberSuspect MemberState = "suspect"
+	MemberFailed  MemberState = "failed"
+	MemberLeft    MemberState = "left"
+)
+
+// Member describes one node as this node sees it.
+type Member struct {
+	Name       string
+	ID         string // identity and raft server ID
+	RPCAddr    string
+	GossipAddr string
+	State      MemberState
+	Since      time.Time // when State last changed, on this node's clock
+	Eligible   bool      // has a data dir, may become a voter
+	Suffrage   Suffrage
+	ClusterID  string
+	Zone       string
+}
+
+// NodeInfo identifies a node.
+type NodeInfo struct {
+	Name    string
+	ID      string
+	RPCAddr string
+}
+
+// RaftState returns this node's current raft role.
+func (c *Coordinator) RaftState() RaftState {
+	switch c.raft.State() {
+	case raft.Leader:
+		return StateLeader
+	case raft.Candidate:
+		return StateCandidate
+	case raft.Follower:
+		return StateFollower
+	default:
+		return StateShutdown
+	}
+}
+
+// Leader returns the current raft leader as this node knows it, and false
+// when no leader is known.
+func (c *Coordinator) Leader() (NodeInfo, bool) {
+	a, id := c.raft.LeaderWithID()
+	if a == "" {
+		return NodeInfo{}, false
+	}
+	addr, _, _ := transport.SplitRaftAddress(a)
+	info := NodeInfo{ID: string(id), RPCAddr: addr}
+	for _, m := range c.members.Members() {
+		if m.Meta.NodeID == string(id) {
+			info.Name = m.Name
+		}
+	}
+	return info, true
+}
+
+// AppliedIndex returns the raft index of the last entry applied to this
+// node's replica.
+func (c *Coordinator) AppliedIndex() uint64 { return c.fsm.View().Index() }
+
+// Members lists every node gossip knows of (failed and left ones until
+// gossip forgets them), sorted by name, with each one's raft suffrage. A
+// member of the raft configuration that gossip does not know is not listed.
+func (c *Coordinator) Members() []Member {
+	suffrage := map[string]Suffrage{}
+	for _, s := range c.raftServers() {
+		if s.Suffrage == raft.Voter {
+			suffrage[string(s.ID)] = SuffrageVoter
+		} else {
+			suffrage[string(s.ID)] = SuffrageNonVoter
+		}
+	}
+	var out []Member
+	for _, m := range c.members.Members() {
+		s, ok := suffrage[m.Meta.NodeID]
+		if !ok {
+			s = SuffrageNone
+		}
+		out = append(out, Member{
+			Name:       m.Name,
+			ID:         m.Meta.NodeID,
+			RPCAddr:    m.Meta.RPCAddr,
+			GossipAddr: m.Addr,
+			State:      memberState(m.State),
+			Since:      m.Since,
+			Eligible:   m.Meta.Voter,
+			Suffrage:   s,
+			ClusterID:  m.Meta.ClusterID,
+			Zone:       m.Meta.Zone,
+		})
+	}
+	return out
+}
+
+// Voters returns the raft IDs of the current voters.
+func (c *Coordinator) Voters() []string {
+	var out []string
+	for _, s := range c.raftServers() {
+		if s.Suffrage == raft.Voter {
+			out = append(out, string(s.ID))
+		}
+	}
+	return out
+}
+
+func memberState(s membership.State) MemberState {
+	switch s {
+	case membership.Alive:
+		return MemberAlive
+	case membership.Suspect:
+		return MemberSuspect
+	case membership.Left:
+		return MemberLeft
+	default:
+		return MemberFailed
+	}
+}

@@ -1,0 +1,374 @@
+package holdfasttest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/holdfast-go/holdfast/coordinator"
+	"github.com/holdfast-go/holdfast/transport/memnet"
+)
+
+// Options describe a cluster to start.
+type Options struct {
+	// Nodes is how many nodes Start starts (default 3).
+	Nodes int
+	// Voters is Config.Voters (default: 3, or 1 for a single node).
+	Voters int
+	// BootstrapExpect is Config.BootstrapExpect (default: Voters).
+	BootstrapExpect int
+	// NoDataDir lists the indexes of nodes started without a data dir
+	// (raft non-voters on in-memory stores).
+	NoDataDir []int
+	// InMemory runs the cluster on a memnet network instead of loopback.
+	InMemory bool
+	// Seed seeds the in-memory network (default 1).
+	Seed int64
+	// Configure, if set, adjusts each node's Config before it starts.
+	Configure func(i int, c *coordinator.Config)
+	// NoStart creates the nodes' configurations without starting them;
+	// start them with Cluster.Start (in any order).
+	NoStart bool
+}
+
+// Cluster is a set of in-process holdfast nodes under test.
+type Cluster struct {
+	t      testing.TB
+	opts   Options
+	Net    *memnet.Network // nil on loopback TCP
+	closed atomic.Bool
+	logMu  sync.Mutex
+
+	mu    sync.Mutex
+	nodes []*Node
+}
+
+// Node is one member of a Cluster.
+type Node struct {
+	Index   int
+	Name    string
+	DataDir string // empty for a non-voter
+	// Config is what the node starts with; Restart reuses it (with the
+	// addresses it bound the first time).
+	Config coordinator.Config
+
+	mu sync.Mutex
+	c  *coordinator.Coordinator
+}
+
+// C returns the running coordinator, or nil while the node is down.
+func (n *Node) C() *coordinator.Coordinator {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.c
+}
+
+// Start starts a cluster as opts describe and registers its Close with
+// t.Cleanup. Nodes join node 0 (and every node started before them).
+func Start(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	if opts.Nodes == 0 {
+		opts.Nodes = 3
+	}
+	if opts.Voters == 0 {
+		opts.Voters = 3
+		if opts.Nodes == 1 {
+			opts.Voters = 1
+		}
+	}
+	if opts.BootstrapExpect == 0 {
+		opts.BootstrapExpect = opts.Voters
+	}
+	if opts.Seed == 0 {
+		opts.Seed = 1
+	}
+	cl := &Cluster{t: t, opts: opts}
+	if opts.InMemory {
+		cl.Net = memnet.New(opts.Seed)
+	}
+	t.Cleanup(cl.Close)
+	for i := 0; i < opts.Nodes; i++ {
+		n := cl.newNode()
+		if !opts.NoStart {
+			cl.Start(n.Index)
+		}
+	}
+	return cl
+}
+
+// newNode creates the next node's configuration.
+func (cl *Cluster) newNode() *Node {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	i := len(cl.nodes)
+	n := &Node{Index: i, Name: fmt.Sprintf("node%d", i)}
+	eligible := true
+	for _, j := range cl.opts.NoDataDir {
+		if j == i {
+			eligible = false
+		}
+	}
+	cfg := coordinator.DefaultLocalConfig()
+	cfg.NodeName = n.Name
+	cfg.Voters = cl.opts.Voters
+	cfg.BootstrapExpect = cl.opts.BootstrapExpect
+	if eligible {
+		n.DataDir = filepath.Join(cl.t.TempDir(), n.Name)
+		cfg.DataDir = n.DataDir
+	} else {
+		cfg.BootstrapExpect = 0
+	}
+	if cl.Net != nil {
+		host := fmt.Sprintf("n%d", i)
+		cfg.RPCAddr = host + ":7000"
+		cfg.GossipAddr = host + ":7001"
+		cfg.Network = cl.Net.Node(host)
+	}
+	cfg.Logger = newTestLogger(cl.t, &cl.closed, &cl.logMu).With("test_node", n.Name)
+	if cl.opts.Configure != nil {
+		cl.opts.Configure(i, &cfg)
+	}
+	n.Config = cfg
+	cl.nodes = append(cl.nodes, n)
+	return n
+}
+
+// Add creates and starts one more node that joins the cluster.
+func (cl *Cluster) Add() *Node {
+	n := cl.newNode()
+	cl.Start(n.Index)
+	return n
+}
+
+// AddNoStart creates one more node's configuration without starting it.
+func (cl *Cluster) AddNoStart() *Node { return cl.newNode() }
+
+// Node returns node i.
+func (cl *Cluster) Node(i int) *Node {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return cl.nodes[i]
+}
+
+// Nodes returns every node, running or not.
+func (cl *Cluster) Nodes() []*Node {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return append([]*Node(nil), cl.nodes...)
+}
+
+// Running returns the nodes that are up.
+func (cl *Cluster) Running() []*Node {
+	var out []*Node
+	for _, n := range cl.Nodes() {
+		if n.C() != nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// joinAddrs lists the gossip addresses of every other node that has run.
+func (cl *Cluster) joinAddrs(self *Node) []string {
+	var out []string
+	for _, n := range cl.Nodes() {
+		if n == self {
+			continue
+		}
+		addr := n.Config.GossipAddr
+		if c := n.C(); c != nil {
+			addr = c.GossipAddr()
+		} else if cl.Net == nil && isPortZero(addr) {
+			continue // never started: no address yet
+		}
+		if cl.Net != nil {
+			ip, err := cl.Net.IPAddr(addr)
+			if err != nil {
+				continue
+			}
+			addr = ip
+		}
+		out = append(out, addr)
+	}
+	return out
+}
+
+func isPortZero(addr string) bool {
+	return len(addr) >= 2 && addr[len(addr)-2:] == ":0"
+}
+
+// Start starts (or restarts) node i with its Config; it fails the test if
+// New fails. On loopback, the first start's bound addresses are kept for
+// later restarts.
+func (cl *Cluster) Start(i int) *coordinator.Coordinator {
+	cl.t.Helper()
+	c, err := cl.TryStart(i)
+	if err != nil {
+		cl.t.Fatalf("starting %s: %v", cl.Node(i).Name, err)
+	}
+	return c
+}
+
+// TryStart is Start that returns New's error instead of failing the test.
+func (cl *Cluster) TryStart(i int) (*coordinator.Coordinator, error) {
+	n := cl.Node(i)
+	if n.C() != nil {
+		return nil, fmt.Errorf("%s is already running", n.Name)
+	}
+	cfg := n.Config
+	cfg.Join = cl.joinAddrs(n)
+	c, err := coordinator.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	n.c = c
+	if cl.Net == nil {
+		n.Config.RPCAddr = c.RPCAddr()
+		n.Config.GossipAddr = c.GossipAddr()
+	}
+	n.mu.Unlock()
+	return c, nil
+}
+
+// Kill closes node i at once, as a crash would.
+func (cl *Cluster) Kill(i int) {
+	n := cl.Node(i)
+	n.mu.Lock()
+	c := n.c
+	n.c = nil
+	n.mu.Unlock()
+	if c != nil {
+		if err := c.Close(); err != nil {
+			cl.t.Logf("closing %s: %v", n.Name, err)
+		}
+	}
+}
+
+// Stop shuts node i down gracefully and returns Shutdown's error.
+func (cl *Cluster) Stop(ctx context.Context, i int) error {
+	n := cl.Node(i)
+	n.mu.Lock()
+	c := n.c
+	n.c = nil
+	n.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.Shutdown(ctx)
+}
+
+// Restart kills node i (if running) and starts it again with the same data
+// dir and addresses.
+func (cl *Cluster) Restart(i int) *coordinator.Coordinator {
+	cl.Kill(i)
+	return cl.Start(i)
+}
+
+// Wipe deletes node i's data dir; the node must be down.
+func (cl *Cluster) Wipe(i int) {
+	n := cl.Node(i)
+	if n.C() != nil {
+		cl.t.Fatalf("wipe %s: node is running", n.Name)
+	}
+	if n.DataDir != "" {
+		if err := os.RemoveAll(n.DataDir); err != nil {
+			cl.t.Fatal(err)
+		}
+	}
+}
+
+// host returns node i's host on the in-memory network.
+func (cl *Cluster) host(i int) string {
+	if cl.Net == nil {
+		cl.t.Fatalf("fault injection needs Options.InMemory")
+	}
+	return fmt.Sprintf("n%d", i)
+}
+
+// Pause stops all traffic to and from node i (in-memory network only), as
+// SIGSTOP would look to the others.
+func (cl *Cluster) Pause(i int) { cl.Net.Pause(cl.host(i)) }
+
+// Resume undoes Pause.
+func (cl *Cluster) Resume(i int) { cl.Net.Resume(cl.host(i)) }
+
+// Isolate cuts node i off from every other node (in-memory network only).
+func (cl *Cluster) Isolate(i int) { cl.Net.Isolate(cl.host(i)) }
+
+// Partition splits the nodes into groups by index (in-memory network only).
+func (cl *Cluster) Partition(groups ...[]int) {
+	var hosts [][]string
+	for _, g := range groups {
+		var hs []string
+		for _, i := range g {
+			hs = append(hs, cl.host(i))
+		}
+		hosts = append(hosts, hs)
+	}
+	cl.Net.Partition(hosts...)
+}
+
+// Heal removes every fault (in-memory network only).
+func (cl *Cluster) Heal() {
+	if cl.Net != nil {
+		cl.Net.Heal()
+	}
+}
+
+// Close closes every node and the network; it is registered with
+// t.Cleanup by Start and safe to call again.
+func (cl *Cluster) Close() {
+	var wg sync.WaitGroup
+	for _, n := range cl.Nodes() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl.Kill(n.Index)
+		}()
+	}
+	wg.Wait()
+	cl.logMu.Lock()
+	cl.closed.Store(true)
+	cl.logMu.Unlock()
+	if cl.Net != nil {
+		cl.Net.Close()
+	}
+}
+
+// ErrNotYet is what a condition passed to WaitFor returns (wrapped or not)
+// while it does not hold yet.
+var ErrNotYet = errors.New("not yet")
+
+// WaitFor polls cond every few milliseconds until it returns nil, and fails
+// the test with cond's last error once timeout has passed.
+func (cl *Cluster) WaitFor(what string, timeout time.Duration, cond func() error) {
+	cl.t.Helper()
+	if err := Poll(timeout, cond); err != nil {
+		cl.t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// Poll calls cond until it returns nil or timeout passes; it returns cond's
+// last error then.
+func Poll(timeout time.Duration, cond func() error) error {
+	deadline := time.Now().Add(timeout)
+	delay := 5 * time.Millisecond
+	for {
+		err := cond()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, 100*time.Millisecond)
+	}
+}

@@ -1,0 +1,90 @@
+package logbridge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sort"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// HCLog returns an hclog.Logger that writes every record to l with the
+// record's level, message and fields. hclog's level is set from what l
+// enables, so disabled records cost little.
+func HCLog(l *slog.Logger, name string) hclog.Logger {
+	level := hclog.Error
+	for _, c := range []struct {
+		s slog.Level
+		h hclog.Level
+	}{{slog.LevelWarn, hclog.Warn}, {slog.LevelInfo, hclog.Info}, {slog.LevelDebug, hclog.Debug}} {
+		if l.Enabled(context.Background(), c.s) {
+			level = c.h
+		}
+	}
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       name,
+		Level:      level,
+		Output:     &jsonWriter{l: l},
+		JSONFormat: true,
+	})
+}
+
+// jsonWriter turns hclog's JSON lines into slog records.
+type jsonWriter struct {
+	mu  sync.Mutex
+	buf []byte
+	l   *slog.Logger
+}
+
+func (w *jsonWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.emit(w.buf[:i])
+		w.buf = w.buf[i+1:]
+	}
+	return len(p), nil
+}
+
+func (w *jsonWriter) emit(line []byte) {
+	var rec map[string]any
+	if err := json.Unmarshal(line, &rec); err != nil {
+		w.l.Info(string(line))
+		return
+	}
+	msg, _ := rec["@message"].(string)
+	lvl, _ := rec["@level"].(string)
+	level := slog.LevelInfo
+	switch lvl {
+	case "trace", "debug":
+		level = slog.LevelDebug
+	case "warn":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	}
+	keys := make([]string, 0, len(rec))
+	for k := range rec {
+		if k != "@message" && k != "@level" && k != "@timestamp" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	attrs := make([]slog.Attr, 0, len(keys))
+	for _, k := range keys {
+		name := k
+		if k == "@module" {
+			name = "module"
+		}
+		attrs = append(attrs, slog.Any(name, rec[k]))
+	}
+	w.l.LogAttrs(context.Background(), level, msg, attrs...)
+}

@@ -1,0 +1,142 @@
+package membership
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Profile selects memberlist's timing defaults.
+type Profile int
+
+const (
+	// LAN uses memberlist.DefaultLANConfig: for production in one data centre.
+	LAN Profile = iota
+	// Local uses memberlist.DefaultLocalConfig: fast failure detection on
+	// loopback, for tests and demos.
+	Local
+)
+
+// String returns the lower-case name of the profile.
+func (p Profile) String() string {
+	switch p {
+	case LAN:
+		return "lan"
+	case Local:
+		return "local"
+	}
+	return "Profile(" + strconv.Itoa(int(p)) + ")"
+}
+
+// DefaultReapAfter is how long a Failed or Left member stays in Members when
+// Config.ReapAfter is zero.
+const DefaultReapAfter = 24 * time.Hour
+
+// Config configures a Membership. It is taken by value and never modified.
+type Config struct {
+	// NodeName is the node's unique name in the pool. Required.
+	NodeName string
+	// BindAddr is the gossip listen address, "host:port"; port 0 picks a
+	// free port (see Membership.Addr). Required unless Transport is set.
+	BindAddr string
+	// AdvertiseAddr is the "host:port" other nodes use to reach this one;
+	// empty means the bound address. Ignored when Transport is set.
+	AdvertiseAddr string
+	// Profile selects memberlist's timings; the zero value is LAN.
+	Profile Profile
+	// Meta is the initial metadata gossiped by this node.
+	Meta Meta
+	// Transport, if set, replaces memberlist's UDP/TCP transport (e.g. an
+	// in-memory network for tests); addresses then come from it.
+	Transport memberlist.NodeAwareTransport
+	// Accept, if set, is called for remote nodes seen on a join merge and
+	// in alive/update messages. An error refuses the node: it is not added
+	// (a join merge that contains it is cancelled) or its update is ignored,
+	// and the reason is logged. It is called from gossip goroutines while
+	// memberlist holds its locks, so it must be fast and must not call Join,
+	// SetMeta, Leave or Shutdown. It may be called many times for one node.
+	Accept func(Member) error
+	// ReapAfter is how long a Failed or Left member stays in Members before
+	// it is forgotten (without an event); zero means DefaultReapAfter.
+	ReapAfter time.Duration
+	// Logger receives this package's logs and memberlist's; nil discards.
+	Logger *slog.Logger
+}
+
+// validate checks c and returns an error naming the faulty field.
+func (c *Config) validate() error {
+	if c.NodeName == "" {
+		return errors.New("membership: Config.NodeName is required")
+	}
+	if c.Transport == nil {
+		if c.BindAddr == "" {
+			return errors.New("membership: Config.BindAddr is required when Config.Transport is nil")
+		}
+		if _, _, err := splitHostPort(c.BindAddr); err != nil {
+			return fmt.Errorf("membership: Config.BindAddr: %w", err)
+		}
+		if c.AdvertiseAddr != "" {
+			if _, _, err := splitHostPort(c.AdvertiseAddr); err != nil {
+				return fmt.Errorf("membership: Config.AdvertiseAddr: %w", err)
+			}
+		}
+	}
+	if c.Profile != LAN && c.Profile != Local {
+		return fmt.Errorf("membership: Config.Profile: unknown profile %d", int(c.Profile))
+	}
+	if c.ReapAfter < 0 {
+		return fmt.Errorf("membership: Config.ReapAfter: must not be negative, got %v", c.ReapAfter)
+	}
+	if _, err := c.Meta.Encode(); err != nil {
+		return fmt.Errorf("membership: Config.Meta: %w", err)
+	}
+	return nil
+}
+
+// splitHostPort parses "host:port" with a numeric port.
+func splitHostPort(addr string) (string, int, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil {
+		return "", 0, fmt.Errorf("invalid port %q", portStr)
+	}
+	return host, int(port), nil
+}
+
+// memberlistConfig builds memberlist's configuration for m; d supplies the
+// delegates.
+func memberlistConfig(c *Config, d *delegate, logger *slog.Logger) *memberlist.Config {
+	var mc *memberlist.Config
+	if c.Profile == Local {
+		mc = memberlist.DefaultLocalConfig()
+	} else {
+		mc = memberlist.DefaultLANConfig()
+	}
+	mc.Name = c.NodeName
+	if c.Transport != nil {
+		mc.Transport = c.Transport
+	} else {
+		// Validated already.
+		mc.BindAddr, mc.BindPort, _ = splitHostPort(c.BindAddr)
+		mc.AdvertiseAddr, mc.AdvertisePort = "", 0
+		if c.AdvertiseAddr != "" {
+			mc.AdvertiseAddr, mc.AdvertisePort, _ = splitHostPort(c.AdvertiseAddr)
+		}
+	}
+	mc.Delegate = d
+	mc.Events = d
+	mc.Alive = d
+	mc.Merge = d
+	mc.Conflict = d
+	mc.LogOutput = nil
+	mc.Logger = newStdLogger(logger.With(slog.String("component", "memberlist")))
+	return mc
+}

@@ -1,0 +1,53 @@
+// Package membership is holdfast's view of the gossip pool: which nodes
+// exist, how to reach them, what they say about themselves (Meta) and
+// whether they are alive. It wraps hashicorp/memberlist (SWIM gossip) and
+// never exposes its types, except that Config.Transport accepts a
+// memberlist.NodeAwareTransport so tests can run on an in-memory network.
+//
+// # Lifecycle
+//
+// New starts the local node (alone); Join merges it into a pool through one
+// or more seeds; SetMeta changes what it gossips; Leave announces a graceful
+// departure; Shutdown stops everything. Leave and Shutdown are idempotent.
+//
+// # Members
+//
+// Members returns every node this node has seen, sorted by name: alive ones
+// and, until Config.ReapAfter has passed, Failed and Left ones with the time
+// of their last state change (Member.Since, local clock), so a caller can
+// tell how long a node has been gone. The local node is included.
+//
+// # Events
+//
+// Events delivers, in the order observed:
+//
+//   - Join: a node became alive: first seen, or back after Failed or Left
+//     (including the local node, whose Join is the first event).
+//   - Update: an alive node changed its Meta or address.
+//   - Leave: a node left gracefully (it called Leave).
+//   - Fail: gossip declared a node dead (crash, partition, Shutdown without
+//     Leave). A Leave may follow a Fail for the same node when its leave
+//     notice arrived after the failure report; Since then stays the time of
+//     the failure.
+//
+// Events are queued without bound and never block gossip; a slow reader only
+// sees them late. Members may already reflect changes whose events are still
+// queued. Reaping a Failed or Left member emits no event.
+//
+// # Guarantees and non-guarantees
+//
+// Views are eventually consistent: two nodes may disagree for a while about
+// who is alive, and a node reported Failed may be alive on the other side of
+// a partition. Suspicion is not reported (State Suspect is never set).
+// A node whose name is already used by an alive node at another address is
+// refused (Join fails with ErrDuplicateName). Config.Accept can refuse other
+// nodes, e.g. members of a foreign cluster; a refused node never appears in
+// Members, though the refusal is one-sided unless both sides refuse.
+//
+// # Concurrency
+//
+// All methods of Membership are safe for concurrent use. Config.Accept is
+// called from gossip goroutines with memberlist's locks held: it must be
+// quick and must not call Join, SetMeta, Leave or Shutdown (Members, Member
+// and Local are fine).
+package membership

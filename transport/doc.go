@@ -1,0 +1,55 @@
+// Package transport carries all of a holdfast node's stream traffic over one
+// listener: the raft stream layer (for hashicorp/raft's NetworkTransport) and
+// holdfast's own request/response RPC. It runs over any Network, so the same
+// code runs on real TCP and on the in-memory network of package memnet.
+//
+// # Wire format
+//
+// Every connection starts with one kind byte.
+//
+//   - 'R' (raft): one length byte n, then n bytes of the target node ID,
+//     then raft's own protocol. The receiver refuses (logs and closes) a
+//     connection whose target ID differs from its Config.LocalID when both
+//     are non-empty, so a node that reused another's address is never fed
+//     that node's raft traffic. Raft addresses have the form "id@host:port"
+//     (RaftAddress, SplitRaftAddress).
+//   - 'P' (RPC): then frames in both directions, each a 4-byte big-endian
+//     length and that many bytes of msgpack. A request is {ID, Method,
+//     Timeout, Body}, a response {ID, Code, Error, Body}; Code is empty on
+//     success. One request is in flight per connection; the server answers
+//     requests of a connection in order.
+//
+// Any other kind byte is logged at Warn and the connection closed.
+//
+// # Limits
+//
+// Nothing a peer sends can make the transport panic or allocate without
+// bound: the kind byte and raft header must arrive within
+// Config.HandshakeTimeout (read on a per-connection goroutine, so a silent
+// peer never stalls accepting); a frame length above Config.MaxFrameSize
+// closes the connection before any allocation; msgpack is checked
+// structurally before decoding (see Decode); at most Config.MaxInboundConns
+// inbound connections are open, and further ones are closed at once.
+// Refusals are counted in Stats.
+//
+// # Concurrency and lifetime
+//
+// All methods of Transport are safe for concurrent use. Handler.ServeRPC is
+// called concurrently, one goroutine per inbound connection, with a context
+// that ends at the caller's deadline or at Close; the deadline travels as a
+// remaining duration, so the two clocks need not agree. It does not end when
+// the caller merely disconnects. Call
+// keeps up to 4 idle connections per address and never retries. Close closes
+// the listener and every connection, raft connections included, and waits
+// for the transport's goroutines and running handlers; it is idempotent.
+//
+// # Not (yet) provided
+//
+// Connections are not encrypted or authenticated; mutual TLS is planned and
+// will wrap each connection right after dial and accept (see trackedConn).
+// Calls are not retried, so a call on a pooled connection to a peer that
+// restarted fails once. Idle inbound RPC connections are not timed out.
+// Counters are exposed only through Stats. The transport relies on the
+// Network's connections honouring read and write deadlines, including
+// deadlines in the past, which is how a cancelled Call is aborted.
+package transport

@@ -1,0 +1,417 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults applied by New to zero Config fields.
+const (
+	// DefaultMaxFrameSize bounds one RPC frame (request or response body).
+	DefaultMaxFrameSize = 1 << 20
+	// DefaultHandshakeTimeout bounds reading the kind byte and header of an
+	// inbound connection.
+	DefaultHandshakeTimeout = 5 * time.Second
+	// DefaultCallTimeout bounds a Call whose context has no deadline, and a
+	// raft Dial given no timeout.
+	DefaultCallTimeout = 10 * time.Second
+	// DefaultMaxInboundConns bounds the open inbound connections.
+	DefaultMaxInboundConns = 1024
+	// MaxFrameSizeLimit is the largest accepted Config.MaxFrameSize.
+	MaxFrameSizeLimit = 1 << 30
+)
+
+// Connection kind bytes: the first byte of every connection.
+const (
+	kindRaft = 'R'
+	kindRPC  = 'P'
+)
+
+// Config configures a Transport. It is taken by value and never modified.
+type Config struct {
+	// Network carries the connections; nil means TCP().
+	Network Network
+	// BindAddr is the "host:port" to listen on, e.g. "127.0.0.1:0".
+	BindAddr string
+	// AdvertiseAddr is the "host:port" peers dial; empty means the
+	// listener's address.
+	AdvertiseAddr string
+	// LocalID is this node's identity. Inbound raft connections addressed
+	// to another (non-empty) ID are refused. At most 255 bytes.
+	LocalID string
+	// Handler serves inbound RPC; it may be nil until SetHandler. Calls that
+	// arrive while it is nil fail with CodeUnavailable.
+	Handler Handler
+	// MaxFrameSize bounds an RPC frame; a peer that announces a bigger one
+	// has its connection closed. Zero means DefaultMaxFrameSize.
+	MaxFrameSize int
+	// HandshakeTimeout bounds reading the kind byte and header of an
+	// inbound connection. Zero means DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// DefaultCallTimeout is used when the context of Call has no deadline,
+	// and bounds a server's write of a response. Zero means
+	// DefaultCallTimeout.
+	DefaultCallTimeout time.Duration
+	// MaxInboundConns bounds the open inbound connections (raft and RPC);
+	// connections beyond it are closed at once. Zero means
+	// DefaultMaxInboundConns.
+	MaxInboundConns int
+	// Logger receives the transport's logs; nil discards them. Refused
+	// connections and frames are logged at Warn, peer I/O errors at Debug.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns a Config listening on 127.0.0.1:0 over TCP with every
+// default spelled out.
+func DefaultConfig() Config {
+	return Config{
+		Network:            TCP(),
+		BindAddr:           "127.0.0.1:0",
+		MaxFrameSize:       DefaultMaxFrameSize,
+		HandshakeTimeout:   DefaultHandshakeTimeout,
+		DefaultCallTimeout: DefaultCallTimeout,
+		MaxInboundConns:    DefaultMaxInboundConns,
+	}
+}
+
+// validate reports the first invalid field.
+func (c Config) validate() error {
+	switch {
+	case c.BindAddr == "":
+		return errors.New("transport: Config.BindAddr is empty")
+	case len(c.LocalID) > 255:
+		return fmt.Errorf("transport: Config.LocalID is %d bytes, more than 255", len(c.LocalID))
+	case c.MaxFrameSize < 0 || c.MaxFrameSize > MaxFrameSizeLimit:
+		return fmt.Errorf("transport: Config.MaxFrameSize %d is outside [0, %d]", c.MaxFrameSize, MaxFrameSizeLimit)
+	case c.HandshakeTimeout < 0:
+		return fmt.Errorf("transport: Config.HandshakeTimeout %v is negative", c.HandshakeTimeout)
+	case c.DefaultCallTimeout < 0:
+		return fmt.Errorf("transport: Config.DefaultCallTimeout %v is negative", c.DefaultCallTimeout)
+	case c.MaxInboundConns < 0:
+		return fmt.Errorf("transport: Config.MaxInboundConns %d is negative", c.MaxInboundConns)
+	}
+	return nil
+}
+
+// withDefaults fills zero fields.
+func (c Config) withDefaults() Config {
+	if c.Network == nil {
+		c.Network = TCP()
+	}
+	if c.MaxFrameSize == 0 {
+		c.MaxFrameSize = DefaultMaxFrameSize
+	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if c.DefaultCallTimeout == 0 {
+		c.DefaultCallTimeout = DefaultCallTimeout
+	}
+	if c.MaxInboundConns == 0 {
+		c.MaxInboundConns = DefaultMaxInboundConns
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Stats is a snapshot of a Transport's counters of refused input.
+type Stats struct {
+	// RejectedConns counts inbound connections closed because
+	// MaxInboundConns were already open.
+	RejectedConns uint64
+	// BadHandshakes counts inbound connections closed before or while
+	// reading their kind byte and header: timeout, EOF, unknown kind.
+	BadHandshakes uint64
+	// WrongTarget counts raft connections addressed to another node ID.
+	WrongTarget uint64
+	// OversizedFrames counts RPC frames (inbound or responses) whose length
+	// prefix exceeded MaxFrameSize.
+	OversizedFrames uint64
+	// BadFrames counts RPC frames that could not be decoded.
+	BadFrames uint64
+	// InboundConns is the number of inbound connections open now.
+	InboundConns int
+}
+
+// counters are the atomic fields behind Stats.
+type counters struct {
+	rejectedConns, badHandshakes, wrongTarget atomic.Uint64
+	oversizedFrames, badFrames                atomic.Uint64
+}
+
+// Transport is one node's listener carrying both the raft stream layer and
+// holdfast's RPC, plus the RPC client. All methods are safe for concurrent
+// use.
+type Transport struct {
+	cfg    Config
+	log    *slog.Logger
+	ln     net.Listener
+	addr   string
+	stream *streamLayer
+
+	handler atomic.Pointer[handlerBox]
+	nextID  atomic.Uint64
+	stats   counters
+
+	ctx    context.Context // cancelled by Close; parent of handler contexts
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // accept loop and per-connection goroutines
+
+	mu       sync.Mutex
+	closed   bool
+	conns    map[*trackedConn]struct{} // every open conn, both directions
+	inbound  int                       // open inbound conns
+	idle     map[string][]*trackedConn // pooled RPC client conns by address
+	closeErr error
+	once     sync.Once
+}
+
+type handlerBox struct{ h Handler }
+
+// New validates cfg, listens on cfg.BindAddr and starts accepting. The
+// Transport must be closed with Close.
+func New(cfg Config) (*Transport, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	ln, err := cfg.Network.Listen(cfg.BindAddr)
+	if err != nil {
+		return nil, fmt.Errorf("transport: listen on %s: %w", cfg.BindAddr, err)
+	}
+	t := &Transport{
+		cfg:   cfg,
+		log:   cfg.Logger,
+		ln:    ln,
+		addr:  cfg.AdvertiseAddr,
+		conns: make(map[*trackedConn]struct{}),
+		idle:  make(map[string][]*trackedConn),
+	}
+	if t.addr == "" {
+		t.addr = ln.Addr().String()
+	}
+	if _, _, err := net.SplitHostPort(t.addr); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("transport: Config.AdvertiseAddr %q: %w", t.addr, err)
+	}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	t.stream = newStreamLayer(t)
+	t.SetHandler(cfg.Handler)
+	t.wg.Add(1)
+	go t.acceptLoop()
+	return t, nil
+}
+
+// Addr returns the advertised "host:port" peers use to reach this Transport.
+func (t *Transport) Addr() string { return t.addr }
+
+// SetHandler sets (or, with nil, clears) the Handler serving inbound RPC.
+// Requests already being served keep the previous Handler.
+func (t *Transport) SetHandler(h Handler) {
+	if h == nil {
+		t.handler.Store(nil)
+		return
+	}
+	t.handler.Store(&handlerBox{h})
+}
+
+// Stats returns a snapshot of the counters of refused connections and frames.
+func (t *Transport) Stats() Stats {
+	t.mu.Lock()
+	inbound := t.inbound
+	t.mu.Unlock()
+	return Stats{
+		RejectedConns:   t.stats.rejectedConns.Load(),
+		BadHandshakes:   t.stats.badHandshakes.Load(),
+		WrongTarget:     t.stats.wrongTarget.Load(),
+		OversizedFrames: t.stats.oversizedFrames.Load(),
+		BadFrames:       t.stats.badFrames.Load(),
+		InboundConns:    inbound,
+	}
+}
+
+// Close stops the listener, closes every connection (inbound, pooled,
+// in-flight and raft connections in both directions), cancels the contexts of
+// running handlers and waits for the Transport's goroutines to end (so it
+// waits for handlers to return). It is idempotent and safe to call
+// concurrently; later calls return the first call's result.
+func (t *Transport) Close() error {
+	t.once.Do(func() {
+		t.mu.Lock()
+		t.closed = true
+		conns := make([]*trackedConn, 0, len(t.conns))
+		for c := range t.conns {
+			conns = append(conns, c)
+		}
+		t.idle = make(map[string][]*trackedConn)
+		t.mu.Unlock()
+
+		t.cancel()
+		if err := t.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			t.closeErr = fmt.Errorf("transport: close listener: %w", err)
+		}
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		t.wg.Wait()
+	})
+	return t.closeErr
+}
+
+// isClosed reports whether Close has begun.
+func (t *Transport) isClosed() bool {
+	select {
+	case <-t.ctx.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// trackedConn is a connection the Transport closes on Close. Its Close
+// removes it from the Transport's set. It is also the one place a later TLS
+// layer would wrap the raw connection.
+type trackedConn struct {
+	net.Conn
+	t       *Transport
+	inbound bool
+	once    sync.Once
+}
+
+// Close closes the connection and forgets it; it is idempotent.
+func (c *trackedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.t.untrack(c) })
+	return err
+}
+
+// track registers c, or closes it and fails when the Transport is closed or
+// (for inbound conns) MaxInboundConns are open.
+func (t *Transport) track(c *trackedConn) error {
+	t.mu.Lock()
+	err := error(nil)
+	switch {
+	case t.closed:
+		err = ErrClosed
+	case c.inbound && t.inbound >= t.cfg.MaxInboundConns:
+		err = errTooManyConns
+	default:
+		t.conns[c] = struct{}{}
+		if c.inbound {
+			t.inbound++
+		}
+	}
+	t.mu.Unlock()
+	if err != nil {
+		c.once.Do(func() {}) // never untracked
+		_ = c.Conn.Close()
+	}
+	return err
+}
+
+var errTooManyConns = errors.New("transport: too many inbound connections")
+
+func (t *Transport) untrack(c *trackedConn) {
+	t.mu.Lock()
+	if _, ok := t.conns[c]; ok {
+		delete(t.conns, c)
+		if c.inbound {
+			t.inbound--
+		}
+	}
+	t.mu.Unlock()
+}
+
+// dial opens a tracked outbound connection to addr.
+func (t *Transport) dial(ctx context.Context, addr string) (*trackedConn, error) {
+	if t.isClosed() {
+		return nil, ErrClosed
+	}
+	raw, err := t.cfg.Network.DialContext(ctx, addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	c := &trackedConn{Conn: raw, t: t}
+	if err := t.track(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// acceptLoop accepts inbound connections and starts a handshake goroutine for
+// each, so that a silent peer never blocks Accept.
+func (t *Transport) acceptLoop() {
+	defer t.wg.Done()
+	var delay time.Duration
+	for {
+		raw, err := t.ln.Accept()
+		if err != nil {
+			if t.isClosed() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			t.log.Warn("transport: accept failed", "error", err, "retry_in", delay)
+			if !t.sleep(delay) {
+				return
+			}
+			continue
+		}
+		delay = 0
+		c := &trackedConn{Conn: raw, t: t, inbound: true}
+		if err := t.track(c); err != nil {
+			if errors.Is(err, errTooManyConns) {
+				t.stats.rejectedConns.Add(1)
+				t.log.Warn("transport: inbound connection refused", "remote", raw.RemoteAddr().String(), "error", err)
+			}
+			continue
+		}
+		t.wg.Add(1)
+		go t.handshake(c)
+	}
+}
+
+// sleep waits d or until Close; it reports false on Close.
+func (t *Transport) sleep(d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-t.ctx.Done():
+		return false
+	}
+}
+
+// handshake reads the kind byte (and the raft header) under HandshakeTimeout
+// and dispatches the connection.
+func (t *Transport) handshake(c *trackedConn) {
+	defer t.wg.Done()
+	_ = c.SetReadDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
+	var kind [1]byte
+	if _, err := io.ReadFull(c, kind[:]); err != nil {
+		t.stats.badHandshakes.Add(1)
+		t.log.Debug("transport: handshake failed", "remote", c.RemoteAddr().String(), "error", err)
+		_ = c.Close()
+		return
+	}
+	switch kind[0] {
+	case kindRaft:
+		t.handshakeRaft(c)
+	case kindRPC:
+		_ = c.SetReadDeadline(time.Time{})
+		t.serveRPC(c)
+	default:
+		t.stats.badHandshakes.Add(1)
+		t.log.Warn("transport: unknown connection kind", "remote", c.RemoteAddr().String(), "kind", kind[0])
+		_ = c.Close()
+	}
+}
