@@ -88,13 +88,12 @@ func (c *Coordinator) start() error {
 	c.id = id
 	c.log.Info("starting", "id", id, "new_identity", fresh, "voter_eligible", c.cfg.DataDir != "")
 	c.trans, err = transport.New(transport.Config{
-		Network:          c.cfg.Network,
-		BindAddr:         c.cfg.RPCAddr,
-		AdvertiseAddr:    c.cfg.AdvertiseRPCAddr,
-		LocalID:          id,
-		Handler:          transport.HandlerFunc(c.serveRPC),
+		Network:            c.cfg.Network,
+		BindAddr:           c.cfg.RPCAddr,
+		AdvertiseAddr:      c.cfg.AdvertiseRPCAddr,
+		LocalID:            id,
 		DefaultCallTimeout: c.cfg.RPCTimeout,
-		Logger:           c.log.With("subsystem", "transport"),
+		Logger:             c.log.With("subsystem", "transport"),
 	})
 	if err != nil {
 		return fmt.Errorf("holdfast: RPCAddr: %w", err)
@@ -108,6 +107,7 @@ func (c *Coordinator) start() error {
 	c.metrics = newMetrics(c)
 	c.pilot = newAutopilot(c)
 	c.boot = newBootstrapper(c)
+	c.trans.SetHandler(transport.HandlerFunc(c.serveRPC))
 	c.goLoop(c.leaderLoop)
 	c.goLoop(c.memberLoop)
 	c.goLoop(c.clusterIDLoop)
@@ -125,6 +125,9 @@ func (c *Coordinator) goLoop(f func()) {
 		f()
 	}()
 }
+
+// closing reports whether Shutdown or Close has begun.
+func (c *Coordinator) closing() bool { return c.ctx.Err() != nil }
 
 // ID returns this node's identity, which is also its raft server ID.
 func (c *Coordinator) ID() string { return c.id }
@@ -167,18 +170,24 @@ func (c *Coordinator) Close() error {
 	return c.stopErr
 }
 
-// leave performs the graceful steps of Shutdown.
+// leave performs the graceful steps of Shutdown. It only removes this node
+// from the raft configuration when the voters left behind that gossip sees
+// alive form a quorum of the new configuration; otherwise it leaves as a
+// crash would, and autopilot removes it later.
 func (c *Coordinator) leave(ctx context.Context) error {
 	var errs []error
-	if c.raft != nil && c.raft.State() == raft.Leader && c.otherVoters() > 0 {
+	others, alive := c.otherVoters()
+	if c.raft != nil && c.raft.State() == raft.Leader && alive > 0 {
 		if err := waitFuture(ctx, c.raft.LeadershipTransfer()); err != nil {
 			errs = append(errs, fmt.Errorf("leadership transfer: %w", err))
 		}
 	}
-	if c.raft != nil && c.otherVoters() > 0 {
-		if err := c.removeSelf(ctx); err != nil {
+	if c.raft != nil && others > 0 && alive >= others/2+1 {
+		rctx, cancel := context.WithTimeout(ctx, 2*c.cfg.RPCTimeout)
+		if err := c.removeSelf(rctx); err != nil {
 			errs = append(errs, fmt.Errorf("leaving the raft configuration: %w", err))
 		}
+		cancel()
 	}
 	if c.members != nil {
 		if err := c.members.Leave(ctx); err != nil {
@@ -192,15 +201,26 @@ func (c *Coordinator) leave(ctx context.Context) error {
 }
 
 // otherVoters counts the voters in the raft configuration other than this
-// node.
-func (c *Coordinator) otherVoters() int {
-	n := 0
-	for _, s := range c.raftServers() {
-		if s.Suffrage == raft.Voter && string(s.ID) != c.id {
-			n++
+// node, and how many of them gossip reports alive.
+func (c *Coordinator) otherVoters() (voters, alive int) {
+	if c.raft == nil || c.members == nil {
+		return 0, 0
+	}
+	live := map[string]bool{}
+	for _, m := range c.members.Members() {
+		if m.State == membership.Alive {
+			live[m.Meta.NodeID] = true
 		}
 	}
-	return n
+	for _, s := range c.raftServers() {
+		if s.Suffrage == raft.Voter && string(s.ID) != c.id {
+			voters++
+			if live[string(s.ID)] {
+				alive++
+			}
+		}
+	}
+	return voters, alive
 }
 
 // closeAll stops every part that was started, in reverse order, and waits

@@ -149,3 +149,17 @@ func (c *Coordinator) kickReconcile() {
 	default:
 	}
 }
+
+// Join asks the gossip pool at seeds to admit this node, in addition to
+// Config.Join. It returns how many seeds answered; an error wrapping
+// ErrDuplicateName when the name is taken.
+func (c *Coordinator) Join(ctx context.Context, seeds []string) (int, error) {
+	if c.ctx.Err() != nil {
+		return 0, ErrShutdown
+	}
+	n, err := c.members.Join(ctx, seeds)
+	if errors.Is(err, membership.ErrDuplicateName) {
+		err = fmt.Errorf("%w: %w", ErrDuplicateName, err)
+	}
+	return n, err
+}

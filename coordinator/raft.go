@@ -41,7 +41,7 @@ func openStores(dataDir string, c *Coordinator) (*raftStores, error) {
 	if err != nil {
 		return nil, fmt.Errorf("holdfast: DataDir: opening raft log (is another node using %s?): %w", dataDir, err)
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, logbridge.HCLog(c.log, "raft-snapshot"))
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, logbridge.HCLog(c.log, "raft-snapshot", c.closing))
 	if err != nil {
 		bolt.Close()
 		return nil, fmt.Errorf("holdfast: DataDir: %w", err)
@@ -61,7 +61,7 @@ func (c *Coordinator) raftConfig() *raft.Config {
 	rc.TrailingLogs = c.cfg.TrailingLogs
 	rc.SnapshotInterval = 30 * time.Second
 	rc.NotifyCh = c.leaderCh
-	rc.Logger = logbridge.HCLog(c.log, "raft")
+	rc.Logger = logbridge.HCLog(c.log, "raft", c.closing)
 	return rc
 }
 
@@ -76,7 +76,7 @@ func (c *Coordinator) startRaft() error {
 		Stream:  c.trans.StreamLayer(),
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
-		Logger:  logbridge.HCLog(c.log, "raft-net"),
+		Logger:  logbridge.HCLog(c.log, "raft-net", c.closing),
 	})
 	r, err := raft.NewRaft(c.raftConfig(), c.fsm, stores.logs, stores.stable, stores.snaps, c.raftTrans)
 	if err != nil {

@@ -22,7 +22,7 @@ func newAutopilot(c *Coordinator) *autopilot.Autopilot {
 	d := &pilotDelegate{c: c}
 	p := &promoter{c: c, staleSince: map[raft.ServerID]time.Time{}}
 	return autopilot.New(c.raft, d,
-		autopilot.WithLogger(logbridge.HCLog(c.log.With("subsystem", "autopilot"), "autopilot")),
+		autopilot.WithLogger(logbridge.HCLog(c.log.With("subsystem", "autopilot"), "autopilot", c.closing)),
 		autopilot.WithPromoter(p),
 		autopilot.WithReconcileInterval(c.cfg.ReconcileInterval),
 		autopilot.WithUpdateInterval(c.cfg.ReconcileInterval),
@@ -58,7 +58,10 @@ func (d *pilotDelegate) FetchServerStats(ctx context.Context, servers map[raft.S
 	out := make(map[raft.ServerID]*autopilot.ServerStats, len(servers))
 	for id, srv := range servers {
 		if string(id) == c.id {
-			out[id] = toServerStats(c.localStats())
+			st := toServerStats(c.localStats())
+			mu.Lock()
+			out[id] = st
+			mu.Unlock()
 			continue
 		}
 		addr, _, err := transport.SplitRaftAddress(srv.Address)

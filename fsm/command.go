@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/holdfast-go/holdfast/internal/codec"
 )
 
 // CommandVersion is the version byte written in front of every command this
@@ -136,13 +138,8 @@ func Decode(b []byte) (Command, error) {
 // decodeBody decodes exactly one msgpack value from b into v, rejecting
 // trailing bytes.
 func decodeBody(b []byte, v any) error {
-	r := bytes.NewReader(b)
-	d := msgpack.NewDecoder(r)
-	if err := d.Decode(v); err != nil {
+	if err := codec.Decode(b, v); err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformed, err)
-	}
-	if r.Len() != 0 {
-		return fmt.Errorf("%w: %d trailing bytes", ErrMalformed, r.Len())
 	}
 	return nil
 }

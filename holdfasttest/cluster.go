@@ -135,6 +135,7 @@ func (cl *Cluster) newNode() *Node {
 		cl.opts.Configure(i, &cfg)
 	}
 	n.Config = cfg
+	n.Name = cfg.NodeName
 	cl.nodes = append(cl.nodes, n)
 	return n
 }

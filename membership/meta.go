@@ -1,12 +1,13 @@
 package membership
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
 	"github.com/hashicorp/memberlist"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/holdfast-go/holdfast/internal/codec"
 )
 
 // MetaVersion is the version of the Meta encoding written by this package.
@@ -65,8 +66,7 @@ func DecodeMeta(b []byte) (Meta, error) {
 	case len(b) > MaxMetaSize:
 		return m, fmt.Errorf("membership: meta is %d bytes, more than the limit of %d", len(b), MaxMetaSize)
 	}
-	dec := msgpack.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&m); err != nil {
+	if err := codec.Decode(b, &m); err != nil {
 		return Meta{}, fmt.Errorf("membership: decode meta: %w", err)
 	}
 	if m.Version == 0 {

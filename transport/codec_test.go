@@ -1,6 +1,8 @@
 package transport
 
 import (
+	"github.com/holdfast-go/holdfast/internal/codec"
+
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -44,7 +46,7 @@ func FuzzReadFrame(f *testing.F) {
 }
 
 func TestDecodeRejects(t *testing.T) {
-	deep := append(bytes.Repeat([]byte{0x91}, maxDecodeDepth+1), 0x00)
+	deep := append(bytes.Repeat([]byte{0x91}, codec.MaxDepth+1), 0x00)
 	cases := map[string][]byte{
 		"empty":          nil,
 		"invalid byte":   {0xc1},

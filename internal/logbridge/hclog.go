@@ -13,8 +13,11 @@ import (
 
 // HCLog returns an hclog.Logger that writes every record to l with the
 // record's level, message and fields. hclog's level is set from what l
-// enables, so disabled records cost little.
-func HCLog(l *slog.Logger, name string) hclog.Logger {
+// enables, so disabled records cost little. While closing (may be nil)
+// reports true, warnings and errors are logged at debug level: a library
+// that is shutting down reports every connection it loses, which is
+// expected then.
+func HCLog(l *slog.Logger, name string, closing func() bool) hclog.Logger {
 	level := hclog.Error
 	for _, c := range []struct {
 		s slog.Level
@@ -27,7 +30,7 @@ func HCLog(l *slog.Logger, name string) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{
 		Name:       name,
 		Level:      level,
-		Output:     &jsonWriter{l: l},
+		Output:     &jsonWriter{l: l, closing: closing},
 		JSONFormat: true,
 	})
 }
@@ -35,8 +38,9 @@ func HCLog(l *slog.Logger, name string) hclog.Logger {
 // jsonWriter turns hclog's JSON lines into slog records.
 type jsonWriter struct {
 	mu  sync.Mutex
-	buf []byte
-	l   *slog.Logger
+	buf     []byte
+	l       *slog.Logger
+	closing func() bool
 }
 
 func (w *jsonWriter) Write(p []byte) (int, error) {
@@ -70,6 +74,9 @@ func (w *jsonWriter) emit(line []byte) {
 		level = slog.LevelWarn
 	case "error":
 		level = slog.LevelError
+	}
+	if level > slog.LevelInfo && w.closing != nil && w.closing() {
+		level = slog.LevelDebug
 	}
 	keys := make([]string, 0, len(rec))
 	for k := range rec {

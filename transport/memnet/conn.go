@@ -15,8 +15,8 @@ const pipeCapacity = 4 << 20
 
 // Addr is the address of a memnet endpoint: a host and a port.
 type Addr struct {
-	Host string
-	Port int
+	Host string // host name or IP literal, as the network knows the host
+	Port int    // port on that host
 }
 
 // Network returns "memnet".

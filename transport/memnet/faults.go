@@ -1,11 +1,23 @@
 package memnet
 
-import "time"
+import (
+	"net"
+	"time"
+)
+
+// hostLocked names the host that a fault argument (a host, a fake IP, or a
+// "host:port" address) refers to.
+func (n *Network) hostLocked(s string) string {
+	if h, _, err := net.SplitHostPort(s); err == nil {
+		s = h
+	}
+	return n.canonLocked(s)
+}
 
 // Partition cuts every host of a group from every host of each other group,
 // in both directions. Hosts not named in any group keep their connectivity.
-// Cuts add to existing faults; Heal removes them. Host names and their fake
-// IPs are interchangeable.
+// Cuts add to existing faults; Heal removes them. In every fault method a
+// host may be given as its name, its fake IP, or any "host:port" on it.
 func (n *Network) Partition(groups ...[]string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -16,7 +28,7 @@ func (n *Network) Partition(groups ...[]string) {
 			}
 			for _, a := range gi {
 				for _, b := range gj {
-					n.blocked[link{n.canonLocked(a), n.canonLocked(b)}] = true
+					n.blocked[link{n.hostLocked(a), n.hostLocked(b)}] = true
 				}
 			}
 		}
@@ -29,7 +41,7 @@ func (n *Network) Partition(groups ...[]string) {
 func (n *Network) Isolate(host string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.isolated[n.canonLocked(host)] = true
+	n.isolated[n.hostLocked(host)] = true
 	n.notifyLocked()
 }
 
@@ -38,7 +50,7 @@ func (n *Network) Isolate(host string) {
 func (n *Network) DropOneWay(from, to string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.blocked[link{n.canonLocked(from), n.canonLocked(to)}] = true
+	n.blocked[link{n.hostLocked(from), n.hostLocked(to)}] = true
 	n.notifyLocked()
 }
 
@@ -48,7 +60,7 @@ func (n *Network) DropOneWay(from, to string) {
 func (n *Network) Pause(host string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.paused[n.canonLocked(host)] = true
+	n.paused[n.hostLocked(host)] = true
 	n.notifyLocked()
 }
 
@@ -56,7 +68,7 @@ func (n *Network) Pause(host string) {
 func (n *Network) Resume(host string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	delete(n.paused, n.canonLocked(host))
+	delete(n.paused, n.hostLocked(host))
 	n.notifyLocked()
 }
 
@@ -79,7 +91,7 @@ func (n *Network) Heal() {
 func (n *Network) SetDelay(from, to string, min, max time.Duration) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	l := link{n.canonLocked(from), n.canonLocked(to)}
+	l := link{n.hostLocked(from), n.hostLocked(to)}
 	if from == "" {
 		l.from = ""
 	}

@@ -93,17 +93,31 @@ func (t *gossipTransport) WriteToAddress(b []byte, a memberlist.Address) (time.T
 	}
 	key := joinAddr(to, port)
 	if d := n.delayLocked(t.host, to); d > 0 {
-		n.timers.Add(1)
-		time.AfterFunc(d, func() {
-			defer n.timers.Done()
-			n.deliver(t, key, buf)
-		})
+		n.schedule(d, func() { n.deliver(t, key, buf) })
 		n.mu.Unlock()
 		return now, nil
 	}
 	n.mu.Unlock()
 	n.deliver(t, key, buf)
 	return now, nil
+}
+
+// schedule runs f after d unless Close comes first. n.mu must be held and
+// the network open.
+func (n *Network) schedule(d time.Duration, f func()) {
+	p := new(pendingPacket)
+	n.timers.Add(1)
+	n.pending[p] = struct{}{}
+	p.timer = time.AfterFunc(d, func() {
+		defer n.timers.Done()
+		n.mu.Lock()
+		_, ok := n.pending[p]
+		delete(n.pending, p)
+		n.mu.Unlock()
+		if ok {
+			f()
+		}
+	})
 }
 
 // deliver hands a packet to the transport bound at key if the link is up.

@@ -39,7 +39,7 @@ func pair(t *testing.T, n *Network, from, to string) (client, server net.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	client, err = n.Node(from).DialContext(ctx, l.Addr().String())
@@ -292,43 +292,47 @@ func TestCloseJoinsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	idle, err := n.Listen("a:3")
+	if err != nil {
+		t.Fatal(err)
+	}
 	gt, err := n.GossipTransport("a:2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.SetDelay("", "", time.Hour, time.Hour)
+	n.SetDelay("a", "a", time.Hour, time.Hour)
 	if _, err := gt.WriteTo([]byte("late"), "a:2"); err != nil {
 		t.Fatal(err)
 	}
-	c, err := n.Node("b").DialContext(context.Background(), "b:0")
-	if err == nil || c != nil {
-		t.Fatal("dial to port 0 succeeded")
-	}
-	n.SetDelay("", "", 0, 0)
+	n.SetDelay("a", "a", 0, 0)
 	client, err := n.Node("b").DialContext(context.Background(), "a:1")
 	if err != nil {
 		t.Fatal(err)
 	}
+	n.Isolate("c")
 	errs := make(chan error, 3)
 	go func() { _, err := client.Read(make([]byte, 1)); errs <- err }()
-	go func() { _, err := l.Accept(); errs <- err }() // takes the queued conn
-	go func() {
-		_, err := n.Node("c").DialContext(context.Background(), "a:9999")
-		errs <- err
-	}()
-	<-errs // refused at once
-	n.Close()
-	for range 2 {
-		if err := <-errs; err == nil {
-			// Accept may win the queued conn; the reader must still fail.
-			continue
+	go func() { _, err := idle.Accept(); errs <- err }()
+	go func() { _, err := n.Node("c").DialContext(context.Background(), "a:1"); errs <- err }()
+	start := time.Now()
+	n.Close() // must not wait for the packet due in an hour
+	if time.Since(start) > 5*time.Second {
+		t.Fatal("Close waited for a delayed packet")
+	}
+	for range 3 {
+		if err := <-errs; !errors.Is(err, net.ErrClosed) && !errors.Is(err, ErrClosed) {
+			t.Fatalf("blocked call returned %v; want closed", err)
 		}
 	}
-	if _, err := n.Listen("a:3"); !errors.Is(err, ErrClosed) {
+	if _, err := n.Listen("a:4"); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Listen after Close = %v", err)
 	}
 	if _, err := n.DialContext(context.Background(), "a:1"); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Dial after Close = %v", err)
 	}
+	if _, err := n.GossipTransport("a:5"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("GossipTransport after Close = %v", err)
+	}
 	n.Close() // idempotent
+	_ = l
 }

@@ -48,7 +48,7 @@ type Network struct {
 	nextIP   int
 	nextPort map[string]int
 
-	listeners map[string]*listener         // "host:port" -> listener
+	listeners map[string]*listener        // "host:port" -> listener
 	gossip    map[string]*gossipTransport // "host:port" -> transport
 	conns     map[*conn]struct{}
 
@@ -58,8 +58,12 @@ type Network struct {
 	delays   map[link]delayRange
 	loss     float64
 
-	timers sync.WaitGroup // pending delayed packet deliveries
+	pending map[*pendingPacket]struct{} // delayed packet deliveries
+	timers  sync.WaitGroup              // running delivery callbacks
 }
+
+// pendingPacket is a delayed packet delivery that Close can cancel.
+type pendingPacket struct{ timer *time.Timer }
 
 // New returns an empty Network whose random choices (delays, loss) are drawn
 // from a generator seeded with seed. Goroutine scheduling still varies
@@ -79,6 +83,7 @@ func New(seed int64) *Network {
 		isolated:  make(map[string]bool),
 		blocked:   make(map[link]bool),
 		delays:    make(map[link]delayRange),
+		pending:   make(map[*pendingPacket]struct{}),
 	}
 }
 
@@ -157,6 +162,12 @@ func (n *Network) Close() {
 	var cs []*conn
 	for c := range n.conns {
 		cs = append(cs, c)
+	}
+	for p := range n.pending {
+		if p.timer.Stop() {
+			n.timers.Done()
+		}
+		delete(n.pending, p)
 	}
 	n.mu.Unlock()
 	for _, g := range gts {

@@ -1,0 +1,224 @@
+package coordinator_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/holdfast-go/holdfast/coordinator"
+	"github.com/holdfast-go/holdfast/holdfasttest"
+)
+
+// waitSuffrages waits until the leader's configuration has exactly voters
+// voters and nonVoters non-voters.
+func waitSuffrages(t *testing.T, cl *holdfasttest.Cluster, voters, nonVoters int) {
+	t.Helper()
+	cl.WaitFor(fmt.Sprintf("%d voters and %d non-voters", voters, nonVoters), formTimeout, func() error {
+		v, nv, err := cl.Suffrages()
+		if err != nil {
+			return err
+		}
+		if v != voters || nv != nonVoters {
+			return fmt.Errorf("%w: %d voters, %d non-voters", holdfasttest.ErrNotYet, v, nv)
+		}
+		return nil
+	})
+}
+
+func TestSevenNodesThreeVoters(t *testing.T) {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 7, Voters: 3, NoDataDir: []int{5, 6}})
+	checkOneCluster(t, cl)
+	waitSuffrages(t, cl, 3, 4)
+	cl.WaitFor("every replica at the leader's applied index", formTimeout, cl.CaughtUp)
+	for _, n := range cl.Running() {
+		for _, m := range n.C().Members() {
+			if m.Suffrage == coordinator.SuffrageVoter && !m.Eligible {
+				t.Errorf("%s sees %s (no data dir) as a voter", n.Name, m.Name)
+			}
+		}
+	}
+}
+
+// configHistory reads every raft configuration in a stopped node's log and
+// returns the voter sets in log order.
+func configHistory(t *testing.T, dataDir string) [][]string {
+	t.Helper()
+	store, err := raftboltdb.NewBoltStore(filepath.Join(dataDir, "raft", "raft.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	first, _ := store.FirstIndex()
+	last, _ := store.LastIndex()
+	var out [][]string
+	for i := first; i <= last && i > 0; i++ {
+		var l raft.Log
+		if err := store.GetLog(i, &l); err != nil {
+			t.Fatal(err)
+		}
+		if l.Type != raft.LogConfiguration {
+			continue
+		}
+		var voters []string
+		for _, s := range raft.DecodeConfiguration(l.Data).Servers {
+			if s.Suffrage == raft.Voter {
+				voters = append(voters, string(s.ID))
+			}
+		}
+		out = append(out, voters)
+	}
+	return out
+}
+
+// checkOneVoterChangeAtATime asserts that successive voter sets differ by
+// at most one server and never fall below minVoters.
+func checkOneVoterChangeAtATime(t *testing.T, hist [][]string, minVoters int) {
+	t.Helper()
+	for i, vs := range hist {
+		if len(vs) < minVoters {
+			t.Errorf("configuration %d has %d voters %v, below %d", i, len(vs), vs, minVoters)
+		}
+		if i == 0 {
+			continue
+		}
+		prev := map[string]bool{}
+		for _, v := range hist[i-1] {
+			prev[v] = true
+		}
+		diff := 0
+		for _, v := range vs {
+			if !prev[v] {
+				diff++
+			}
+			delete(prev, v)
+		}
+		diff += len(prev)
+		if diff > 1 {
+			t.Errorf("configuration %d changes %d voters at once: %v -> %v", i, diff, hist[i-1], vs)
+		}
+	}
+}
+
+// testVoterReplaced kills a non-leader voter and waits for autopilot to
+// remove it and promote a non-voter in its place.
+func testVoterReplaced(t *testing.T, inMemory bool) {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 5, Voters: 3, InMemory: inMemory})
+	leader := cl.WaitFormed(formTimeout)
+	waitSuffrages(t, cl, 3, 2)
+	victim := -1
+	for _, n := range cl.Running() {
+		for _, m := range leader.C().Members() {
+			if m.Name == n.Name && m.Suffrage == coordinator.SuffrageVoter && n != leader {
+				victim = n.Index
+			}
+		}
+	}
+	victimID := cl.Node(victim).C().ID()
+	cl.Kill(victim)
+	cl.WaitFor("the dead voter removed and a non-voter promoted", formTimeout, func() error {
+		l, err := cl.Leader()
+		if err != nil {
+			return err
+		}
+		voters := l.C().Voters()
+		for _, v := range voters {
+			if v == victimID {
+				return fmt.Errorf("%w: dead voter still in configuration", holdfasttest.ErrNotYet)
+			}
+		}
+		if len(voters) != 3 {
+			return fmt.Errorf("%w: %d voters", holdfasttest.ErrNotYet, len(voters))
+		}
+		return nil
+	})
+	if inMemory {
+		return
+	}
+	survivor := cl.WaitLeader(formTimeout)
+	cl.Close()
+	hist := configHistory(t, survivor.DataDir)
+	checkOneVoterChangeAtATime(t, hist, 2)
+	t.Logf("voter history: %v", hist)
+}
+
+func TestDeadVoterReplaced(t *testing.T) { testVoterReplaced(t, false) }
+
+func TestDeadVoterReplacedInMemory(t *testing.T) { testVoterReplaced(t, true) }
+
+func TestLeaderKilled(t *testing.T) {
+	for _, inMemory := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inmem=%v", inMemory), func(t *testing.T) {
+			cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: inMemory})
+			leader := cl.WaitFormed(formTimeout)
+			id, index := leader.C().ClusterID(), leader.C().AppliedIndex()
+			cl.Kill(leader.Index)
+			next := cl.WaitLeader(formTimeout)
+			if next == leader {
+				t.Fatal("dead node still leads")
+			}
+			if next.C().ClusterID() != id || next.C().AppliedIndex() < index {
+				t.Fatalf("state lost: cluster %s index %d, was %s %d", next.C().ClusterID(), next.C().AppliedIndex(), id, index)
+			}
+			cl.Start(leader.Index)
+			cl.WaitFor("the old leader back in the cluster", formTimeout, cl.Formed)
+		})
+	}
+}
+
+func TestLeaderMinorityPartition(t *testing.T) {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
+	leader := cl.WaitFormed(formTimeout)
+	var others []int
+	for _, n := range cl.Running() {
+		if n != leader {
+			others = append(others, n.Index)
+		}
+	}
+	cl.Partition([]int{leader.Index}, others)
+	cl.WaitFor("a new leader on the majority side", formTimeout, func() error {
+		for _, i := range others {
+			if cl.Node(i).C().RaftState() == coordinator.StateLeader {
+				return nil
+			}
+		}
+		return fmt.Errorf("%w: no leader among %v", holdfasttest.ErrNotYet, others)
+	})
+	cl.WaitFor("the isolated leader to step down", formTimeout, func() error {
+		if s := leader.C().RaftState(); s == coordinator.StateLeader {
+			return fmt.Errorf("%w: %s still leads", holdfasttest.ErrNotYet, leader.Name)
+		}
+		return nil
+	})
+	cl.Heal()
+	cl.WaitFor("one cluster again", formTimeout, cl.Formed)
+	cl.WaitFor("replicas caught up", formTimeout, cl.CaughtUp)
+}
+
+func TestGracefulShutdownLeavesConfiguration(t *testing.T) {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 4, Voters: 3})
+	leader := cl.WaitFormed(formTimeout)
+	waitSuffrages(t, cl, 3, 1)
+	id := leader.C().ID()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.Stop(ctx, leader.Index); err != nil {
+		t.Fatalf("graceful shutdown: %v", err)
+	}
+	next := cl.WaitLeader(formTimeout)
+	cl.WaitFor("the leaver out of the configuration and 3 voters again", formTimeout, func() error {
+		for _, m := range next.C().Members() {
+			if m.ID == id && m.Suffrage != coordinator.SuffrageNone {
+				return fmt.Errorf("%w: %s still %s", holdfasttest.ErrNotYet, m.Name, m.Suffrage)
+			}
+		}
+		if v := len(next.C().Voters()); v != 3 {
+			return fmt.Errorf("%w: %d voters", holdfasttest.ErrNotYet, v)
+		}
+		return nil
+	})
+}

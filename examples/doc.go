@@ -1,0 +1,6 @@
+// Package examples holds runnable programs that embed holdfast the way an
+// application would. Nothing in the library imports them.
+//
+//   - demo: forms a 3-node cluster on loopback and narrates it
+//     (go run ./examples/demo).
+package examples
