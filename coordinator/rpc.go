@@ -32,7 +32,7 @@ const (
 )
 
 type statsReply struct {
-	LastContactNs int64 `msgpack:"contact"` // -1: never
+	LastContactNs int64  `msgpack:"contact"` // -1: never
 	LastTerm      uint64 `msgpack:"term"`
 	LastIndex     uint64 `msgpack:"index"`
 }

@@ -149,7 +149,7 @@ type promoter struct {
 }
 
 func (p *promoter) GetServerExt(*autopilot.Config, *autopilot.ServerState) interface{} { return nil }
-func (p *promoter) GetStateExt(*autopilot.Config, *autopilot.State) interface{}         { return nil }
+func (p *promoter) GetStateExt(*autopilot.Config, *autopilot.State) interface{}        { return nil }
 
 func (p *promoter) GetNodeTypes(_ *autopilot.Config, s *autopilot.State) map[raft.ServerID]autopilot.NodeType {
 	out := make(map[raft.ServerID]autopilot.NodeType, len(s.Servers))

@@ -36,4 +36,3 @@ func Decode(b []byte, v any) error {
 	}
 	return nil
 }
-

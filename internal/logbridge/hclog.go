@@ -37,7 +37,7 @@ func HCLog(l *slog.Logger, name string, closing func() bool) hclog.Logger {
 
 // jsonWriter turns hclog's JSON lines into slog records.
 type jsonWriter struct {
-	mu  sync.Mutex
+	mu      sync.Mutex
 	buf     []byte
 	l       *slog.Logger
 	closing func() bool
