@@ -72,6 +72,17 @@ type Config struct {
 	// SessionTTL is how long a node's session lives without a keepalive
 	// answered by the leader.
 	SessionTTL time.Duration
+	// LeaseMargin is the safety margin a holder keeps: its belief in a lease
+	// ends LeaseMargin before the earliest instant the leader could expire
+	// its session, and Checkpoint fails once less than LeaseMargin is left.
+	LeaseMargin time.Duration
+	// MaxClockDrift bounds the clock rate difference between any two nodes
+	// (0.01 = 1%). Holders shorten their belief by this fraction of the TTL.
+	MaxClockDrift float64
+	// ExpiryGrace is added to every session's deadline when a node becomes
+	// raft leader, so no holder's belief can outlive the new deadline (see
+	// DESIGN.md §4 rule 3). At least the raft election timeout.
+	ExpiryGrace time.Duration
 	// Raft holds the raft timeouts.
 	Raft RaftTimings
 	// Gossip selects memberlist's timing profile.
@@ -118,6 +129,9 @@ func DefaultConfig() Config {
 		BootstrapExpect: 3,
 		Shards:          256,
 		SessionTTL:      10 * time.Second,
+		LeaseMargin:     1 * time.Second,
+		MaxClockDrift:   0.01,
+		ExpiryGrace:     2 * time.Second,
 		Raft: RaftTimings{
 			HeartbeatTimeout:   1000 * time.Millisecond,
 			ElectionTimeout:    1000 * time.Millisecond,
@@ -144,6 +158,8 @@ func DefaultLocalConfig() Config {
 	c.RPCAddr = "127.0.0.1:0"
 	c.Shards = 16
 	c.SessionTTL = 3 * time.Second
+	c.LeaseMargin = 300 * time.Millisecond
+	c.ExpiryGrace = 600 * time.Millisecond
 	c.Raft = RaftTimings{
 		HeartbeatTimeout:   300 * time.Millisecond,
 		ElectionTimeout:    300 * time.Millisecond,
@@ -206,6 +222,12 @@ func (c *Config) validateTimings() error {
 	case c.SessionTTL < 3*max(r.ElectionTimeout, r.HeartbeatTimeout):
 		return fieldErr("SessionTTL", "is %v; must be at least 3 × the raft election/heartbeat timeout (%v) so a leader change does not expire sessions",
 			c.SessionTTL, 3*max(r.ElectionTimeout, r.HeartbeatTimeout))
+	case c.MaxClockDrift < 0 || c.MaxClockDrift >= 0.5:
+		return fieldErr("MaxClockDrift", "is %v; must be in [0, 0.5)", c.MaxClockDrift)
+	case c.LeaseMargin <= 0 || c.LeaseMargin >= c.SessionTTL/3:
+		return fieldErr("LeaseMargin", "is %v; must be positive and below SessionTTL/3 (%v)", c.LeaseMargin, c.SessionTTL/3)
+	case c.ExpiryGrace < max(r.ElectionTimeout, r.HeartbeatTimeout):
+		return fieldErr("ExpiryGrace", "is %v; must be at least the raft election timeout (%v)", c.ExpiryGrace, max(r.ElectionTimeout, r.HeartbeatTimeout))
 	case c.ServerStabilization <= 0:
 		return fieldErr("ServerStabilization", "must be positive")
 	case c.DeadServerStabilization <= 0:

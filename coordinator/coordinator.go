@@ -34,13 +34,28 @@ type Coordinator struct {
 	pilot     *autopilot.Autopilot
 	boot      *bootstrapper
 	metrics   *metrics
+	lessor    *lessor
+
+	sessCtx     context.Context // parent of every session; ends at leave or close
+	sessCancel  context.CancelCauseFunc
+	sessMu      sync.Mutex
+	sess        *session      // current session (nil before the first)
+	sessChanged chan struct{} // closed and replaced when sess changes
+	reqSeq      reqCounter    // request IDs for lease commands
+
+	leaseMu   sync.Mutex
+	leases    map[*Lease]struct{} // held leases; nil once shutting down
+	leaseKick chan struct{}
+
+	spawnMu  sync.Mutex
+	spawnOff bool
 
 	clusterID atomic.Pointer[string] // the formed cluster's ID, once known
 	leaderCh  chan bool              // raft's NotifyCh
 	kick      chan struct{}          // wakes the leader reconciler
 
 	ctx      context.Context // ends when Shutdown or Close begins
-	cancel   context.CancelFunc
+	cancel   context.CancelCauseFunc
 	wg       sync.WaitGroup
 	stopOnce sync.Once
 	stopErr  error
@@ -60,18 +75,22 @@ func New(cfg Config) (*Coordinator, error) {
 		cfg:      cfg,
 		log:      cfg.Logger,
 		fsm:      fsm.New(),
-		leaderCh: make(chan bool, 16),
-		kick:     make(chan struct{}, 1),
+		leaderCh:    make(chan bool, 16),
+		kick:        make(chan struct{}, 1),
+		sessChanged: make(chan struct{}),
+		leases:      map[*Lease]struct{}{},
+		leaseKick:   make(chan struct{}, 1),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	c.log = c.log.With("node", cfg.NodeName)
-	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.ctx, c.cancel = context.WithCancelCause(context.Background())
+	c.sessCtx, c.sessCancel = context.WithCancelCause(c.ctx)
 	empty := ""
 	c.clusterID.Store(&empty)
 	if err := c.start(); err != nil {
-		c.cancel()
+		c.cancel(ErrShutdown)
 		c.closeAll()
 		return nil, err
 	}
@@ -107,10 +126,14 @@ func (c *Coordinator) start() error {
 	c.metrics = newMetrics(c)
 	c.pilot = newAutopilot(c)
 	c.boot = newBootstrapper(c)
+	c.lessor = newLessor(c)
 	c.trans.SetHandler(transport.HandlerFunc(c.serveRPC))
 	c.goLoop(c.leaderLoop)
 	c.goLoop(c.memberLoop)
 	c.goLoop(c.clusterIDLoop)
+	c.goLoop(c.lessor.verifyLoop)
+	c.goLoop(c.sessionLoop)
+	c.goLoop(c.leaseWatchLoop)
 	if c.cfg.BootstrapExpect > 0 {
 		c.goLoop(c.boot.run)
 	}
@@ -119,11 +142,23 @@ func (c *Coordinator) start() error {
 
 // goLoop runs f in a goroutine that Shutdown and Close wait for.
 func (c *Coordinator) goLoop(f func()) {
+	c.spawn(f)
+}
+
+// spawn runs f in a goroutine that Shutdown and Close wait for; it reports
+// false (and does not run f) once closing has begun.
+func (c *Coordinator) spawn(f func()) bool {
+	c.spawnMu.Lock()
+	defer c.spawnMu.Unlock()
+	if c.spawnOff {
+		return false
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		f()
 	}()
+	return true
 }
 
 // closing reports whether Shutdown or Close has begun.
@@ -154,7 +189,7 @@ func (c *Coordinator) Shutdown(ctx context.Context) error {
 	c.stopOnce.Do(func() {
 		c.leaving.Store(true)
 		err := c.leave(ctx)
-		c.cancel()
+		c.cancel(ErrShutdown)
 		c.stopErr = errors.Join(err, c.closeAll())
 	})
 	return c.stopErr
@@ -164,7 +199,7 @@ func (c *Coordinator) Shutdown(ctx context.Context) error {
 // like a crash. It is safe to call more than once, and after Shutdown.
 func (c *Coordinator) Close() error {
 	c.stopOnce.Do(func() {
-		c.cancel()
+		c.cancel(ErrShutdown)
 		c.stopErr = c.closeAll()
 	})
 	return c.stopErr
@@ -176,6 +211,9 @@ func (c *Coordinator) Close() error {
 // crash would, and autopilot removes it later.
 func (c *Coordinator) leave(ctx context.Context) error {
 	var errs []error
+	if err := c.closeSession(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("closing the session: %w", err))
+	}
 	others, alive := c.otherVoters()
 	if c.raft != nil && c.raft.State() == raft.Leader && alive > 0 {
 		if err := waitFuture(ctx, c.raft.LeadershipTransfer()); err != nil {
@@ -198,6 +236,23 @@ func (c *Coordinator) leave(ctx context.Context) error {
 		c.log.Warn("graceful shutdown incomplete", "error", errors.Join(errs...))
 	}
 	return errors.Join(errs...)
+}
+
+// closeSession ends every lease and the session loop, then commits the
+// session's close so its leases pass to their next waiters at once.
+func (c *Coordinator) closeSession(ctx context.Context) error {
+	c.sessMu.Lock()
+	s := c.sess
+	c.sessMu.Unlock()
+	c.sessCancel(ErrShutdown)
+	c.endLeases(ErrShutdown)
+	if s == nil || c.raft == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.RPCTimeout)
+	defer cancel()
+	_, err := c.apply(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: s.id}})
+	return err
 }
 
 // otherVoters counts the voters in the raft configuration other than this
@@ -227,6 +282,10 @@ func (c *Coordinator) otherVoters() (voters, alive int) {
 // for every goroutine.
 func (c *Coordinator) closeAll() error {
 	var errs []error
+	c.spawnMu.Lock()
+	c.spawnOff = true
+	c.spawnMu.Unlock()
+	c.endLeases(ErrShutdown)
 	if c.pilot != nil {
 		<-c.pilot.Stop()
 	}

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 var (
@@ -19,7 +20,38 @@ var (
 	// ErrRejected is returned when the state machine refused a command; the
 	// wrapped error says why.
 	ErrRejected = errors.New("holdfast: command rejected")
+	// ErrLeaseHeld is returned by TryAcquire when another node holds the
+	// lease.
+	ErrLeaseHeld = errors.New("holdfast: lease held by another node")
+	// ErrLeaseLost is the cause of a lease's end when it ended for any reason
+	// but Resign: its session's belief lapsed, the session expired, or the
+	// lease went to another holder. Lease.Checkpoint wraps it.
+	ErrLeaseLost = errors.New("holdfast: lease lost")
+	// ErrLeaseExpiring is returned by Lease.Checkpoint when less than the
+	// margin is left (see *ExpiringError for how much).
+	ErrLeaseExpiring = errors.New("holdfast: lease about to expire")
+	// ErrResigned is the cause of a lease's end after Resign.
+	ErrResigned = errors.New("holdfast: lease resigned")
+	// ErrSessionExpired is the cause when this node's belief in its session
+	// lapsed (no keepalive answered in time) or the leader expired it.
+	ErrSessionExpired = errors.New("holdfast: session expired")
+	// ErrNoSession is returned when a request names a session the cluster
+	// no longer has.
+	ErrNoSession = errors.New("holdfast: no such session")
 )
+
+// ExpiringError is returned by Lease.Checkpoint when the time left is below
+// the margin. It wraps ErrLeaseExpiring.
+type ExpiringError struct {
+	Remaining, Margin time.Duration
+}
+
+func (e *ExpiringError) Error() string {
+	return fmt.Sprintf("%s: %v left, margin %v", ErrLeaseExpiring, e.Remaining, e.Margin)
+}
+
+// Is makes errors.Is(err, ErrLeaseExpiring) true.
+func (e *ExpiringError) Is(target error) bool { return target == ErrLeaseExpiring }
 
 // NotLeaderError is returned when a request reached a node that is not the
 // raft leader. Leader is the leader's RPC address when known.

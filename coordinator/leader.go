@@ -82,6 +82,12 @@ func (c *Coordinator) leaderDuties(ctx context.Context) {
 	}
 	c.pilot.Start(ctx)
 	defer func() { <-c.pilot.Stop() }()
+	lessorDone := make(chan struct{})
+	go func() {
+		defer close(lessorDone)
+		c.lessor.run(ctx)
+	}()
+	defer func() { <-lessorDone }()
 	t := time.NewTicker(c.cfg.ReconcileInterval)
 	defer t.Stop()
 	for {

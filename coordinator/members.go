@@ -131,7 +131,9 @@ func (c *Coordinator) clusterIDLoop() {
 			err := c.members.SetMeta(ctx, c.localMeta())
 			cancel()
 			if err != nil {
-				c.log.Warn("gossiping the cluster ID", "error", err)
+				// The new metadata is set locally and still gossiped; only
+				// the wait for its first broadcast timed out.
+				c.log.Debug("gossiping the cluster ID", "error", err)
 			}
 		}
 		select {

@@ -13,6 +13,7 @@ type metrics struct {
 	leaderChanges    prometheus.Counter
 	healthy          prometheus.Gauge
 	failureTolerance prometheus.Gauge
+	expiries         prometheus.Counter
 }
 
 func newMetrics(c *Coordinator) *metrics {
@@ -29,6 +30,10 @@ func newMetrics(c *Coordinator) *metrics {
 		Name: "holdfast_autopilot_failure_tolerance",
 		Help: "Voters that may fail without losing quorum, as autopilot on the leader sees it.",
 	})
+	m.expiries = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "holdfast_session_expiries_total",
+		Help: "Sessions this node expired as raft leader.",
+	})
 	isLeader := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "holdfast_raft_leader",
 		Help: "1 while this node is the raft leader.",
@@ -37,7 +42,7 @@ func newMetrics(c *Coordinator) *metrics {
 		Name: "holdfast_raft_applied_index",
 		Help: "Raft index of the last entry applied to this node's replica.",
 	}, func() float64 { return float64(c.fsm.View().Index()) })
-	m.collectors = []prometheus.Collector{m.leaderChanges, m.healthy, m.failureTolerance, isLeader, applied}
+	m.collectors = []prometheus.Collector{m.leaderChanges, m.healthy, m.failureTolerance, m.expiries, isLeader, applied}
 	if m.reg != nil {
 		for _, col := range m.collectors {
 			if err := m.reg.Register(col); err != nil {

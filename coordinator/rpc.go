@@ -21,6 +21,7 @@ const (
 	methodBootstrapPrepare = "bootstrap.prepare"
 	methodBootstrapCommit  = "bootstrap.commit"
 	methodBootstrapAbort   = "bootstrap.abort"
+	methodKeepAlive        = "session.keepalive"
 )
 
 // Remote error codes.
@@ -29,6 +30,8 @@ const (
 	codeRejected  = "rejected"
 	codeShutdown  = "shutdown"
 	codeBadMethod = "bad_method"
+	codeNoSession = "no_session"
+	codeLeaseHeld = "lease_held"
 )
 
 type statsReply struct {
@@ -41,8 +44,13 @@ type applyRequest struct {
 	Data []byte `msgpack:"data"`
 }
 
-type applyReply struct {
-	Index uint64 `msgpack:"index"`
+// applyResult is what a committed command returned.
+type applyResult struct {
+	Index  uint64 `msgpack:"index"`
+	Token  uint64 `msgpack:"token"`
+	Holder string `msgpack:"holder"`
+	Queued bool   `msgpack:"queued"`
+	Noop   bool   `msgpack:"noop"`
 }
 
 type removeRequest struct {
@@ -62,11 +70,17 @@ func (c *Coordinator) serveRPC(ctx context.Context, method string, body []byte) 
 		if err := transport.Decode(body, &req); err != nil {
 			return nil, err
 		}
-		idx, err := c.applyLocal(ctx, req.Data)
+		res, err := c.applyLocal(ctx, req.Data)
 		if err != nil {
 			return nil, toRemote(err)
 		}
-		return transport.Encode(applyReply{Index: idx})
+		return transport.Encode(res)
+	case methodKeepAlive:
+		var req keepAliveRequest
+		if err := transport.Decode(body, &req); err != nil {
+			return nil, err
+		}
+		return nil, toRemote(c.lessor.keepAlive(ctx, req.Session))
 	case methodRemove:
 		var req removeRequest
 		if err := transport.Decode(body, &req); err != nil {
@@ -89,6 +103,10 @@ func toRemote(err error) error {
 	switch {
 	case errors.As(err, &nl):
 		return &transport.RemoteError{Code: codeNotLeader, Message: nl.Leader}
+	case errors.Is(err, ErrNoSession):
+		return &transport.RemoteError{Code: codeNoSession, Message: err.Error()}
+	case errors.Is(err, ErrLeaseHeld):
+		return &transport.RemoteError{Code: codeLeaseHeld, Message: err.Error()}
 	case errors.Is(err, ErrRejected):
 		return &transport.RemoteError{Code: codeRejected, Message: err.Error()}
 	case errors.Is(err, ErrShutdown):
@@ -108,6 +126,10 @@ func fromRemote(err error) error {
 		return &NotLeaderError{Leader: re.Message}
 	case codeRejected:
 		return fmt.Errorf("%w: %s", ErrRejected, re.Message)
+	case codeNoSession:
+		return fmt.Errorf("%w (%s)", ErrNoSession, re.Message)
+	case codeLeaseHeld:
+		return fmt.Errorf("%w (%s)", ErrLeaseHeld, re.Message)
 	case codeShutdown:
 		return fmt.Errorf("%w (remote)", ErrShutdown)
 	}
@@ -152,10 +174,13 @@ func (c *Coordinator) leaderRPCAddr() (addr string, self bool) {
 }
 
 // applyLocal commits data through raft on this node, which must be leader.
-func (c *Coordinator) applyLocal(ctx context.Context, data []byte) (uint64, error) {
+// A command the state machine refused returns an error wrapping
+// ErrRejected (and ErrNoSession or ErrLeaseHeld where they apply) along
+// with the result, which still describes the lease for a refused acquire.
+func (c *Coordinator) applyLocal(ctx context.Context, data []byte) (applyResult, error) {
 	if c.raft.State() != raft.Leader {
 		addr, _ := c.leaderRPCAddr()
-		return 0, &NotLeaderError{Leader: addr}
+		return applyResult{}, &NotLeaderError{Leader: addr}
 	}
 	timeout := c.cfg.RPCTimeout
 	if dl, ok := ctx.Deadline(); ok {
@@ -164,46 +189,52 @@ func (c *Coordinator) applyLocal(ctx context.Context, data []byte) (uint64, erro
 	f := c.raft.Apply(data, timeout)
 	if err := waitFuture(ctx, f); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) {
-			return 0, &NotLeaderError{}
+			return applyResult{}, &NotLeaderError{}
 		}
-		return 0, err
+		return applyResult{}, err
 	}
-	if r, ok := f.Response().(fsm.Result); ok && r.Err != nil {
-		return f.Index(), fmt.Errorf("%w: %w", ErrRejected, r.Err)
+	r, _ := f.Response().(fsm.Result)
+	res := applyResult{Index: f.Index(), Token: r.Token, Holder: r.Holder, Queued: r.Queued, Noop: r.Noop}
+	switch {
+	case r.Err == nil:
+		return res, nil
+	case errors.Is(r.Err, fsm.ErrNoSession):
+		return res, fmt.Errorf("%w: %w: %w", ErrRejected, ErrNoSession, r.Err)
+	case errors.Is(r.Err, fsm.ErrLeaseHeld):
+		return res, fmt.Errorf("%w: %w: %w", ErrRejected, ErrLeaseHeld, r.Err)
 	}
-	return f.Index(), nil
+	return res, fmt.Errorf("%w: %w", ErrRejected, r.Err)
 }
 
 // apply commits cmd, on this node if it leads, otherwise forwarded to the
 // leader. It retries while no leader is known, until ctx ends; a command
 // whose fate is unknown (leader lost mid-commit) is reported, not retried.
-func (c *Coordinator) apply(ctx context.Context, cmd fsm.Command) (uint64, error) {
+func (c *Coordinator) apply(ctx context.Context, cmd fsm.Command) (applyResult, error) {
 	data, err := fsm.Encode(cmd)
 	if err != nil {
-		return 0, err
+		return applyResult{}, err
 	}
 	backoff := 20 * time.Millisecond
 	for {
 		if c.ctx.Err() != nil {
-			return 0, ErrShutdown
+			return applyResult{}, ErrShutdown
 		}
 		addr, self := c.leaderRPCAddr()
 		switch {
 		case self:
-			idx, err := c.applyLocal(ctx, data)
+			res, err := c.applyLocal(ctx, data)
 			if !errors.Is(err, ErrNotLeader) {
-				return idx, err
+				return res, err
 			}
 		case addr != "":
-			var rep applyReply
-			err := c.trans.Call(ctx, addr, methodApply, applyRequest{Data: data}, &rep)
-			err = fromRemote(err)
+			var res applyResult
+			err := fromRemote(c.trans.Call(ctx, addr, methodApply, applyRequest{Data: data}, &res))
 			if !errors.Is(err, ErrNotLeader) {
-				return rep.Index, err
+				return res, err
 			}
 		}
 		if !sleepCtx(ctx, backoff) {
-			return 0, fmt.Errorf("%w: %w", ErrNoLeader, ctx.Err())
+			return applyResult{}, fmt.Errorf("%w: %w", ErrNoLeader, ctx.Err())
 		}
 		backoff = min(2*backoff, 500*time.Millisecond)
 	}

@@ -76,9 +76,9 @@ func (c *Coordinator) RaftState() RaftState {
 	}
 }
 
-// Leader returns the current raft leader as this node knows it, and false
-// when no leader is known.
-func (c *Coordinator) Leader() (NodeInfo, bool) {
+// RaftLeader returns the current raft leader as this node knows it, and
+// false when no leader is known.
+func (c *Coordinator) RaftLeader() (NodeInfo, bool) {
 	a, id := c.raft.LeaderWithID()
 	if a == "" {
 		return NodeInfo{}, false

@@ -22,6 +22,15 @@ const MaxSnapshotSize = 1 << 30
 type Result struct {
 	// Err is non-nil when the command was rejected; the state is unchanged.
 	Err error
+	// Noop is true when the command was valid but changed nothing (a
+	// repeated request, an expiry of a session already gone).
+	Noop bool
+	// Token and Holder describe the lease after an acquire: the holder's
+	// session and token (the caller's own on a grant).
+	Token  uint64
+	Holder string
+	// Queued is true when an acquire queued the session as a waiter.
+	Queued bool
 }
 
 // FSM is the replicated state machine. It implements raft.FSM. The zero
@@ -77,25 +86,37 @@ func (f *FSM) Apply(l *raft.Log) any {
 		f.publish(l.Index, cur.st)
 		return Result{Err: err}
 	}
-	next, err := apply(cur.st, l.Index, c)
+	next, res, err := apply(cur.st, l.Index, c)
 	if err != nil {
 		f.publish(l.Index, cur.st)
-		return Result{Err: err}
+		res.Err = err
+		return res
 	}
 	f.publish(l.Index, next)
-	return Result{}
+	return res
 }
 
 // apply computes the state after c. It returns a new state value and leaves
 // st untouched (views share st's substructures).
-func apply(st state, index uint64, c Command) (state, error) {
+func apply(st state, index uint64, c Command) (state, Result, error) {
 	switch c.Op {
 	case OpNoop:
-		return st, nil
+		return st, Result{}, nil
 	case OpInitCluster:
-		return applyInit(st, index, c.Init)
+		next, err := applyInit(st, index, c.Init)
+		return next, Result{}, err
+	case OpSessionCreate:
+		return applySessionCreate(st, index, c.Session)
+	case OpSessionClose:
+		return applySessionEnd(st, index, c.Session, false)
+	case OpSessionExpire:
+		return applySessionEnd(st, index, c.Session, true)
+	case OpAcquire:
+		return applyAcquire(st, index, c.Lease)
+	case OpRelease:
+		return applyRelease(st, index, c.Lease)
 	default:
-		return st, fmt.Errorf("%w: %d", ErrUnknownOp, c.Op)
+		return st, Result{}, fmt.Errorf("%w: %d", ErrUnknownOp, c.Op)
 	}
 }
 
@@ -119,10 +140,59 @@ func applyInit(st state, index uint64, in *InitCluster) (state, error) {
 	return st, nil
 }
 
-// snapshotData is the encoded form of a snapshot.
+// snapshotData is the state at one index, as a snapshot holds it.
 type snapshotData struct {
-	Index uint64 `msgpack:"index"`
-	State state  `msgpack:"state"`
+	Index uint64
+	State state
+}
+
+// wireSnapshot is the encoded form of a snapshot: maps become slices sorted
+// by key, because msgpack does not order map keys and snapshots of equal
+// states must be byte-identical.
+type wireSnapshot struct {
+	Index     uint64    `msgpack:"index"`
+	Cluster   Cluster   `msgpack:"cluster"`
+	LastToken uint64    `msgpack:"last_token"`
+	Sessions  []Session `msgpack:"sessions"`
+	Leases    []Lease   `msgpack:"leases"`
+}
+
+func toWire(d snapshotData) wireSnapshot {
+	v := View{st: d.State}
+	return wireSnapshot{
+		Index:     d.Index,
+		Cluster:   d.State.Cluster,
+		LastToken: d.State.LastToken,
+		Sessions:  v.Sessions(),
+		Leases:    v.Leases(),
+	}
+}
+
+// fromWire rebuilds the state, rejecting duplicates and leases whose holder
+// is not a session (a snapshot that Snapshot could not have written).
+func fromWire(w wireSnapshot) (snapshotData, error) {
+	st := state{Cluster: w.Cluster, LastToken: w.LastToken,
+		Sessions: make(map[string]*Session, len(w.Sessions)),
+		Leases:   make(map[string]*Lease, len(w.Leases)),
+	}
+	for i := range w.Sessions {
+		s := &w.Sessions[i]
+		if _, dup := st.Sessions[s.ID]; dup {
+			return snapshotData{}, fmt.Errorf("%w: session %q twice in snapshot", ErrMalformed, s.ID)
+		}
+		st.Sessions[s.ID] = s
+	}
+	for i := range w.Leases {
+		l := &w.Leases[i]
+		if _, dup := st.Leases[l.Name]; dup {
+			return snapshotData{}, fmt.Errorf("%w: lease %q twice in snapshot", ErrMalformed, l.Name)
+		}
+		if _, ok := st.Sessions[l.Holder]; !ok || l.Token > w.LastToken {
+			return snapshotData{}, fmt.Errorf("%w: lease %q is inconsistent", ErrMalformed, l.Name)
+		}
+		st.Leases[l.Name] = l
+	}
+	return snapshotData{Index: w.Index, State: st}, nil
 }
 
 // Snapshot implements raft.FSM. The returned snapshot captures the current
@@ -160,8 +230,7 @@ func encodeSnapshot(d snapshotData) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.WriteByte(SnapshotVersion)
 	enc := msgpack.NewEncoder(&buf)
-	enc.SetSortMapKeys(true)
-	if err := enc.Encode(d); err != nil {
+	if err := enc.Encode(toWire(d)); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
@@ -178,11 +247,11 @@ func decodeSnapshot(b []byte) (snapshotData, error) {
 	if b[0] != SnapshotVersion {
 		return snapshotData{}, fmt.Errorf("%w: snapshot version %d", ErrUnknownVersion, b[0])
 	}
-	var d snapshotData
-	if err := decodeBody(b[1:], &d); err != nil {
+	var w wireSnapshot
+	if err := decodeBody(b[1:], &w); err != nil {
 		return snapshotData{}, err
 	}
-	return d, nil
+	return fromWire(w)
 }
 
 type snapshot struct{ data snapshotData }

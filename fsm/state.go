@@ -14,10 +14,49 @@ type Cluster struct {
 	CreatedIndex uint64 `msgpack:"index"`
 }
 
+// Session is one node incarnation's session. All of the node's leases hang
+// off it: when it ends (closed or expired) they are released.
+type Session struct {
+	ID       string `msgpack:"id"`
+	Node     string `msgpack:"node"`
+	NodeID   string `msgpack:"nid"`
+	TTLNanos int64  `msgpack:"ttl"`
+	// Created is the raft index of the command that created the session.
+	Created uint64 `msgpack:"created"`
+}
+
+// Waiter is a session queued for a lease, with the request that queued it.
+type Waiter struct {
+	Session string `msgpack:"session"`
+	Request uint64 `msgpack:"req"`
+}
+
+// Lease is a named leader lease. A lease with no holder does not exist in
+// the state: releasing it either grants it to the first waiter or deletes it.
+type Lease struct {
+	Name string `msgpack:"name"`
+	// Holder is the holding session's ID.
+	Holder string `msgpack:"holder"`
+	// Token is the fencing token of the current grant.
+	Token uint64 `msgpack:"token"`
+	// Request is the holder's request that the grant answered.
+	Request uint64 `msgpack:"req"`
+	// Granted is the raft index of the grant.
+	Granted uint64 `msgpack:"granted"`
+	// Waiters are the sessions queued for the lease, first come first.
+	Waiters []Waiter `msgpack:"waiters"`
+}
+
 // state is the replicated data proper: what a snapshot holds. It is never
-// modified once published inside a View.
+// modified once published inside a View; apply builds a new one, sharing
+// whatever did not change.
 type state struct {
-	Cluster Cluster `msgpack:"cluster"`
+	Cluster Cluster
+	// LastToken is the last fencing token issued; every grant takes the
+	// next one, so tokens increase across every lease and shard.
+	LastToken uint64
+	Sessions  map[string]*Session
+	Leases    map[string]*Lease
 }
 
 // View is an immutable snapshot of the replicated state at one applied
@@ -38,3 +77,55 @@ func (v *View) Cluster() Cluster { return v.st.Cluster }
 // Changed returns a channel that is closed once a newer View has been
 // published.
 func (v *View) Changed() <-chan struct{} { return v.changed }
+
+// Session returns the session with the given ID.
+func (v *View) Session(id string) (Session, bool) {
+	s, ok := v.st.Sessions[id]
+	if !ok {
+		return Session{}, false
+	}
+	return *s, true
+}
+
+// Sessions returns every session, sorted by ID.
+func (v *View) Sessions() []Session {
+	out := make([]Session, 0, len(v.st.Sessions))
+	for _, id := range sortedKeys(v.st.Sessions) {
+		out = append(out, *v.st.Sessions[id])
+	}
+	return out
+}
+
+// Holder returns the session holding the named lease and its token,
+// without allocating; ok is false when nobody holds it.
+func (v *View) Holder(name string) (session string, token uint64, ok bool) {
+	l, ok := v.st.Leases[name]
+	if !ok {
+		return "", 0, false
+	}
+	return l.Holder, l.Token, true
+}
+
+// Lease returns a copy of the named lease; ok is false when nobody holds it.
+func (v *View) Lease(name string) (Lease, bool) {
+	l, ok := v.st.Leases[name]
+	if !ok {
+		return Lease{}, false
+	}
+	c := *l
+	c.Waiters = append([]Waiter(nil), l.Waiters...)
+	return c, true
+}
+
+// Leases returns every held lease, sorted by name.
+func (v *View) Leases() []Lease {
+	out := make([]Lease, 0, len(v.st.Leases))
+	for _, name := range sortedKeys(v.st.Leases) {
+		l, _ := v.Lease(name)
+		out = append(out, l)
+	}
+	return out
+}
+
+// LastToken returns the last fencing token issued.
+func (v *View) LastToken() uint64 { return v.st.LastToken }

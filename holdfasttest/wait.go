@@ -36,7 +36,7 @@ func (cl *Cluster) WaitLeader(timeout time.Duration) *Node {
 			return err
 		}
 		for _, n := range cl.Running() {
-			info, ok := n.C().Leader()
+			info, ok := n.C().RaftLeader()
 			if !ok || info.ID != l.C().ID() {
 				return fmt.Errorf("%w: %s does not name %s as leader", ErrNotYet, n.Name, l.Name)
 			}

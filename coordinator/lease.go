@@ -1,0 +1,311 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/holdfast-go/holdfast/fsm"
+)
+
+// Lease is a named leader lease held by this node. Its context is
+// cancelled the moment this node's belief in the lease ends: at the
+// holder-side deadline of its session (even if no message arrives), when
+// the lease goes to another holder, on Resign, or on Shutdown. Work done
+// under the lease should run under Context() and pass Token() to every
+// protected resource.
+type Lease struct {
+	c      *Coordinator
+	name   string
+	token  uint64
+	index  uint64 // raft index at which the grant was seen
+	sess   *session
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	once   sync.Once
+}
+
+// Name returns the lease's name.
+func (l *Lease) Name() string { return l.name }
+
+// Token returns the fencing token of this grant: larger than every token
+// granted before it for this name, across leader changes and restarts.
+func (l *Lease) Token() uint64 { return l.token }
+
+// Done returns a channel closed when the lease ends.
+func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+
+// Context returns a context cancelled when the lease ends; context.Cause
+// says why (ErrResigned, ErrSessionExpired, ErrLeaseLost, ErrShutdown).
+func (l *Lease) Context() context.Context { return l.ctx }
+
+// Err returns nil while the lease is held, then why it ended.
+func (l *Lease) Err() error {
+	if l.ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(l.ctx)
+}
+
+// Remaining returns how long this node may still believe it holds the
+// lease if no further keepalive is answered (0 once it ended).
+func (l *Lease) Remaining() time.Duration {
+	if l.ctx.Err() != nil {
+		return 0
+	}
+	return l.sess.remaining()
+}
+
+// Checkpoint returns nil if the lease is held with at least the margin
+// left. Call it before every side effect; it fails with an error wrapping
+// ErrLeaseLost once the lease ended, or an *ExpiringError (ErrLeaseExpiring)
+// that says how much time is left when less than the margin is.
+func (l *Lease) Checkpoint() error {
+	if err := l.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrLeaseLost, err)
+	}
+	if r := l.Remaining(); r < l.c.cfg.LeaseMargin {
+		return &ExpiringError{Remaining: r, Margin: l.c.cfg.LeaseMargin}
+	}
+	return nil
+}
+
+// Resign ends the lease: the local context is cancelled first, then the
+// release is committed and the lease passes to the next waiter. It returns
+// nil if the lease had already ended.
+func (l *Lease) Resign(ctx context.Context) error {
+	if !l.end(ErrResigned) {
+		return nil
+	}
+	_, err := l.c.apply(ctx, fsm.Command{Op: fsm.OpRelease, Lease: &fsm.LeaseCmd{
+		Name: l.name, Session: l.sess.id, Token: l.token,
+	}})
+	if errors.Is(err, ErrNoSession) {
+		return nil // the session is gone: so is the lease
+	}
+	return err
+}
+
+// end cancels the lease with cause; it reports whether this call ended it.
+func (l *Lease) end(cause error) bool {
+	ended := false
+	l.once.Do(func() {
+		ended = l.ctx.Err() == nil
+		l.cancel(cause)
+		l.c.forgetLease(l)
+	})
+	return ended
+}
+
+// Holder describes who holds a named lease.
+type Holder struct {
+	Node    string // the holder's node name
+	NodeID  string
+	Session string
+	Token   uint64
+}
+
+// LeaseHolder returns the holder of the named lease and its token from
+// the local replica: no network, no lock, no allocation. ok is false when
+// nobody holds it. The replica may lag the leader by a little.
+func (c *Coordinator) LeaseHolder(name string) (h Holder, ok bool) {
+	v := c.fsm.View()
+	sess, token, ok := v.Holder(name)
+	if !ok {
+		return Holder{}, false
+	}
+	s, _ := v.Session(sess)
+	return Holder{Node: s.Node, NodeID: s.NodeID, Session: sess, Token: token}, true
+}
+
+// Campaign blocks until this node holds the named lease, or ctx ends.
+// Waiters are served first come, first served: a release hands the lease to
+// the next waiter directly. If this node's session ends while it waits, it
+// campaigns again with its next session.
+func (c *Coordinator) Campaign(ctx context.Context, name string) (*Lease, error) {
+	return c.acquire(ctx, name, true)
+}
+
+// TryAcquire takes the named lease if nobody holds it, and otherwise
+// returns an error wrapping ErrLeaseHeld at once.
+func (c *Coordinator) TryAcquire(ctx context.Context, name string) (*Lease, error) {
+	return c.acquire(ctx, name, false)
+}
+
+func (c *Coordinator) acquire(ctx context.Context, name string, wait bool) (*Lease, error) {
+	if name == "" || len(name) > fsm.MaxNameLength {
+		return nil, fmt.Errorf("holdfast: lease name must have 1 to %d bytes", fsm.MaxNameLength)
+	}
+	for {
+		s, err := c.waitSession(ctx)
+		if err != nil {
+			return nil, err
+		}
+		req := c.reqSeq.Add(1)
+		cmd := fsm.Command{Op: fsm.OpAcquire, Lease: &fsm.LeaseCmd{Name: name, Session: s.id, Request: req, Wait: wait}}
+		res, err := c.apply(ctx, cmd)
+		switch {
+		case errors.Is(err, ErrNoSession):
+			s.end(ErrSessionExpired)
+			continue
+		case err != nil:
+			return nil, err
+		case !res.Queued && res.Holder == s.id:
+			return c.newLease(s, name, res.Token, res.Index)
+		}
+		l, err := c.waitGrant(ctx, s, name)
+		if errors.Is(err, errSessionEnded) {
+			continue
+		}
+		return l, err
+	}
+}
+
+var errSessionEnded = errors.New("session ended while waiting")
+
+// waitGrant waits in the queue until the replica shows s holding name.
+func (c *Coordinator) waitGrant(ctx context.Context, s *session, name string) (*Lease, error) {
+	for {
+		v := c.fsm.View()
+		if holder, token, ok := v.Holder(name); ok && holder == s.id {
+			return c.newLease(s, name, token, v.Index())
+		}
+		select {
+		case <-v.Changed():
+		case <-s.ctx.Done():
+			return nil, errSessionEnded
+		case <-ctx.Done():
+			c.leaveQueue(s, name)
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// leaveQueue takes s out of name's queue (or releases name if it was
+// granted meanwhile) after a cancelled Campaign.
+func (c *Coordinator) leaveQueue(s *session, name string) {
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.RPCTimeout)
+	defer cancel()
+	_, err := c.apply(ctx, fsm.Command{Op: fsm.OpRelease, Lease: &fsm.LeaseCmd{Name: name, Session: s.id}})
+	if err != nil && !errors.Is(err, ErrNoSession) {
+		c.log.Warn("leaving a lease queue failed; the session's end will", "lease", name, "error", err)
+	}
+}
+
+// newLease makes the local handle of a grant and registers it with the
+// watcher that ends it when the replica shows another holder.
+func (c *Coordinator) newLease(s *session, name string, token, index uint64) (*Lease, error) {
+	l := &Lease{c: c, name: name, token: token, index: index, sess: s}
+	l.ctx, l.cancel = context.WithCancelCause(s.ctx)
+	c.leaseMu.Lock()
+	if c.leases == nil {
+		c.leaseMu.Unlock()
+		l.cancel(ErrShutdown)
+		return nil, ErrShutdown
+	}
+	c.leases[l] = struct{}{}
+	c.leaseMu.Unlock()
+	context.AfterFunc(l.ctx, func() { c.forgetLease(l) })
+	c.kickLeases()
+	return l, nil
+}
+
+func (c *Coordinator) forgetLease(l *Lease) {
+	c.leaseMu.Lock()
+	delete(c.leases, l)
+	c.leaseMu.Unlock()
+}
+
+func (c *Coordinator) kickLeases() {
+	select {
+	case c.leaseKick <- struct{}{}:
+	default:
+	}
+}
+
+// leaseWatchLoop ends every local lease the replica no longer shows this
+// node holding with the same token (it was released, expired, or granted
+// to another session).
+func (c *Coordinator) leaseWatchLoop() {
+	for {
+		v := c.fsm.View()
+		c.leaseMu.Lock()
+		var lost []*Lease
+		for l := range c.leases {
+			if v.Index() < l.index {
+				continue // this replica has not applied the grant yet
+			}
+			if holder, token, ok := v.Holder(l.name); !ok || holder != l.sess.id || token != l.token {
+				lost = append(lost, l)
+			}
+		}
+		c.leaseMu.Unlock()
+		for _, l := range lost {
+			l.end(ErrLeaseLost)
+		}
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-v.Changed():
+		case <-c.leaseKick:
+		}
+	}
+}
+
+// endLeases ends every local lease with cause and stops new ones.
+func (c *Coordinator) endLeases(cause error) []*Lease {
+	c.leaseMu.Lock()
+	var all []*Lease
+	for l := range c.leases {
+		all = append(all, l)
+	}
+	c.leases = nil
+	c.leaseMu.Unlock()
+	for _, l := range all {
+		l.end(cause)
+	}
+	return all
+}
+
+// Observe streams the holder of the named lease: the current one first,
+// then every change (a zero Holder when nobody holds it). Changes may be
+// coalesced, but the latest is never dropped. The channel closes when ctx
+// ends or the node shuts down.
+func (c *Coordinator) Observe(ctx context.Context, name string) <-chan Holder {
+	ch := make(chan Holder, 1)
+	if !c.spawn(func() { c.observe(ctx, name, ch) }) {
+		close(ch)
+	}
+	return ch
+}
+
+func (c *Coordinator) observe(ctx context.Context, name string, ch chan Holder) {
+	defer close(ch)
+	var last Holder
+	first := true
+	for {
+		v := c.fsm.View()
+		h, _ := c.LeaseHolder(name)
+		if first || h != last {
+			select { // keep only the newest undelivered value
+			case <-ch:
+			default:
+			}
+			ch <- h
+			last, first = h, false
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.ctx.Done():
+			return
+		case <-v.Changed():
+		}
+	}
+}
+
+// reqCounter is embedded in Coordinator for request IDs.
+type reqCounter = atomic.Uint64

@@ -1,0 +1,225 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/holdfast-go/holdfast/fsm"
+)
+
+// session is this node's current session incarnation as the node believes
+// it: valid until validUntil on the local monotonic clock. A timer cancels
+// ctx at that instant even if no message ever arrives (DESIGN.md §4 rule
+// 4); every lease context derives from ctx.
+type session struct {
+	id      string
+	ttl     time.Duration
+	created uint64
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+
+	mu         sync.Mutex
+	validUntil time.Time
+	timer      *time.Timer
+}
+
+func newSession(parent context.Context, id string, ttl time.Duration) *session {
+	s := &session{id: id, ttl: ttl}
+	s.ctx, s.cancel = context.WithCancelCause(parent)
+	return s
+}
+
+// extend moves the belief forward to until (never back) and re-arms the
+// timer; it reports false when the belief had already lapsed.
+func (s *session) extend(until time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		return false
+	}
+	if !until.After(s.validUntil) {
+		return true
+	}
+	s.validUntil = until
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.timer = time.AfterFunc(time.Until(until), func() { s.cancel(ErrSessionExpired) })
+	return true
+}
+
+// remaining is how long the belief has left (0 once it lapsed).
+func (s *session) remaining() time.Duration {
+	if s.ctx.Err() != nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return max(time.Until(s.validUntil), 0)
+}
+
+// end cancels the belief now with cause and stops the timer.
+func (s *session) end(cause error) {
+	s.cancel(cause)
+	s.mu.Lock()
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.mu.Unlock()
+}
+
+// beliefUntil is how long a keepalive sent at sent lets the holder believe:
+// sent + TTL·(1 − maxDrift) − margin (DESIGN.md §4 rule 4).
+func (c *Coordinator) beliefUntil(sent time.Time) time.Time {
+	ttl := c.cfg.SessionTTL
+	return sent.Add(time.Duration(float64(ttl)*(1-c.cfg.MaxClockDrift)) - c.cfg.LeaseMargin)
+}
+
+// currentSession returns the session if its belief is valid, else nil,
+// plus a channel closed when the session changes.
+func (c *Coordinator) currentSession() (*session, <-chan struct{}) {
+	c.sessMu.Lock()
+	defer c.sessMu.Unlock()
+	s := c.sess
+	if s != nil && s.ctx.Err() != nil {
+		s = nil
+	}
+	return s, c.sessChanged
+}
+
+func (c *Coordinator) setSession(s *session) {
+	c.sessMu.Lock()
+	c.sess = s
+	close(c.sessChanged)
+	c.sessChanged = make(chan struct{})
+	c.sessMu.Unlock()
+}
+
+// waitSession blocks until this node has a valid session.
+func (c *Coordinator) waitSession(ctx context.Context) (*session, error) {
+	for {
+		s, changed := c.currentSession()
+		if s != nil {
+			return s, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.ctx.Done():
+			return nil, ErrShutdown
+		case <-changed:
+		}
+	}
+}
+
+// sessionLoop keeps this node in a session: it opens one, keeps it alive,
+// and when it ends (lapsed belief or expiry) closes it and opens the next.
+func (c *Coordinator) sessionLoop() {
+	for c.sessCtx.Err() == nil {
+		s := c.openSession()
+		if s == nil {
+			return
+		}
+		c.setSession(s)
+		c.log.Info("session opened", "session", s.id)
+		c.keepAlive(s)
+		cause := context.Cause(s.ctx)
+		s.end(ErrSessionExpired)
+		if c.sessCtx.Err() != nil {
+			return
+		}
+		c.log.Warn("session ended; opening a new one", "session", s.id, "cause", cause)
+		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.RPCTimeout)
+		_, _ = c.apply(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: s.id}})
+		cancel()
+	}
+}
+
+// openSession commits a new session, retrying until it succeeds or the
+// node shuts down (nil).
+func (c *Coordinator) openSession() *session {
+	backoff := 50 * time.Millisecond
+	for {
+		s := newSession(c.sessCtx, newID(), c.cfg.SessionTTL)
+		sent := time.Now()
+		res, err := c.apply(c.sessCtx, fsm.Command{Op: fsm.OpSessionCreate, Session: &fsm.SessionCmd{
+			ID: s.id, Node: c.cfg.NodeName, NodeID: c.id, TTLNanos: int64(c.cfg.SessionTTL),
+		}})
+		if err == nil {
+			s.created = res.Index
+			s.extend(c.beliefUntil(sent))
+			return s
+		}
+		if c.sessCtx.Err() != nil {
+			return nil
+		}
+		c.log.Debug("opening a session failed; retrying", "error", err)
+		if !sleepCtx(c.sessCtx, jitter(backoff)) {
+			return nil
+		}
+		backoff = min(2*backoff, c.cfg.SessionTTL/3)
+	}
+}
+
+// keepAlive renews s every TTL/3 (with jitter) until its belief lapses, the
+// cluster reports it gone, or the node shuts down. One keepalive at most is
+// in flight; failures are retried with backoff, following leader changes.
+func (c *Coordinator) keepAlive(s *session) {
+	interval := c.cfg.SessionTTL / 3
+	next := time.Now().Add(jitter(interval))
+	backoff := 20 * time.Millisecond
+	for {
+		if !sleepUntil(s.ctx, next) {
+			return
+		}
+		sent := time.Now()
+		err := c.sendKeepAlive(s)
+		switch {
+		case err == nil:
+			s.extend(c.beliefUntil(sent))
+			backoff = 20 * time.Millisecond
+			next = sent.Add(jitter(interval))
+		case errors.Is(err, ErrNoSession):
+			s.end(ErrSessionExpired)
+			return
+		default:
+			c.log.Debug("keepalive failed; retrying", "session", s.id, "error", err)
+			next = time.Now().Add(jitter(backoff))
+			backoff = min(2*backoff, interval/2)
+		}
+	}
+}
+
+// sendKeepAlive sends one keepalive to the current leader.
+func (c *Coordinator) sendKeepAlive(s *session) error {
+	ctx, cancel := context.WithTimeout(s.ctx, min(c.cfg.RPCTimeout, c.cfg.SessionTTL/3))
+	defer cancel()
+	addr, self := c.leaderRPCAddr()
+	switch {
+	case self:
+		return c.lessor.keepAlive(ctx, s.id)
+	case addr == "":
+		return ErrNoLeader
+	}
+	return fromRemote(c.trans.Call(ctx, addr, methodKeepAlive, keepAliveRequest{Session: s.id}, nil))
+}
+
+type keepAliveRequest struct {
+	Session string `msgpack:"session"`
+}
+
+// jitter returns d ± 10%.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return d - d/10 + rand.N(d/5+1)
+}
+
+// sleepUntil waits until t or ctx ends; it reports whether t was reached.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	return sleepCtx(ctx, time.Until(t))
+}
