@@ -72,9 +72,9 @@ func New(cfg Config) (*Coordinator, error) {
 		return nil, err
 	}
 	c := &Coordinator{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		fsm:      fsm.New(),
+		cfg:         cfg,
+		log:         cfg.Logger,
+		fsm:         fsm.New(),
 		leaderCh:    make(chan bool, 16),
 		kick:        make(chan struct{}, 1),
 		sessChanged: make(chan struct{}),
