@@ -78,7 +78,7 @@ func (c *Coordinator) startRaft() error {
 		Timeout: 10 * time.Second,
 		Logger:  logbridge.HCLog(c.log, "raft-net", c.closing),
 	})
-	r, err := raft.NewRaft(c.raftConfig(), c.fsm, stores.logs, stores.stable, stores.snaps, c.raftTrans)
+	r, err := raft.NewRaft(c.raftConfig(), c.fsm, stores.logs, stores.stable, stores.snaps, noPipeline{c.raftTrans})
 	if err != nil {
 		c.raftTrans.Close()
 		if stores.closer != nil {
@@ -113,4 +113,18 @@ func (c *Coordinator) raftServers() []raft.Server {
 		return nil
 	}
 	return f.Configuration().Servers
+}
+
+// noPipeline turns off raft's pipelined replication. With hashicorp/raft
+// v1.7.3, a pipeline to a follower that stops answering can deadlock raft's
+// Shutdown: the response decoder blocks handing a result to a consumer that
+// has already exited, and the sender blocks on the decoder forever. Without
+// the pipeline, replication sends one AppendEntries at a time per follower,
+// which is ample for holdfast's write rate (sessions and grants, never
+// keepalives).
+type noPipeline struct{ *raft.NetworkTransport }
+
+// AppendEntriesPipeline reports that pipelining is not supported.
+func (noPipeline) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, raft.ErrPipelineReplicationNotSupported
 }
