@@ -150,3 +150,13 @@ func TestFourFreshNodesFormOneCluster(t *testing.T) {
 		})
 	}
 }
+
+// envInt reads a positive count from the environment, or returns def.
+func envInt(name string, def int) int {
+	if s := os.Getenv(name); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			return n
+		}
+	}
+	return def
+}

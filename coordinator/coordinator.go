@@ -44,7 +44,8 @@ type Coordinator struct {
 	reqSeq      reqCounter    // request IDs for lease commands
 
 	leaseMu   sync.Mutex
-	leases    map[*Lease]struct{} // held leases; nil once shutting down
+	leases    map[*Lease]struct{}      // held leases; nil once shutting down
+	slots     map[string]chan struct{} // one local contender per lease name
 	leaseKick chan struct{}
 
 	spawnMu  sync.Mutex
@@ -131,7 +132,7 @@ func (c *Coordinator) start() error {
 	c.goLoop(c.leaderLoop)
 	c.goLoop(c.memberLoop)
 	c.goLoop(c.clusterIDLoop)
-	c.goLoop(c.lessor.verifyLoop)
+	c.goLoop(c.lessor.confirmLoop)
 	c.goLoop(c.sessionLoop)
 	c.goLoop(c.leaseWatchLoop)
 	if c.cfg.BootstrapExpect > 0 {

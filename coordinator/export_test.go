@@ -1,5 +1,62 @@
 package coordinator
 
+import "time"
+
 // WrongTargetConns counts raft connections that reached this node but were
 // addressed to another identity (refused).
 func (c *Coordinator) WrongTargetConns() uint64 { return c.trans.Stats().WrongTarget }
+
+// SetLessorHooks installs test hooks on the lessor (before it activates).
+func (c *Coordinator) SetLessorHooks(onActivate func(time.Time), onKeepAlive func(string, time.Time)) {
+	c.lessor.mu.Lock()
+	defer c.lessor.mu.Unlock()
+	c.lessor.onActivate, c.lessor.onKeepAlive = onActivate, onKeepAlive
+}
+
+// LessorDeadline returns the leader's deadline for a session.
+func (c *Coordinator) LessorDeadline(session string) (time.Time, bool) {
+	return c.lessor.deadline(session)
+}
+
+// SessionID returns the current session's ID ("" if none).
+func (c *Coordinator) SessionID() string {
+	s, _ := c.currentSession()
+	if s == nil {
+		return ""
+	}
+	return s.id
+}
+
+// SessionValidUntil returns the instant this node's belief in its session
+// ends.
+func (c *Coordinator) SessionValidUntil() time.Time {
+	s, _ := c.currentSession()
+	if s == nil {
+		return time.Time{}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.validUntil
+}
+
+// KeepAliveNow sends one keepalive for the current session at once and
+// extends the belief on success, as the keepalive loop does.
+func (c *Coordinator) KeepAliveNow() error {
+	s, _ := c.currentSession()
+	if s == nil {
+		return ErrNoSession
+	}
+	sent := time.Now()
+	if err := c.sendKeepAlive(s); err != nil {
+		return err
+	}
+	s.extend(c.beliefUntil(sent))
+	return nil
+}
+
+// Config returns the node's configuration.
+func (c *Coordinator) Config() Config { return c.cfg }
+
+// LeaseEndedAt returns when this node ended the lease itself (resign,
+// loss noticed, shutdown), or the zero time.
+func LeaseEndedAt(l *Lease) time.Time { return l.endedAt() }

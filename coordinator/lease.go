@@ -26,6 +26,9 @@ type Lease struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	once   sync.Once
+	// endTime is when end ran (for tests and audits); set before cancel.
+	endTime time.Time
+	slot    chan struct{} // this node's slot for the name; see acquire
 }
 
 // Name returns the lease's name.
@@ -80,7 +83,8 @@ func (l *Lease) Resign(ctx context.Context) error {
 	if !l.end(ErrResigned) {
 		return nil
 	}
-	_, err := l.c.apply(ctx, fsm.Command{Op: fsm.OpRelease, Lease: &fsm.LeaseCmd{
+	defer func() { <-l.slot }()
+	_, err := l.c.applyRetry(ctx, fsm.Command{Op: fsm.OpRelease, Lease: &fsm.LeaseCmd{
 		Name: l.name, Session: l.sess.id, Token: l.token,
 	}})
 	if errors.Is(err, ErrNoSession) {
@@ -94,6 +98,7 @@ func (l *Lease) end(cause error) bool {
 	ended := false
 	l.once.Do(func() {
 		ended = l.ctx.Err() == nil
+		l.endTime = time.Now()
 		l.cancel(cause)
 		l.c.forgetLease(l)
 	})
@@ -139,6 +144,56 @@ func (c *Coordinator) acquire(ctx context.Context, name string, wait bool) (*Lea
 	if name == "" || len(name) > fsm.MaxNameLength {
 		return nil, fmt.Errorf("holdfast: lease name must have 1 to %d bytes", fsm.MaxNameLength)
 	}
+	// One local contender per name at a time: the cluster sees one session
+	// per node, so two local callers must not share one grant.
+	slot := c.localSlot(name)
+	if wait {
+		select {
+		case slot <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.ctx.Done():
+			return nil, ErrShutdown
+		}
+	} else {
+		select {
+		case slot <- struct{}{}:
+		default:
+			return nil, fmt.Errorf("%w (by this node)", ErrLeaseHeld)
+		}
+	}
+	l, err := c.acquireSlotted(ctx, name, wait)
+	if err != nil {
+		<-slot
+		return nil, err
+	}
+	l.slot = slot
+	context.AfterFunc(l.ctx, func() {
+		// After a Resign the slot stays taken until the release is
+		// applied, so the next local Campaign cannot find the old grant.
+		if !errors.Is(context.Cause(l.ctx), ErrResigned) {
+			<-slot
+		}
+	})
+	return l, nil
+}
+
+// localSlot returns the per-name semaphore local contenders queue on.
+func (c *Coordinator) localSlot(name string) chan struct{} {
+	c.leaseMu.Lock()
+	defer c.leaseMu.Unlock()
+	if c.slots == nil {
+		c.slots = map[string]chan struct{}{}
+	}
+	ch, ok := c.slots[name]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		c.slots[name] = ch
+	}
+	return ch
+}
+
+func (c *Coordinator) acquireSlotted(ctx context.Context, name string, wait bool) (*Lease, error) {
 	for {
 		s, err := c.waitSession(ctx)
 		if err != nil {
@@ -146,17 +201,22 @@ func (c *Coordinator) acquire(ctx context.Context, name string, wait bool) (*Lea
 		}
 		req := c.reqSeq.Add(1)
 		cmd := fsm.Command{Op: fsm.OpAcquire, Lease: &fsm.LeaseCmd{Name: name, Session: s.id, Request: req, Wait: wait}}
-		res, err := c.apply(ctx, cmd)
+		res, err := c.applyRetry(ctx, cmd)
 		switch {
 		case errors.Is(err, ErrNoSession):
 			s.end(ErrSessionExpired)
 			continue
 		case err != nil:
 			return nil, err
+		case !res.Queued && res.Holder == s.id && res.Request != req:
+			// This session still holds an earlier grant whose release did
+			// not commit (a Resign that failed): release it, then ask again.
+			c.release(ctx, s, name, res.Token)
+			continue
 		case !res.Queued && res.Holder == s.id:
 			return c.newLease(s, name, res.Token, res.Index)
 		}
-		l, err := c.waitGrant(ctx, s, name)
+		l, err := c.waitGrant(ctx, s, name, req, res.Index)
 		if errors.Is(err, errSessionEnded) {
 			continue
 		}
@@ -164,13 +224,47 @@ func (c *Coordinator) acquire(ctx context.Context, name string, wait bool) (*Lea
 	}
 }
 
+// release commits the release of a grant this session holds (best effort).
+func (c *Coordinator) release(ctx context.Context, s *session, name string, token uint64) {
+	_, err := c.applyRetry(ctx, fsm.Command{Op: fsm.OpRelease, Lease: &fsm.LeaseCmd{
+		Name: name, Session: s.id, Token: token,
+	}})
+	if err != nil && !errors.Is(err, ErrNoSession) {
+		c.log.Warn("releasing a stale grant failed", "lease", name, "token", token, "error", err)
+	}
+}
+
 var errSessionEnded = errors.New("session ended while waiting")
 
-// waitGrant waits in the queue until the replica shows s holding name.
-func (c *Coordinator) waitGrant(ctx context.Context, s *session, name string) (*Lease, error) {
+// applyRetry applies an idempotent command (one that carries its session
+// and request ID), retrying while its outcome is unknown (the leader was
+// lost mid-commit, a connection broke): a retry of a command that did
+// commit is answered the same way, so an acquire never mints two tokens.
+func (c *Coordinator) applyRetry(ctx context.Context, cmd fsm.Command) (applyResult, error) {
+	backoff := 20 * time.Millisecond
+	for {
+		res, err := c.apply(ctx, cmd)
+		if err == nil || errors.Is(err, ErrRejected) || errors.Is(err, ErrNoSession) ||
+			errors.Is(err, ErrLeaseHeld) || errors.Is(err, ErrShutdown) || ctx.Err() != nil {
+			return res, err
+		}
+		c.log.Debug("command outcome unknown; retrying", "op", cmd.Op.String(), "error", err)
+		if !sleepCtx(ctx, jitter(backoff)) {
+			return res, err
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// waitGrant waits in the queue until the replica, at or past the index of
+// the acquire that queued s (after), shows s holding name for request req.
+// Looking only at views from after the acquire, and only at the grant that
+// answers this request, keeps a lagging replica from handing back an older
+// grant of the same session.
+func (c *Coordinator) waitGrant(ctx context.Context, s *session, name string, req, after uint64) (*Lease, error) {
 	for {
 		v := c.fsm.View()
-		if holder, token, ok := v.Holder(name); ok && holder == s.id {
+		if holder, token, r, ok := v.Grant(name); ok && v.Index() >= after && holder == s.id && r == req {
 			return c.newLease(s, name, token, v.Index())
 		}
 		select {
@@ -309,3 +403,15 @@ func (c *Coordinator) observe(ctx context.Context, name string, ch chan Holder) 
 
 // reqCounter is embedded in Coordinator for request IDs.
 type reqCounter = atomic.Uint64
+
+// endedAt returns when the lease ended by this node's own action (resign,
+// loss noticed, shutdown), or the zero time if it ended because its
+// session's belief lapsed (then the session's deadline is the end).
+func (l *Lease) endedAt() time.Time {
+	select {
+	case <-l.ctx.Done():
+	default:
+		return time.Time{}
+	}
+	return l.endTime // written before cancel, which happens before Done closes
+}

@@ -6,7 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/transport"
 )
 
 // lessor is the leader's side of sessions (DESIGN.md §4 rules 1–3). It
@@ -21,10 +24,16 @@ type lessor struct {
 	mu        sync.Mutex
 	active    bool
 	epoch     uint64               // bumped on every activation and deactivation
+	term      uint64               // the raft term this node leads in, while active
 	deadlines map[string]time.Time // session → deadline
 	expiring  map[string]bool      // expiry decided: keepalives are refused
 
 	verifyReq chan chan error // batched VerifyLeader requests
+
+	// Test hooks (nil in production): onActivate sees the instant the
+	// lessor took over; onKeepAlive sees each answered keepalive's arrival.
+	onActivate  func(at time.Time)
+	onKeepAlive func(session string, arrived time.Time)
 }
 
 func newLessor(c *Coordinator) *lessor {
@@ -37,15 +46,21 @@ func newLessor(c *Coordinator) *lessor {
 func (l *lessor) run(ctx context.Context) {
 	now := time.Now()
 	v := l.c.fsm.View()
+	term := l.c.raft.CurrentTerm()
 	l.mu.Lock()
 	l.active = true
 	l.epoch++
+	l.term = term
 	l.deadlines = map[string]time.Time{}
 	l.expiring = map[string]bool{}
 	for _, s := range v.Sessions() {
 		l.deadlines[s.ID] = now.Add(time.Duration(s.TTLNanos) + l.c.cfg.ExpiryGrace)
 	}
+	hook := l.onActivate
 	l.mu.Unlock()
+	if hook != nil {
+		hook(now)
+	}
 	defer func() {
 		l.mu.Lock()
 		l.active = false
@@ -137,8 +152,8 @@ func (l *lessor) expireDue(ctx context.Context) {
 }
 
 // keepAlive answers one keepalive that arrived now: only after a
-// VerifyLeader that started after its arrival confirms this node still
-// leads, and then the deadline becomes arrival + TTL.
+// leadership confirmation that started after its arrival (confirmLoop), and
+// then the deadline becomes arrival + TTL.
 func (l *lessor) keepAlive(ctx context.Context, id string) error {
 	arrived := time.Now()
 	epoch, err := l.check(id)
@@ -164,7 +179,18 @@ func (l *lessor) keepAlive(ctx context.Context, id string) error {
 	if d := arrived.Add(time.Duration(s.TTLNanos)); d.After(l.deadlines[id]) {
 		l.deadlines[id] = d
 	}
+	if l.onKeepAlive != nil {
+		l.onKeepAlive(id, arrived)
+	}
 	return nil
+}
+
+// deadline returns the lessor's deadline for a session, if it tracks it.
+func (l *lessor) deadline(id string) (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d, ok := l.deadlines[id]
+	return d, ok
 }
 
 // check says whether a keepalive for id can be served now.
@@ -184,7 +210,8 @@ func (l *lessor) check(id string) (uint64, error) {
 	return l.epoch, nil
 }
 
-// verify waits for a VerifyLeader that started after the call.
+// verify waits for a leadership confirmation round that started after the
+// call (see confirmLoop).
 func (l *lessor) verify(ctx context.Context) error {
 	ch := make(chan error, 1)
 	select {
@@ -200,10 +227,23 @@ func (l *lessor) verify(ctx context.Context) error {
 	}
 }
 
-// verifyLoop batches VerifyLeader: every request queued when a round starts
-// is answered by that round, so a burst of keepalives costs one round of
-// heartbeats.
-func (l *lessor) verifyLoop() {
+// confirmLoop batches leadership confirmations: every request queued when
+// a round starts is answered by that round, so a burst of keepalives costs
+// one round.
+//
+// Why not raft's VerifyLeader: hashicorp/raft counts a heartbeat response
+// that arrives after VerifyLeader was called even when the heartbeat was
+// sent before, so a leader that was frozen (SIGSTOP, a long GC pause) can
+// resume, receive a keepalive, and have it "verified" by acknowledgements
+// its followers sent before they elected a new leader, however long ago.
+// Its answer would then let the holder believe past the new leader's
+// deadline, and no grace period bounds that. A round here sends a fresh
+// request to every voter after the keepalives it answers arrived; a voter
+// says yes only if its current raft term is still this leader's term. A
+// quorum of yes, this node included, proves that no newer leader had been
+// elected when they answered (a newer leader needs a quorum of voters that
+// moved to a later term, and quorums intersect).
+func (l *lessor) confirmLoop() {
 	for {
 		var batch []chan error
 		select {
@@ -221,9 +261,71 @@ func (l *lessor) verifyLoop() {
 				break drain
 			}
 		}
-		err := l.c.raft.VerifyLeader().Error()
+		err := l.confirmRound()
 		for _, ch := range batch {
 			ch <- err
 		}
 	}
+}
+
+type confirmRequest struct {
+	Term uint64 `msgpack:"term"`
+}
+
+type confirmReply struct {
+	OK bool `msgpack:"ok"`
+}
+
+// confirmRound asks every voter whether it is still in this leader's term.
+func (l *lessor) confirmRound() error {
+	c := l.c
+	l.mu.Lock()
+	term, active := l.term, l.active
+	l.mu.Unlock()
+	if !active || c.raft.State() != raft.Leader || c.raft.CurrentTerm() != term {
+		return ErrNotLeader
+	}
+	var voters []raft.Server
+	for _, s := range c.raftServers() {
+		if s.Suffrage == raft.Voter {
+			voters = append(voters, s)
+		}
+	}
+	need := len(voters)/2 + 1
+	yes := make(chan bool, len(voters))
+	ctx, cancel := context.WithTimeout(c.ctx, min(c.cfg.RPCTimeout, c.cfg.SessionTTL/3))
+	defer cancel()
+	for _, s := range voters {
+		if string(s.ID) == c.id {
+			yes <- true
+			continue
+		}
+		addr, _, err := transport.SplitRaftAddress(s.Address)
+		if err != nil {
+			yes <- false
+			continue
+		}
+		go func() {
+			var rep confirmReply
+			err := c.trans.Call(ctx, addr, methodConfirm, confirmRequest{Term: term}, &rep)
+			yes <- err == nil && rep.OK
+		}()
+	}
+	got, answered := 0, 0
+	for answered < len(voters) && got < need {
+		if <-yes {
+			got++
+		}
+		answered++
+	}
+	if got < need {
+		return ErrNotLeader
+	}
+	return nil
+}
+
+// serveConfirm answers a leader's confirmation request: yes while this
+// node's current raft term is the leader's.
+func (c *Coordinator) serveConfirm(req confirmRequest) confirmReply {
+	return confirmReply{OK: c.raft.CurrentTerm() == req.Term}
 }

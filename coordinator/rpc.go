@@ -22,6 +22,7 @@ const (
 	methodBootstrapCommit  = "bootstrap.commit"
 	methodBootstrapAbort   = "bootstrap.abort"
 	methodKeepAlive        = "session.keepalive"
+	methodConfirm          = "raft.confirm"
 )
 
 // Remote error codes.
@@ -46,11 +47,12 @@ type applyRequest struct {
 
 // applyResult is what a committed command returned.
 type applyResult struct {
-	Index  uint64 `msgpack:"index"`
-	Token  uint64 `msgpack:"token"`
-	Holder string `msgpack:"holder"`
-	Queued bool   `msgpack:"queued"`
-	Noop   bool   `msgpack:"noop"`
+	Index   uint64 `msgpack:"index"`
+	Token   uint64 `msgpack:"token"`
+	Holder  string `msgpack:"holder"`
+	Request uint64 `msgpack:"req"`
+	Queued  bool   `msgpack:"queued"`
+	Noop    bool   `msgpack:"noop"`
 }
 
 type removeRequest struct {
@@ -75,6 +77,12 @@ func (c *Coordinator) serveRPC(ctx context.Context, method string, body []byte) 
 			return nil, toRemote(err)
 		}
 		return transport.Encode(res)
+	case methodConfirm:
+		var req confirmRequest
+		if err := transport.Decode(body, &req); err != nil {
+			return nil, err
+		}
+		return transport.Encode(c.serveConfirm(req))
 	case methodKeepAlive:
 		var req keepAliveRequest
 		if err := transport.Decode(body, &req); err != nil {
@@ -194,7 +202,7 @@ func (c *Coordinator) applyLocal(ctx context.Context, data []byte) (applyResult,
 		return applyResult{}, err
 	}
 	r, _ := f.Response().(fsm.Result)
-	res := applyResult{Index: f.Index(), Token: r.Token, Holder: r.Holder, Queued: r.Queued, Noop: r.Noop}
+	res := applyResult{Index: f.Index(), Token: r.Token, Holder: r.Holder, Request: r.Request, Queued: r.Queued, Noop: r.Noop}
 	switch {
 	case r.Err == nil:
 		return res, nil

@@ -29,6 +29,8 @@ type Result struct {
 	// session and token (the caller's own on a grant).
 	Token  uint64
 	Holder string
+	// Request is the holder's request that its grant answered.
+	Request uint64
 	// Queued is true when an acquire queued the session as a waiter.
 	Queued bool
 }

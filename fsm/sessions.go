@@ -131,9 +131,9 @@ func applyAcquire(st state, index uint64, c *LeaseCmd) (state, Result, error) {
 		st.Leases = cloneMap(st.Leases)
 		st.LastToken++
 		st.Leases[c.Name] = &Lease{Name: c.Name, Holder: c.Session, Token: st.LastToken, Request: c.Request, Granted: index}
-		return st, Result{Token: st.LastToken, Holder: c.Session}, nil
+		return st, Result{Token: st.LastToken, Holder: c.Session, Request: c.Request}, nil
 	case l.Holder == c.Session:
-		return st, Result{Token: l.Token, Holder: l.Holder, Noop: true}, nil
+		return st, Result{Token: l.Token, Holder: l.Holder, Request: l.Request, Noop: true}, nil
 	case slices.ContainsFunc(l.Waiters, func(w Waiter) bool { return w.Session == c.Session }):
 		return st, Result{Token: l.Token, Holder: l.Holder, Queued: true, Noop: true}, nil
 	case !c.Wait:

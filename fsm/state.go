@@ -106,6 +106,17 @@ func (v *View) Holder(name string) (session string, token uint64, ok bool) {
 	return l.Holder, l.Token, true
 }
 
+// Grant returns the named lease's holder, token and the holder's request
+// that the grant answered, without allocating; ok is false when nobody
+// holds it.
+func (v *View) Grant(name string) (session string, token, request uint64, ok bool) {
+	l, ok := v.st.Leases[name]
+	if !ok {
+		return "", 0, 0, false
+	}
+	return l.Holder, l.Token, l.Request, true
+}
+
 // Lease returns a copy of the named lease; ok is false when nobody holds it.
 func (v *View) Lease(name string) (Lease, bool) {
 	l, ok := v.st.Leases[name]

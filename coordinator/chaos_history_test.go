@@ -1,0 +1,354 @@
+package coordinator_test
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/holdfast-go/holdfast/coordinator"
+)
+
+// The history of one TestChaos seed. Every time comes from time.Now() in
+// this one process, so all nodes share one monotonic clock.
+
+// chaosGrant is one lease handle: one successful Campaign.
+type chaosGrant struct {
+	name     string
+	node     int
+	nodeName string
+	session  string // from the local replica right after Campaign returned ("" if it had moved on)
+	token    uint64
+	acquired time.Time // when Campaign returned
+	// resignAt is the instant just before the worker called Resign. Resign
+	// cancels the lease's context before it sends the release, and no other
+	// node can be granted the lease before the release commits, so when the
+	// cause is ErrResigned the belief provably ended in [resignAt, ended].
+	resignAt time.Time
+	ended    time.Time // when Done() fired, seen by a context.AfterFunc (zero while held)
+	cause    error     // Lease.Err() once ended
+}
+
+// beliefEnd is the latest instant the handle may have believed it held the
+// lease (now while it is still held).
+func (g *chaosGrant) beliefEnd(now time.Time) time.Time {
+	switch {
+	case g.ended.IsZero():
+		return now
+	case errors.Is(g.cause, coordinator.ErrResigned) && !g.resignAt.IsZero():
+		return g.resignAt
+	}
+	return g.ended
+}
+
+// chaosWrite is one write attempt on the fenced register.
+type chaosWrite struct {
+	name     string
+	node     int
+	token    uint64
+	at       time.Time
+	accepted bool
+	zombie   bool // deliberate write after Done() fired, without Checkpoint
+	// heldAfter is set for a rejected correct write (Checkpoint passed just
+	// before) when the lease was still held after the rejection.
+	heldAfter bool
+}
+
+// chaosFault is one injected fault and the nodes it touched.
+type chaosFault struct {
+	kind     string
+	nodes    []int
+	from, to time.Time // to is zero until healed
+}
+
+type chaosHistory struct {
+	t0 time.Time
+
+	mu            sync.Mutex
+	grants        []*chaosGrant
+	writes        []chaosWrite
+	accepted      map[string][]uint64 // resource → accepted tokens in acceptance order
+	faults        []*chaosFault
+	zombieSkipped int // zombie writes not attempted: no newer token reached the register in time
+}
+
+func newChaosHistory() *chaosHistory {
+	return &chaosHistory{t0: time.Now(), accepted: map[string][]uint64{}}
+}
+
+// ms formats t relative to the start of the seed.
+func (h *chaosHistory) ms(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fms", float64(t.Sub(h.t0))/float64(time.Millisecond))
+}
+
+func (h *chaosHistory) addGrant(g *chaosGrant) {
+	h.mu.Lock()
+	h.grants = append(h.grants, g)
+	h.mu.Unlock()
+}
+
+func (h *chaosHistory) resigning(g *chaosGrant, at time.Time) {
+	h.mu.Lock()
+	g.resignAt = at
+	h.mu.Unlock()
+}
+
+func (h *chaosHistory) endGrant(g *chaosGrant, at time.Time, cause error) {
+	h.mu.Lock()
+	g.ended, g.cause = at, cause
+	h.mu.Unlock()
+}
+
+func (h *chaosHistory) addWrite(w chaosWrite) {
+	h.mu.Lock()
+	h.writes = append(h.writes, w)
+	h.mu.Unlock()
+}
+
+// acceptedWrite is called inside fence.Memory.Do, under the register's
+// lock, so the order of calls is the order of acceptance.
+func (h *chaosHistory) acceptedWrite(resource string, token uint64) {
+	h.mu.Lock()
+	h.accepted[resource] = append(h.accepted[resource], token)
+	h.mu.Unlock()
+}
+
+func (h *chaosHistory) addFault(kind string, nodes []int) *chaosFault {
+	f := &chaosFault{kind: kind, nodes: nodes, from: time.Now()}
+	h.mu.Lock()
+	h.faults = append(h.faults, f)
+	h.mu.Unlock()
+	return f
+}
+
+func (h *chaosHistory) healFault(f *chaosFault) {
+	h.mu.Lock()
+	f.to = time.Now()
+	h.mu.Unlock()
+}
+
+func (h *chaosHistory) skipZombie() {
+	h.mu.Lock()
+	h.zombieSkipped++
+	h.mu.Unlock()
+}
+
+func (h *chaosHistory) describe(g *chaosGrant, now time.Time) string {
+	cause := "held"
+	if g.cause != nil {
+		cause = g.cause.Error()
+	}
+	return fmt.Sprintf("{%s token=%d node=%s session=%.8s acquired=%s resignAt=%s ended=%s beliefEnd=%s cause=%q}",
+		g.name, g.token, g.nodeName, g.session, h.ms(g.acquired), h.ms(g.resignAt), h.ms(g.ended), h.ms(g.beliefEnd(now)), cause)
+}
+
+// siblingNote explains (it does not excuse) a loss or an overlap of handle
+// g: another handle of the same grant on the same node (a second Campaign
+// of a session that already held the lease returns the same token) was
+// resigned before g ended, releasing the grant g still believed in.
+func (h *chaosHistory) siblingNote(handles []*chaosGrant, g *chaosGrant, now time.Time) string {
+	for _, o := range handles {
+		if o != g && o.node == g.node && !o.resignAt.IsZero() && errors.Is(o.cause, coordinator.ErrResigned) && o.resignAt.Before(g.beliefEnd(now)) {
+			return fmt.Sprintf(" [shared grant: handle acquired at %s on %s resigned at %s while handle acquired at %s still believed]",
+				h.ms(o.acquired), o.nodeName, h.ms(o.resignAt), h.ms(g.acquired))
+		}
+	}
+	return ""
+}
+
+// chaosStats is what a seed reports and what the whole run adds up.
+type chaosStats struct {
+	handles, grants                int
+	writesAccepted, writesRejected int // correct writes (after a passing Checkpoint)
+	lateFenced                     int // correct writes rejected after the lease ended meanwhile
+	zombieWrites, zombieRejected   int
+	zombieSkipped                  int
+	causes                         map[string]int
+	faults                         []string
+}
+
+// check verifies I1–I4 on the history and returns the violations found and
+// the seed's statistics. settle is how long after a fault heals the nodes
+// it touched still count as faulted for I3.
+func (h *chaosHistory) check(now time.Time, settle time.Duration) (violations []string, st chaosStats) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	bad := func(format string, args ...any) {
+		violations = append(violations, fmt.Sprintf(format, args...))
+	}
+	st.causes = map[string]int{}
+	st.handles = len(h.grants)
+
+	// Group handles into grants by (name, token): a node that campaigns
+	// again for a lease its session holds gets a second handle with the
+	// same token.
+	type key struct {
+		name  string
+		token uint64
+	}
+	type grantWin struct {
+		key
+		handles    []*chaosGrant
+		start, end time.Time
+	}
+	byKey := map[key]*grantWin{}
+	for _, g := range h.grants {
+		k := key{g.name, g.token}
+		w := byKey[k]
+		if w == nil {
+			w = &grantWin{key: k, start: g.acquired, end: g.beliefEnd(now)}
+			byKey[k] = w
+		}
+		w.handles = append(w.handles, g)
+		if g.acquired.Before(w.start) {
+			w.start = g.acquired
+		}
+		if e := g.beliefEnd(now); e.After(w.end) {
+			w.end = e
+		}
+		cause := "held"
+		if g.cause != nil {
+			cause = g.cause.Error()
+		}
+		st.causes[cause]++
+	}
+	st.grants = len(byKey)
+
+	// I1, second half: at most one holder (node and session) per (name, token).
+	for _, w := range byKey {
+		for _, g := range w.handles[1:] {
+			if g.node != w.handles[0].node || (g.session != "" && w.handles[0].session != "" && g.session != w.handles[0].session) {
+				bad("I1: two holders of %s token %d: %s and %s", w.name, w.token, h.describe(w.handles[0], now), h.describe(g, now))
+			}
+		}
+	}
+
+	// I2, per handle: no Campaign returns a token lower than one already
+	// returned for the name (a second handle of the same grant has the
+	// same token; a lower one is a stale grant).
+	handles := slices.Clone(h.grants)
+	slices.SortFunc(handles, func(a, b *chaosGrant) int { return a.acquired.Compare(b.acquired) })
+	maxSeen := map[string]*chaosGrant{}
+	for _, g := range handles {
+		if m := maxSeen[g.name]; m != nil && g.token < m.token {
+			bad("I2: stale grant: Campaign on %s returned %s token %d at %s, after token %d was returned on %s at %s: %s",
+				g.nodeName, g.name, g.token, h.ms(g.acquired), m.token, m.nodeName, h.ms(m.acquired), h.describe(g, now))
+			continue
+		}
+		maxSeen[g.name] = g
+	}
+
+	perName := map[string][]*grantWin{}
+	for _, w := range byKey {
+		perName[w.name] = append(perName[w.name], w)
+	}
+	for name, ws := range perName {
+		slices.SortFunc(ws, func(a, b *grantWin) int { return a.start.Compare(b.start) })
+		// I2: tokens strictly increase in order of acquisition.
+		for i := 1; i < len(ws); i++ {
+			if ws[i].token <= ws[i-1].token {
+				bad("I2: %s token %d acquired at %s after token %d acquired at %s", name,
+					ws[i].token, h.ms(ws[i].start), ws[i-1].token, h.ms(ws[i-1].start))
+			}
+		}
+		// I1: belief windows of different grants never overlap (no tolerance).
+		for i := range ws {
+			for j := i + 1; j < len(ws) && ws[j].start.Before(ws[i].end); j++ {
+				var hs []string
+				for _, g := range ws[i].handles {
+					hs = append(hs, h.describe(g, now))
+				}
+				var hs2 []string
+				for _, g := range ws[j].handles {
+					hs2 = append(hs2, h.describe(g, now))
+				}
+				note := ""
+				for _, g := range ws[i].handles {
+					if g.beliefEnd(now).After(ws[j].start) {
+						note += h.siblingNote(ws[i].handles, g, now)
+					}
+				}
+				bad("I1: belief windows overlap by %v on %s: token %d [%s, %s] %s and token %d [%s, %s] %s%s",
+					ws[i].end.Sub(ws[j].start), name,
+					ws[i].token, h.ms(ws[i].start), h.ms(ws[i].end), strings.Join(hs, " "),
+					ws[j].token, h.ms(ws[j].start), h.ms(ws[j].end), strings.Join(hs2, " "), note)
+			}
+		}
+	}
+
+	// I4: the register never accepted a lower token than an earlier one.
+	for res, toks := range h.accepted {
+		for i := 1; i < len(toks); i++ {
+			if toks[i] < toks[i-1] {
+				bad("I4: %s accepted token %d after token %d", res, toks[i], toks[i-1])
+			}
+		}
+	}
+	for _, w := range h.writes {
+		switch {
+		case w.zombie:
+			st.zombieWrites++
+			if w.accepted {
+				bad("I4: zombie write of %s token %d from node%d at %s was accepted", w.name, w.token, w.node, h.ms(w.at))
+			} else {
+				st.zombieRejected++
+			}
+		case w.accepted:
+			st.writesAccepted++
+		default:
+			st.writesRejected++
+			if w.heldAfter {
+				// A higher token was accepted while this holder, whose
+				// Checkpoint had just passed, still held its lease.
+				bad("I1/I4: correct write of %s token %d from node%d at %s was fenced while its lease was still held",
+					w.name, w.token, w.node, h.ms(w.at))
+			} else {
+				st.lateFenced++
+			}
+		}
+	}
+	st.zombieSkipped = h.zombieSkipped
+
+	// I3: a holder on a node no fault touched during its whole belief
+	// window (plus settle after each heal) loses its lease only by Resign
+	// or Shutdown.
+	faulted := func(node int, from, to time.Time) bool {
+		for _, f := range h.faults {
+			end := now
+			if !f.to.IsZero() {
+				end = f.to.Add(settle)
+			}
+			if !slices.Contains(f.nodes, node) {
+				continue
+			}
+			if !f.from.After(to) && !end.Before(from) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, g := range h.grants {
+		if g.ended.IsZero() || errors.Is(g.cause, coordinator.ErrResigned) || errors.Is(g.cause, coordinator.ErrShutdown) {
+			continue
+		}
+		if !faulted(g.node, g.acquired, g.ended) {
+			bad("I3: false loss: %s (no fault touched %s between %s and %s)%s", h.describe(g, now), g.nodeName,
+				h.ms(g.acquired), h.ms(g.ended), h.siblingNote(byKey[key{g.name, g.token}].handles, g, now))
+		}
+	}
+
+	faults := slices.Clone(h.faults)
+	sort.Slice(faults, func(i, j int) bool { return faults[i].from.Before(faults[j].from) })
+	for _, f := range faults {
+		st.faults = append(st.faults, fmt.Sprintf("%s%v@%s+%v", f.kind, f.nodes, h.ms(f.from),
+			cmp.Or(f.to, now).Sub(f.from).Round(time.Millisecond)))
+	}
+	return violations, st
+}

@@ -1,0 +1,488 @@
+package coordinator_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/holdfast-go/holdfast/coordinator"
+	"github.com/holdfast-go/holdfast/fence"
+	"github.com/holdfast-go/holdfast/holdfasttest"
+)
+
+// TestChaos runs seeded randomized fault scenarios on a 5-node in-memory
+// cluster while workers on every node campaign for named leases and write
+// to a fenced register, then checks the recorded history for I1–I4 (see
+// /work/shared/FAULTS.md). Each seed is a subtest "seed=S"; a failing seed
+// is replayed with the command it logs.
+//
+//	go test ./coordinator -run TestChaos -chaos.seeds=100   # more seeds (or HOLDFAST_CHAOS_SEEDS=100)
+//	go test ./coordinator -run TestChaos -chaos.seed=17 -v  # exactly one seed
+var (
+	chaosSeedsFlag = flag.Int("chaos.seeds", 0, "number of TestChaos seeds (default 20, 8 under -race; env HOLDFAST_CHAOS_SEEDS)")
+	chaosSeedFlag  = flag.Uint64("chaos.seed", 0, "run only this TestChaos seed")
+	// chaosExclusive changes the workload, not the checks: with it, two
+	// workers of one node never campaign for the same name at once, so no
+	// node ever holds two handles of one grant.
+	chaosExclusive = flag.Bool("chaos.exclusive", false, "TestChaos workers of one node never campaign for the same lease name at once")
+)
+
+const (
+	chaosNodes       = 5
+	chaosFaultTime   = 7 * time.Second // how long faults are injected per seed
+	chaosParallel    = 2               // seeds run at once, whatever -parallel says
+	chaosOpTimeout   = 2 * time.Second // bound of every Campaign / Resign of a worker
+	chaosZombieWait  = 2 * time.Second // how long a zombie waits for a newer token to reach the register
+	chaosZombieRatio = 0.4
+)
+
+var chaosNames = []string{"a", "b"}
+
+func chaosSeeds(t *testing.T) []uint64 {
+	if *chaosSeedFlag != 0 {
+		return []uint64{*chaosSeedFlag}
+	}
+	n := chaosDefaultSeeds()
+	if v := os.Getenv("HOLDFAST_CHAOS_SEEDS"); v != "" {
+		m, err := strconv.Atoi(v)
+		if err != nil || m <= 0 {
+			t.Fatalf("HOLDFAST_CHAOS_SEEDS=%q: want a positive number", v)
+		}
+		n = m
+	}
+	if *chaosSeedsFlag > 0 {
+		n = *chaosSeedsFlag
+	}
+	seeds := make([]uint64, n)
+	for i := range seeds {
+		seeds[i] = uint64(i + 1)
+	}
+	return seeds
+}
+
+// chaosReplay is the command that runs seed again. Seeds beyond the default
+// count need -chaos.seed to exist at all.
+func chaosReplay(seed uint64) string {
+	cmd := fmt.Sprintf("go test ./coordinator -run 'TestChaos/seed=%d$' -v", seed)
+	if seed > uint64(chaosDefaultSeeds()) {
+		cmd += fmt.Sprintf(" -chaos.seed=%d", seed)
+	}
+	if *chaosExclusive {
+		cmd += " -chaos.exclusive"
+	}
+	return cmd
+}
+
+// chaosDefaultSeeds is how many seeds run without -chaos.seeds or
+// HOLDFAST_CHAOS_SEEDS.
+func chaosDefaultSeeds() int {
+	switch {
+	case testing.Short():
+		return 2
+	case chaosRace:
+		return 8
+	}
+	return 20
+}
+
+func TestChaos(t *testing.T) {
+	seeds := chaosSeeds(t)
+	sem := make(chan struct{}, chaosParallel)
+	var total struct {
+		sync.Mutex
+		seeds, zombieRejected, lateFenced int
+	}
+	t.Cleanup(func() {
+		total.Lock()
+		defer total.Unlock()
+		t.Logf("all seeds: %d run, %d zombie writes rejected, %d late correct writes fenced",
+			total.seeds, total.zombieRejected, total.lateFenced)
+		if total.seeds > 0 && !t.Failed() && total.zombieRejected == 0 {
+			t.Errorf("I4: no zombie write was rejected in %d seeds: the run did not exercise fencing", total.seeds)
+		}
+	})
+	for _, seed := range seeds {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Parallel()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			st := runChaosSeed(t, seed)
+			total.Lock()
+			total.seeds++
+			total.zombieRejected += st.zombieRejected
+			total.lateFenced += st.lateFenced
+			total.Unlock()
+		})
+	}
+}
+
+// chaosRun is the state of one seed.
+type chaosRun struct {
+	t    *testing.T
+	seed uint64
+	cl   *holdfasttest.Cluster
+	h    *chaosHistory
+	mem  *fence.Memory
+	ctx  context.Context // cancelled when the workers must stop
+	wg   sync.WaitGroup
+	// workers[i] is how many workers node i runs (1 or 2).
+	workers []int
+	// incarnation[i] counts starts of node i, to seed its workers.
+	incarnation []int
+	errors      atomic.Int64 // Campaign errors other than shutdown/timeouts, for the summary
+	// busy[i][name] is held by the worker of node i using name (only with
+	// -chaos.exclusive).
+	busy [][]sync.Mutex
+}
+
+func runChaosSeed(t *testing.T, seed uint64) chaosStats {
+	replay := chaosReplay(seed)
+	t.Logf("replay: %s", replay)
+	rng := rand.New(rand.NewPCG(seed, 0x686f6c6466617374)) // the fault driver's choices
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: chaosNodes, Voters: 3, InMemory: true, Seed: int64(seed)})
+	cl.WaitFormed(formTimeout)
+	cfg := cl.Node(0).Config
+	settle := cfg.SessionTTL + cfg.ExpiryGrace
+
+	ctx, stop := context.WithCancel(context.Background())
+	r := &chaosRun{
+		t: t, seed: seed, cl: cl, h: newChaosHistory(), mem: fence.NewMemory(), ctx: ctx,
+		workers: make([]int, chaosNodes), incarnation: make([]int, chaosNodes),
+	}
+	r.busy = make([][]sync.Mutex, chaosNodes)
+	for i := range r.busy {
+		r.busy[i] = make([]sync.Mutex, len(chaosNames))
+	}
+	stopped := false
+	stopWorkers := func() {
+		if !stopped {
+			stopped = true
+			stop()
+			r.wg.Wait()
+		}
+	}
+	defer stopWorkers() // also on t.Fatal, before the cluster's Cleanup closes it
+	for i := range r.workers {
+		r.workers[i] = 1 + rng.IntN(2)
+		r.spawn(i, cl.Node(i).C())
+	}
+
+	r.drive(rng, time.Now().Add(chaosFaultTime))
+	driven := time.Now()
+
+	// Heal everything and let the cluster form again before checking.
+	cl.Heal()
+	cl.Net.SetDelay("", "", 0, 0)
+	cl.Net.SetLoss(0)
+	cl.WaitFormed(formTimeout)
+	formed := time.Now()
+	stopWorkers()
+	t.Logf("seed %d: faults for %v, formed again after %v, workers stopped after %v",
+		seed, driven.Sub(r.h.t0).Round(time.Millisecond), formed.Sub(driven).Round(time.Millisecond), time.Since(formed).Round(time.Millisecond))
+
+	violations, st := r.h.check(time.Now(), settle)
+	t.Logf("seed %d (t0 %s): %d grants (%d handles, causes %v); correct writes %d accepted, %d fenced late; zombie writes %d, %d rejected, %d skipped; campaign errors %d; workers/node %v; faults %d: %s",
+		seed, r.h.t0.Format("15:04:05.000"), st.grants, st.handles, st.causes, st.writesAccepted, st.lateFenced,
+		st.zombieWrites, st.zombieRejected, st.zombieSkipped, r.errors.Load(), r.workers,
+		len(st.faults), strings.Join(st.faults, " "))
+	if len(violations) > 0 {
+		const maxShown = 20
+		shown := violations[:min(len(violations), maxShown)]
+		t.Errorf("seed %d: %d invariant violations (first %d):\n  %s\nreplay: %s",
+			seed, len(violations), len(shown), strings.Join(shown, "\n  "), replay)
+	}
+	if st.grants == 0 {
+		t.Errorf("seed %d: no lease was ever granted\nreplay: %s", seed, replay)
+	}
+	return st
+}
+
+// spawn starts node i's workers for the incarnation c.
+func (r *chaosRun) spawn(i int, c *coordinator.Coordinator) {
+	r.incarnation[i]++
+	for k := range r.workers[i] {
+		wrng := rand.New(rand.NewPCG(r.seed, uint64(i)<<32|uint64(r.incarnation[i])<<8|uint64(k)))
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.work(i, c, wrng)
+		}()
+	}
+}
+
+// pace waits d or until the run stops; it reports whether d passed. It
+// paces the scenario (worker think time, fault durations); it is not used
+// to wait for any event.
+func pace(ctx context.Context, d time.Duration) bool {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(rng.Int64N(int64(hi-lo)+1))
+}
+
+// work is one worker on node i while incarnation c runs: it campaigns,
+// holds and writes, resigns, and now and then writes once more as a zombie.
+func (r *chaosRun) work(i int, c *coordinator.Coordinator, rng *rand.Rand) {
+	nodeName := r.cl.Node(i).Name
+	for r.ctx.Err() == nil && r.cl.Node(i).C() == c {
+		ni := rng.IntN(len(chaosNames))
+		name := chaosNames[ni]
+		if *chaosExclusive {
+			if !r.busy[i][ni].TryLock() {
+				if !pace(r.ctx, between(rng, 10*time.Millisecond, 50*time.Millisecond)) {
+					return
+				}
+				continue
+			}
+		}
+		if !r.campaign(i, c, nodeName, name, rng) {
+			if *chaosExclusive {
+				r.busy[i][ni].Unlock()
+			}
+			return
+		}
+		if *chaosExclusive {
+			r.busy[i][ni].Unlock()
+		}
+		if !pace(r.ctx, between(rng, 0, 100*time.Millisecond)) {
+			return
+		}
+	}
+}
+
+// campaign runs one Campaign, hold and (maybe) zombie write; it reports
+// false when the worker must stop.
+func (r *chaosRun) campaign(i int, c *coordinator.Coordinator, nodeName, name string, rng *rand.Rand) bool {
+	opCtx, cancel := context.WithTimeout(r.ctx, chaosOpTimeout)
+	l, err := c.Campaign(opCtx, name)
+	cancel()
+	if err != nil {
+		if errors.Is(err, coordinator.ErrShutdown) {
+			return false
+		}
+		if r.ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+			r.errors.Add(1)
+		}
+		return pace(r.ctx, between(rng, 10*time.Millisecond, 50*time.Millisecond))
+	}
+	g := &chaosGrant{name: name, node: i, nodeName: nodeName, token: l.Token(), acquired: time.Now()}
+	if hd, ok := c.LeaseHolder(name); ok && hd.Token == l.Token() {
+		g.session = hd.Session
+	}
+	r.h.addGrant(g)
+	recorded := make(chan struct{})
+	context.AfterFunc(l.Context(), func() {
+		r.h.endGrant(g, time.Now(), l.Err())
+		close(recorded)
+	})
+	r.hold(l, g, rng)
+	<-recorded
+	if rng.Float64() < chaosZombieRatio {
+		r.zombie(l, g)
+	}
+	return true
+}
+
+// hold writes under l for a random time, each write after a passing
+// Checkpoint, then resigns; it returns when the lease ended.
+func (r *chaosRun) hold(l *coordinator.Lease, g *chaosGrant, rng *rand.Rand) {
+	holdFor := time.NewTimer(between(rng, 50*time.Millisecond, 800*time.Millisecond)) // scenario pacing
+	defer holdFor.Stop()
+	tick := time.NewTicker(between(rng, 20*time.Millisecond, 80*time.Millisecond)) // scenario pacing
+	defer tick.Stop()
+	resign := func() {
+		r.h.resigning(g, time.Now())
+		ctx, cancel := context.WithTimeout(context.Background(), chaosOpTimeout)
+		defer cancel()
+		_ = l.Resign(ctx) // the local belief ends first whatever the outcome
+	}
+	write := func() bool {
+		if err := l.Checkpoint(); err != nil {
+			return false
+		}
+		r.write(l, g, false)
+		return true
+	}
+	if !write() {
+		resign()
+		return
+	}
+	for {
+		select {
+		case <-l.Done():
+			return
+		case <-r.ctx.Done():
+			resign()
+			return
+		case <-holdFor.C:
+			resign()
+			return
+		case <-tick.C:
+			if !write() {
+				resign()
+				return
+			}
+		}
+	}
+}
+
+// write writes token to the lease's register and records the attempt.
+func (r *chaosRun) write(l *coordinator.Lease, g *chaosGrant, zombie bool) {
+	res := "resource-" + g.name
+	err := r.mem.Do(res, g.token, func() error {
+		r.h.acceptedWrite(res, g.token)
+		return nil
+	})
+	w := chaosWrite{name: g.name, node: g.node, token: g.token, at: time.Now(), accepted: err == nil, zombie: zombie}
+	if err != nil && !errors.Is(err, fence.ErrFenced) {
+		r.t.Errorf("write %s token %d: unexpected error %v\nreplay: %s", res, g.token, err, chaosReplay(r.seed))
+	}
+	if err != nil && !zombie {
+		w.heldAfter = l.Err() == nil
+	}
+	r.h.addWrite(w)
+}
+
+// zombie models a holder that was paused while holding and wakes up after
+// its lease ended and a newer holder wrote: it writes once more with its
+// old token, without checking. The register must reject it.
+func (r *chaosRun) zombie(l *coordinator.Lease, g *chaosGrant) {
+	res := "resource-" + g.name
+	err := holdfasttest.Poll(chaosZombieWait, func() error {
+		if r.ctx.Err() != nil || r.mem.Highest(res) > g.token {
+			return nil
+		}
+		return holdfasttest.ErrNotYet
+	})
+	if err != nil || r.mem.Highest(res) <= g.token {
+		r.h.skipZombie()
+		return
+	}
+	r.write(l, g, true)
+}
+
+// chaosFaultKinds are the faults the driver picks from.
+var chaosFaultKinds = []string{"kill", "pause-short", "pause-long", "isolate", "isolate-leader", "partition", "delay-loss"}
+
+// drive injects one fault at a time until deadline: pick a fault, hold it
+// for a while, undo it, wait 300–800 ms. The timers pace the scenario.
+func (r *chaosRun) drive(rng *rand.Rand, deadline time.Time) {
+	cl, h := r.cl, r.h
+	ttl := cl.Node(0).Config.SessionTTL
+	for time.Now().Before(deadline) {
+		pace(context.Background(), between(rng, 300*time.Millisecond, 800*time.Millisecond))
+		kind := chaosFaultKinds[rng.IntN(len(chaosFaultKinds))]
+		victim := rng.IntN(chaosNodes)
+		switch kind {
+		case "kill":
+			f := h.addFault(kind, []int{victim})
+			cl.Kill(victim)
+			pace(context.Background(), between(rng, 300*time.Millisecond, 2500*time.Millisecond))
+			var c *coordinator.Coordinator
+			err := holdfasttest.Poll(formTimeout, func() error {
+				var err error
+				c, err = cl.TryStart(victim)
+				return err
+			})
+			if err != nil {
+				r.t.Fatalf("restarting node%d: %v\nreplay: %s", victim, err, chaosReplay(r.seed))
+			}
+			h.healFault(f)
+			r.spawn(victim, c)
+		case "pause-short", "pause-long":
+			d := between(rng, 300*time.Millisecond, ttl/2)
+			if kind == "pause-long" {
+				d = between(rng, ttl+200*time.Millisecond, ttl+1500*time.Millisecond)
+			}
+			f := h.addFault(kind, []int{victim})
+			cl.Pause(victim)
+			pace(context.Background(), d)
+			cl.Resume(victim)
+			h.healFault(f)
+		case "isolate", "isolate-leader":
+			if kind == "isolate-leader" {
+				if l, err := cl.Leader(); err == nil {
+					victim = l.Index
+				}
+			}
+			f := h.addFault(kind, []int{victim})
+			cl.Isolate(victim)
+			pace(context.Background(), between(rng, 500*time.Millisecond, 4*time.Second))
+			cl.Heal()
+			h.healFault(f)
+		case "partition":
+			perm := rng.Perm(chaosNodes)
+			minority := perm[:1+rng.IntN(2)]
+			majority := perm[len(minority):]
+			slices.Sort(minority)
+			slices.Sort(majority)
+			touched := slices.Clone(minority)
+			if !r.quorumIn(majority) {
+				touched = allNodes() // nobody keeps a quorum of voters
+			}
+			f := h.addFault(fmt.Sprintf("partition%v|%v", minority, majority), touched)
+			cl.Partition(minority, majority)
+			pace(context.Background(), between(rng, 500*time.Millisecond, 4*time.Second))
+			cl.Heal()
+			h.healFault(f)
+		case "delay-loss":
+			maxDelay := between(rng, time.Millisecond, 30*time.Millisecond)
+			loss := 0.02 + 0.13*rng.Float64()
+			f := h.addFault(fmt.Sprintf("delay-loss(%v,%.2f)", maxDelay, loss), allNodes())
+			cl.Net.SetDelay("", "", 0, maxDelay)
+			cl.Net.SetLoss(loss)
+			pace(context.Background(), between(rng, 500*time.Millisecond, 3*time.Second))
+			cl.Net.SetDelay("", "", 0, 0)
+			cl.Net.SetLoss(0)
+			h.healFault(f)
+		}
+	}
+}
+
+func allNodes() []int {
+	out := make([]int, chaosNodes)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// quorumIn reports whether nodes hold a majority of the voters the leader
+// knows; false when no leader is known.
+func (r *chaosRun) quorumIn(nodes []int) bool {
+	l, err := r.cl.Leader()
+	if err != nil {
+		return false
+	}
+	voters, in := 0, 0
+	for _, m := range l.C().Members() {
+		if m.Suffrage != coordinator.SuffrageVoter {
+			continue
+		}
+		voters++
+		for _, i := range nodes {
+			if r.cl.Node(i).Name == m.Name {
+				in++
+			}
+		}
+	}
+	return voters > 0 && in > voters/2
+}
