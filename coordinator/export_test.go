@@ -60,3 +60,10 @@ func (c *Coordinator) Config() Config { return c.cfg }
 // LeaseEndedAt returns when this node ended the lease itself (resign,
 // loss noticed, shutdown), or the zero time.
 func LeaseEndedAt(l *Lease) time.Time { return l.endedAt() }
+
+// Snapshot makes raft take a snapshot now.
+func (c *Coordinator) Snapshot() error { return c.raft.Snapshot().Error() }
+
+// LastSnapshotIndex is the index of the latest snapshot this node has
+// (taken or installed).
+func (c *Coordinator) LastSnapshotIndex() string { return c.raft.Stats()["last_snapshot_index"] }

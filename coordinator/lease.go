@@ -117,13 +117,11 @@ type Holder struct {
 // the local replica: no network, no lock, no allocation. ok is false when
 // nobody holds it. The replica may lag the leader by a little.
 func (c *Coordinator) LeaseHolder(name string) (h Holder, ok bool) {
-	v := c.fsm.View()
-	sess, token, ok := v.Holder(name)
+	sess, node, nodeID, token, ok := c.fsm.View().HolderNode(name)
 	if !ok {
 		return Holder{}, false
 	}
-	s, _ := v.Session(sess)
-	return Holder{Node: s.Node, NodeID: s.NodeID, Session: sess, Token: token}, true
+	return Holder{Node: node, NodeID: nodeID, Session: sess, Token: token}, true
 }
 
 // Campaign blocks until this node holds the named lease, or ctx ends.
@@ -214,6 +212,14 @@ func (c *Coordinator) acquireSlotted(ctx context.Context, name string, wait bool
 			c.release(ctx, s, name, res.Token)
 			continue
 		case !res.Queued && res.Holder == s.id:
+			// Read your writes: the local replica shows the grant before
+			// Campaign returns.
+			if _, err := c.fsm.Wait(ctx, res.Index); err != nil {
+				rctx, cancel := context.WithTimeout(c.ctx, c.cfg.RPCTimeout)
+				c.release(rctx, s, name, res.Token)
+				cancel()
+				return nil, err
+			}
 			return c.newLease(s, name, res.Token, res.Index)
 		}
 		l, err := c.waitGrant(ctx, s, name, req, res.Index)

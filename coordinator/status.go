@@ -154,3 +154,7 @@ func memberState(s membership.State) MemberState {
 		return MemberFailed
 	}
 }
+
+// LastToken returns the last fencing token the cluster issued, as this
+// node's replica knows it.
+func (c *Coordinator) LastToken() uint64 { return c.fsm.View().LastToken() }

@@ -110,7 +110,9 @@ func grantNext(st state, index uint64, l *Lease) state {
 			continue
 		}
 		st.LastToken++
+		sess := st.Sessions[w.Session]
 		l.Holder, l.Token, l.Request, l.Granted = w.Session, st.LastToken, w.Request, index
+		l.HolderNode, l.HolderNodeID = sess.Node, sess.NodeID
 		st.Leases[l.Name] = l
 		return st
 	}
@@ -122,7 +124,8 @@ func applyAcquire(st state, index uint64, c *LeaseCmd) (state, Result, error) {
 	if err := validName("lease name", c.Name); err != nil {
 		return st, Result{}, err
 	}
-	if _, ok := st.Sessions[c.Session]; !ok {
+	sess, ok := st.Sessions[c.Session]
+	if !ok {
 		return st, Result{}, fmt.Errorf("%w: %s", ErrNoSession, c.Session)
 	}
 	l, held := st.Leases[c.Name]
@@ -130,7 +133,8 @@ func applyAcquire(st state, index uint64, c *LeaseCmd) (state, Result, error) {
 	case !held:
 		st.Leases = cloneMap(st.Leases)
 		st.LastToken++
-		st.Leases[c.Name] = &Lease{Name: c.Name, Holder: c.Session, Token: st.LastToken, Request: c.Request, Granted: index}
+		st.Leases[c.Name] = &Lease{Name: c.Name, Holder: c.Session, HolderNode: sess.Node, HolderNodeID: sess.NodeID,
+			Token: st.LastToken, Request: c.Request, Granted: index}
 		return st, Result{Token: st.LastToken, Holder: c.Session, Request: c.Request}, nil
 	case l.Holder == c.Session:
 		return st, Result{Token: l.Token, Holder: l.Holder, Request: l.Request, Noop: true}, nil

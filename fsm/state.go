@@ -35,8 +35,11 @@ type Waiter struct {
 // the state: releasing it either grants it to the first waiter or deletes it.
 type Lease struct {
 	Name string `msgpack:"name"`
-	// Holder is the holding session's ID.
-	Holder string `msgpack:"holder"`
+	// Holder is the holding session's ID; HolderNode and HolderNodeID name
+	// its node (copied from the session at grant, for one-lookup reads).
+	Holder       string `msgpack:"holder"`
+	HolderNode   string `msgpack:"holder_node"`
+	HolderNodeID string `msgpack:"holder_nid"`
 	// Token is the fencing token of the current grant.
 	Token uint64 `msgpack:"token"`
 	// Request is the holder's request that the grant answered.
@@ -104,6 +107,17 @@ func (v *View) Holder(name string) (session string, token uint64, ok bool) {
 		return "", 0, false
 	}
 	return l.Holder, l.Token, true
+}
+
+// HolderNode returns the named lease's holder session, its node name and
+// ID, and its token, with one map lookup and no allocation; ok is false when
+// nobody holds it.
+func (v *View) HolderNode(name string) (session, node, nodeID string, token uint64, ok bool) {
+	l, ok := v.st.Leases[name]
+	if !ok {
+		return "", "", "", 0, false
+	}
+	return l.Holder, l.HolderNode, l.HolderNodeID, l.Token, true
 }
 
 // Grant returns the named lease's holder, token and the holder's request

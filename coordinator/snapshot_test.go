@@ -1,0 +1,80 @@
+package coordinator_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/holdfast-go/holdfast/coordinator"
+	"github.com/holdfast-go/holdfast/holdfasttest"
+)
+
+// TestTokensSurviveSnapshotsAndRestarts takes tokens, snapshots and
+// compacts the log, restarts every node from its data dir, lets a node
+// without a data dir catch up by snapshot, and checks that tokens keep
+// increasing and the replicas agree (FAULTS.md I2, I5).
+func TestTokensSurviveSnapshotsAndRestarts(t *testing.T) {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, Configure: func(_ int, c *coordinator.Config) {
+		c.SnapshotThreshold, c.TrailingLogs = 8, 2
+	}})
+	cl.WaitFormed(formTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	var last uint64
+	take := func(c *coordinator.Coordinator) {
+		t.Helper()
+		l, err := c.Campaign(ctx, "tok")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Token() <= last {
+			t.Fatalf("token %d after %d", l.Token(), last)
+		}
+		last = l.Token()
+		if err := l.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 10; i++ {
+		take(cl.Node(i % 3).C())
+	}
+	for _, n := range cl.Running() {
+		if err := n.C().Snapshot(); err != nil {
+			t.Fatalf("snapshot on %s: %v", n.Name, err)
+		}
+	}
+	for _, n := range cl.Nodes() {
+		cl.Kill(n.Index)
+	}
+	for _, n := range cl.Nodes() {
+		cl.Start(n.Index)
+	}
+	cl.WaitFormed(formTimeout)
+	for i := 0; i < 5; i++ {
+		take(cl.Node(i % 3).C())
+	}
+	// A node without a data dir must catch up from a snapshot: the log
+	// before it was compacted away.
+	for _, n := range cl.Running() {
+		if err := n.C().Snapshot(); err != nil {
+			t.Fatalf("snapshot on %s: %v", n.Name, err)
+		}
+	}
+	extra := cl.AddNoStart()
+	extra.Config.DataDir, extra.Config.BootstrapExpect = "", 0
+	extra.DataDir = ""
+	cl.Start(extra.Index)
+	cl.WaitFor("the new node caught up", formTimeout, cl.CaughtUp)
+	if s := extra.C().LastSnapshotIndex(); s == "0" || s == "" {
+		t.Fatalf("new node did not install a snapshot (last_snapshot_index %q)", s)
+	}
+	take(extra.C())
+	cl.WaitFor("replicas agree on the last token", formTimeout, func() error {
+		for _, n := range cl.Running() {
+			if got := n.C().LastToken(); got != last {
+				return fmt.Errorf("%w: %s at token %d, want %d", holdfasttest.ErrNotYet, n.Name, got, last)
+			}
+		}
+		return nil
+	})
+}
