@@ -119,7 +119,7 @@ func BenchmarkLeaderLocal(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		h, ok := c.LeaseHolder("scheduler")
+		h, ok := c.Leader("scheduler")
 		if !ok || h.Token != l.Token() {
 			b.Fatal("wrong holder")
 		}

@@ -284,7 +284,7 @@ func (r *chaosRun) campaign(i int, c *coordinator.Coordinator, nodeName, name st
 		return pace(r.ctx, between(rng, 10*time.Millisecond, 50*time.Millisecond))
 	}
 	g := &chaosGrant{name: name, node: i, nodeName: nodeName, token: l.Token(), acquired: time.Now()}
-	if hd, ok := c.LeaseHolder(name); ok && hd.Token == l.Token() {
+	if hd, ok := c.Leader(name); ok && hd.Token == l.Token() {
 		g.session = hd.Session
 	}
 	r.h.addGrant(g)

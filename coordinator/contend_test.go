@@ -97,15 +97,26 @@ func TestContendersTakeTurns(t *testing.T) {
 	t.Logf("%d grants, tokens %d..%d", len(ws), ws[0].token, ws[len(ws)-1].token)
 }
 
-// failoverSeeds is how many seeded leader failovers TestRenewingHolderSurvivesFailover runs.
-func failoverSeeds() int { return envInt("HOLDFAST_FAILOVER_SEEDS", 20) }
+// failoverSeeds is how many seeded leader failovers
+// TestRenewingHolderSurvivesFailover runs: 20, or 5 under the race detector
+// (the plain run covers the 20).
+func failoverSeeds() int {
+	if chaosRace {
+		return envInt("HOLDFAST_FAILOVER_SEEDS", 5)
+	}
+	return envInt("HOLDFAST_FAILOVER_SEEDS", 20)
+}
 
 // TestRenewingHolderSurvivesFailover holds leases on followers, then kills
 // or isolates the raft leader: no holder that keeps renewing loses its lease
 // (FAULTS.md I3), over seeded runs.
 func TestRenewingHolderSurvivesFailover(t *testing.T) {
+	sem := make(chan struct{}, 3) // seeds run three at a time
 	for seed := int64(1); seed <= int64(failoverSeeds()); seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Parallel()
+			sem <- struct{}{}
+			defer func() { <-sem }()
 			t.Logf("replay: go test ./coordinator -run 'TestRenewingHolderSurvivesFailover/seed=%d$'", seed)
 			kill := seed%2 == 0
 			cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 4, Voters: 3, InMemory: true, Seed: seed})

@@ -20,6 +20,33 @@
 // DeadServerStabilization, one change at a time and only while the remaining
 // voters keep a quorum.
 //
+// # Sessions, leases and tokens
+//
+// Each node keeps one session in the replicated state, renewed by keepalives
+// to the raft leader every SessionTTL/3 (keepalives are not written to the
+// raft log). Named leader leases (Campaign, TryAcquire) hang off the
+// session. Guarantees:
+//
+//   - Only the leader expires a session, by a committed command, once its
+//     deadline on the leader's monotonic clock has passed. A keepalive is
+//     answered only after a confirmation round that started after it arrived
+//     shows a quorum of voters still in the leader's term. A new leader
+//     extends every deadline by SessionTTL + ExpiryGrace.
+//   - A holder believes it holds a lease until the instant computed from its
+//     last answered keepalive's send time: sent + SessionTTL·(1 − MaxClockDrift)
+//     − LeaseMargin. At that instant its lease contexts are cancelled by a
+//     local timer, before the leader can expire the session and grant the
+//     lease to someone else.
+//   - Every grant takes a new fencing token, strictly increasing per name
+//     across leader changes, restarts and snapshot restores.
+//
+// Not guaranteed: mutual exclusion when clocks run at rates that differ by
+// more than MaxClockDrift, or when a process is paused between a successful
+// Checkpoint and its write. Only the fencing token closes those windows: a
+// resource that cannot compare tokens (package fence) cannot be protected.
+// Clock jumps do not matter: every duration is measured on the monotonic
+// clock.
+//
 // # Identity
 //
 // A node's raft server ID is an identity generated once and kept in its

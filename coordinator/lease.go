@@ -113,10 +113,10 @@ type Holder struct {
 	Token   uint64
 }
 
-// LeaseHolder returns the holder of the named lease and its token from
+// Leader returns the holder of the named lease and its token from
 // the local replica: no network, no lock, no allocation. ok is false when
 // nobody holds it. The replica may lag the leader by a little.
-func (c *Coordinator) LeaseHolder(name string) (h Holder, ok bool) {
+func (c *Coordinator) Leader(name string) (h Holder, ok bool) {
 	sess, node, nodeID, token, ok := c.fsm.View().HolderNode(name)
 	if !ok {
 		return Holder{}, false
@@ -388,7 +388,7 @@ func (c *Coordinator) observe(ctx context.Context, name string, ch chan Holder) 
 	first := true
 	for {
 		v := c.fsm.View()
-		h, _ := c.LeaseHolder(name)
+		h, _ := c.Leader(name)
 		if first || h != last {
 			select { // keep only the newest undelivered value
 			case <-ch:

@@ -2,10 +2,17 @@ package coordinator_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	_ "modernc.org/sqlite"
+
+	"github.com/holdfast-go/holdfast/fence"
 
 	"github.com/holdfast-go/holdfast/coordinator"
 	"github.com/holdfast-go/holdfast/holdfasttest"
@@ -17,6 +24,7 @@ func TestCampaignResignHandsOver(t *testing.T) {
 	a, b := cl.Node(0).C(), cl.Node(1).C()
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
+	observed := cl.Node(2).C().Observe(ctx, "scheduler")
 	la, err := a.Campaign(ctx, "scheduler")
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +44,7 @@ func TestCampaignResignHandsOver(t *testing.T) {
 		got <- lb
 	}()
 	cl.WaitFor("b queued", formTimeout, func() error {
-		h, ok := b.LeaseHolder("scheduler")
+		h, ok := b.Leader("scheduler")
 		if !ok || h.Token != la.Token() || h.Node != a.NodeName() {
 			return fmt.Errorf("%w: holder %+v", holdfasttest.ErrNotYet, h)
 		}
@@ -54,6 +62,21 @@ func TestCampaignResignHandsOver(t *testing.T) {
 	}
 	if lb.Token() <= la.Token() {
 		t.Fatalf("token went from %d to %d", la.Token(), lb.Token())
+	}
+	// A third node observing the lease sees b's grant (earlier values may
+	// be coalesced, never the latest).
+	seen := false
+	for h := range observed {
+		if h.Node == b.NodeName() && h.Token == lb.Token() {
+			seen = true
+			break
+		}
+		if h.Token > lb.Token() {
+			t.Fatalf("observed a token %d beyond the last grant %d", h.Token, lb.Token())
+		}
+	}
+	if !seen {
+		t.Fatal("Observe never delivered the latest holder")
 	}
 	if err := lb.Resign(ctx); err != nil {
 		t.Fatal(err)
@@ -95,10 +118,52 @@ func TestPausedHolderLosesLeaseFirst(t *testing.T) {
 		<-l1.Done()
 		lost <- time.Now()
 	}()
+	// The resource: one row in a real SQLite file and an in-memory
+	// register, both fenced, with rejections counted on a registry.
+	reg := prometheus.NewRegistry()
+	mem := fence.NewMemory(fence.WithRegisterer(reg))
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "resource.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE jobs (id TEXT PRIMARY KEY, fence INTEGER NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	fsql, err := fence.NewSQL(fence.SQLConfig{Table: "jobs", KeyColumn: "id", FenceColumn: "fence",
+		Placeholder: fence.Question, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fsql.Init(ctx, db, "job"); err != nil {
+		t.Fatal(err)
+	}
+	write := func(token uint64) (error, error) {
+		return mem.Check("job", token), fsql.Advance(ctx, db, "job", token)
+	}
+	if e1, e2 := write(l1.Token()); e1 != nil || e2 != nil {
+		t.Fatalf("holder's write refused: %v / %v", e1, e2)
+	}
 	cl.Pause(holderNode.Index)
 	tLost, tGranted := <-lost, <-granted
 	if l2 == nil {
 		t.FailNow()
+	}
+	if e1, e2 := write(l2.Token()); e1 != nil || e2 != nil {
+		t.Fatalf("new holder's write refused: %v / %v", e1, e2)
+	}
+	cl.Resume(holderNode.Index)
+	// The zombie wakes up and writes with its old token, without checking.
+	e1, e2 := write(l1.Token())
+	if !errors.Is(e1, fence.ErrFenced) || !errors.Is(e2, fence.ErrFenced) {
+		t.Fatalf("zombie write accepted: memory %v, sql %v", e1, e2)
+	}
+	if got := metricSum(t, reg, "holdfast_fence_rejections_total"); got < 2 {
+		t.Fatalf("fence rejections counted %v, want 2", got)
+	}
+	var stored uint64
+	if err := db.QueryRowContext(ctx, `SELECT fence FROM jobs WHERE id = 'job'`).Scan(&stored); err != nil || stored != l2.Token() {
+		t.Fatalf("resource fence %d (%v), want the new holder's %d", stored, err, l2.Token())
 	}
 	if !tLost.Before(tGranted) {
 		t.Fatalf("holder believed until %v, next holder granted at %v", tLost, tGranted)
@@ -107,5 +172,22 @@ func TestPausedHolderLosesLeaseFirst(t *testing.T) {
 		t.Fatalf("token %d after %d", l2.Token(), l1.Token())
 	}
 	t.Logf("holder gave up %v before the next grant", tGranted.Sub(tLost))
-	cl.Resume(holderNode.Index)
+}
+
+// metricSum adds up every sample of a counter family in reg.
+func metricSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }

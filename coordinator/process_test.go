@@ -348,7 +348,7 @@ func TestSIGSTOPHolderIsFenced(t *testing.T) {
 		if err := childExited(); err != nil {
 			return err
 		}
-		h, ok := parent.LeaseHolder(childLease)
+		h, ok := parent.Leader(childLease)
 		if !ok || h.Node != "child" {
 			return fmt.Errorf("%w: holder %+v", holdfasttest.ErrNotYet, h)
 		}
