@@ -92,6 +92,10 @@ func run(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "new leader %s, same cluster %s, replica at index %d\n",
 		next.NodeName(), next.ClusterID(), next.AppliedIndex())
 	waitGossipFailed(next, leader.NodeName(), *timeout)
+	deadID := leader.ID()
+	if waitVoterRemoved(next, deadID, *timeout) {
+		fmt.Fprintf(out, "autopilot removed the dead voter %s from the raft configuration\n", leader.NodeName())
+	}
 	fmt.Fprintln(out)
 	printMembers(out, next)
 	return shutdown(out, cs)
@@ -128,6 +132,22 @@ func waitGossipFailed(c *coordinator.Coordinator, name string, timeout time.Dura
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// waitVoterRemoved waits (bounded) until id is no longer a voter.
+func waitVoterRemoved(c *coordinator.Coordinator, id string, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		found := false
+		for _, v := range c.Voters() {
+			found = found || v == id
+		}
+		if !found {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return false
 }
 
 func printMembers(out io.Writer, c *coordinator.Coordinator) {
