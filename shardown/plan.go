@@ -1,0 +1,167 @@
+package shardown
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// ShardID names a shard: an integer in [0, Params.Shards).
+type ShardID uint32
+
+// DefaultEpsilon is the balance slack used when Params.Epsilon is zero.
+const DefaultEpsilon = 0.05
+
+// ErrInvalid is returned, wrapped with a message naming the field or member
+// at fault, when Plan is given inputs it cannot plan for: a non-positive
+// shard count, a table of the wrong length, an empty or duplicate member ID,
+// a negative or non-finite weight, or an epsilon outside [0, 1). Test for it
+// with errors.Is(err, ErrInvalid).
+var ErrInvalid = errors.New("shardown: invalid input")
+
+// Member is one live session that may own shards.
+type Member struct {
+	// ID identifies the member. It must be non-empty (the empty string
+	// means "unowned" in a table) and unique among the members.
+	ID string
+	// Weight is the member's relative capacity. Zero means 1; negative,
+	// NaN and infinite weights are rejected.
+	Weight float64
+	// Zone is carried but not used by this version of the planner (see
+	// the package documentation).
+	Zone string
+	// JoinedAt is the logical time (for example the raft index) at which
+	// the member's session was created, in the same unit as Params.Now.
+	JoinedAt uint64
+}
+
+// Move is one ownership change: shard Shard passes from From to To.
+type Move struct {
+	// Shard is the shard that changes owner.
+	Shard ShardID
+	// From is the current owner, or "" when the shard is free (never
+	// owned, or its owner's session has expired): a grant.
+	From string
+	// To is the new owner; never "".
+	To string
+}
+
+// Params tunes Plan. The zero value of every field except Shards selects a
+// sensible default; Params is taken by value and never written back.
+type Params struct {
+	// Shards is S, the fixed number of shards. It must be > 0.
+	Shards int
+	// Epsilon is the balance slack ε in [0, 1). A member of weight w, in a
+	// pool of total weight W, is balanced when it holds between
+	// floor(S·w/W·(1-ε)) and ceil(S·w/W·(1+ε)) shards. Zero selects
+	// DefaultEpsilon; use a tiny positive value for no slack.
+	Epsilon float64
+	// MaxMovesInFlight is K, the most moves one call returns. Zero selects
+	// max(1, S/16); a negative value means no limit.
+	MaxMovesInFlight int
+	// Now is the caller's logical time, in the unit of Member.JoinedAt.
+	// Plan reads no clock.
+	Now uint64
+	// JoinStabilization is how long a member must have existed
+	// (Now-JoinedAt >= JoinStabilization) before it receives shards,
+	// unless no member is stable yet, in which case every member is
+	// eligible (bootstrap). Zero means members are eligible at once.
+	JoinStabilization uint64
+}
+
+// withDefaults returns p with zero fields replaced by their defaults and
+// validates it.
+func (p Params) withDefaults() (Params, error) {
+	if p.Shards <= 0 {
+		return p, fmt.Errorf("%w: Params.Shards must be > 0, got %d", ErrInvalid, p.Shards)
+	}
+	if p.Shards > math.MaxUint32 {
+		return p, fmt.Errorf("%w: Params.Shards must fit in a ShardID, got %d", ErrInvalid, p.Shards)
+	}
+	if math.IsNaN(p.Epsilon) || p.Epsilon < 0 || p.Epsilon >= 1 {
+		return p, fmt.Errorf("%w: Params.Epsilon must be in [0, 1), got %v", ErrInvalid, p.Epsilon)
+	}
+	if p.Epsilon == 0 {
+		p.Epsilon = DefaultEpsilon
+	}
+	if p.MaxMovesInFlight == 0 {
+		p.MaxMovesInFlight = max(1, p.Shards/16)
+	}
+	return p, nil
+}
+
+// Plan computes the next step from the current shard table towards a
+// balanced one. members are the live sessions (in any order); current[s]
+// is the owner of shard s, or "" if it has none. Plan returns the moves to
+// start now, at most Params.MaxMovesInFlight of them, free-shard grants
+// first in shard order and then rebalancing moves in the order they were
+// planned, and target, which is current with the shards of departed owners
+// cleared and exactly the returned moves applied.
+//
+// The caller performs the moves (revoke, release, grant) and calls Plan
+// again with the new table; repeated calls converge to a balanced table,
+// after which Plan returns no moves. Plan is a pure function: it does no
+// I/O, reads no clock, uses no randomness and does not depend on the order
+// of members or on map iteration. It never modifies its arguments.
+func Plan(members []Member, current []string, p Params) (target []string, moves []Move, err error) {
+	p, err = p.withDefaults()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(current) != p.Shards {
+		return nil, nil, fmt.Errorf("%w: len(current) is %d, want Params.Shards = %d", ErrInvalid, len(current), p.Shards)
+	}
+	ms, err := normalize(members)
+	if err != nil {
+		return nil, nil, err
+	}
+	st := newState(ms, current, p)
+	limit := p.MaxMovesInFlight
+	for limit < 0 || len(st.moves) < limit {
+		if !st.step() {
+			break
+		}
+	}
+	return st.table(), st.moves, nil
+}
+
+// normalize validates members and returns a copy sorted by ID with default
+// weights filled in.
+func normalize(members []Member) ([]Member, error) {
+	ms := slices.Clone(members)
+	for i := range ms {
+		m := &ms[i]
+		if m.ID == "" {
+			return nil, fmt.Errorf("%w: member %d has an empty ID", ErrInvalid, i)
+		}
+		if math.IsNaN(m.Weight) || math.IsInf(m.Weight, 0) || m.Weight < 0 {
+			return nil, fmt.Errorf("%w: member %q has weight %v, want > 0 (or 0 for the default 1)", ErrInvalid, m.ID, m.Weight)
+		}
+		if m.Weight == 0 {
+			m.Weight = 1
+		}
+	}
+	total := 0.0
+	for _, m := range ms {
+		total += m.Weight
+	}
+	if math.IsInf(total, 0) {
+		return nil, fmt.Errorf("%w: the sum of member weights overflows", ErrInvalid)
+	}
+	slices.SortFunc(ms, func(a, b Member) int {
+		if a.ID < b.ID {
+			return -1
+		}
+		if a.ID > b.ID {
+			return 1
+		}
+		return 0
+	})
+	for i := 1; i < len(ms); i++ {
+		if ms[i].ID == ms[i-1].ID {
+			return nil, fmt.Errorf("%w: duplicate member ID %q", ErrInvalid, ms[i].ID)
+		}
+	}
+	return ms, nil
+}

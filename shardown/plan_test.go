@@ -1,0 +1,174 @@
+package shardown
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func TestPlanErrors(t *testing.T) {
+	ok := uniform(2)
+	cases := []struct {
+		name string
+		ms   []Member
+		cur  []string
+		p    Params
+	}{
+		{"zero shards", ok, nil, Params{}},
+		{"negative shards", ok, nil, Params{Shards: -1}},
+		{"short table", ok, make([]string, 3), Params{Shards: 4}},
+		{"duplicate", []Member{{ID: "a"}, {ID: "b"}, {ID: "a"}}, make([]string, 4), Params{Shards: 4}},
+		{"empty id", []Member{{ID: ""}}, make([]string, 4), Params{Shards: 4}},
+		{"negative weight", []Member{{ID: "a", Weight: -1}}, make([]string, 4), Params{Shards: 4}},
+		{"nan weight", []Member{{ID: "a", Weight: math.NaN()}}, make([]string, 4), Params{Shards: 4}},
+		{"inf weight", []Member{{ID: "a", Weight: math.Inf(1)}}, make([]string, 4), Params{Shards: 4}},
+		{"weight overflow", []Member{{ID: "a", Weight: math.MaxFloat64}, {ID: "b", Weight: math.MaxFloat64}}, make([]string, 4), Params{Shards: 4}},
+		{"negative epsilon", ok, make([]string, 4), Params{Shards: 4, Epsilon: -0.1}},
+		{"epsilon one", ok, make([]string, 4), Params{Shards: 4, Epsilon: 1}},
+	}
+	for _, c := range cases {
+		_, _, err := Plan(c.ms, c.cur, c.p)
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: err = %v, want ErrInvalid", c.name, err)
+		} else {
+			t.Logf("%s: %v", c.name, err)
+		}
+	}
+}
+
+func TestPlanNoMembers(t *testing.T) {
+	cur := []string{"a", "", "b", "a"}
+	target, moves, err := Plan(nil, cur, Params{Shards: 4})
+	if err != nil || len(moves) != 0 || !slices.Equal(target, make([]string, 4)) {
+		t.Fatalf("target %v moves %v err %v, want all free and no moves", target, moves, err)
+	}
+}
+
+func TestPlanDoesNotModifyInputs(t *testing.T) {
+	ms := []Member{{ID: "b", Weight: 0}, {ID: "a"}}
+	cur := []string{"gone", "", "a", "a"}
+	msCopy, curCopy := slices.Clone(ms), slices.Clone(cur)
+	if _, _, err := Plan(ms, cur, Params{Shards: 4, MaxMovesInFlight: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ms, msCopy) || !slices.Equal(cur, curCopy) {
+		t.Fatal("Plan modified its arguments")
+	}
+}
+
+// Property 1: after convergence every member is within its bounds, weighted
+// or not, from any starting table.
+func TestPropertyBalance(t *testing.T) {
+	t.Parallel()
+	for i := range 1500 {
+		r, seed := seeded(t, baseSeed, i)
+		ms := randomMembers(r, 20, i%2 == 1)
+		p := Params{Shards: 1 + r.IntN(300), Epsilon: []float64{0, 0.01, 0.1, 0.25}[r.IntN(4)]}
+		if r.IntN(3) == 0 {
+			p.MaxMovesInFlight = -1
+		}
+		cur := randomTable(r, p.Shards, ms)
+		final, _ := converge(t, ms, cur, p)
+		if t.Failed() {
+			t.Fatalf("seed %d", seed)
+		}
+		checkBalanced(t, ms, final, p)
+		if t.Failed() {
+			t.Fatalf("seed %d", seed)
+		}
+	}
+}
+
+// Property 2: the output does not depend on member order, and two calls
+// give the same answer.
+func TestPropertyDeterminism(t *testing.T) {
+	t.Parallel()
+	for i := range 1000 {
+		r, seed := seeded(t, baseSeed+1e6, i)
+		ms := randomMembers(r, 16, i%2 == 1)
+		for j := range ms {
+			ms[j].JoinedAt = uint64(r.IntN(20))
+		}
+		p := Params{Shards: 1 + r.IntN(200), MaxMovesInFlight: r.IntN(20) - 1, Now: 20, JoinStabilization: uint64(r.IntN(10))}
+		cur := randomTable(r, p.Shards, ms)
+		t1, m1, err1 := Plan(ms, cur, p)
+		t2, m2, err2 := Plan(ms, cur, p)
+		shuffled := slices.Clone(ms)
+		r.Shuffle(len(shuffled), func(a, b int) { shuffled[a], shuffled[b] = shuffled[b], shuffled[a] })
+		t3, m3, err3 := Plan(shuffled, cur, p)
+		if err1 != nil || err2 != nil || err3 != nil {
+			t.Fatalf("seed %d: errors %v %v %v", seed, err1, err2, err3)
+		}
+		if !slices.Equal(t1, t2) || !slices.Equal(m1, m2) || !slices.Equal(t1, t3) || !slices.Equal(m1, m3) {
+			t.Fatalf("seed %d: outputs differ", seed)
+		}
+	}
+}
+
+// Property 5: a converged table with the same members yields no moves.
+func TestPropertyNoMoveWhenUnchanged(t *testing.T) {
+	t.Parallel()
+	for i := range 500 {
+		r, seed := seeded(t, baseSeed+2e6, i)
+		ms := randomMembers(r, 20, i%2 == 1)
+		p := Params{Shards: 1 + r.IntN(300)}
+		final, _ := converge(t, ms, randomTable(r, p.Shards, ms), p)
+		target, moves, err := Plan(ms, final, p)
+		if err != nil || len(moves) != 0 || !slices.Equal(target, final) {
+			t.Fatalf("seed %d: converged table gave %d moves (err %v)", seed, len(moves), err)
+		}
+	}
+}
+
+// Property 7: no call returns more than MaxMovesInFlight moves, for any K,
+// including the default.
+func TestPropertyRateLimit(t *testing.T) {
+	t.Parallel()
+	for i := range 500 {
+		r, seed := seeded(t, baseSeed+3e6, i)
+		ms := randomMembers(r, 12, false)
+		p := Params{Shards: 1 + r.IntN(256), MaxMovesInFlight: r.IntN(8)}
+		cur := randomTable(r, p.Shards, ms)
+		_, moves, err := Plan(ms, cur, p)
+		k := p.MaxMovesInFlight
+		if k == 0 {
+			k = max(1, p.Shards/16)
+		}
+		if err != nil || len(moves) > k {
+			t.Fatalf("seed %d: %d moves, limit %d (err %v)", seed, len(moves), k, err)
+		}
+		converge(t, ms, cur, p) // checks the limit on every call
+		if t.Failed() {
+			t.Fatalf("seed %d", seed)
+		}
+	}
+}
+
+// Rate limiting does not change where Plan goes: the moves of repeated
+// limited calls are the moves of one unlimited call.
+func TestRateLimitSameTrajectory(t *testing.T) {
+	t.Parallel()
+	for i := range 300 {
+		r, seed := seeded(t, baseSeed+4e6, i)
+		ms := randomMembers(r, 10, i%2 == 1)
+		p := Params{Shards: 1 + r.IntN(200), MaxMovesInFlight: -1}
+		cur := randomTable(r, p.Shards, ms)
+		all, allMoves, _ := Plan(ms, cur, p)
+		p.MaxMovesInFlight = 1 + r.IntN(5)
+		var got []Move
+		for {
+			next, moves, _ := Plan(ms, cur, p)
+			if len(moves) == 0 {
+				break
+			}
+			got, cur = append(got, moves...), next
+		}
+		if !slices.Equal(cur, all) || len(got) != len(allMoves) {
+			t.Fatalf("seed %d: limited run made %d moves, unlimited %d", seed, len(got), len(allMoves))
+		}
+	}
+}
+
+func randRange(r *rand.Rand, lo, hi int) int { return lo + r.IntN(hi-lo+1) }
