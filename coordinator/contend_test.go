@@ -151,14 +151,16 @@ func TestRenewingHolderSurvivesFailover(t *testing.T) {
 			// session it did not see renewed would have been expired: every
 			// holder keeps renewing, none may lose its lease.
 			cfg := cl.Node(0).Config
-			deadline := time.Now().Add(cfg.SessionTTL + cfg.ExpiryGrace + cfg.Raft.ElectionTimeout)
-			for time.Now().Before(deadline) {
-				for _, l := range held {
-					if err := l.Err(); err != nil {
-						t.Fatalf("lease %s (token %d) lost across the failover: %v", l.Name(), l.Token(), err)
-					}
-				}
-				time.Sleep(50 * time.Millisecond) // sampling a state that must not change, not waiting for an event
+			lost := make(chan *coordinator.Lease, len(held))
+			for _, l := range held {
+				context.AfterFunc(l.Context(), func() { lost <- l })
+			}
+			window := time.NewTimer(cfg.SessionTTL + cfg.ExpiryGrace + cfg.Raft.ElectionTimeout)
+			defer window.Stop()
+			select {
+			case l := <-lost:
+				t.Fatalf("lease %s (token %d) lost across the failover: %v", l.Name(), l.Token(), l.Err())
+			case <-window.C:
 			}
 			cl.Heal()
 		})
