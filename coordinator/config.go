@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,6 +70,32 @@ type Config struct {
 	// Shards is the fixed number of shards, recorded when the cluster is
 	// created. Positive.
 	Shards int
+	// Handler is told when this node starts owning a shard and when the
+	// leader asks it to hand one off. Nil: shards are owned (and visible in
+	// Owned and Owner) without callbacks.
+	Handler ShardHandler
+	// ShardWeight is this node's relative shard capacity: 0 means 1.
+	ShardWeight float64
+	// ServiceAddr is the address applications reach this node's service
+	// at; Owner returns it. Empty means the RPC address.
+	ServiceAddr string
+	// ShardDrainTimeout bounds Handler.Release, the drain of a shard being
+	// handed off; the release is committed when it returns or times out.
+	ShardDrainTimeout time.Duration
+	// ShardJoinStabilization is how long a new session must have existed
+	// before the leader hands it shards (so a flapping node does not pull
+	// shards back and forth).
+	ShardJoinStabilization time.Duration
+	// ShardMaxMoves is the most rebalancing handoffs in flight at once; 0
+	// means max(1, Shards/16). Grants of free shards and the handoffs of a
+	// drained node are not limited.
+	ShardMaxMoves int
+	// ShardEpsilon is the balance slack: every node owns within
+	// ceil(S·w/W·(1+ε)) shards. 0 means 0.05.
+	ShardEpsilon float64
+	// ShardRebalanceDelay coalesces bursts of changes: the leader replans
+	// this long after a change (and every ReconcileInterval).
+	ShardRebalanceDelay time.Duration
 	// SessionTTL is how long a node's session lives without a keepalive
 	// answered by the leader.
 	SessionTTL time.Duration
@@ -128,10 +155,14 @@ func DefaultConfig() Config {
 		Voters:          3,
 		BootstrapExpect: 3,
 		Shards:          256,
-		SessionTTL:      10 * time.Second,
-		LeaseMargin:     1 * time.Second,
-		MaxClockDrift:   0.01,
-		ExpiryGrace:     2 * time.Second,
+
+		ShardDrainTimeout:      5 * time.Second,
+		ShardJoinStabilization: 5 * time.Second,
+		ShardRebalanceDelay:    200 * time.Millisecond,
+		SessionTTL:             10 * time.Second,
+		LeaseMargin:            1 * time.Second,
+		MaxClockDrift:          0.01,
+		ExpiryGrace:            2 * time.Second,
 		Raft: RaftTimings{
 			HeartbeatTimeout:   1000 * time.Millisecond,
 			ElectionTimeout:    1000 * time.Millisecond,
@@ -157,6 +188,9 @@ func DefaultLocalConfig() Config {
 	c.GossipAddr = "127.0.0.1:0"
 	c.RPCAddr = "127.0.0.1:0"
 	c.Shards = 16
+	c.ShardDrainTimeout = 1 * time.Second
+	c.ShardJoinStabilization = 1 * time.Second
+	c.ShardRebalanceDelay = 50 * time.Millisecond
 	c.SessionTTL = 3 * time.Second
 	c.LeaseMargin = 300 * time.Millisecond
 	c.ExpiryGrace = 600 * time.Millisecond
@@ -204,6 +238,14 @@ func (c *Config) validate() error {
 		return fieldErr("BootstrapExpect", "is %d but DataDir is empty: only voter-eligible nodes bootstrap", c.BootstrapExpect)
 	case c.Shards <= 0 || c.Shards > 1<<20:
 		return fieldErr("Shards", "is %d; must be between 1 and %d", c.Shards, 1<<20)
+	case math.IsNaN(c.ShardWeight) || math.IsInf(c.ShardWeight, 0) || c.ShardWeight < 0:
+		return fieldErr("ShardWeight", "is %v; must be a finite number >= 0", c.ShardWeight)
+	case c.ShardEpsilon < 0 || c.ShardEpsilon >= 1 || math.IsNaN(c.ShardEpsilon):
+		return fieldErr("ShardEpsilon", "is %v; must be in [0, 1)", c.ShardEpsilon)
+	case c.ShardMaxMoves < 0:
+		return fieldErr("ShardMaxMoves", "is %d; must be >= 0", c.ShardMaxMoves)
+	case len(c.ServiceAddr) > 256:
+		return fieldErr("ServiceAddr", "longer than 256 bytes")
 	}
 	return c.validateTimings()
 }
@@ -228,6 +270,12 @@ func (c *Config) validateTimings() error {
 		return fieldErr("LeaseMargin", "is %v; must be positive and below SessionTTL/3 (%v)", c.LeaseMargin, c.SessionTTL/3)
 	case c.ExpiryGrace < max(r.ElectionTimeout, r.HeartbeatTimeout):
 		return fieldErr("ExpiryGrace", "is %v; must be at least the raft election timeout (%v)", c.ExpiryGrace, max(r.ElectionTimeout, r.HeartbeatTimeout))
+	case c.ShardDrainTimeout <= 0:
+		return fieldErr("ShardDrainTimeout", "must be positive")
+	case c.ShardJoinStabilization < 0:
+		return fieldErr("ShardJoinStabilization", "must not be negative")
+	case c.ShardRebalanceDelay <= 0:
+		return fieldErr("ShardRebalanceDelay", "must be positive")
 	case c.ServerStabilization <= 0:
 		return fieldErr("ServerStabilization", "must be positive")
 	case c.DeadServerStabilization <= 0:

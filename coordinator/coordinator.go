@@ -25,16 +25,20 @@ type Coordinator struct {
 	log *slog.Logger
 	id  string // raft server ID: the node identity, see loadIdentity
 
-	fsm       *fsm.FSM
-	trans     *transport.Transport
-	stores    *raftStores
-	raftTrans *raft.NetworkTransport
-	raft      *raft.Raft
-	members   *membership.Membership
-	pilot     *autopilot.Autopilot
-	boot      *bootstrapper
-	metrics   *metrics
-	lessor    *lessor
+	fsm        *fsm.FSM
+	trans      *transport.Transport
+	stores     *raftStores
+	raftTrans  *raft.NetworkTransport
+	raft       *raft.Raft
+	members    *membership.Membership
+	pilot      *autopilot.Autopilot
+	boot       *bootstrapper
+	metrics    *metrics
+	lessor     *lessor
+	shards     *shardMgr
+	handoffs   handoffCounters
+	drained    atomic.Bool  // Drain was called (and not Undrain): sessions start drained
+	shardCount atomic.Int64 // the cluster's shard count, once known
 
 	sessCtx     context.Context // parent of every session; ends at leave or close
 	sessCancel  context.CancelCauseFunc
@@ -128,6 +132,7 @@ func (c *Coordinator) start() error {
 	c.pilot = newAutopilot(c)
 	c.boot = newBootstrapper(c)
 	c.lessor = newLessor(c)
+	c.shards = newShardMgr(c)
 	c.trans.SetHandler(transport.HandlerFunc(c.serveRPC))
 	c.goLoop(c.leaderLoop)
 	c.goLoop(c.memberLoop)
@@ -135,6 +140,7 @@ func (c *Coordinator) start() error {
 	c.goLoop(c.lessor.confirmLoop)
 	c.goLoop(c.sessionLoop)
 	c.goLoop(c.leaseWatchLoop)
+	c.goLoop(c.shards.loop)
 	if c.cfg.BootstrapExpect > 0 {
 		c.goLoop(c.boot.run)
 	}
@@ -212,6 +218,9 @@ func (c *Coordinator) Close() error {
 // crash would, and autopilot removes it later.
 func (c *Coordinator) leave(ctx context.Context) error {
 	var errs []error
+	if err := c.handOffShards(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("handing shards off: %w", err))
+	}
 	if err := c.closeSession(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("closing the session: %w", err))
 	}
@@ -247,6 +256,7 @@ func (c *Coordinator) closeSession(ctx context.Context) error {
 	c.sessMu.Unlock()
 	c.sessCancel(ErrShutdown)
 	c.endLeases(ErrShutdown)
+	c.shards.close(ErrShutdown)
 	if s == nil || c.raft == nil {
 		return nil
 	}
@@ -287,6 +297,9 @@ func (c *Coordinator) closeAll() error {
 	c.spawnOff = true
 	c.spawnMu.Unlock()
 	c.endLeases(ErrShutdown)
+	if c.shards != nil {
+		c.shards.close(ErrShutdown)
+	}
 	if c.pilot != nil {
 		<-c.pilot.Stop()
 	}

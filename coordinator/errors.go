@@ -30,6 +30,9 @@ var (
 	// ErrLeaseExpiring is returned by Lease.Checkpoint when less than the
 	// margin is left (see *ExpiringError for how much).
 	ErrLeaseExpiring = errors.New("holdfast: lease about to expire")
+	// ErrRevoked is the cause of a shard lease's end when this node handed
+	// the shard off at the leader's request (rebalancing, Drain, Shutdown).
+	ErrRevoked = errors.New("holdfast: shard handed off")
 	// ErrResigned is the cause of a lease's end after Resign.
 	ErrResigned = errors.New("holdfast: lease resigned")
 	// ErrSessionExpired is the cause when this node's belief in its session

@@ -47,10 +47,11 @@ func (c *Coordinator) KeepAliveNow() error {
 		return ErrNoSession
 	}
 	sent := time.Now()
-	if err := c.sendKeepAlive(s); err != nil {
+	index, err := c.sendKeepAlive(s)
+	if err != nil {
 		return err
 	}
-	s.extend(c.beliefUntil(sent))
+	c.renew(s, sent, index)
 	return nil
 }
 
@@ -67,3 +68,23 @@ func (c *Coordinator) Snapshot() error { return c.raft.Snapshot().Error() }
 // LastSnapshotIndex is the index of the latest snapshot this node has
 // (taken or installed).
 func (c *Coordinator) LastSnapshotIndex() string { return c.raft.Stats()["last_snapshot_index"] }
+
+// ShardLeaseEnd returns when a shard lease's belief ended: the instant this
+// node ended it, or its session's deadline if it lapsed with the session.
+func ShardLeaseEnd(l *ShardLease) time.Time {
+	if t := l.endedAt(); !t.IsZero() {
+		return t
+	}
+	l.sess.mu.Lock()
+	defer l.sess.mu.Unlock()
+	return l.sess.validUntil
+}
+
+// ShardLeaseStart returns when this node began to believe the shard lease.
+func ShardLeaseStart(l *ShardLease) time.Time { return l.start }
+
+// Handoffs returns the shard grants, revokes and forced releases this node
+// committed as leader.
+func (c *Coordinator) Handoffs() (grants, revokes, forced int64) {
+	return c.handoffs.grants.Load(), c.handoffs.revokes.Load(), c.handoffs.forced.Load()
+}

@@ -88,6 +88,12 @@ func (c *Coordinator) leaderDuties(ctx context.Context) {
 		c.lessor.run(ctx)
 	}()
 	defer func() { <-lessorDone }()
+	balancerDone := make(chan struct{})
+	go func() {
+		defer close(balancerDone)
+		newBalancer(c).run(ctx)
+	}()
+	defer func() { <-balancerDone }()
 	t := time.NewTicker(c.cfg.ReconcileInterval)
 	defer t.Stop()
 	for {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,63 +17,13 @@ import (
 // under the lease should run under Context() and pass Token() to every
 // protected resource.
 type Lease struct {
-	c      *Coordinator
-	name   string
-	token  uint64
-	index  uint64 // raft index at which the grant was seen
-	sess   *session
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	once   sync.Once
-	// endTime is when end ran (for tests and audits); set before cancel.
-	endTime time.Time
-	slot    chan struct{} // this node's slot for the name; see acquire
+	belief
+	name string
+	slot chan struct{} // this node's slot for the name; see acquire
 }
 
 // Name returns the lease's name.
 func (l *Lease) Name() string { return l.name }
-
-// Token returns the fencing token of this grant: larger than every token
-// granted before it for this name, across leader changes and restarts.
-func (l *Lease) Token() uint64 { return l.token }
-
-// Done returns a channel closed when the lease ends.
-func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
-
-// Context returns a context cancelled when the lease ends; context.Cause
-// says why (ErrResigned, ErrSessionExpired, ErrLeaseLost, ErrShutdown).
-func (l *Lease) Context() context.Context { return l.ctx }
-
-// Err returns nil while the lease is held, then why it ended.
-func (l *Lease) Err() error {
-	if l.ctx.Err() == nil {
-		return nil
-	}
-	return context.Cause(l.ctx)
-}
-
-// Remaining returns how long this node may still believe it holds the
-// lease if no further keepalive is answered (0 once it ended).
-func (l *Lease) Remaining() time.Duration {
-	if l.ctx.Err() != nil {
-		return 0
-	}
-	return l.sess.remaining()
-}
-
-// Checkpoint returns nil if the lease is held with at least the margin
-// left. Call it before every side effect; it fails with an error wrapping
-// ErrLeaseLost once the lease ended, or an *ExpiringError (ErrLeaseExpiring)
-// that says how much time is left when less than the margin is.
-func (l *Lease) Checkpoint() error {
-	if err := l.Err(); err != nil {
-		return fmt.Errorf("%w: %w", ErrLeaseLost, err)
-	}
-	if r := l.Remaining(); r < l.c.cfg.LeaseMargin {
-		return &ExpiringError{Remaining: r, Margin: l.c.cfg.LeaseMargin}
-	}
-	return nil
-}
 
 // Resign ends the lease: the local context is cancelled first, then the
 // release is committed and the lease passes to the next waiter. It returns
@@ -95,14 +44,7 @@ func (l *Lease) Resign(ctx context.Context) error {
 
 // end cancels the lease with cause; it reports whether this call ended it.
 func (l *Lease) end(cause error) bool {
-	ended := false
-	l.once.Do(func() {
-		ended = l.ctx.Err() == nil
-		l.endTime = time.Now()
-		l.cancel(cause)
-		l.c.forgetLease(l)
-	})
-	return ended
+	return l.belief.end(cause, time.Time{}, func() { l.c.forgetLease(l) })
 }
 
 // Holder describes who holds a named lease.
@@ -298,8 +240,7 @@ func (c *Coordinator) leaveQueue(s *session, name string) {
 // newLease makes the local handle of a grant and registers it with the
 // watcher that ends it when the replica shows another holder.
 func (c *Coordinator) newLease(s *session, name string, token, index uint64) (*Lease, error) {
-	l := &Lease{c: c, name: name, token: token, index: index, sess: s}
-	l.ctx, l.cancel = context.WithCancelCause(s.ctx)
+	l := &Lease{belief: newBelief(c, s, token, index), name: name}
 	c.leaseMu.Lock()
 	if c.leases == nil {
 		c.leaseMu.Unlock()
@@ -409,15 +350,3 @@ func (c *Coordinator) observe(ctx context.Context, name string, ch chan Holder) 
 
 // reqCounter is embedded in Coordinator for request IDs.
 type reqCounter = atomic.Uint64
-
-// endedAt returns when the lease ended by this node's own action (resign,
-// loss noticed, shutdown), or the zero time if it ended because its
-// session's belief lapsed (then the session's deadline is the end).
-func (l *Lease) endedAt() time.Time {
-	select {
-	case <-l.ctx.Done():
-	default:
-		return time.Time{}
-	}
-	return l.endTime // written before cancel, which happens before Done closes
-}

@@ -153,28 +153,31 @@ func (l *lessor) expireDue(ctx context.Context) {
 
 // keepAlive answers one keepalive that arrived now: only after a
 // leadership confirmation that started after its arrival (confirmLoop), and
-// then the deadline becomes arrival + TTL.
-func (l *lessor) keepAlive(ctx context.Context, id string) error {
+// then the deadline becomes arrival + TTL. It returns the applied index of
+// the leader's replica at the answer: every revoke committed before the
+// answer is at or below it.
+func (l *lessor) keepAlive(ctx context.Context, id string) (uint64, error) {
 	arrived := time.Now()
 	epoch, err := l.check(id)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := l.verify(ctx); err != nil {
 		addr, _ := l.c.leaderRPCAddr()
-		return &NotLeaderError{Leader: addr}
+		return 0, &NotLeaderError{Leader: addr}
 	}
-	s, ok := l.c.fsm.View().Session(id)
+	v := l.c.fsm.View()
+	s, ok := v.Session(id)
 	if !ok {
-		return ErrNoSession
+		return 0, ErrNoSession
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.active || l.epoch != epoch {
-		return &NotLeaderError{}
+		return 0, &NotLeaderError{}
 	}
 	if l.expiring[id] {
-		return ErrNoSession
+		return 0, ErrNoSession
 	}
 	if d := arrived.Add(time.Duration(s.TTLNanos)); d.After(l.deadlines[id]) {
 		l.deadlines[id] = d
@@ -182,7 +185,16 @@ func (l *lessor) keepAlive(ctx context.Context, id string) error {
 	if l.onKeepAlive != nil {
 		l.onKeepAlive(id, arrived)
 	}
-	return nil
+	return v.Index(), nil
+}
+
+// expiringOrDue reports whether the session's expiry is decided or its
+// deadline passed: the balancer gives it no shard.
+func (l *lessor) expiringOrDue(id string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d, ok := l.deadlines[id]
+	return l.expiring[id] || (ok && !now.Before(d))
 }
 
 // deadline returns the lessor's deadline for a session, if it tracks it.

@@ -53,6 +53,7 @@ type applyResult struct {
 	Request uint64 `msgpack:"req"`
 	Queued  bool   `msgpack:"queued"`
 	Noop    bool   `msgpack:"noop"`
+	Count   int    `msgpack:"count"`
 }
 
 type removeRequest struct {
@@ -88,7 +89,11 @@ func (c *Coordinator) serveRPC(ctx context.Context, method string, body []byte) 
 		if err := transport.Decode(body, &req); err != nil {
 			return nil, err
 		}
-		return nil, toRemote(c.lessor.keepAlive(ctx, req.Session))
+		index, err := c.lessor.keepAlive(ctx, req.Session)
+		if err != nil {
+			return nil, toRemote(err)
+		}
+		return transport.Encode(keepAliveReply{Index: index})
 	case methodRemove:
 		var req removeRequest
 		if err := transport.Decode(body, &req); err != nil {
@@ -202,7 +207,7 @@ func (c *Coordinator) applyLocal(ctx context.Context, data []byte) (applyResult,
 		return applyResult{}, err
 	}
 	r, _ := f.Response().(fsm.Result)
-	res := applyResult{Index: f.Index(), Token: r.Token, Holder: r.Holder, Request: r.Request, Queued: r.Queued, Noop: r.Noop}
+	res := applyResult{Index: f.Index(), Token: r.Token, Holder: r.Holder, Request: r.Request, Queued: r.Queued, Noop: r.Noop, Count: r.Count}
 	switch {
 	case r.Err == nil:
 		return res, nil

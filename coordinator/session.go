@@ -145,9 +145,9 @@ func (c *Coordinator) openSession() *session {
 	for {
 		s := newSession(c.sessCtx, newID(), c.cfg.SessionTTL)
 		sent := time.Now()
-		res, err := c.apply(c.sessCtx, fsm.Command{Op: fsm.OpSessionCreate, Session: &fsm.SessionCmd{
-			ID: s.id, Node: c.cfg.NodeName, NodeID: c.id, TTLNanos: int64(c.cfg.SessionTTL),
-		}})
+		cmd := &fsm.SessionCmd{ID: s.id, Node: c.cfg.NodeName, NodeID: c.id, TTLNanos: int64(c.cfg.SessionTTL)}
+		c.shardSessionCmd(cmd)
+		res, err := c.apply(c.sessCtx, fsm.Command{Op: fsm.OpSessionCreate, Session: cmd})
 		if err == nil {
 			s.created = res.Index
 			s.extend(c.beliefUntil(sent))
@@ -176,10 +176,10 @@ func (c *Coordinator) keepAlive(s *session) {
 			return
 		}
 		sent := time.Now()
-		err := c.sendKeepAlive(s)
+		index, err := c.sendKeepAlive(s)
 		switch {
 		case err == nil:
-			s.extend(c.beliefUntil(sent))
+			c.renew(s, sent, index)
 			backoff = 20 * time.Millisecond
 			next = sent.Add(jitter(interval))
 		case errors.Is(err, ErrNoSession):
@@ -193,8 +193,9 @@ func (c *Coordinator) keepAlive(s *session) {
 	}
 }
 
-// sendKeepAlive sends one keepalive to the current leader.
-func (c *Coordinator) sendKeepAlive(s *session) error {
+// sendKeepAlive sends one keepalive to the current leader and returns the
+// leader's applied index at the moment it answered.
+func (c *Coordinator) sendKeepAlive(s *session) (uint64, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, min(c.cfg.RPCTimeout, c.cfg.SessionTTL/3))
 	defer cancel()
 	addr, self := c.leaderRPCAddr()
@@ -202,13 +203,41 @@ func (c *Coordinator) sendKeepAlive(s *session) error {
 	case self:
 		return c.lessor.keepAlive(ctx, s.id)
 	case addr == "":
-		return ErrNoLeader
+		return 0, ErrNoLeader
 	}
-	return fromRemote(c.trans.Call(ctx, addr, methodKeepAlive, keepAliveRequest{Session: s.id}, nil))
+	var rep keepAliveReply
+	err := fromRemote(c.trans.Call(ctx, addr, methodKeepAlive, keepAliveRequest{Session: s.id}, &rep))
+	return rep.Index, err
+}
+
+// renew extends the belief after a keepalive sent at sent was answered by
+// a leader whose replica had applied index. The extension waits until the
+// local replica has applied that index too and the shard leases have seen
+// it: a shard revoked before the answer is frozen first, so the answer
+// never extends it (this is how the owner "hears" of a revoke in its next
+// keepalive answer, DESIGN.md §4 rule 5). If the replica cannot catch up
+// before the current belief ends, the belief lapses.
+func (c *Coordinator) renew(s *session, sent time.Time, index uint64) {
+	s.mu.Lock()
+	until := s.validUntil
+	s.mu.Unlock()
+	ctx, cancel := context.WithDeadline(s.ctx, until)
+	v, err := c.fsm.Wait(ctx, index)
+	cancel()
+	if err != nil {
+		return
+	}
+	c.shards.sync(v, s)
+	s.extend(c.beliefUntil(sent))
 }
 
 type keepAliveRequest struct {
 	Session string `msgpack:"session"`
+}
+
+type keepAliveReply struct {
+	// Index is the leader's applied index when it answered.
+	Index uint64 `msgpack:"index"`
 }
 
 // jitter returns d ± 10%.

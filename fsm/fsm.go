@@ -33,6 +33,8 @@ type Result struct {
 	Request uint64
 	// Queued is true when an acquire queued the session as a waiter.
 	Queued bool
+	// Count is how many items of a shard command took effect.
+	Count int
 }
 
 // FSM is the replicated state machine. It implements raft.FSM. The zero
@@ -117,14 +119,22 @@ func apply(st state, index uint64, c Command) (state, Result, error) {
 		return applyAcquire(st, index, c.Lease)
 	case OpRelease:
 		return applyRelease(st, index, c.Lease)
+	case OpShardGrant:
+		return applyShardGrant(st, index, c.Shard)
+	case OpShardRevoke:
+		return applyShardRevoke(st, index, c.Shard)
+	case OpShardRelease:
+		return applyShardRelease(st, index, c.Shard)
+	case OpSessionDrain:
+		return applySessionDrain(st, c.Session)
 	default:
 		return st, Result{}, fmt.Errorf("%w: %d", ErrUnknownOp, c.Op)
 	}
 }
 
 func applyInit(st state, index uint64, in *InitCluster) (state, error) {
-	if in.ClusterID == "" || in.Shards == 0 {
-		return st, fmt.Errorf("%w: init-cluster needs an ID and a positive shard count", ErrMalformed)
+	if in.ClusterID == "" || in.Shards == 0 || in.Shards > MaxShards {
+		return st, fmt.Errorf("%w: init-cluster needs an ID and 1 to %d shards", ErrMalformed, MaxShards)
 	}
 	if st.Cluster.ID != "" {
 		if st.Cluster.ID == in.ClusterID {
@@ -139,6 +149,8 @@ func applyInit(st state, index uint64, in *InitCluster) (state, error) {
 		CreatedBy:    in.CreatedBy,
 		CreatedIndex: index,
 	}
+	st.Shards = newShardTable(in.Shards)
+	st.ShardsIndex = index
 	return st, nil
 }
 
@@ -157,6 +169,9 @@ type wireSnapshot struct {
 	LastToken uint64    `msgpack:"last_token"`
 	Sessions  []Session `msgpack:"sessions"`
 	Leases    []Lease   `msgpack:"leases"`
+	// Shards is the whole table in shard order (empty before InitCluster).
+	Shards      []Shard `msgpack:"shards"`
+	ShardsIndex uint64  `msgpack:"shards_index"`
 }
 
 func toWire(d snapshotData) wireSnapshot {
@@ -167,6 +182,9 @@ func toWire(d snapshotData) wireSnapshot {
 		LastToken: d.State.LastToken,
 		Sessions:  v.Sessions(),
 		Leases:    v.Leases(),
+		Shards:    v.Shards(),
+		// The index of the table's last change.
+		ShardsIndex: d.State.ShardsIndex,
 	}
 }
 
@@ -194,6 +212,15 @@ func fromWire(w wireSnapshot) (snapshotData, error) {
 		}
 		st.Leases[l.Name] = l
 	}
+	for _, s := range st.Sessions {
+		if !validWeight(s.Weight) {
+			return snapshotData{}, fmt.Errorf("%w: session %q has weight %v", ErrMalformed, s.ID, s.Weight)
+		}
+	}
+	if err := shardsFromWire(&st, w.Shards); err != nil {
+		return snapshotData{}, err
+	}
+	st.ShardsIndex = w.ShardsIndex
 	return snapshotData{Index: w.Index, State: st}, nil
 }
 
@@ -229,10 +256,13 @@ func (f *FSM) EncodeSnapshot() ([]byte, error) {
 }
 
 func encodeSnapshot(d snapshotData) ([]byte, error) {
+	return encodeWire(toWire(d))
+}
+
+func encodeWire(w wireSnapshot) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.WriteByte(SnapshotVersion)
-	enc := msgpack.NewEncoder(&buf)
-	if err := enc.Encode(toWire(d)); err != nil {
+	if err := msgpack.NewEncoder(&buf).Encode(w); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil

@@ -47,14 +47,16 @@ func applySessionCreate(st state, index uint64, c *SessionCmd) (state, Result, e
 	if err := validName("session ID", c.ID); err != nil {
 		return st, Result{}, err
 	}
-	if c.TTLNanos <= 0 || len(c.Node) > MaxNameLength || len(c.NodeID) > MaxNameLength {
-		return st, Result{}, fmt.Errorf("%w: session needs a positive TTL and short names", ErrMalformed)
+	if c.TTLNanos <= 0 || len(c.Node) > MaxNameLength || len(c.NodeID) > MaxNameLength ||
+		len(c.Addr) > MaxNameLength || !validWeight(c.Weight) {
+		return st, Result{}, fmt.Errorf("%w: session needs a positive TTL, short names and a finite weight >= 0", ErrMalformed)
 	}
 	if _, ok := st.Sessions[c.ID]; ok {
 		return st, Result{Noop: true}, nil
 	}
 	st.Sessions = cloneMap(st.Sessions)
-	st.Sessions[c.ID] = &Session{ID: c.ID, Node: c.Node, NodeID: c.NodeID, TTLNanos: c.TTLNanos, Created: index}
+	st.Sessions[c.ID] = &Session{ID: c.ID, Node: c.Node, NodeID: c.NodeID, TTLNanos: c.TTLNanos, Created: index,
+		Addr: c.Addr, Weight: c.Weight, Drained: c.Drain}
 	return st, Result{}, nil
 }
 
@@ -68,6 +70,7 @@ func applySessionEnd(st state, index uint64, c *SessionCmd, expire bool) (state,
 	}
 	st.Sessions = cloneMap(st.Sessions)
 	delete(st.Sessions, c.ID)
+	st = freeSessionShards(st, index, c.ID)
 	touched := false
 	for _, name := range sortedKeys(st.Leases) {
 		l := st.Leases[name]

@@ -23,6 +23,13 @@ type Session struct {
 	TTLNanos int64  `msgpack:"ttl"`
 	// Created is the raft index of the command that created the session.
 	Created uint64 `msgpack:"created"`
+	// Addr is the address applications reach the session's node at
+	// (returned with shard owners).
+	Addr string `msgpack:"addr,omitempty"`
+	// Weight is the node's relative shard capacity (0 means 1).
+	Weight float64 `msgpack:"weight,omitempty"`
+	// Drained sessions are granted no shards; the leader moves theirs away.
+	Drained bool `msgpack:"drained,omitempty"`
 }
 
 // Waiter is a session queued for a lease, with the request that queued it.
@@ -60,6 +67,10 @@ type state struct {
 	LastToken uint64
 	Sessions  map[string]*Session
 	Leases    map[string]*Lease
+	// Shards is the shard table in copy-on-write pages (nil before
+	// InitCluster); ShardsIndex is the index of its last change.
+	Shards      []*shardPage
+	ShardsIndex uint64
 }
 
 // View is an immutable snapshot of the replicated state at one applied

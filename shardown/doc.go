@@ -6,8 +6,8 @@
 //
 // # Keys and shards
 //
-// A key belongs to shard ShardFor(key, S): the 64-bit FNV-1a hash of the
-// key, mapped to [0, S) by the jump consistent hash of Lamping and Veach.
+// A key belongs to shard ShardFor(key, S): the 64-bit xxHash (XXH64, seed
+// 0) of the key, mapped to [0, S) by multiply-shift: floor(h·S / 2^64).
 // This mapping is fixed forever (the tests pin known vectors); S is fixed
 // when a table is created.
 //

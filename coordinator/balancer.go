@@ -1,0 +1,291 @@
+package coordinator
+
+import (
+	"context"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/shardown"
+)
+
+// balancer is the leader's side of shard ownership. It plans with
+// shardown.Plan over the live, undrained sessions and drives every handoff:
+// it grants free shards, revokes shards that should move (at most
+// ShardMaxMoves rebalancing handoffs in flight), and forces free a revoked
+// shard whose owner did not release it a full TTL after the revoke (plus
+// the expiry grace for revokes it inherited from an earlier leader), when
+// the owner's belief has ended by its own timer (DESIGN.md §4 rule 5).
+type balancer struct {
+	c         *Coordinator
+	activated time.Time
+	epoch     time.Time            // origin of the planner's logical clock
+	firstSeen map[string]time.Time // session → when this leader first saw it
+	revokes   map[ShardID]revokeTrack
+	lastIndex uint64 // view index of the last round
+}
+
+type revokeTrack struct {
+	owner    string
+	token    uint64
+	deadline time.Time // the forced release may be committed from then on
+}
+
+// handoffCounters count the leader's shard commands that took effect, on
+// this node, over its whole life.
+type handoffCounters struct {
+	grants, revokes, forced atomic.Int64
+}
+
+func newBalancer(c *Coordinator) *balancer {
+	now := time.Now()
+	return &balancer{c: c, activated: now, epoch: now.Add(-c.cfg.ShardJoinStabilization - time.Second),
+		firstSeen: map[string]time.Time{}, revokes: map[ShardID]revokeTrack{}}
+}
+
+// run plans and drives handoffs while this node leads: after every change
+// of the replica (coalesced over ShardRebalanceDelay), every
+// ReconcileInterval, and when a join stabilization or a forced release
+// falls due.
+func (b *balancer) run(ctx context.Context) {
+	first := true
+	for {
+		v := b.c.fsm.View()
+		wake := b.round(ctx, v, first)
+		first = false
+		timer := time.NewTimer(max(time.Until(wake), time.Millisecond))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-v.Changed():
+			timer.Stop()
+			if !sleepCtx(ctx, b.c.cfg.ShardRebalanceDelay) {
+				return
+			}
+		case <-timer.C:
+		}
+	}
+}
+
+// round runs one planning round on v and returns when the next one is due
+// at the latest.
+func (b *balancer) round(ctx context.Context, v *fsm.View, first bool) time.Time {
+	now := time.Now()
+	wake := now.Add(b.c.cfg.ReconcileInterval)
+	if v.ShardCount() == 0 {
+		return wake
+	}
+	members, wakeJoin := b.members(v, now, first)
+	if !wakeJoin.IsZero() && wakeJoin.Before(wake) {
+		wake = wakeJoin
+	}
+	if d := b.trackRevokes(v, now, first); !d.IsZero() && d.Before(wake) {
+		wake = d
+	}
+	b.force(ctx, v, now)
+	grants, revokes := b.plan(v, members, now)
+	if len(grants) > 0 {
+		b.commit(ctx, fsm.OpShardGrant, grants)
+	}
+	if len(revokes) > 0 {
+		b.commit(ctx, fsm.OpShardRevoke, revokes)
+	}
+	return wake
+}
+
+// members returns the sessions that may own shards (live, undrained, not
+// being expired) as planner members, and when the next one becomes stable.
+func (b *balancer) members(v *fsm.View, now time.Time, first bool) (map[string]shardown.Member, time.Time) {
+	stab := b.c.cfg.ShardJoinStabilization
+	out := map[string]shardown.Member{}
+	var next time.Time
+	seen := map[string]bool{}
+	for _, s := range v.Sessions() {
+		seen[s.ID] = true
+		t, ok := b.firstSeen[s.ID]
+		if !ok {
+			t = now
+			if first {
+				t = now.Add(-stab) // sessions a previous leader knew count as stable
+			}
+			b.firstSeen[s.ID] = t
+		}
+		if s.Drained || b.c.lessor.expiringOrDue(s.ID, now) {
+			continue
+		}
+		if ready := t.Add(stab); ready.After(now) && (next.IsZero() || ready.Before(next)) {
+			next = ready
+		}
+		out[s.ID] = shardown.Member{ID: s.ID, Weight: s.Weight, JoinedAt: uint64(t.Sub(b.epoch))}
+	}
+	for id := range b.firstSeen {
+		if !seen[id] {
+			delete(b.firstSeen, id)
+		}
+	}
+	return out, next
+}
+
+// trackRevokes records when each revoke was first seen and returns the
+// earliest forced-release deadline.
+func (b *balancer) trackRevokes(v *fsm.View, now time.Time, first bool) time.Time {
+	cur := map[ShardID]bool{}
+	var next time.Time
+	v.EachShard(func(s fsm.Shard) bool {
+		if s.State != fsm.ShardRevoking {
+			return true
+		}
+		id := ShardID(s.ID)
+		cur[id] = true
+		t, ok := b.revokes[id]
+		if !ok || t.owner != s.Owner || t.token != s.Token {
+			ttl := b.c.cfg.SessionTTL
+			if sess, ok := v.Session(s.Owner); ok {
+				ttl = time.Duration(sess.TTLNanos)
+			}
+			d := now.Add(ttl)
+			if first {
+				d = d.Add(b.c.cfg.ExpiryGrace) // a previous leader's keepalive answers may run that much later
+			}
+			t = revokeTrack{owner: s.Owner, token: s.Token, deadline: d}
+			b.revokes[id] = t
+		}
+		if next.IsZero() || t.deadline.Before(next) {
+			next = t.deadline
+		}
+		return true
+	})
+	for id := range b.revokes {
+		if !cur[id] {
+			delete(b.revokes, id)
+		}
+	}
+	return next
+}
+
+// force commits the forced release of every revoke whose deadline passed.
+func (b *balancer) force(ctx context.Context, v *fsm.View, now time.Time) {
+	var items []fsm.ShardItem
+	for id, t := range b.revokes {
+		if !now.Before(t.deadline) {
+			items = append(items, fsm.ShardItem{Shard: uint32(id), Session: t.owner, Token: t.token})
+		}
+	}
+	if len(items) == 0 {
+		return
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].Shard < items[j].Shard })
+	b.c.log.Warn("forcing the release of revoked shards whose owner did not release them", "shards", len(items))
+	b.c.handoffs.forced.Add(int64(b.commitForced(ctx, items)))
+}
+
+func (b *balancer) commitForced(ctx context.Context, items []fsm.ShardItem) int {
+	res, err := b.c.applyLocal(ctx, mustEncode(fsm.Command{Op: fsm.OpShardRelease, Shard: &fsm.ShardCmd{Force: true, Items: items}}))
+	if err != nil {
+		b.c.log.Warn("forced shard release failed", "error", err)
+		return 0
+	}
+	return res.Count
+}
+
+// plan runs the planner and turns its moves into grants (free shards) and
+// revokes (owned shards), limiting rebalancing handoffs in flight.
+func (b *balancer) plan(v *fsm.View, members map[string]shardown.Member, now time.Time) (grants, revokes []fsm.ShardItem) {
+	n := v.ShardCount()
+	current := make([]string, n)
+	inflight := 0
+	v.EachShard(func(s fsm.Shard) bool {
+		_, ownerOK := members[s.Owner]
+		switch s.State {
+		case fsm.ShardOwned:
+			if ownerOK {
+				current[s.ID] = s.Owner
+			}
+		case fsm.ShardRevoking:
+			if ownerOK {
+				inflight++
+			}
+			if _, ok := members[s.To]; ok {
+				current[s.ID] = s.To
+			}
+		}
+		return true
+	})
+	var moves []shardown.Move
+	if len(members) > 0 {
+		ms := make([]shardown.Member, 0, len(members))
+		for _, m := range members {
+			ms = append(ms, m)
+		}
+		var err error
+		_, moves, err = shardown.Plan(ms, current, shardown.Params{
+			Shards: n, Epsilon: b.c.cfg.ShardEpsilon, MaxMovesInFlight: -1,
+			Now: uint64(now.Sub(b.epoch)), JoinStabilization: uint64(b.c.cfg.ShardJoinStabilization),
+		})
+		if err != nil {
+			b.c.log.Error("shard planning failed", "error", err)
+			return nil, nil
+		}
+	}
+	budget := b.c.cfg.ShardMaxMoves
+	if budget == 0 {
+		budget = max(1, n/16)
+	}
+	budget -= inflight
+	revoked := map[uint32]bool{}
+	for _, m := range moves {
+		cur, _ := v.Shard(uint32(m.Shard))
+		switch {
+		case cur.State == fsm.ShardFree:
+			grants = append(grants, fsm.ShardItem{Shard: cur.ID, Session: m.To})
+		case cur.State != fsm.ShardOwned || cur.Owner == m.To:
+		case members[cur.Owner].ID != "":
+			if budget > 0 {
+				budget--
+				revokes = append(revokes, fsm.ShardItem{Shard: cur.ID, Session: cur.Owner, Token: cur.Token, To: m.To})
+				revoked[cur.ID] = true
+			}
+		case !b.c.lessor.expiringOrDue(cur.Owner, now): // drained: not limited
+			revokes = append(revokes, fsm.ShardItem{Shard: cur.ID, Session: cur.Owner, Token: cur.Token, To: m.To})
+			revoked[cur.ID] = true
+		}
+	}
+	// A drained owner gives up its shards even when nobody can take them.
+	v.EachShard(func(s fsm.Shard) bool {
+		if s.State == fsm.ShardOwned && !revoked[s.ID] {
+			if sess, ok := v.Session(s.Owner); ok && sess.Drained {
+				revokes = append(revokes, fsm.ShardItem{Shard: s.ID, Session: s.Owner, Token: s.Token})
+			}
+		}
+		return true
+	})
+	return grants, revokes
+}
+
+// shardChunk bounds the items per command so a command stays far below
+// fsm.MaxCommandSize.
+const shardChunk = 256
+
+// commit commits items in chunks; a failure is logged and the next round
+// replans.
+func (b *balancer) commit(ctx context.Context, op fsm.Op, items []fsm.ShardItem) {
+	for len(items) > 0 {
+		chunk := items[:min(len(items), shardChunk)]
+		items = items[len(chunk):]
+		res, err := b.c.applyLocal(ctx, mustEncode(fsm.Command{Op: op, Shard: &fsm.ShardCmd{Items: chunk}}))
+		if err != nil {
+			if ctx.Err() == nil {
+				b.c.log.Warn("shard command failed; replanning", "op", op.String(), "error", err)
+			}
+			return
+		}
+		if op == fsm.OpShardGrant {
+			b.c.handoffs.grants.Add(int64(res.Count))
+		} else {
+			b.c.handoffs.revokes.Add(int64(res.Count))
+		}
+		b.c.log.Debug("shard command committed", "op", op.String(), "items", len(chunk), "applied", res.Count)
+	}
+}

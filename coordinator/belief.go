@@ -1,0 +1,138 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// belief is what leader leases and shard leases share: a token and a
+// context that ends the moment this node stops believing it holds the
+// grant. Its methods are promoted to Lease and ShardLease.
+type belief struct {
+	c      *Coordinator
+	token  uint64
+	index  uint64 // raft index at which the grant was seen
+	sess   *session
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	once   sync.Once
+	start  time.Time // when this node began to believe
+
+	mu       sync.Mutex
+	endTime  time.Time   // when the belief ended by this node's own action
+	capUntil time.Time   // non-zero: the belief ends then, whatever the session
+	capTimer *time.Timer // fires at capUntil
+}
+
+func newBelief(c *Coordinator, s *session, token, index uint64) belief {
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	return belief{c: c, token: token, index: index, sess: s, ctx: ctx, cancel: cancel, start: time.Now()}
+}
+
+// Token returns the fencing token of this grant: larger than every token
+// granted before it for this lease name or shard, across leader changes and
+// restarts.
+func (b *belief) Token() uint64 { return b.token }
+
+// Done returns a channel closed when the lease ends.
+func (b *belief) Done() <-chan struct{} { return b.ctx.Done() }
+
+// Context returns a context cancelled when the lease ends; context.Cause
+// says why (ErrResigned, ErrRevoked, ErrSessionExpired, ErrLeaseLost,
+// ErrShutdown).
+func (b *belief) Context() context.Context { return b.ctx }
+
+// Err returns nil while the lease is held, then why it ended.
+func (b *belief) Err() error {
+	if b.ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(b.ctx)
+}
+
+// Remaining returns how long this node may still believe it holds the
+// lease if no further keepalive is answered (0 once it ended).
+func (b *belief) Remaining() time.Duration {
+	if b.ctx.Err() != nil {
+		return 0
+	}
+	r := b.sess.remaining()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.capUntil.IsZero() {
+		r = min(r, max(time.Until(b.capUntil), 0))
+	}
+	return r
+}
+
+// Checkpoint returns nil if the lease is held with at least the margin
+// left. Call it before every side effect; it fails with an error wrapping
+// ErrLeaseLost once the lease ended, or an *ExpiringError (ErrLeaseExpiring)
+// that says how much time is left when less than the margin is.
+func (b *belief) Checkpoint() error {
+	if err := b.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrLeaseLost, err)
+	}
+	if r := b.Remaining(); r < b.c.cfg.LeaseMargin {
+		return &ExpiringError{Remaining: r, Margin: b.c.cfg.LeaseMargin}
+	}
+	return nil
+}
+
+// end cancels the belief with cause, recording at (or now, if zero) as its
+// end, and runs after once; it reports whether this call ended it.
+func (b *belief) end(cause error, at time.Time, after func()) bool {
+	ended := false
+	b.once.Do(func() {
+		ended = b.ctx.Err() == nil
+		if at.IsZero() {
+			at = time.Now()
+		}
+		b.mu.Lock()
+		if ended {
+			b.endTime = at
+		}
+		if b.capTimer != nil {
+			b.capTimer.Stop()
+		}
+		b.mu.Unlock()
+		b.cancel(cause)
+		if after != nil {
+			after()
+		}
+	})
+	return ended
+}
+
+// capAt freezes the belief: it ends no later than the session's current
+// belief deadline, however far later keepalives extend the session. onCap
+// runs when that instant comes first.
+func (b *belief) capAt(onCap func(at time.Time)) {
+	b.sess.mu.Lock()
+	until := b.sess.validUntil
+	b.sess.mu.Unlock()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.capUntil.IsZero() {
+		return
+	}
+	b.capUntil = until
+	b.capTimer = time.AfterFunc(time.Until(until), func() { onCap(until) })
+}
+
+// endedAt returns when the belief ended by this node's own action (resign,
+// handoff, loss noticed, shutdown, a capped deadline), or the zero time if
+// it ended because its session's belief lapsed (then the session's
+// deadline is the end).
+func (b *belief) endedAt() time.Time {
+	select {
+	case <-b.ctx.Done():
+	default:
+		return time.Time{}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.endTime
+}

@@ -1,0 +1,227 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/shardown"
+)
+
+// ShardID names a shard: an integer in [0, Shards()).
+type ShardID = shardown.ShardID
+
+// ShardOwner describes a shard's owner as a replica shows it.
+type ShardOwner struct {
+	// Node and NodeID name the owning node; Addr is its Config.ServiceAddr
+	// (or RPC address); Session is the owning session.
+	Node, NodeID, Addr, Session string
+	// Token is the fencing token of the owner's grant.
+	Token uint64
+	// Revoking is true while the leader has asked the owner to hand the
+	// shard off; the owner still owns it until the handoff completes.
+	Revoking bool
+}
+
+// Shards returns the cluster's shard count (the configured count before
+// this node has learned the cluster's).
+func (c *Coordinator) Shards() int {
+	if n := c.shardCount.Load(); n > 0 {
+		return int(n)
+	}
+	if n := c.fsm.View().ShardCount(); n > 0 {
+		c.shardCount.Store(int64(n)) // fixed for the cluster's life
+		return n
+	}
+	return c.cfg.Shards
+}
+
+// ShardFor maps key to its shard with the stable hash of shardown.ShardFor
+// over the cluster's shard count: the same on every node and release. It
+// does not lock or allocate.
+func (c *Coordinator) ShardFor(key []byte) ShardID {
+	n := c.shardCount.Load()
+	if n == 0 {
+		n = int64(c.Shards())
+	}
+	return shardown.ShardFor(key, int(n))
+}
+
+// Owner returns the owner of shard s from the local replica: no network, no
+// lock, no allocation. ok is false when the shard is free (between owners)
+// or out of range. The replica may lag the leader by a little; the owner's
+// token is what fences a stale owner out.
+func (c *Coordinator) Owner(s ShardID) (ShardOwner, bool) {
+	return ownerIn(c.fsm.View(), s)
+}
+
+func ownerIn(v *fsm.View, s ShardID) (ShardOwner, bool) {
+	sh := v.ShardRef(uint32(s))
+	if sh == nil || sh.State == fsm.ShardFree {
+		return ShardOwner{}, false
+	}
+	return ShardOwner{Node: sh.OwnerNode, NodeID: sh.OwnerNodeID, Addr: sh.OwnerAddr, Session: sh.Owner,
+		Token: sh.Token, Revoking: sh.State == fsm.ShardRevoking}, true
+}
+
+// Owned returns this node's live shard leases, sorted by shard.
+func (c *Coordinator) Owned() []*ShardLease { return c.shards.owned() }
+
+// ShardTable is one version of the shard table, as a replica applied it. It
+// is immutable.
+type ShardTable struct{ v *fsm.View }
+
+// Version increases with every change of the table: it is the raft index
+// of the last command that changed it.
+func (t *ShardTable) Version() uint64 { return t.v.ShardsIndex() }
+
+// Len returns the number of shards.
+func (t *ShardTable) Len() int { return t.v.ShardCount() }
+
+// Owner returns the owner of shard s in this version (see
+// Coordinator.Owner).
+func (t *ShardTable) Owner(s ShardID) (ShardOwner, bool) { return ownerIn(t.v, s) }
+
+// Watch delivers the shard table: the current version first, then every
+// new version. A slow reader may miss intermediate versions but always
+// receives the latest. The channel closes when ctx ends or the node shuts
+// down.
+func (c *Coordinator) Watch(ctx context.Context) <-chan *ShardTable {
+	ch := make(chan *ShardTable, 1)
+	if !c.spawn(func() { c.watch(ctx, ch) }) {
+		close(ch)
+	}
+	return ch
+}
+
+func (c *Coordinator) watch(ctx context.Context, ch chan *ShardTable) {
+	defer close(ch)
+	sent := uint64(0)
+	first := true
+	for {
+		v := c.fsm.View()
+		if v.ShardCount() > 0 && (first || v.ShardsIndex() != sent) {
+			select { // keep only the newest undelivered version
+			case <-ch:
+			default:
+			}
+			ch <- &ShardTable{v: v}
+			sent, first = v.ShardsIndex(), false
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.ctx.Done():
+			return
+		case <-v.Changed():
+		}
+	}
+}
+
+// Drain moves every shard this node owns to other nodes and keeps it from
+// receiving new ones, for planned maintenance: the node stays a member (and
+// keeps its vote and its leader leases). It returns once this node owns no
+// shard, or with ctx's error. The drained state survives session changes
+// until Undrain.
+func (c *Coordinator) Drain(ctx context.Context) error {
+	if err := c.setDrained(ctx, true); err != nil {
+		return err
+	}
+	return c.waitNoShards(ctx)
+}
+
+// Undrain lets this node own shards again after Drain; the leader hands it
+// shards as balance requires.
+func (c *Coordinator) Undrain(ctx context.Context) error {
+	return c.setDrained(ctx, false)
+}
+
+// setDrained records the flag locally (for later sessions) and commits it
+// for the current session.
+func (c *Coordinator) setDrained(ctx context.Context, drained bool) error {
+	if c.closing() {
+		return ErrShutdown
+	}
+	c.drained.Store(drained)
+	for {
+		s, err := c.waitSession(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = c.applyRetry(ctx, fsm.Command{Op: fsm.OpSessionDrain, Session: &fsm.SessionCmd{ID: s.id, Drain: drained}})
+		if errors.Is(err, ErrNoSession) {
+			s.end(ErrSessionExpired)
+			continue // the next session is created with the flag
+		}
+		return err
+	}
+}
+
+// waitNoShards waits until the replica shows no shard owned by this node
+// (any of its sessions) and no local lease or release is left.
+func (c *Coordinator) waitNoShards(ctx context.Context) error {
+	for {
+		v := c.fsm.View()
+		leases, releasing, changed := c.shards.state()
+		if leases == 0 && releasing == 0 && !c.ownsAny(v) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("holdfast: %d shards still owned: %w", leases, ctx.Err())
+		case <-c.ctx.Done():
+			return ErrShutdown
+		case <-v.Changed():
+		case <-changed:
+		}
+	}
+}
+
+// ownsAny reports whether v shows a shard owned by this node.
+func (c *Coordinator) ownsAny(v *fsm.View) bool {
+	found := false
+	v.EachShard(func(s fsm.Shard) bool {
+		found = s.State != fsm.ShardFree && s.OwnerNodeID == c.id
+		return !found
+	})
+	return found
+}
+
+// handOffShards is Shutdown's first step: drain the shards to the other
+// nodes so none is left unowned for longer than its drain. It is skipped
+// when no other node could take them.
+func (c *Coordinator) handOffShards(ctx context.Context) error {
+	v := c.fsm.View()
+	if !c.ownsAny(v) || !c.otherShardOwner(v) {
+		return nil
+	}
+	limit := 2*c.cfg.SessionTTL + c.cfg.ShardDrainTimeout
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	if err := c.setDrained(ctx, true); err != nil {
+		return err
+	}
+	return c.waitNoShards(ctx)
+}
+
+// otherShardOwner reports whether another node has a session that may own
+// shards.
+func (c *Coordinator) otherShardOwner(v *fsm.View) bool {
+	for _, s := range v.Sessions() {
+		if s.NodeID != c.id && !s.Drained {
+			return true
+		}
+	}
+	return false
+}
+
+// shardSessionCmd fills the session-creation fields shard assignment uses.
+func (c *Coordinator) shardSessionCmd(cmd *fsm.SessionCmd) {
+	cmd.Addr = c.cfg.ServiceAddr
+	if cmd.Addr == "" {
+		cmd.Addr = c.trans.Addr()
+	}
+	cmd.Weight = c.cfg.ShardWeight
+	cmd.Drain = c.drained.Load()
+}
