@@ -2,6 +2,8 @@ package coordinator_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -24,6 +26,9 @@ func TestShardsBalancedAndJoin(t *testing.T) {
 	cl.WaitFormed(formTimeout)
 	counts := waitBalanced(t, cl, shards, formTimeout)
 	t.Logf("5 nodes: %v after %d grants", counts, mon.grants())
+	// Let every session become stable, so the join is a join into a
+	// settled cluster (the newcomer waits out its own stabilization).
+	waitStable(cl)
 	joined := time.Now()
 	cl.Add()
 	counts = waitBalanced(t, cl, shards, formTimeout)
@@ -39,8 +44,229 @@ func TestShardsBalancedAndJoin(t *testing.T) {
 		}
 	}
 	gap := mon.check(t)
-	t.Logf("longest unowned gap between two owners: %v", gap)
-	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	t.Logf("longest time a shard was unowned between two owners: %v", gap)
+}
+
+// waitStable waits out the join stabilization of every running node's
+// session.
+func waitStable(cl *holdfasttest.Cluster) {
+	d := cl.Node(0).Config.ShardJoinStabilization
+	deadline := time.Now().Add(d + 100*time.Millisecond)
+	_ = holdfasttest.Poll(d+time.Second, func() error {
+		if time.Now().Before(deadline) {
+			return holdfasttest.ErrNotYet
+		}
+		return nil
+	})
+}
+
+// TestShardsAPI checks Owner, ShardFor, Owned, Watch, Drain and Undrain on
+// the in-memory network.
+func TestShardsAPI(t *testing.T) {
+	const shards = 16
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true, Configure: func(i int, c *coordinator.Config) {
+		c.Shards = shards
+		c.ServiceAddr = fmt.Sprintf("svc%d:80", i)
+	}})
+	cl.WaitFormed(formTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*formTimeout)
 	defer cancel()
-	_ = ctx
+	watch := cl.Node(2).C().Watch(ctx)
+	waitBalanced(t, cl, shards, formTimeout)
+	a, b := cl.Node(0).C(), cl.Node(1).C()
+	if k := a.ShardFor([]byte("user:42")); k != b.ShardFor([]byte("user:42")) || int(k) >= shards || a.Shards() != shards {
+		t.Fatalf("ShardFor disagrees or out of range: %d %d", k, b.ShardFor([]byte("user:42")))
+	}
+	for _, l := range a.Owned() {
+		o, ok := b.Owner(l.Shard())
+		if !ok || o.Node != a.NodeName() || o.Token != l.Token() || o.Addr != "svc0:80" || o.NodeID != a.ID() {
+			t.Fatalf("node1 sees shard %d as %+v, node0 holds token %d", l.Shard(), o, l.Token())
+		}
+		if err := l.Checkpoint(); err != nil || l.Remaining() <= 0 {
+			t.Fatalf("fresh shard lease: checkpoint %v, remaining %v", err, l.Remaining())
+		}
+	}
+	if _, ok := a.Owner(shards); ok {
+		t.Fatal("a shard beyond the count has an owner")
+	}
+	// Watch delivers a version showing every shard owned.
+	waitWatch(t, watch, func(tab *coordinator.ShardTable) bool {
+		for s := 0; s < tab.Len(); s++ {
+			if _, ok := tab.Owner(coordinator.ShardID(s)); !ok {
+				return false
+			}
+		}
+		return tab.Len() == shards
+	})
+	before := b.Owned()
+	if len(before) == 0 {
+		t.Fatal("node1 owns nothing")
+	}
+	if err := b.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(b.Owned()); n != 0 {
+		t.Fatalf("drained node still owns %d shards", n)
+	}
+	for _, l := range before {
+		if !errors.Is(l.Err(), coordinator.ErrRevoked) {
+			t.Errorf("drained shard %d ended with %v, want ErrRevoked", l.Shard(), l.Err())
+		}
+		select {
+		case <-l.Revoked():
+		default:
+			t.Errorf("shard %d: Revoked not closed", l.Shard())
+		}
+	}
+	cl.WaitFor("the drained shards owned by the others with larger tokens", formTimeout, func() error {
+		for _, l := range before {
+			o, ok := a.Owner(l.Shard())
+			if !ok || o.Revoking || o.Node == b.NodeName() || o.Token <= l.Token() {
+				return fmt.Errorf("%w: shard %d: %+v", holdfasttest.ErrNotYet, l.Shard(), o)
+			}
+		}
+		return nil
+	})
+	if err := b.Undrain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitBalanced(t, cl, shards, formTimeout)
+}
+
+func waitWatch(t *testing.T, ch <-chan *coordinator.ShardTable, ok func(*coordinator.ShardTable) bool) {
+	t.Helper()
+	timeout := time.NewTimer(formTimeout)
+	defer timeout.Stop()
+	last := uint64(0)
+	for {
+		select {
+		case tab, open := <-ch:
+			if !open {
+				t.Fatal("watch closed")
+			}
+			if tab.Version() < last {
+				t.Fatalf("watch went back from version %d to %d", last, tab.Version())
+			}
+			last = tab.Version()
+			if ok(tab) {
+				return
+			}
+		case <-timeout.C:
+			t.Fatal("watch never delivered the expected table")
+		}
+	}
+}
+
+// ownedBy returns the shards node name owns in c's replica, with tokens.
+func ownedBy(c *coordinator.Coordinator, name string) map[coordinator.ShardID]uint64 {
+	out := map[coordinator.ShardID]uint64{}
+	for s := 0; s < c.Shards(); s++ {
+		if o, ok := c.Owner(coordinator.ShardID(s)); ok && o.Node == name {
+			out[coordinator.ShardID(s)] = o.Token
+		}
+	}
+	return out
+}
+
+// waitReowned waits until every shard in lost is owned (not revoking) by
+// another node than gone with a larger token, and returns how long that
+// took from since.
+func waitReowned(t *testing.T, cl *holdfasttest.Cluster, observer *coordinator.Coordinator, gone string,
+	lost map[coordinator.ShardID]uint64, since time.Time) time.Duration {
+	t.Helper()
+	var took time.Duration
+	cl.WaitFor("the lost shards owned again", formTimeout, func() error {
+		for s, tok := range lost {
+			o, ok := observer.Owner(s)
+			if !ok || o.Revoking || o.Node == gone || o.Token <= tok {
+				return fmt.Errorf("%w: shard %d: %+v", holdfasttest.ErrNotYet, s, o)
+			}
+		}
+		took = time.Since(since)
+		return nil
+	})
+	return took
+}
+
+// TestShardsCrashedOwnerReowned kills an owner (a follower, then the raft
+// leader) without a goodbye: its shards are owned again within TTL +
+// grace + 2 s, with larger tokens.
+func TestShardsCrashedOwnerReowned(t *testing.T) {
+	const shards = 32
+	mon := newShardMonitor()
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 5, Configure: func(i int, c *coordinator.Config) {
+		c.Shards = shards
+		mon.configure(i, c)
+	}})
+	leader := cl.WaitFormed(formTimeout)
+	waitBalanced(t, cl, shards, formTimeout)
+	cfg := leader.Config
+	bound := cfg.SessionTTL + cfg.ExpiryGrace + 2*time.Second
+	for _, victimIsLeader := range []bool{false, true} {
+		leader = cl.WaitLeader(formTimeout)
+		victim := leader
+		for _, n := range cl.Running() {
+			if !victimIsLeader && n != leader {
+				victim = n
+				break
+			}
+		}
+		observer := cl.Running()[0]
+		if observer == victim {
+			observer = cl.Running()[1]
+		}
+		lost := ownedBy(observer.C(), victim.Name)
+		killed := time.Now()
+		cl.Kill(victim.Index)
+		took := waitReowned(t, cl, observer.C(), victim.Name, lost, killed)
+		t.Logf("raft leader %v: %d shards of %s owned again %v after the crash (bound %v)",
+			victimIsLeader, len(lost), victim.Name, took.Round(time.Millisecond), bound)
+		if took > bound {
+			t.Errorf("shards owned again after %v, want within TTL + grace + 2s = %v", took, bound)
+		}
+		waitBalanced(t, cl, shards, formTimeout)
+		// Before the next crash, autopilot must have replaced the dead voter.
+		waitSuffrages(t, cl, 3, len(cl.Running())-3)
+	}
+	mon.check(t)
+}
+
+// TestShardsGracefulShutdown stops owners gracefully (a follower, then the
+// raft leader): their shards move with no overlap, and the longest time
+// any shard is unowned is a few commits (the drain itself runs while the
+// old owner still holds the shard).
+func TestShardsGracefulShutdown(t *testing.T) {
+	const shards = 64
+	mon := newShardMonitor()
+	mon.drain = 100 * time.Millisecond
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 5, Configure: func(i int, c *coordinator.Config) {
+		c.Shards = shards
+		mon.configure(i, c)
+	}})
+	cl.WaitFormed(formTimeout)
+	waitBalanced(t, cl, shards, formTimeout)
+	bound := mon.drain + time.Second
+	for _, victimIsLeader := range []bool{false, true} {
+		leader := cl.WaitLeader(formTimeout)
+		victim := leader
+		for _, n := range cl.Running() {
+			if !victimIsLeader && n != leader {
+				victim = n
+				break
+			}
+		}
+		stopped := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+		if err := cl.Stop(ctx, victim.Index); err != nil {
+			t.Errorf("Shutdown of %s: %v", victim.Name, err)
+		}
+		cancel()
+		t.Logf("Shutdown of %s (raft leader %v) took %v", victim.Name, victimIsLeader, time.Since(stopped).Round(time.Millisecond))
+		waitBalanced(t, cl, shards, formTimeout)
+	}
+	gap := mon.check(t)
+	t.Logf("longest time a shard was unowned between two owners: %v (bound %v)", gap, bound)
+	if gap > bound {
+		t.Errorf("a shard was unowned for %v, want at most %v", gap, bound)
+	}
 }

@@ -303,6 +303,13 @@ func (cl *Cluster) Resume(i int) { cl.Net.Resume(cl.host(i)) }
 // Isolate cuts node i off from every other node (in-memory network only).
 func (cl *Cluster) Isolate(i int) { cl.Net.Isolate(cl.host(i)) }
 
+// MuteGossip drops node i's gossip only (in-memory network only): its
+// peers' failure detectors see it die while raft and RPC keep flowing.
+func (cl *Cluster) MuteGossip(i int) { cl.Net.MuteGossip(cl.host(i)) }
+
+// UnmuteGossip undoes MuteGossip.
+func (cl *Cluster) UnmuteGossip(i int) { cl.Net.UnmuteGossip(cl.host(i)) }
+
 // Partition splits the nodes into groups by index (in-memory network only).
 func (cl *Cluster) Partition(groups ...[]int) {
 	var hosts [][]string

@@ -72,14 +72,40 @@ func (n *Network) Resume(host string) {
 	n.notifyLocked()
 }
 
-// Heal removes every partition, isolation, one-way drop and pause. Delay and
-// loss settings stay. Stream data held by the removed faults is delivered.
+// MuteGossip drops host's gossip only: every gossip packet it sends or
+// should receive is lost and gossip streams to or from it are refused,
+// while raft and RPC streams flow. To its peers the node looks dead to
+// gossip but alive to raft. UnmuteGossip or Heal undoes it.
+func (n *Network) MuteGossip(host string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.muted[n.hostLocked(host)] = true
+	n.notifyLocked()
+}
+
+// UnmuteGossip undoes MuteGossip for host.
+func (n *Network) UnmuteGossip(host string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.muted, n.hostLocked(host))
+	n.notifyLocked()
+}
+
+// gossipCutLocked reports whether gossip between two hosts is muted.
+func (n *Network) gossipCutLocked(from, to string) bool {
+	return n.muted[from] || n.muted[to]
+}
+
+// Heal removes every partition, isolation, one-way drop, pause and gossip
+// mute. Delay and loss settings stay. Stream data held by the removed faults
+// is delivered.
 func (n *Network) Heal() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	clear(n.blocked)
 	clear(n.isolated)
 	clear(n.paused)
+	clear(n.muted)
 	n.notifyLocked()
 }
 

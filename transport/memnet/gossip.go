@@ -3,6 +3,7 @@ package memnet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -87,7 +88,7 @@ func (t *gossipTransport) WriteToAddress(b []byte, a memberlist.Address) (time.T
 	n := t.net
 	n.mu.Lock()
 	to := n.canonLocked(host)
-	if n.closed || !n.reachableLocked(t.host, to) || (n.loss > 0 && n.rng.Float64() < n.loss) {
+	if n.closed || !n.reachableLocked(t.host, to) || n.gossipCutLocked(t.host, to) || (n.loss > 0 && n.rng.Float64() < n.loss) {
 		n.mu.Unlock()
 		return now, nil
 	}
@@ -124,7 +125,7 @@ func (n *Network) schedule(d time.Duration, f func()) {
 func (n *Network) deliver(from *gossipTransport, key string, buf []byte) {
 	n.mu.Lock()
 	dest := n.gossip[key]
-	ok := dest != nil && !n.closed && n.reachableLocked(from.host, dest.host)
+	ok := dest != nil && !n.closed && n.reachableLocked(from.host, dest.host) && !n.gossipCutLocked(from.host, dest.host)
 	n.mu.Unlock()
 	if !ok {
 		return
@@ -147,6 +148,14 @@ func (t *gossipTransport) DialTimeout(addr string, timeout time.Duration) (net.C
 // DialAddressTimeout opens a stream from the transport's host to a.Addr,
 // with the semantics of Node.DialContext bounded by timeout.
 func (t *gossipTransport) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
+	if host, _, err := splitAddr(a.Addr); err == nil {
+		t.net.mu.Lock()
+		cut := t.net.gossipCutLocked(t.host, t.net.canonLocked(host))
+		t.net.mu.Unlock()
+		if cut {
+			return nil, fmt.Errorf("memnet: gossip to %s is muted", a.Addr)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	go func() {

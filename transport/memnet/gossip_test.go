@@ -1,6 +1,7 @@
 package memnet
 
 import (
+	"context"
 	"io"
 	"strings"
 	"testing"
@@ -83,5 +84,44 @@ func TestPackets(t *testing.T) {
 	_ = t1.Shutdown()
 	if _, err := t2.DialTimeout("g1:7946", time.Second); err == nil {
 		t.Fatal("dial after Shutdown succeeded")
+	}
+}
+
+// MuteGossip drops a host's gossip packets and refuses its gossip streams
+// while its other streams flow.
+func TestMuteGossip(t *testing.T) {
+	n := New(11)
+	defer n.Close()
+	t1, err := n.GossipTransport("g1:7946")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t2, err := n.GossipTransport("g2:7946")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := n.Listen("g2:7000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	n.MuteGossip("g2")
+	_, _ = t1.WriteTo([]byte("muted"), "g2:7946")
+	_, _ = t2.WriteTo([]byte("muted"), "g1:7946")
+	if _, err := t1.DialTimeout("g2:7946", time.Second); err == nil {
+		t.Fatal("gossip stream to a muted host")
+	}
+	c, err := n.Node("g1").DialContext(context.Background(), "g2:7000")
+	if err != nil {
+		t.Fatalf("raft stream to a muted host: %v", err)
+	}
+	c.Close()
+	n.UnmuteGossip("g2")
+	_, _ = t1.WriteTo([]byte("back"), "g2:7946")
+	if p := recvPacket(t2, 5*time.Second); p == nil || string(p.Buf) != "back" {
+		t.Fatalf("after unmute: %+v", p)
+	}
+	if p := recvPacket(t1, 30*time.Millisecond); p != nil {
+		t.Fatalf("a muted packet arrived: %q", p.Buf)
 	}
 }

@@ -54,6 +54,7 @@ type Network struct {
 
 	paused   map[string]bool
 	isolated map[string]bool
+	muted    map[string]bool // gossip (packets and gossip streams) dropped
 	blocked  map[link]bool
 	delays   map[link]delayRange
 	loss     float64
@@ -81,6 +82,7 @@ func New(seed int64) *Network {
 		conns:     make(map[*conn]struct{}),
 		paused:    make(map[string]bool),
 		isolated:  make(map[string]bool),
+		muted:     make(map[string]bool),
 		blocked:   make(map[link]bool),
 		delays:    make(map[link]delayRange),
 		pending:   make(map[*pendingPacket]struct{}),
