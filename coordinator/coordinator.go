@@ -187,9 +187,12 @@ func (c *Coordinator) GossipAddr() string { return c.members.Addr() }
 // learned it.
 func (c *Coordinator) ClusterID() string { return *c.clusterID.Load() }
 
-// Shutdown leaves the cluster gracefully: it hands raft leadership to
-// another voter, removes itself from the raft configuration (unless it is the
-// last voter), leaves the gossip pool, and then closes everything. If ctx
+// Shutdown leaves the cluster gracefully: it hands every shard it owns to
+// other nodes (waiting at most 2 × SessionTTL + ShardDrainTimeout, and only
+// when another node can own shards), ends its leases and session, hands raft
+// leadership to another voter, removes itself from the raft configuration
+// (unless it is the last voter), leaves the gossip pool, and then closes
+// everything. If ctx
 // ends first the remaining steps are skipped and the node is closed. It is
 // safe to call more than once; later calls return the first result.
 func (c *Coordinator) Shutdown(ctx context.Context) error {

@@ -47,6 +47,24 @@
 // Clock jumps do not matter: every duration is measured on the monotonic
 // clock.
 //
+// # Shards
+//
+// The cluster has Config.Shards shards, fixed at creation; ShardFor maps a
+// key to its shard with a stable hash. The raft leader assigns shards to
+// live, undrained sessions (balanced, sticky, rate-limited; see package
+// shardown) and drives every handoff: revoke, the owner's
+// ShardHandler.Release drains, the owner commits the release, and the shard
+// is granted to the next owner with a new token, whose ShardHandler.Acquire
+// runs under the lease's context. A shard is never granted while its
+// previous owner may still believe it holds it: the owner released it, its
+// session expired, or the revoke was committed a full SessionTTL earlier
+// (keepalive answers carry the leader's applied index, and a node extends
+// no belief before its replica has seen that index, so a revoked shard
+// stops being extended and its belief ends by the owner's own timer).
+// Owner reads the local replica without locks or allocation; Owned lists
+// this node's ShardLeases; Watch streams table versions; Drain hands every
+// shard off for maintenance and Shutdown does so before leaving.
+//
 // # Identity
 //
 // A node's raft server ID is an identity generated once and kept in its
@@ -58,8 +76,10 @@
 //
 // # Shutdown
 //
-// Shutdown(ctx) is graceful: leadership is handed to another voter, the node
-// removes itself from the raft configuration (unless it is the last voter)
-// and leaves the gossip pool. Close stops at once, like a crash. Both wait
-// for every goroutine the Coordinator started.
+// Shutdown(ctx) is graceful: the node's shards are handed off (when another
+// node can take them), its session is closed, leadership is handed to
+// another voter, the node removes itself from the raft configuration
+// (unless it is the last voter) and leaves the gossip pool. Close stops at
+// once, like a crash. Both wait for every goroutine the Coordinator
+// started.
 package coordinator

@@ -149,15 +149,32 @@ func FuzzDecodeCommand(f *testing.F) {
 	}
 	f.Add([]byte{1, 1, 0x85})
 	f.Add([]byte{1, 1, 0xdd, 0xff, 0xff, 0xff, 0xff})
+	for _, c := range []Command{
+		shardCmd(OpShardGrant, false, ShardItem{Shard: 1, Session: "s"}),
+		shardCmd(OpShardRevoke, false, ShardItem{Shard: 0, Session: "s", Token: 1, To: "s"}),
+		shardCmd(OpShardRelease, true, ShardItem{Shard: 0, Session: "s", Token: 1}),
+		{Op: OpSessionDrain, Session: &SessionCmd{ID: "s", Drain: true}},
+	} {
+		f.Add(mustEncode(&testing.T{}, c))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := Decode(b)
-		fsm := New()
-		r := fsm.Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: b}).(Result)
+		// Apply onto a cluster with a session owning shard 0, so that shard
+		// commands can take effect.
+		base := &applier{t: t, f: New()}
+		base.do(initCluster(8))
+		base.do(createSession("s"))
+		base.do(shardCmd(OpShardGrant, false, ShardItem{Shard: 0, Session: "s"}))
+		before := stateBytes(t, base.f)
+		r := base.f.Apply(&raft.Log{Index: base.index + 1, Type: raft.LogCommand, Data: b}).(Result)
 		if err != nil {
-			if r.Err == nil || fsm.View().Cluster().ID != "" {
+			if r.Err == nil || !bytes.Equal(before, stateBytes(t, base.f)) {
 				t.Fatalf("undecodable command applied: apply err %v", r.Err)
 			}
 			return
+		}
+		if r.Err != nil && !bytes.Equal(before, stateBytes(t, base.f)) {
+			t.Fatalf("a rejected command changed the state: %v", r.Err)
 		}
 		// A decoded command re-encodes to something that decodes the same.
 		b2, err := Encode(c)
@@ -174,6 +191,12 @@ func FuzzRestore(f *testing.F) {
 	a := New()
 	applyAll(a, testLog(&testing.T{}))
 	s, _ := a.EncodeSnapshot()
+	f.Add(s)
+	b := &applier{t: &testing.T{}, f: New()}
+	b.do(initCluster(4))
+	b.do(createSession("s"))
+	b.do(shardCmd(OpShardGrant, false, ShardItem{Shard: 2, Session: "s"}))
+	s, _ = b.f.EncodeSnapshot()
 	f.Add(s)
 	f.Add([]byte{SnapshotVersion})
 	f.Add([]byte{SnapshotVersion, 0x82, 0xa5})
