@@ -23,7 +23,11 @@ type balancer struct {
 	epoch     time.Time            // origin of the planner's logical clock
 	firstSeen map[string]time.Time // session → when this leader first saw it
 	revokes   map[ShardID]revokeTrack
-	lastIndex uint64 // view index of the last round
+	// Metrics: when each handoff began (revoke seen), and the integral of
+	// unowned shards over time.
+	handoffStart map[ShardID]time.Time
+	unowned      int
+	unownedAt    time.Time
 }
 
 type revokeTrack struct {
@@ -41,7 +45,8 @@ type handoffCounters struct {
 func newBalancer(c *Coordinator) *balancer {
 	now := time.Now()
 	return &balancer{c: c, activated: now, epoch: now.Add(-c.cfg.ShardJoinStabilization - time.Second),
-		firstSeen: map[string]time.Time{}, revokes: map[ShardID]revokeTrack{}}
+		firstSeen: map[string]time.Time{}, revokes: map[ShardID]revokeTrack{}, handoffStart: map[ShardID]time.Time{},
+		unownedAt: now}
 }
 
 // run plans and drives handoffs while this node leads: after every change
@@ -77,6 +82,7 @@ func (b *balancer) round(ctx context.Context, v *fsm.View, first bool) time.Time
 	if v.ShardCount() == 0 {
 		return wake
 	}
+	b.integrateUnowned(v, now)
 	members, wakeJoin := b.members(v, now, first)
 	if !wakeJoin.IsZero() && wakeJoin.Before(wake) {
 		wake = wakeJoin
@@ -151,6 +157,9 @@ func (b *balancer) trackRevokes(v *fsm.View, now time.Time, first bool) time.Tim
 			}
 			t = revokeTrack{owner: s.Owner, token: s.Token, deadline: d}
 			b.revokes[id] = t
+			if _, ok := b.handoffStart[id]; !ok {
+				b.handoffStart[id] = now
+			}
 		}
 		if next.IsZero() || t.deadline.Before(next) {
 			next = t.deadline
@@ -178,7 +187,9 @@ func (b *balancer) force(ctx context.Context, v *fsm.View, now time.Time) {
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].Shard < items[j].Shard })
 	b.c.log.Warn("forcing the release of revoked shards whose owner did not release them", "shards", len(items))
-	b.c.handoffs.forced.Add(int64(b.commitForced(ctx, items)))
+	n := b.commitForced(ctx, items)
+	b.c.handoffs.forced.Add(int64(n))
+	b.c.metrics.forced.Add(float64(n))
 }
 
 func (b *balancer) commitForced(ctx context.Context, items []fsm.ShardItem) int {
@@ -283,9 +294,49 @@ func (b *balancer) commit(ctx context.Context, op fsm.Op, items []fsm.ShardItem)
 		}
 		if op == fsm.OpShardGrant {
 			b.c.handoffs.grants.Add(int64(res.Count))
+			b.observeHandoffs(chunk, res.Index)
 		} else {
 			b.c.handoffs.revokes.Add(int64(res.Count))
+			b.c.metrics.handoffs.Add(float64(res.Count))
+			b.startHandoffs(chunk, res.Index)
 		}
 		b.c.log.Debug("shard command committed", "op", op.String(), "items", len(chunk), "applied", res.Count)
 	}
+}
+
+// startHandoffs notes when each revoke the command at index applied began
+// its handoff.
+func (b *balancer) startHandoffs(items []fsm.ShardItem, index uint64) {
+	v := b.c.fsm.View()
+	now := time.Now()
+	for _, it := range items {
+		if sh := v.ShardRef(it.Shard); sh != nil && sh.Revoked == index {
+			if _, ok := b.handoffStart[ShardID(it.Shard)]; !ok {
+				b.handoffStart[ShardID(it.Shard)] = now
+			}
+		}
+	}
+}
+
+// observeHandoffs records the duration of every handoff that the grant
+// committed at index completed.
+func (b *balancer) observeHandoffs(items []fsm.ShardItem, index uint64) {
+	v := b.c.fsm.View()
+	now := time.Now()
+	for _, it := range items {
+		id := ShardID(it.Shard)
+		start, ok := b.handoffStart[id]
+		if sh := v.ShardRef(it.Shard); !ok || sh == nil || sh.Owner != it.Session || sh.Granted != index {
+			continue
+		}
+		b.c.metrics.handoffDuration.Observe(now.Sub(start).Seconds())
+		delete(b.handoffStart, id)
+	}
+}
+
+// integrateUnowned adds the shard-seconds spent unowned since the last
+// round (at the count seen then) and takes the new count.
+func (b *balancer) integrateUnowned(v *fsm.View, now time.Time) {
+	b.c.metrics.unownedSeconds.Add(float64(b.unowned) * now.Sub(b.unownedAt).Seconds())
+	b.unowned, b.unownedAt = freeShards(v), now
 }

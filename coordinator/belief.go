@@ -26,9 +26,13 @@ type belief struct {
 	capTimer *time.Timer // fires at capUntil
 }
 
-func newBelief(c *Coordinator, s *session, token, index uint64) belief {
+// newBelief starts a belief of the given kind (kindLeader or kindShard)
+// under session s; its end is counted in the metrics.
+func newBelief(c *Coordinator, kind string, s *session, token, index uint64) belief {
 	ctx, cancel := context.WithCancelCause(s.ctx)
-	return belief{c: c, token: token, index: index, sess: s, ctx: ctx, cancel: cancel, start: time.Now()}
+	start := time.Now()
+	context.AfterFunc(ctx, func() { c.metrics.leaseEnded(kind, start, context.Cause(ctx)) })
+	return belief{c: c, token: token, index: index, sess: s, ctx: ctx, cancel: cancel, start: start}
 }
 
 // Token returns the fencing token of this grant: larger than every token

@@ -84,6 +84,7 @@ func (c *Coordinator) acquire(ctx context.Context, name string, wait bool) (*Lea
 	if name == "" || len(name) > fsm.MaxNameLength {
 		return nil, fmt.Errorf("holdfast: lease name must have 1 to %d bytes", fsm.MaxNameLength)
 	}
+	start := time.Now()
 	// One local contender per name at a time: the cluster sees one session
 	// per node, so two local callers must not share one grant.
 	slot := c.localSlot(name)
@@ -108,6 +109,7 @@ func (c *Coordinator) acquire(ctx context.Context, name string, wait bool) (*Lea
 		return nil, err
 	}
 	l.slot = slot
+	c.metrics.acquireWait.WithLabelValues(kindLeader).Observe(time.Since(start).Seconds())
 	context.AfterFunc(l.ctx, func() {
 		// After a Resign the slot stays taken until the release is
 		// applied, so the next local Campaign cannot find the old grant.
@@ -240,7 +242,7 @@ func (c *Coordinator) leaveQueue(s *session, name string) {
 // newLease makes the local handle of a grant and registers it with the
 // watcher that ends it when the replica shows another holder.
 func (c *Coordinator) newLease(s *session, name string, token, index uint64) (*Lease, error) {
-	l := &Lease{belief: newBelief(c, s, token, index), name: name}
+	l := &Lease{belief: newBelief(c, kindLeader, s, token, index), name: name}
 	c.leaseMu.Lock()
 	if c.leases == nil {
 		c.leaseMu.Unlock()

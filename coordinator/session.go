@@ -179,13 +179,16 @@ func (c *Coordinator) keepAlive(s *session) {
 		index, err := c.sendKeepAlive(s)
 		switch {
 		case err == nil:
+			c.metrics.keepAliveLatency.Observe(time.Since(sent).Seconds())
 			c.renew(s, sent, index)
 			backoff = 20 * time.Millisecond
 			next = sent.Add(jitter(interval))
 		case errors.Is(err, ErrNoSession):
+			c.metrics.keepAliveFailures.Inc()
 			s.end(ErrSessionExpired)
 			return
 		default:
+			c.metrics.keepAliveFailures.Inc()
 			c.log.Debug("keepalive failed; retrying", "session", s.id, "error", err)
 			next = time.Now().Add(jitter(backoff))
 			backoff = min(2*backoff, interval/2)

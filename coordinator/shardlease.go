@@ -78,17 +78,18 @@ type shardMgr struct {
 	mu       sync.Mutex
 	closed   bool
 	leases   map[ShardID]*ShardLease
-	ended    map[ShardID]uint64 // highest token this node stopped believing, per shard
-	releases map[ShardID]uint64 // releases under way (token)
-	synced   uint64             // index of the newest view synced
-	scanned  uint64             // ShardsIndex of the last full scan
-	scanSess string             // session of the last full scan
-	changed  chan struct{}      // closed and replaced when leases change
+	ended    map[ShardID]uint64    // highest token this node stopped believing, per shard
+	releases map[ShardID]uint64    // releases under way (token)
+	freeSeen map[ShardID]time.Time // when this node first saw each shard free (acquire-wait metric)
+	synced   uint64                // index of the newest view synced
+	scanned  uint64                // ShardsIndex of the last full scan
+	scanSess string                // session of the last full scan
+	changed  chan struct{}         // closed and replaced when leases change
 }
 
 func newShardMgr(c *Coordinator) *shardMgr {
 	return &shardMgr{c: c, leases: map[ShardID]*ShardLease{}, ended: map[ShardID]uint64{},
-		releases: map[ShardID]uint64{}, changed: make(chan struct{})}
+		releases: map[ShardID]uint64{}, freeSeen: map[ShardID]time.Time{}, changed: make(chan struct{})}
 }
 
 // loop follows the replica and the session, syncing the leases.
@@ -137,14 +138,19 @@ func (m *shardMgr) sync(v *fsm.View, s *session) {
 		return
 	}
 	m.scanned, m.scanSess = v.ShardsIndex(), sid
-	if s == nil {
-		return
-	}
+	now := time.Now()
 	v.EachShard(func(sh fsm.Shard) bool {
-		if sh.Owner != s.id || sh.State == fsm.ShardFree {
+		id := ShardID(sh.ID)
+		if sh.State == fsm.ShardFree {
+			if _, ok := m.freeSeen[id]; !ok {
+				m.freeSeen[id] = now
+			}
 			return true
 		}
-		id := ShardID(sh.ID)
+		if s == nil || sh.Owner != s.id {
+			delete(m.freeSeen, id)
+			return true
+		}
 		if l, ok := m.leases[id]; ok && l.token == sh.Token {
 			return true
 		}
@@ -164,8 +170,14 @@ func (m *shardMgr) sync(v *fsm.View, s *session) {
 // startLocked creates the lease of a shard granted to s and runs the
 // handler's Acquire.
 func (m *shardMgr) startLocked(s *session, id ShardID, token, index uint64) {
-	l := &ShardLease{belief: newBelief(m.c, s, token, index), shard: id,
+	l := &ShardLease{belief: newBelief(m.c, kindShard, s, token, index), shard: id,
 		revoked: make(chan struct{}), hookDone: make(chan struct{})}
+	wait := time.Duration(0)
+	if t, ok := m.freeSeen[id]; ok {
+		wait = l.start.Sub(t)
+		delete(m.freeSeen, id)
+	}
+	m.c.metrics.acquireWait.WithLabelValues(kindShard).Observe(wait.Seconds())
 	m.leases[id] = l
 	m.notifyLocked()
 	context.AfterFunc(l.ctx, func() { m.forget(l) })

@@ -1,0 +1,119 @@
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/holdfast-go/holdfast/fsm"
+)
+
+// LeaseInfo describes one held named lease, as a replica shows it.
+type LeaseInfo struct {
+	Name string
+	// Holder is the holder's node name; HolderID its identity; Session its
+	// session.
+	Holder, HolderID, Session string
+	Token                     uint64
+	// Waiters is the number of sessions queued for the lease.
+	Waiters int
+}
+
+// Leases lists every held named lease from the local replica, sorted by
+// name.
+func (c *Coordinator) Leases() []LeaseInfo {
+	ls := c.fsm.View().Leases()
+	out := make([]LeaseInfo, 0, len(ls))
+	for _, l := range ls {
+		out = append(out, LeaseInfo{Name: l.Name, Holder: l.HolderNode, HolderID: l.HolderNodeID, Session: l.Holder,
+			Token: l.Token, Waiters: len(l.Waiters)})
+	}
+	return out
+}
+
+// ShardState is a shard's place in its ownership cycle.
+type ShardState string
+
+// The shard states.
+const (
+	ShardFree     ShardState = "free"
+	ShardOwned    ShardState = "owned"
+	ShardRevoking ShardState = "revoking"
+)
+
+// ShardInfo describes one shard in a table version.
+type ShardInfo struct {
+	Shard ShardID
+	State ShardState
+	// Owner is valid unless State is ShardFree.
+	Owner ShardOwner
+	// Token is the token of the current grant, or of the last one when the
+	// shard is free.
+	Token uint64
+}
+
+// Table returns the current version of the shard table from the local
+// replica (an empty table before the cluster exists).
+func (c *Coordinator) Table() *ShardTable { return &ShardTable{v: c.fsm.View()} }
+
+// Shard describes shard s in this version; ok is false when s is out of
+// range.
+func (t *ShardTable) Shard(s ShardID) (ShardInfo, bool) {
+	sh := t.v.ShardRef(uint32(s))
+	if sh == nil {
+		return ShardInfo{}, false
+	}
+	info := ShardInfo{Shard: s, Token: sh.Token, State: ShardFree}
+	switch sh.State {
+	case fsm.ShardOwned:
+		info.State = ShardOwned
+	case fsm.ShardRevoking:
+		info.State = ShardRevoking
+	}
+	info.Owner, _ = ownerIn(t.v, s)
+	return info, true
+}
+
+// SessionInfo describes this node's current session.
+type SessionInfo struct {
+	ID string
+	// Remaining is how long this node may still believe in the session
+	// without another answered keepalive.
+	Remaining time.Duration
+	Drained   bool
+}
+
+// Session returns this node's live session; ok is false while it has none.
+func (c *Coordinator) Session() (SessionInfo, bool) {
+	s, _ := c.currentSession()
+	if s == nil {
+		return SessionInfo{}, false
+	}
+	info := SessionInfo{ID: s.id, Remaining: s.remaining()}
+	if fs, ok := c.fsm.View().Session(s.id); ok {
+		info.Drained = fs.Drained
+	}
+	return info, true
+}
+
+// ErrNotReady is wrapped by Ready's error.
+var ErrNotReady = errors.New("holdfast: not ready")
+
+// Ready returns nil when this node is a member of a formed cluster that
+// has a raft leader and this node holds a live session; otherwise an error
+// wrapping ErrNotReady that says what is missing.
+func (c *Coordinator) Ready() error {
+	switch {
+	case c.closing():
+		return fmt.Errorf("%w: %w", ErrNotReady, ErrShutdown)
+	case c.ClusterID() == "":
+		return fmt.Errorf("%w: not a member of a formed cluster yet", ErrNotReady)
+	}
+	if _, ok := c.RaftLeader(); !ok {
+		return fmt.Errorf("%w: no raft leader known", ErrNotReady)
+	}
+	if _, ok := c.Session(); !ok {
+		return fmt.Errorf("%w: no live session", ErrNotReady)
+	}
+	return nil
+}

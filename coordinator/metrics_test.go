@@ -1,0 +1,208 @@
+package coordinator_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/holdfast-go/holdfast/coordinator"
+	"github.com/holdfast-go/holdfast/fence"
+	"github.com/holdfast-go/holdfast/holdfasttest"
+)
+
+// metricValue returns the value of the series name{labels} in reg (0 when
+// absent), summing counters, gauges and histogram counts.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if !labelsMatch(m, labels) {
+				continue
+			}
+			switch {
+			case m.Counter != nil:
+				total += m.Counter.GetValue()
+			case m.Gauge != nil:
+				total += m.Gauge.GetValue()
+			case m.Histogram != nil:
+				total += float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return total
+}
+
+func labelsMatch(m *dto.Metric, want map[string]string) bool {
+	for k, v := range want {
+		found := false
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == k && lp.GetValue() == v {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// waitMetric polls until cond holds for the metric's value.
+func waitMetric(t *testing.T, cl *holdfasttest.Cluster, reg *prometheus.Registry, name string, labels map[string]string,
+	what string, cond func(float64) bool) {
+	t.Helper()
+	cl.WaitFor(fmt.Sprintf("%s%v %s", name, labels, what), formTimeout, func() error {
+		if v := metricValue(t, reg, name, labels); !cond(v) {
+			return fmt.Errorf("%w: %v", holdfasttest.ErrNotYet, v)
+		}
+		return nil
+	})
+}
+
+// TestMetricsScenario runs a 3-node cluster with one registry per node
+// (three coordinators in one process: no collision) and checks that the
+// metrics move as the events they count happen, and that promlint finds
+// nothing to report on the whole set.
+func TestMetricsScenario(t *testing.T) {
+	const shards = 16
+	regs := make([]*prometheus.Registry, 3)
+	for i := range regs {
+		regs[i] = prometheus.NewRegistry()
+	}
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true, Configure: func(i int, c *coordinator.Config) {
+		c.Shards = shards
+		c.Registerer = regs[i]
+	}})
+	leader := cl.WaitFormed(formTimeout)
+	waitBalanced(t, cl, shards, formTimeout)
+	owned := 0.0
+	for i := range regs {
+		owned += metricValue(t, regs[i], "holdfast_shards_owned", nil)
+		if v := metricValue(t, regs[i], "holdfast_raft_voters", nil); v != 3 {
+			t.Errorf("node%d: raft voters %v", i, v)
+		}
+		if v := metricValue(t, regs[i], "holdfast_members", map[string]string{"state": "alive"}); v != 3 {
+			t.Errorf("node%d: alive members %v", i, v)
+		}
+	}
+	if owned != shards {
+		t.Errorf("holdfast_shards_owned sums to %v across nodes, want %d", owned, shards)
+	}
+	if v := metricValue(t, regs[leader.Index], "holdfast_raft_state", map[string]string{"state": "leader"}); v != 1 {
+		t.Errorf("leader's raft_state{leader} = %v", v)
+	}
+
+	// Acquire and resign a leader lease on a follower.
+	i := (leader.Index + 1) % 3
+	c, reg := cl.Node(i).C(), regs[i]
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	l, err := c.Campaign(ctx, "metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaderKind := map[string]string{"kind": "leader"}
+	if v := metricValue(t, reg, "holdfast_leases_held", leaderKind); v != 1 {
+		t.Errorf("leases held after Campaign: %v, want 1", v)
+	}
+	if v := metricValue(t, reg, "holdfast_lease_acquire_wait_seconds", leaderKind); v != 1 {
+		t.Errorf("acquire wait observations: %v, want 1", v)
+	}
+	if err := l.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitMetric(t, cl, reg, "holdfast_leases_held", leaderKind, "back to 0", func(v float64) bool { return v == 0 })
+	waitMetric(t, cl, reg, "holdfast_leases_lost_total", map[string]string{"kind": "leader", "reason": "resigned"},
+		"counts the resign", func(v float64) bool { return v == 1 })
+
+	// A forced expiry: pause a follower holding a lease and shards.
+	if _, err := c.Campaign(ctx, "metrics"); err != nil {
+		t.Fatal(err)
+	}
+	cl.Pause(i)
+	waitMetric(t, cl, regs[leader.Index], "holdfast_session_expiries_total", nil, ">= 1", func(v float64) bool { return v >= 1 })
+	waitMetric(t, cl, reg, "holdfast_leases_lost_total", map[string]string{"kind": "leader", "reason": "expired"},
+		"counts the expiry", func(v float64) bool { return v == 1 })
+	waitMetric(t, cl, reg, "holdfast_leases_lost_total", map[string]string{"kind": "shard", "reason": "expired"},
+		"counts the shards lost", func(v float64) bool { return v >= 1 })
+	cl.Resume(i)
+	waitMetric(t, cl, regs[leader.Index], "holdfast_shards_unowned_seconds_total", nil, "> 0", func(v float64) bool { return v > 0 })
+
+	// A handoff: drain the node once it owns shards again.
+	waitBalanced(t, cl, shards, formTimeout)
+	if err := c.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitMetric(t, cl, reg, "holdfast_leases_lost_total", map[string]string{"kind": "shard", "reason": "revoked"},
+		"counts the handoffs", func(v float64) bool { return v >= 1 })
+	waitMetric(t, cl, regs[leader.Index], "holdfast_shard_handoffs_total", nil, ">= 1", func(v float64) bool { return v >= 1 })
+	waitMetric(t, cl, regs[leader.Index], "holdfast_shard_handoff_duration_seconds", nil, "observed", func(v float64) bool { return v >= 1 })
+	if v := metricValue(t, reg, "holdfast_shards_owned", nil); v != 0 {
+		t.Errorf("a drained node reports %v shards owned", v)
+	}
+
+	// A fence rejection, on the node's registry.
+	mem := fence.NewMemory(fence.WithRegisterer(reg))
+	if err := mem.Check("r", 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Check("r", 4); !errors.Is(err, fence.ErrFenced) {
+		t.Fatalf("stale token: %v", err)
+	}
+	if v := metricValue(t, reg, "holdfast_fence_rejections_total", nil); v != 1 {
+		t.Errorf("fence rejections %v, want 1", v)
+	}
+	lintRegistry(t, reg)
+}
+
+// lintRegistry runs promlint over everything gathered from reg.
+func lintRegistry(t *testing.T, reg *prometheus.Registry) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+	names := make([]string, 0, len(mfs))
+	for _, mf := range mfs {
+		names = append(names, mf.GetName())
+	}
+	t.Logf("%d metric families linted: %s", len(mfs), strings.Join(names, " "))
+}
+
+// TestMetricsSharedAndNilRegisterer: two coordinators registering on one
+// registry do not panic (the second one's duplicates are refused and
+// logged), and a nil registerer works.
+func TestMetricsSharedAndNilRegisterer(t *testing.T) {
+	shared := prometheus.NewRegistry()
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true, Configure: func(i int, c *coordinator.Config) {
+		if i < 2 {
+			c.Registerer = shared
+		}
+	}})
+	cl.WaitFormed(formTimeout)
+	if n, err := testutil.GatherAndCount(shared, "holdfast_raft_term"); err != nil || n != 1 {
+		t.Fatalf("shared registry: %d series of holdfast_raft_term, %v", n, err)
+	}
+}
