@@ -77,7 +77,7 @@ func (m *metrics) newEventMetrics() {
 		Help: "Round trip of answered keepalives, send to answer (the leader's confirmation round included).", Buckets: latencyBuckets})
 	m.keepAliveFailures = counter("holdfast_keepalive_failures_total", "Keepalives that failed or were refused.")
 	m.acquireWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "holdfast_lease_acquire_wait_seconds",
-		Help: "Leader leases: from Campaign/TryAcquire to the grant. Shard leases: how long the shard was seen free before this node's grant.",
+		Help:    "Leader leases: from Campaign/TryAcquire to the grant. Shard leases: how long the shard was seen free before this node's grant.",
 		Buckets: latencyBuckets}, []string{"kind"})
 	m.holdTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "holdfast_lease_hold_seconds",
 		Help: "How long this node believed it held a lease, observed when the lease ends.", Buckets: holdBuckets}, []string{"kind"})
