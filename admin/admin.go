@@ -1,0 +1,182 @@
+package admin
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/holdfast-go/holdfast/coordinator"
+)
+
+// Handler returns the admin handler for c (see the package doc for the
+// endpoints). Paths are relative to where the handler is mounted: use
+// http.StripPrefix to mount it under a prefix. It is safe for concurrent
+// use and keeps answering after c shuts down (the probes then fail). It
+// panics if c is nil, as http.Handle does for a nil handler.
+func Handler(c *coordinator.Coordinator) http.Handler {
+	if c == nil {
+		panic("admin: nil Coordinator")
+	}
+	h := &handler{c: c}
+	h.routes = map[string]http.HandlerFunc{
+		"/v1/status": h.status,
+		"/v1/shards": h.shards,
+		"/v1/leases": h.leases,
+		"/healthz":   h.healthz,
+		"/readyz":    h.readyz,
+	}
+	return h
+}
+
+type handler struct {
+	c      *coordinator.Coordinator
+	routes map[string]http.HandlerFunc // never written after Handler
+}
+
+// ServeHTTP routes by exact path and allows GET and HEAD only.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	route, ok := h.routes[r.URL.Path]
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no admin endpoint %q", r.URL.Path))
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed: use GET or HEAD", r.Method))
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	route(w, r)
+}
+
+func (h *handler) status(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, buildStatus(h.c))
+}
+
+func (h *handler) shards(w http.ResponseWriter, r *http.Request) {
+	owner, filter := r.URL.Query()["owner"]
+	if filter && len(owner) != 1 {
+		writeError(w, http.StatusBadRequest, "give at most one owner")
+		return
+	}
+	writeJSON(w, http.StatusOK, buildShards(h.c.Table(), owner, filter))
+}
+
+func (h *handler) leases(w http.ResponseWriter, _ *http.Request) {
+	ls := h.c.Leases()
+	out := LeaseList{Leases: make([]LeaseRow, 0, len(ls))}
+	for _, l := range ls {
+		out.Leases = append(out.Leases, LeaseRow{Name: l.Name, Holder: l.Holder, HolderID: l.HolderID,
+			Session: l.Session, Token: l.Token, Waiters: l.Waiters})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *handler) healthz(w http.ResponseWriter, _ *http.Request) {
+	if errors.Is(h.c.Ready(), coordinator.ErrShutdown) {
+		writeText(w, http.StatusServiceUnavailable, "shut down\n")
+		return
+	}
+	writeText(w, http.StatusOK, "ok\n")
+}
+
+func (h *handler) readyz(w http.ResponseWriter, _ *http.Request) {
+	if err := h.c.Ready(); err != nil {
+		writeText(w, http.StatusServiceUnavailable, err.Error()+"\n")
+		return
+	}
+	writeText(w, http.StatusOK, "ready\n")
+}
+
+// buildStatus reads c's view, one accessor after the other.
+func buildStatus(c *coordinator.Coordinator) Status {
+	st := Status{
+		Name:         c.NodeName(),
+		ID:           c.ID(),
+		ClusterID:    c.ClusterID(),
+		RPCAddr:      c.RPCAddr(),
+		GossipAddr:   c.GossipAddr(),
+		RaftState:    string(c.RaftState()),
+		AppliedIndex: c.AppliedIndex(),
+		LastToken:    c.LastToken(),
+		Shards:       c.Shards(),
+		Ready:        true,
+	}
+	if l, ok := c.RaftLeader(); ok {
+		st.Leader = &NodeRef{Name: l.Name, ID: l.ID, RPCAddr: l.RPCAddr}
+	}
+	members := c.Members()
+	names := make(map[string]string, len(members))
+	st.Members = make([]MemberRow, 0, len(members))
+	for _, m := range members {
+		names[m.ID] = m.Name
+		st.Members = append(st.Members, MemberRow{Name: m.Name, ID: m.ID, RPCAddr: m.RPCAddr,
+			GossipAddr: m.GossipAddr, State: string(m.State), Suffrage: string(m.Suffrage),
+			Eligible: m.Eligible, Zone: m.Zone, ClusterID: m.ClusterID, Since: m.Since.UTC()})
+	}
+	st.Voters = make([]Voter, 0, 5)
+	for _, id := range c.Voters() {
+		st.Voters = append(st.Voters, Voter{ID: id, Name: names[id]})
+	}
+	slices.SortFunc(st.Voters, func(a, b Voter) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
+	})
+	if s, ok := c.Session(); ok {
+		st.Session = &SessionRow{ID: s.ID, RemainingSeconds: s.Remaining.Seconds(), Drained: s.Drained}
+	}
+	if err := c.Ready(); err != nil {
+		st.Ready, st.NotReadyReason = false, err.Error()
+	}
+	return st
+}
+
+// buildShards lists t's shards, keeping only those owned by owner[0] when
+// filter is set.
+func buildShards(t *coordinator.ShardTable, owner []string, filter bool) ShardList {
+	out := ShardList{Version: t.Version(), Count: t.Len(), Shards: make([]ShardRow, 0, t.Len())}
+	for s := range t.Len() {
+		info, ok := t.Shard(coordinator.ShardID(s))
+		if !ok {
+			continue
+		}
+		row := ShardRow{Shard: uint32(info.Shard), State: string(info.State), Token: info.Token}
+		if info.State != coordinator.ShardFree {
+			row.Owner, row.OwnerID, row.Addr = info.Owner.Node, info.Owner.NodeID, info.Owner.Addr
+		}
+		if filter && row.Owner != owner[0] {
+			continue
+		}
+		out.Shards = append(out.Shards, row)
+	}
+	return out
+}
+
+// writeJSON writes v as the JSON body of a response with the given code.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil { // the schema types always marshal; keep the answer valid JSON anyway
+		code = http.StatusInternalServerError
+		b, _ = json.Marshal(Error{Error: "encoding the answer: " + err.Error()})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	w.Write(append(b, '\n'))
+}
+
+// writeError writes a JSON Error with the given code.
+func writeError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, code, Error{Error: msg})
+}
+
+// writeText writes a plain-text probe answer.
+func writeText(w http.ResponseWriter, code int, body string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	w.Write([]byte(body))
+}

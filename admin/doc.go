@@ -1,0 +1,53 @@
+// Package admin serves a read-only HTTP view of one holdfast node: its raft
+// role, the members it sees, the shard table and the held leases, plus
+// liveness and readiness probes. Command holdfastctl is its client.
+//
+// # Mounting
+//
+// Handler returns an http.Handler that the application mounts on a server
+// it already runs. Paths are relative to the handler's root: the handler
+// answers /v1/status, not /admin/v1/status. To mount it under a prefix,
+// strip the prefix:
+//
+//	mux := http.NewServeMux()
+//	mux.Handle("/admin/", http.StripPrefix("/admin", admin.Handler(c)))
+//
+// The handler has no authentication and no TLS of its own: serve it on a
+// trusted interface, or wrap it in the application's own middleware. It
+// never changes the cluster.
+//
+// # Endpoints
+//
+// Every endpoint answers GET and HEAD only; any other method gets 405 with
+// an Allow header. Unknown paths (a trailing slash included) get 404, and
+// a repeated owner parameter 400. These error answers are JSON objects of
+// type Error.
+//
+//	GET /v1/status   Status: this node, its raft role and leader, voters, members, session, readiness
+//	GET /v1/shards   ShardList: every shard of the current table version; ?owner=NAME keeps node NAME's
+//	                 shards, and ?owner= (empty) the free ones
+//	GET /v1/leases   LeaseList: every held named lease
+//	GET /healthz     200 "ok\n" until the coordinator is shut down, then 503 "shut down\n"
+//	GET /readyz      200 "ready\n" when Coordinator.Ready returns nil, else 503 and the reason
+//
+// The /v1 endpoints answer with Content-Type application/json; the probes
+// with text/plain. No answer may be cached.
+//
+// # Schema
+//
+// The JSON documents are the exported types of this package, with
+// snake_case field names; a client decodes them into the same types.
+// Within /v1, fields are only ever added, never renamed or removed; a
+// client must ignore fields it does not know. Lists are never null: an
+// empty list is []. An absent object (no known leader, no session) is null.
+// Times are RFC 3339 in UTC.
+//
+// # Consistency
+//
+// Every answer comes from this node's local replica and its own view of
+// gossip and raft, like the Coordinator methods it calls: no request
+// reaches another node, and a follower's view may lag the leader's by a
+// little. Each list (the shard rows of one answer, the leases of one
+// answer) is read from a single replica version; the fields of a Status are
+// read one after the other and may straddle a change.
+package admin

@@ -1,0 +1,140 @@
+package admin
+
+import "time"
+
+// Status is the answer to GET /v1/status: what this node knows of itself
+// and of the cluster.
+type Status struct {
+	// Name is this node's name; ID its identity (and raft server ID).
+	Name string `json:"name"`
+	ID   string `json:"id"`
+	// ClusterID is the formed cluster's ID, or "" before this node has
+	// learned it.
+	ClusterID  string `json:"cluster_id"`
+	RPCAddr    string `json:"rpc_addr"`
+	GossipAddr string `json:"gossip_addr"`
+	// RaftState is "follower", "candidate", "leader" or "shutdown".
+	RaftState string `json:"raft_state"`
+	// Leader is the raft leader this node knows of, or nil (JSON null).
+	Leader *NodeRef `json:"leader"`
+	// Voters lists the voters of the raft configuration, sorted by name
+	// then ID.
+	Voters []Voter `json:"voters"`
+	// Members lists every node gossip knows of, sorted by name.
+	Members []MemberRow `json:"members"`
+	// AppliedIndex is the raft index of the last entry this node's replica
+	// applied.
+	AppliedIndex uint64 `json:"applied_index"`
+	// LastToken is the last fencing token the cluster issued, as this
+	// node's replica knows it.
+	LastToken uint64 `json:"last_token"`
+	// Session is this node's live session, or nil (JSON null).
+	Session *SessionRow `json:"session"`
+	// Shards is the cluster's shard count (this node's configured count
+	// before it has learned the cluster's).
+	Shards int `json:"shards"`
+	// Ready is true when Coordinator.Ready returns nil; NotReadyReason is
+	// its error otherwise, and "" when ready.
+	Ready          bool   `json:"ready"`
+	NotReadyReason string `json:"not_ready_reason"`
+}
+
+// NodeRef identifies a node.
+type NodeRef struct {
+	// Name is "" when this node's gossip does not know the node.
+	Name    string `json:"name"`
+	ID      string `json:"id"`
+	RPCAddr string `json:"rpc_addr"`
+}
+
+// Voter is one voter of the raft configuration.
+type Voter struct {
+	ID string `json:"id"`
+	// Name is "" when this node's gossip does not know the voter.
+	Name string `json:"name"`
+}
+
+// MemberRow describes one node as gossip and raft show it to this node.
+type MemberRow struct {
+	Name       string `json:"name"`
+	ID         string `json:"id"`
+	RPCAddr    string `json:"rpc_addr"`
+	GossipAddr string `json:"gossip_addr"`
+	// State is gossip's view: "alive", "suspect", "failed" or "left".
+	State string `json:"state"`
+	// Suffrage is "voter", "non-voter", or "none" while the member is not
+	// in the raft configuration.
+	Suffrage string `json:"suffrage"`
+	// Eligible is true when the member has a data dir and may become a
+	// voter.
+	Eligible bool   `json:"eligible"`
+	Zone     string `json:"zone"`
+	// ClusterID is the cluster the member says it belongs to ("" before it
+	// knows).
+	ClusterID string `json:"cluster_id"`
+	// Since is when State last changed, on the answering node's clock.
+	Since time.Time `json:"since"`
+}
+
+// SessionRow describes the answering node's live session.
+type SessionRow struct {
+	ID string `json:"id"`
+	// RemainingSeconds is how long the node may still believe in the
+	// session without another answered keepalive.
+	RemainingSeconds float64 `json:"remaining_seconds"`
+	// Drained is true while the node refuses shards (Coordinator.Drain).
+	Drained bool `json:"drained"`
+}
+
+// ShardList is the answer to GET /v1/shards: one version of the shard
+// table.
+type ShardList struct {
+	// Version is the table version: the raft index of the last command
+	// that changed it (0 before the cluster exists).
+	Version uint64 `json:"version"`
+	// Count is the number of shards in the table, whatever the filter.
+	Count int `json:"count"`
+	// Shards lists the shards, sorted by shard: all of them, or with
+	// ?owner=NAME those whose Owner is NAME (with an empty NAME, the free
+	// ones).
+	Shards []ShardRow `json:"shards"`
+}
+
+// ShardRow describes one shard.
+type ShardRow struct {
+	Shard uint32 `json:"shard"`
+	// State is "free", "owned" or "revoking" (owned, being handed off).
+	State string `json:"state"`
+	// Owner is the owning node's name, OwnerID its identity and Addr its
+	// service address; all "" while the shard is free.
+	Owner   string `json:"owner"`
+	OwnerID string `json:"owner_id"`
+	Addr    string `json:"addr"`
+	// Token is the fencing token of the current grant, or of the last one
+	// when the shard is free.
+	Token uint64 `json:"token"`
+}
+
+// LeaseList is the answer to GET /v1/leases.
+type LeaseList struct {
+	// Leases lists every held named lease, sorted by name.
+	Leases []LeaseRow `json:"leases"`
+}
+
+// LeaseRow describes one held named lease.
+type LeaseRow struct {
+	Name string `json:"name"`
+	// Holder is the holding node's name, HolderID its identity and Session
+	// the holding session.
+	Holder   string `json:"holder"`
+	HolderID string `json:"holder_id"`
+	Session  string `json:"session"`
+	Token    uint64 `json:"token"`
+	// Waiters is the number of sessions queued for the lease.
+	Waiters int `json:"waiters"`
+}
+
+// Error is the body of every JSON error answer.
+type Error struct {
+	Error string `json:"error"`
+}

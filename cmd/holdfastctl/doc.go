@@ -1,0 +1,36 @@
+// Command holdfastctl shows what one holdfast node knows of its cluster, by
+// asking the admin endpoints (package admin) that the application serves.
+//
+// Usage:
+//
+//	holdfastctl [-addr HOST:PORT|URL] [-json] [-timeout D] [-owner NAME] status|members|shards|leases
+//
+// Commands:
+//
+//	status   the node, its raft role and leader, voters, session, readiness (GET /v1/status)
+//	members  every node the answering node's gossip knows of (the members of GET /v1/status)
+//	shards   every shard with its state, owner and token (GET /v1/shards)
+//	leases   every held named lease with its holder, token and waiters (GET /v1/leases)
+//	help     print this usage
+//
+// Flags (before or after the command):
+//
+//	-addr     where the admin handler is served: HOST:PORT, or a URL
+//	          (http://host:port/prefix) when it is mounted under a prefix or
+//	          behind https. Default 127.0.0.1:8080.
+//	-json     print the JSON answer, pretty-printed, instead of a table;
+//	          members prints the members array of the status answer. The
+//	          documents decode into the types of package admin.
+//	-timeout  give up after this long (default 5s).
+//	-owner    with shards: list only the shards owned by node NAME.
+//
+// Exit status: 0 on success; 1 when the node cannot be reached, does not
+// answer in time, or answers with an error or a document that is not the
+// admin handler's (a one-line message on standard error names the address);
+// 2 for a usage error (unknown command or flag, missing command, bad flag
+// value), after printing the usage on standard error. -h, -help and help
+// print the usage on standard output and exit 0.
+//
+// Every answer comes from the answering node's local view; ask another node
+// to compare views.
+package main

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// defaultAddr is where holdfastctl looks for the admin handler without
+// -addr.
+const defaultAddr = "127.0.0.1:8080"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// options are the parsed command line.
+type options struct {
+	addr    string
+	json    bool
+	timeout time.Duration
+	owner   string
+	command string
+}
+
+// usageError is a command-line mistake: exit status 2, with the usage.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// commands maps each command to the admin endpoint it reads.
+var commands = map[string]string{
+	"status":  "/v1/status",
+	"members": "/v1/status",
+	"shards":  "/v1/shards",
+	"leases":  "/v1/leases",
+}
+
+// run is the whole program: it parses args, asks the node, prints to
+// stdout, and returns the exit status (see the package doc).
+func run(args []string, stdout, stderr io.Writer) int {
+	opts, fs, err := parseArgs(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printUsage(stdout, fs)
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "holdfastctl: %v\n", err)
+		printUsage(stderr, fs)
+		return 2
+	}
+	t, err := newTarget(opts.addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "holdfastctl: %v\n", err)
+		printUsage(stderr, fs)
+		return 2
+	}
+	if err := command(t, opts, stdout); err != nil {
+		fmt.Fprintf(stderr, "holdfastctl: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// parseArgs parses flags before and after the command. It returns
+// flag.ErrHelp for -h, -help and the help command, and a *usageError (or
+// the flag package's error) for a bad command line.
+func parseArgs(args []string) (options, *flag.FlagSet, error) {
+	var o options
+	fs := flag.NewFlagSet("holdfastctl", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // run prints the error and the usage itself
+	fs.Usage = func() {}
+	fs.StringVar(&o.addr, "addr", defaultAddr, "admin handler `address`: HOST:PORT, or a URL such as http://host:port/prefix")
+	fs.BoolVar(&o.json, "json", false, "print the JSON answer, pretty-printed, instead of a table")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Second, "give up after this `duration`")
+	fs.StringVar(&o.owner, "owner", "", "with shards: list only the shards owned by node `NAME`")
+	if err := fs.Parse(args); err != nil {
+		return o, fs, err
+	}
+	if fs.NArg() == 0 {
+		return o, fs, &usageError{"missing command"}
+	}
+	o.command = fs.Arg(0)
+	if err := fs.Parse(fs.Args()[1:]); err != nil {
+		return o, fs, err
+	}
+	switch {
+	case o.command == "help":
+		return o, fs, flag.ErrHelp
+	case commands[o.command] == "":
+		return o, fs, &usageError{fmt.Sprintf("unknown command %q", o.command)}
+	case fs.NArg() > 0:
+		return o, fs, &usageError{fmt.Sprintf("unexpected argument %q after %s", fs.Arg(0), o.command)}
+	case o.timeout <= 0:
+		return o, fs, &usageError{fmt.Sprintf("-timeout is %v; must be positive", o.timeout)}
+	case o.owner != "" && o.command != "shards":
+		return o, fs, &usageError{"-owner applies to shards only"}
+	}
+	return o, fs, nil
+}
+
+// printUsage writes the usage and the flag defaults to w.
+func printUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(w, `usage: holdfastctl [flags] status|members|shards|leases
+
+Shows what one holdfast node knows of its cluster, from the admin endpoints
+the application serves (package admin).
+
+commands:
+  status   the node, its raft role and leader, voters, session, readiness
+  members  every node the answering node's gossip knows of
+  shards   every shard with its state, owner and token
+  leases   every held named lease with its holder, token and waiters
+  help     print this usage
+
+flags (before or after the command):
+`)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	fmt.Fprint(w, `
+exit status: 0 ok, 1 node unreachable or answered an error, 2 usage error
+`)
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/holdfast-go/holdfast/admin"
+)
+
+// command fetches the command's endpoint from t and prints the answer.
+func command(t target, o options, stdout io.Writer) error {
+	path := commands[o.command]
+	if o.owner != "" {
+		path += "?owner=" + url.QueryEscape(o.owner)
+	}
+	body, err := fetch(t, path, o.timeout)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return printJSON(stdout, o.command, body)
+	}
+	var v any
+	switch o.command {
+	case "status", "members":
+		v = new(admin.Status)
+	case "shards":
+		v = new(admin.ShardList)
+	default:
+		v = new(admin.LeaseList)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("%s answered %s with JSON that is not the admin schema: %v", t.name, path, err)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	switch v := v.(type) {
+	case *admin.Status:
+		if o.command == "members" {
+			printMembers(tw, v)
+		} else {
+			printStatus(tw, v)
+		}
+	case *admin.ShardList:
+		printShards(tw, v, o.owner)
+	case *admin.LeaseList:
+		printLeases(tw, v)
+	}
+	return tw.Flush()
+}
+
+// printJSON pretty-prints body; for members, only the status's members
+// array.
+func printJSON(w io.Writer, cmd string, body []byte) error {
+	if cmd == "members" {
+		var st struct {
+			Members json.RawMessage `json:"members"`
+		}
+		if err := json.Unmarshal(body, &st); err != nil || st.Members == nil {
+			return fmt.Errorf("the status answer has no members array")
+		}
+		body = st.Members
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, body, "", "  "); err != nil {
+		return err
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// printStatus prints one "field: value" line per status field.
+func printStatus(w io.Writer, st *admin.Status) {
+	leader := "none known"
+	if l := st.Leader; l != nil {
+		leader = fmt.Sprintf("%s (%s) at %s", dash(l.Name), l.ID, l.RPCAddr)
+	}
+	voters := make([]string, 0, len(st.Voters))
+	for _, v := range st.Voters {
+		voters = append(voters, cmp.Or(v.Name, v.ID))
+	}
+	alive := 0
+	for _, m := range st.Members {
+		if m.State == "alive" {
+			alive++
+		}
+	}
+	session := "none"
+	if s := st.Session; s != nil {
+		session = fmt.Sprintf("%s (%.1fs left)", s.ID, s.RemainingSeconds)
+		if s.Drained {
+			session += ", drained"
+		}
+	}
+	ready := "yes"
+	if !st.Ready {
+		ready = "no: " + st.NotReadyReason
+	}
+	for _, kv := range [][2]string{
+		{"name", st.Name}, {"id", st.ID}, {"cluster_id", dash(st.ClusterID)},
+		{"rpc_addr", st.RPCAddr}, {"gossip_addr", st.GossipAddr}, {"raft_state", st.RaftState},
+		{"leader", leader}, {"voters", dash(strings.Join(voters, ", "))},
+		{"members", fmt.Sprintf("%d (%d alive)", len(st.Members), alive)},
+		{"applied_index", fmt.Sprint(st.AppliedIndex)}, {"last_token", fmt.Sprint(st.LastToken)},
+		{"session", session}, {"shards", fmt.Sprint(st.Shards)}, {"ready", ready},
+	} {
+		fmt.Fprintf(w, "%s:\t%s\n", kv[0], kv[1])
+	}
+}
+
+// printMembers prints one row per member.
+func printMembers(w io.Writer, st *admin.Status) {
+	fmt.Fprintln(w, "NAME\tID\tSTATE\tSUFFRAGE\tELIGIBLE\tZONE\tRPC_ADDR\tGOSSIP_ADDR\tSINCE")
+	for _, m := range st.Members {
+		since := "-"
+		if !m.Since.IsZero() {
+			since = m.Since.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\n", m.Name, m.ID, m.State, m.Suffrage,
+			m.Eligible, dash(m.Zone), m.RPCAddr, m.GossipAddr, since)
+	}
+}
+
+// printShards prints the table version and one row per shard.
+func printShards(w io.Writer, l *admin.ShardList, owner string) {
+	owned := 0
+	for _, r := range l.Shards {
+		if r.State != "free" {
+			owned++
+		}
+	}
+	if owner != "" {
+		fmt.Fprintf(w, "version %d: %d shards, %d owned by %s\n", l.Version, l.Count, len(l.Shards), owner)
+	} else {
+		fmt.Fprintf(w, "version %d: %d shards, %d owned\n", l.Version, l.Count, owned)
+	}
+	if len(l.Shards) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "SHARD\tSTATE\tOWNER\tOWNER_ID\tADDR\tTOKEN")
+	for _, r := range l.Shards {
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d\n", r.Shard, r.State, dash(r.Owner), dash(r.OwnerID), dash(r.Addr), r.Token)
+	}
+}
+
+// printLeases prints one row per held lease.
+func printLeases(w io.Writer, l *admin.LeaseList) {
+	if len(l.Leases) == 0 {
+		fmt.Fprintln(w, "no leases held")
+		return
+	}
+	fmt.Fprintln(w, "NAME\tHOLDER\tHOLDER_ID\tSESSION\tTOKEN\tWAITERS")
+	for _, r := range l.Leases {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\n", r.Name, dash(r.Holder), r.HolderID, r.Session, r.Token, r.Waiters)
+	}
+}
+
+// dash stands in for an empty table cell.
+func dash(s string) string { return cmp.Or(s, "-") }
