@@ -42,7 +42,7 @@ type metrics struct {
 // latencyBuckets span 1ms to ~16s.
 var latencyBuckets = prometheus.ExponentialBuckets(0.001, 2, 15)
 
-// holdBuckets span 10ms to ~3h.
+// holdBuckets span 10ms to ~12h.
 var holdBuckets = prometheus.ExponentialBuckets(0.01, 4, 12)
 
 func newMetrics(c *Coordinator) *metrics {
