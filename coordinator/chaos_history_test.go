@@ -31,6 +31,9 @@ type chaosGrant struct {
 	resignAt time.Time
 	ended    time.Time // when Done() fired, seen by a context.AfterFunc (zero while held)
 	cause    error     // Lease.Err() once ended
+	// endedOnReturn is set when the lease had already ended when Campaign
+	// returned it (shown in violations, for diagnosis).
+	endedOnReturn bool
 }
 
 // beliefEnd is the latest instant the handle may have believed it held the
@@ -145,8 +148,12 @@ func (h *chaosHistory) describe(g *chaosGrant, now time.Time) string {
 	if g.cause != nil {
 		cause = g.cause.Error()
 	}
-	return fmt.Sprintf("{%s token=%d node=%s session=%.8s acquired=%s resignAt=%s ended=%s beliefEnd=%s cause=%q}",
-		g.name, g.token, g.nodeName, g.session, h.ms(g.acquired), h.ms(g.resignAt), h.ms(g.ended), h.ms(g.beliefEnd(now)), cause)
+	dead := ""
+	if g.endedOnReturn {
+		dead = " ended-when-Campaign-returned"
+	}
+	return fmt.Sprintf("{%s token=%d node=%s session=%.8s acquired=%s resignAt=%s ended=%s beliefEnd=%s cause=%q%s}",
+		g.name, g.token, g.nodeName, g.session, h.ms(g.acquired), h.ms(g.resignAt), h.ms(g.ended), h.ms(g.beliefEnd(now)), cause, dead)
 }
 
 // siblingNote explains (it does not excuse) a loss or an overlap of handle
@@ -174,6 +181,21 @@ type chaosStats struct {
 	faults                         []string
 }
 
+// chaosGrantKey names one grant: a node that campaigns again for a lease
+// its session holds gets a second handle with the same token.
+type chaosGrantKey struct {
+	name  string
+	token uint64
+}
+
+// chaosGrantWin is one grant's handles and belief window (the union of
+// theirs).
+type chaosGrantWin struct {
+	chaosGrantKey
+	handles    []*chaosGrant
+	start, end time.Time
+}
+
 // check verifies I1–I4 on the history and returns the violations found and
 // the seed's statistics. settle is how long after a fault heals the nodes
 // it touched still count as faulted for I3.
@@ -185,25 +207,43 @@ func (h *chaosHistory) check(now time.Time, settle time.Duration) (violations []
 	}
 	st.causes = map[string]int{}
 	st.handles = len(h.grants)
+	byKey := h.groupLocked(now, st.causes)
+	st.grants = len(byKey)
+	h.checkHoldersLocked(byKey, now, bad)
+	h.checkWindowsLocked(byKey, now, bad)
+	h.checkWritesLocked(bad, &st)
 
-	// Group handles into grants by (name, token): a node that campaigns
-	// again for a lease its session holds gets a second handle with the
-	// same token.
-	type key struct {
-		name  string
-		token uint64
-	}
-	type grantWin struct {
-		key
-		handles    []*chaosGrant
-		start, end time.Time
-	}
-	byKey := map[key]*grantWin{}
+	// I3: a holder on a node no fault touched during its whole belief
+	// window (plus settle after each heal) loses its lease only by Resign
+	// or Shutdown.
 	for _, g := range h.grants {
-		k := key{g.name, g.token}
+		if g.ended.IsZero() || errors.Is(g.cause, coordinator.ErrResigned) || errors.Is(g.cause, coordinator.ErrShutdown) {
+			continue
+		}
+		if !h.faultedLocked(g.node, g.acquired, g.ended, now, settle) {
+			bad("I3: false loss: %s (no fault touched %s between %s and %s)%s", h.describe(g, now), g.nodeName,
+				h.ms(g.acquired), h.ms(g.ended), h.siblingNote(byKey[chaosGrantKey{g.name, g.token}].handles, g, now))
+		}
+	}
+
+	faults := slices.Clone(h.faults)
+	sort.Slice(faults, func(i, j int) bool { return faults[i].from.Before(faults[j].from) })
+	for _, f := range faults {
+		st.faults = append(st.faults, fmt.Sprintf("%s%v@%s+%v", f.kind, f.nodes, h.ms(f.from),
+			cmp.Or(f.to, now).Sub(f.from).Round(time.Millisecond)))
+	}
+	return violations, st
+}
+
+// groupLocked groups the handles into grants by (name, token) and counts
+// the handles' end causes. h.mu is held.
+func (h *chaosHistory) groupLocked(now time.Time, causes map[string]int) map[chaosGrantKey]*chaosGrantWin {
+	byKey := map[chaosGrantKey]*chaosGrantWin{}
+	for _, g := range h.grants {
+		k := chaosGrantKey{g.name, g.token}
 		w := byKey[k]
 		if w == nil {
-			w = &grantWin{key: k, start: g.acquired, end: g.beliefEnd(now)}
+			w = &chaosGrantWin{chaosGrantKey: k, start: g.acquired, end: g.beliefEnd(now)}
 			byKey[k] = w
 		}
 		w.handles = append(w.handles, g)
@@ -217,10 +257,14 @@ func (h *chaosHistory) check(now time.Time, settle time.Duration) (violations []
 		if g.cause != nil {
 			cause = g.cause.Error()
 		}
-		st.causes[cause]++
+		causes[cause]++
 	}
-	st.grants = len(byKey)
+	return byKey
+}
 
+// checkHoldersLocked checks that each grant has one holder (I1) and that
+// no Campaign returned a stale token (I2). h.mu is held.
+func (h *chaosHistory) checkHoldersLocked(byKey map[chaosGrantKey]*chaosGrantWin, now time.Time, bad func(string, ...any)) {
 	// I1, second half: at most one holder (node and session) per (name, token).
 	for _, w := range byKey {
 		for _, g := range w.handles[1:] {
@@ -244,31 +288,33 @@ func (h *chaosHistory) check(now time.Time, settle time.Duration) (violations []
 		}
 		maxSeen[g.name] = g
 	}
+}
 
-	perName := map[string][]*grantWin{}
+// checkWindowsLocked checks per name that tokens increase in order of
+// acquisition (I2) and that belief windows never overlap (I1, no
+// tolerance). h.mu is held.
+func (h *chaosHistory) checkWindowsLocked(byKey map[chaosGrantKey]*chaosGrantWin, now time.Time, bad func(string, ...any)) {
+	perName := map[string][]*chaosGrantWin{}
 	for _, w := range byKey {
 		perName[w.name] = append(perName[w.name], w)
 	}
+	describe := func(w *chaosGrantWin) string {
+		var hs []string
+		for _, g := range w.handles {
+			hs = append(hs, h.describe(g, now))
+		}
+		return strings.Join(hs, " ")
+	}
 	for name, ws := range perName {
-		slices.SortFunc(ws, func(a, b *grantWin) int { return a.start.Compare(b.start) })
-		// I2: tokens strictly increase in order of acquisition.
+		slices.SortFunc(ws, func(a, b *chaosGrantWin) int { return a.start.Compare(b.start) })
 		for i := 1; i < len(ws); i++ {
 			if ws[i].token <= ws[i-1].token {
 				bad("I2: %s token %d acquired at %s after token %d acquired at %s", name,
 					ws[i].token, h.ms(ws[i].start), ws[i-1].token, h.ms(ws[i-1].start))
 			}
 		}
-		// I1: belief windows of different grants never overlap (no tolerance).
 		for i := range ws {
 			for j := i + 1; j < len(ws) && ws[j].start.Before(ws[i].end); j++ {
-				var hs []string
-				for _, g := range ws[i].handles {
-					hs = append(hs, h.describe(g, now))
-				}
-				var hs2 []string
-				for _, g := range ws[j].handles {
-					hs2 = append(hs2, h.describe(g, now))
-				}
 				note := ""
 				for _, g := range ws[i].handles {
 					if g.beliefEnd(now).After(ws[j].start) {
@@ -277,12 +323,15 @@ func (h *chaosHistory) check(now time.Time, settle time.Duration) (violations []
 				}
 				bad("I1: belief windows overlap by %v on %s: token %d [%s, %s] %s and token %d [%s, %s] %s%s",
 					ws[i].end.Sub(ws[j].start), name,
-					ws[i].token, h.ms(ws[i].start), h.ms(ws[i].end), strings.Join(hs, " "),
-					ws[j].token, h.ms(ws[j].start), h.ms(ws[j].end), strings.Join(hs2, " "), note)
+					ws[i].token, h.ms(ws[i].start), h.ms(ws[i].end), describe(ws[i]),
+					ws[j].token, h.ms(ws[j].start), h.ms(ws[j].end), describe(ws[j]), note)
 			}
 		}
 	}
+}
 
+// checkWritesLocked checks the lease registers (I4). h.mu is held.
+func (h *chaosHistory) checkWritesLocked(bad func(string, ...any), st *chaosStats) {
 	// I4: the register never accepted a lower token than an earlier one.
 	for res, toks := range h.accepted {
 		for i := 1; i < len(toks); i++ {
@@ -315,40 +364,20 @@ func (h *chaosHistory) check(now time.Time, settle time.Duration) (violations []
 		}
 	}
 	st.zombieSkipped = h.zombieSkipped
+}
 
-	// I3: a holder on a node no fault touched during its whole belief
-	// window (plus settle after each heal) loses its lease only by Resign
-	// or Shutdown.
-	faulted := func(node int, from, to time.Time) bool {
-		for _, f := range h.faults {
-			end := now
-			if !f.to.IsZero() {
-				end = f.to.Add(settle)
-			}
-			if !slices.Contains(f.nodes, node) {
-				continue
-			}
-			if !f.from.After(to) && !end.Before(from) {
-				return true
-			}
+// faultedLocked reports whether a fault touched node between from and to,
+// counting each healed fault until settle after its heal (an unhealed one
+// until now). h.mu is held.
+func (h *chaosHistory) faultedLocked(node int, from, to, now time.Time, settle time.Duration) bool {
+	for _, f := range h.faults {
+		end := now
+		if !f.to.IsZero() {
+			end = f.to.Add(settle)
 		}
-		return false
-	}
-	for _, g := range h.grants {
-		if g.ended.IsZero() || errors.Is(g.cause, coordinator.ErrResigned) || errors.Is(g.cause, coordinator.ErrShutdown) {
-			continue
-		}
-		if !faulted(g.node, g.acquired, g.ended) {
-			bad("I3: false loss: %s (no fault touched %s between %s and %s)%s", h.describe(g, now), g.nodeName,
-				h.ms(g.acquired), h.ms(g.ended), h.siblingNote(byKey[key{g.name, g.token}].handles, g, now))
+		if slices.Contains(f.nodes, node) && !f.from.After(to) && !end.Before(from) {
+			return true
 		}
 	}
-
-	faults := slices.Clone(h.faults)
-	sort.Slice(faults, func(i, j int) bool { return faults[i].from.Before(faults[j].from) })
-	for _, f := range faults {
-		st.faults = append(st.faults, fmt.Sprintf("%s%v@%s+%v", f.kind, f.nodes, h.ms(f.from),
-			cmp.Or(f.to, now).Sub(f.from).Round(time.Millisecond)))
-	}
-	return violations, st
+	return false
 }

@@ -22,7 +22,10 @@ import (
 
 // TestChaos runs seeded randomized fault scenarios on a 5-node in-memory
 // cluster while workers on every node campaign for named leases and write
-// to a fenced register, then checks the recorded history for I1–I4 (see
+// to a fenced register, and every node owns some of the 16 shards through
+// its Config.Handler and writes to each owned shard's fenced register (see
+// chaos_shards_test.go). It then checks the recorded history for I1–I4 on
+// leases and shards, and I6 on shards after the last heal (see
 // /work/shared/FAULTS.md). Each seed is a subtest "seed=S"; a failing seed
 // is replayed with the command it logs.
 //
@@ -80,6 +83,9 @@ func chaosReplay(seed uint64) string {
 	if *chaosExclusive {
 		cmd += " -chaos.exclusive"
 	}
+	if *chaosShardSessionI3 {
+		cmd += " -chaos.shard-session-i3"
+	}
 	return cmd
 }
 
@@ -101,14 +107,23 @@ func TestChaos(t *testing.T) {
 	var total struct {
 		sync.Mutex
 		seeds, zombieRejected, lateFenced int
+		shardLeases, shardZombieRejected  int
+		shardSessionLosses                int
+		recovered                         time.Duration // longest I6 recovery
 	}
 	t.Cleanup(func() {
 		total.Lock()
 		defer total.Unlock()
-		t.Logf("all seeds: %d run, %d zombie writes rejected, %d late correct writes fenced",
-			total.seeds, total.zombieRejected, total.lateFenced)
+		t.Logf("all seeds: %d run, %d zombie writes rejected, %d late correct writes fenced; %d shard leases, %d shard zombie writes rejected, every shard owned at most %v after forming again; %d shard leases lost with their session on an unfaulted node (I3, enforced only with -chaos.shard-session-i3)",
+			total.seeds, total.zombieRejected, total.lateFenced, total.shardLeases, total.shardZombieRejected,
+			total.recovered.Round(time.Millisecond), total.shardSessionLosses)
 		if total.seeds > 0 && !t.Failed() && total.zombieRejected == 0 {
 			t.Errorf("I4: no zombie write was rejected in %d seeds: the run did not exercise fencing", total.seeds)
+		}
+		// Some seeds move no shard after a fault, so a few seeds may
+		// reject no shard zombie write; the default counts should.
+		if total.seeds >= chaosShardZombieMinSeeds && !t.Failed() && total.shardZombieRejected == 0 {
+			t.Errorf("I4: no shard zombie write was rejected in %d seeds: the run did not exercise shard fencing", total.seeds)
 		}
 	})
 	for _, seed := range seeds {
@@ -116,11 +131,15 @@ func TestChaos(t *testing.T) {
 			t.Parallel()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			st := runChaosSeed(t, seed)
+			st, sst := runChaosSeed(t, seed)
 			total.Lock()
 			total.seeds++
 			total.zombieRejected += st.zombieRejected
 			total.lateFenced += st.lateFenced
+			total.shardLeases += sst.leases
+			total.shardZombieRejected += sst.zombieRejected
+			total.shardSessionLosses += len(sst.sessionLosses)
+			total.recovered = max(total.recovered, sst.recovered)
 			total.Unlock()
 		})
 	}
@@ -132,9 +151,15 @@ type chaosRun struct {
 	seed uint64
 	cl   *holdfasttest.Cluster
 	h    *chaosHistory
-	mem  *fence.Memory
+	sh   *chaosShards
+	mem  *fence.Memory   // the fenced registers of the leases and the shards
 	ctx  context.Context // cancelled when the workers must stop
-	wg   sync.WaitGroup
+	stop context.CancelFunc
+	// wg counts the workers, the shard writers and the zombies; stopMu
+	// guards its Add against the Wait of stopWorkers.
+	wg       sync.WaitGroup
+	stopMu   sync.Mutex
+	stopping bool
 	// workers[i] is how many workers node i runs (1 or 2).
 	workers []int
 	// incarnation[i] counts starts of node i, to seed its workers.
@@ -145,33 +170,64 @@ type chaosRun struct {
 	busy [][]sync.Mutex
 }
 
-func runChaosSeed(t *testing.T, seed uint64) chaosStats {
-	replay := chaosReplay(seed)
-	t.Logf("replay: %s", replay)
-	rng := rand.New(rand.NewPCG(seed, 0x686f6c6466617374)) // the fault driver's choices
-	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: chaosNodes, Voters: 3, InMemory: true, Seed: int64(seed)})
-	cl.WaitFormed(formTimeout)
-	cfg := cl.Node(0).Config
-	settle := cfg.SessionTTL + cfg.ExpiryGrace
-
+func newChaosRun(t *testing.T, seed uint64) *chaosRun {
 	ctx, stop := context.WithCancel(context.Background())
 	r := &chaosRun{
-		t: t, seed: seed, cl: cl, h: newChaosHistory(), mem: fence.NewMemory(), ctx: ctx,
+		t: t, seed: seed, h: newChaosHistory(), sh: newChaosShards(), mem: fence.NewMemory(), ctx: ctx, stop: stop,
 		workers: make([]int, chaosNodes), incarnation: make([]int, chaosNodes),
 	}
 	r.busy = make([][]sync.Mutex, chaosNodes)
 	for i := range r.busy {
 		r.busy[i] = make([]sync.Mutex, len(chaosNames))
 	}
-	stopped := false
-	stopWorkers := func() {
-		if !stopped {
-			stopped = true
-			stop()
-			r.wg.Wait()
-		}
+	return r
+}
+
+// enter counts one more goroutine in wg, unless the run is stopping; the
+// caller calls wg.Done when it returns true.
+func (r *chaosRun) enter() bool {
+	r.stopMu.Lock()
+	defer r.stopMu.Unlock()
+	if r.stopping {
+		return false
 	}
-	defer stopWorkers() // also on t.Fatal, before the cluster's Cleanup closes it
+	r.wg.Add(1)
+	return true
+}
+
+// goTracked runs f on a goroutine counted in wg, unless the run is stopping.
+func (r *chaosRun) goTracked(f func()) {
+	if !r.enter() {
+		return
+	}
+	go func() {
+		defer r.wg.Done()
+		f()
+	}()
+}
+
+// stopWorkers stops every worker, shard writer and zombie and waits for
+// them; it may be called again.
+func (r *chaosRun) stopWorkers() {
+	r.stopMu.Lock()
+	r.stopping = true
+	r.stopMu.Unlock()
+	r.stop()
+	r.wg.Wait()
+}
+
+func runChaosSeed(t *testing.T, seed uint64) (chaosStats, chaosShardStats) {
+	t.Logf("replay: %s", chaosReplay(seed))
+	rng := rand.New(rand.NewPCG(seed, 0x686f6c6466617374)) // the fault driver's choices
+	r := newChaosRun(t, seed)
+	defer r.stopWorkers() // also on t.Fatal, before the cluster's Cleanup closes it
+	r.cl = holdfasttest.Start(t, holdfasttest.Options{Nodes: chaosNodes, Voters: 3, InMemory: true, Seed: int64(seed),
+		Configure: r.configureNode})
+	cl := r.cl
+	cl.WaitFormed(formTimeout)
+	cfg := cl.Node(0).Config
+	settle := cfg.SessionTTL + cfg.ExpiryGrace
+
 	for i := range r.workers {
 		r.workers[i] = 1 + rng.IntN(2)
 		r.spawn(i, cl.Node(i).C())
@@ -186,15 +242,36 @@ func runChaosSeed(t *testing.T, seed uint64) chaosStats {
 	cl.Net.SetLoss(0)
 	cl.WaitFormed(formTimeout)
 	formed := time.Now()
-	stopWorkers()
-	t.Logf("seed %d: faults for %v, formed again after %v, workers stopped after %v",
-		seed, driven.Sub(r.h.t0).Round(time.Millisecond), formed.Sub(driven).Round(time.Millisecond), time.Since(formed).Round(time.Millisecond))
+	recovered, i6 := r.waitShardsOwned(formed)
+	r.stopWorkers()
+	t.Logf("seed %d: faults for %v, formed again after %v, every shard owned %v later, workers stopped after %v",
+		seed, driven.Sub(r.h.t0).Round(time.Millisecond), formed.Sub(driven).Round(time.Millisecond),
+		recovered.Round(time.Millisecond), time.Since(formed.Add(recovered)).Round(time.Millisecond))
 
-	violations, st := r.h.check(time.Now(), settle)
+	now := time.Now()
+	violations, st := r.h.check(now, settle)
+	shardViolations, sst := r.checkShards(now, settle)
+	sst.recovered = recovered
+	violations = append(violations, shardViolations...)
+	if i6 != "" {
+		violations = append(violations, i6)
+	}
+	r.report(violations, st, sst)
+	return st, sst
+}
+
+// report logs the seed's statistics and fails it on violations.
+func (r *chaosRun) report(violations []string, st chaosStats, sst chaosShardStats) {
+	t, seed, replay := r.t, r.seed, chaosReplay(r.seed)
 	t.Logf("seed %d (t0 %s): %d grants (%d handles, causes %v); correct writes %d accepted, %d fenced late; zombie writes %d, %d rejected, %d skipped; campaign errors %d; workers/node %v; faults %d: %s",
 		seed, r.h.t0.Format("15:04:05.000"), st.grants, st.handles, st.causes, st.writesAccepted, st.lateFenced,
 		st.zombieWrites, st.zombieRejected, st.zombieSkipped, r.errors.Load(), r.workers,
 		len(st.faults), strings.Join(st.faults, " "))
+	t.Logf("seed %d shards: %d leases (causes %v); correct writes %d accepted, %d fenced late; zombie writes %d, %d rejected, %d skipped",
+		seed, sst.leases, sst.causes, sst.writesAccepted, sst.lateFenced, sst.zombieWrites, sst.zombieRejected, sst.zombieSkipped)
+	for _, l := range sst.sessionLosses {
+		t.Logf("seed %d: not enforced without -chaos.shard-session-i3: %s", seed, l)
+	}
 	if len(violations) > 0 {
 		const maxShown = 20
 		shown := violations[:min(len(violations), maxShown)]
@@ -204,7 +281,9 @@ func runChaosSeed(t *testing.T, seed uint64) chaosStats {
 	if st.grants == 0 {
 		t.Errorf("seed %d: no lease was ever granted\nreplay: %s", seed, replay)
 	}
-	return st
+	if sst.leases < chaosShardCount {
+		t.Errorf("seed %d: only %d shard leases were believed, fewer than the %d shards\nreplay: %s", seed, sst.leases, chaosShardCount, replay)
+	}
 }
 
 // spawn starts node i's workers for the incarnation c.
@@ -283,7 +362,7 @@ func (r *chaosRun) campaign(i int, c *coordinator.Coordinator, nodeName, name st
 		}
 		return pace(r.ctx, between(rng, 10*time.Millisecond, 50*time.Millisecond))
 	}
-	g := &chaosGrant{name: name, node: i, nodeName: nodeName, token: l.Token(), acquired: time.Now()}
+	g := &chaosGrant{name: name, node: i, nodeName: nodeName, token: l.Token(), acquired: time.Now(), endedOnReturn: l.Err() != nil}
 	if hd, ok := c.Leader(name); ok && hd.Token == l.Token() {
 		g.session = hd.Session
 	}

@@ -164,7 +164,11 @@ func (c *Coordinator) acquireSlotted(ctx context.Context, name string, wait bool
 				cancel()
 				return nil, err
 			}
-			return c.newLease(s, name, res.Token, res.Index)
+			l, err := c.newLease(s, name, res.Token, res.Index)
+			if errors.Is(err, errSessionEnded) {
+				continue // granted to a session that has just ended: its end releases it
+			}
+			return l, err
 		}
 		l, err := c.waitGrant(ctx, s, name, req, res.Index)
 		if errors.Is(err, errSessionEnded) {
@@ -240,8 +244,13 @@ func (c *Coordinator) leaveQueue(s *session, name string) {
 }
 
 // newLease makes the local handle of a grant and registers it with the
-// watcher that ends it when the replica shows another holder.
+// watcher that ends it when the replica shows another holder. A grant to a
+// session whose belief has already ended is refused (errSessionEnded):
+// Campaign never returns a lease that is already over.
 func (c *Coordinator) newLease(s *session, name string, token, index uint64) (*Lease, error) {
+	if s.ctx.Err() != nil {
+		return nil, errSessionEnded
+	}
 	l := &Lease{belief: newBelief(c, kindLeader, s, token, index), name: name}
 	c.leaseMu.Lock()
 	if c.leases == nil {

@@ -18,6 +18,7 @@ type session struct {
 	id      string
 	ttl     time.Duration
 	created uint64
+	sent    time.Time // when the create command was sent: the belief's base
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 
@@ -149,7 +150,7 @@ func (c *Coordinator) openSession() *session {
 		c.shardSessionCmd(cmd)
 		res, err := c.apply(c.sessCtx, fsm.Command{Op: fsm.OpSessionCreate, Session: cmd})
 		if err == nil {
-			s.created = res.Index
+			s.created, s.sent = res.Index, sent
 			s.extend(c.beliefUntil(sent))
 			return s
 		}
@@ -169,7 +170,9 @@ func (c *Coordinator) openSession() *session {
 // in flight; failures are retried with backoff, following leader changes.
 func (c *Coordinator) keepAlive(s *session) {
 	interval := c.cfg.SessionTTL / 3
-	next := time.Now().Add(jitter(interval))
+	// The belief counts from when the create was sent, so the first renewal
+	// does too: a slow create must not eat into the margin for retries.
+	next := s.sent.Add(jitter(interval))
 	backoff := 20 * time.Millisecond
 	for {
 		if !sleepUntil(s.ctx, next) {
