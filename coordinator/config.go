@@ -138,6 +138,12 @@ type Config struct {
 	// Network carries raft and RPC (and gossip too when it implements
 	// transport.GossipNetwork). Nil means real TCP (and UDP for gossip).
 	Network transport.Network
+	// GossipKeys are the AES keys (16, 24 or 32 bytes each) that encrypt and
+	// authenticate gossip: the first encrypts, all of them decrypt. Empty:
+	// gossip in clear text. See gossipkeys.go for rotation.
+	GossipKeys [][]byte
+	// TLS enables mutual TLS on the RPC/raft port. Nil: plaintext.
+	TLS *TLSConfig
 	// Registerer receives holdfast's metrics. Nil: metrics are created but
 	// not registered.
 	Registerer prometheus.Registerer
@@ -247,7 +253,13 @@ func (c *Config) validate() error {
 	case len(c.ServiceAddr) > 256:
 		return fieldErr("ServiceAddr", "longer than 256 bytes")
 	}
-	return c.validateTimings()
+	if err := c.validateTimings(); err != nil {
+		return err
+	}
+	if err := c.validateGossipKeys(); err != nil {
+		return err
+	}
+	return c.validateTLS()
 }
 
 func (c *Config) validateTimings() error {
