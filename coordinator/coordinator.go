@@ -58,6 +58,7 @@ type Coordinator struct {
 	clusterID atomic.Pointer[string] // the formed cluster's ID, once known
 	leaderCh  chan bool              // raft's NotifyCh
 	kick      chan struct{}          // wakes the leader reconciler
+	forwards  chan struct{}          // semaphore of forwarded commands being served
 
 	ctx      context.Context // ends when Shutdown or Close begins
 	cancel   context.CancelCauseFunc
@@ -85,6 +86,7 @@ func New(cfg Config) (*Coordinator, error) {
 		sessChanged: make(chan struct{}),
 		leases:      map[*Lease]struct{}{},
 		leaseKick:   make(chan struct{}, 1),
+		forwards:    make(chan struct{}, MaxPendingForwards),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)

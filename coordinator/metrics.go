@@ -37,6 +37,7 @@ type metrics struct {
 	forced            prometheus.Counter
 	handoffDuration   prometheus.Histogram
 	unownedSeconds    prometheus.Counter
+	forwardsRefused   prometheus.Counter
 }
 
 // latencyBuckets span 1ms to ~16s.
@@ -50,7 +51,8 @@ func newMetrics(c *Coordinator) *metrics {
 	m.newEventMetrics()
 	m.collectors = append(m.collectors, m.leaderChanges, m.healthy, m.failureTolerance, m.expiries,
 		m.keepAliveLatency, m.keepAliveFailures, m.acquireWait, m.holdTime, m.leasesEnded,
-		m.handoffs, m.forced, m.handoffDuration, m.unownedSeconds, &stateCollector{c: c})
+		m.handoffs, m.forced, m.handoffDuration, m.unownedSeconds, m.forwardsRefused, &stateCollector{c: c},
+		&transportCollector{c: c})
 	m.collectors = append(m.collectors, gaugeFuncs(c)...)
 	if m.reg != nil {
 		for _, col := range m.collectors {
@@ -87,6 +89,8 @@ func (m *metrics) newEventMetrics() {
 	m.forced = counter("holdfast_shard_forced_releases_total", "Revoked shards this node forced free as raft leader, a full TTL after the revoke.")
 	m.handoffDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "holdfast_shard_handoff_duration_seconds",
 		Help: "Raft leader: from a shard's revoke to its grant to the next owner.", Buckets: latencyBuckets})
+	m.forwardsRefused = counter("holdfast_forwards_refused_total",
+		"Commands forwarded to this node as raft leader that were refused because too many were pending.")
 	m.unownedSeconds = counter("holdfast_shards_unowned_seconds_total", "Raft leader: shard-seconds spent with no owner (summed over shards).")
 	for _, kind := range []string{kindLeader, kindShard} {
 		for _, reason := range []string{"expired", "revoked", "resigned", "shutdown", "lost"} {
@@ -232,5 +236,28 @@ func (m *metrics) unregister() {
 	}
 	for _, col := range m.collectors {
 		m.reg.Unregister(col)
+	}
+}
+
+// transportCollector reports the transport's counters of refused input.
+type transportCollector struct{ c *Coordinator }
+
+var refusedDesc = prometheus.NewDesc("holdfast_transport_refused_total",
+	"Inbound connections and frames the RPC/raft port refused, by reason.", []string{"reason"}, nil)
+
+// Describe implements prometheus.Collector.
+func (t *transportCollector) Describe(ch chan<- *prometheus.Desc) { ch <- refusedDesc }
+
+// Collect implements prometheus.Collector.
+func (t *transportCollector) Collect(ch chan<- prometheus.Metric) {
+	if t.c.trans == nil {
+		return
+	}
+	st := t.c.trans.Stats()
+	for reason, n := range map[string]uint64{
+		"too_many_conns": st.RejectedConns, "bad_handshake": st.BadHandshakes, "wrong_target": st.WrongTarget,
+		"oversized_frame": st.OversizedFrames, "bad_frame": st.BadFrames,
+	} {
+		ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(n), reason)
 	}
 }

@@ -33,6 +33,7 @@ const (
 	codeBadMethod = "bad_method"
 	codeNoSession = "no_session"
 	codeLeaseHeld = "lease_held"
+	codeBusy      = "busy"
 )
 
 type statsReply struct {
@@ -69,15 +70,7 @@ func (c *Coordinator) serveRPC(ctx context.Context, method string, body []byte) 
 	case methodStats:
 		return transport.Encode(c.localStats())
 	case methodApply:
-		var req applyRequest
-		if err := transport.Decode(body, &req); err != nil {
-			return nil, err
-		}
-		res, err := c.applyLocal(ctx, req.Data)
-		if err != nil {
-			return nil, toRemote(err)
-		}
-		return transport.Encode(res)
+		return c.serveApply(ctx, body)
 	case methodConfirm:
 		var req confirmRequest
 		if err := transport.Decode(body, &req); err != nil {
@@ -124,6 +117,8 @@ func toRemote(err error) error {
 		return &transport.RemoteError{Code: codeRejected, Message: err.Error()}
 	case errors.Is(err, ErrShutdown):
 		return &transport.RemoteError{Code: codeShutdown, Message: err.Error()}
+	case errors.Is(err, ErrBusy):
+		return &transport.RemoteError{Code: codeBusy, Message: err.Error()}
 	}
 	return err
 }
@@ -145,6 +140,8 @@ func fromRemote(err error) error {
 		return fmt.Errorf("%w (%s)", ErrLeaseHeld, re.Message)
 	case codeShutdown:
 		return fmt.Errorf("%w (remote)", ErrShutdown)
+	case codeBusy:
+		return fmt.Errorf("%w (%s)", ErrBusy, re.Message)
 	}
 	return err
 }
