@@ -1,6 +1,10 @@
 package coordinator
 
-import "time"
+import (
+	"time"
+
+	"github.com/holdfast-go/holdfast/transport"
+)
 
 // WrongTargetConns counts raft connections that reached this node but were
 // addressed to another identity (refused).
@@ -88,3 +92,6 @@ func ShardLeaseStart(l *ShardLease) time.Time { return l.start }
 func (c *Coordinator) Handoffs() (grants, revokes, forced int64) {
 	return c.handoffs.grants.Load(), c.handoffs.revokes.Load(), c.handoffs.forced.Load()
 }
+
+// TransportStats returns the transport's counters of refused input.
+func (c *Coordinator) TransportStats() transport.Stats { return c.trans.Stats() }

@@ -1,0 +1,150 @@
+package coordinator_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/holdfast-go/holdfast/coordinator"
+	"github.com/holdfast-go/holdfast/holdfasttest"
+)
+
+// hostileFrames is how many frames TestHostileFramesChangeNothing sends.
+const hostileFrames = 10_000
+
+// hostileFrame returns one frame of the storm: random bytes under a random
+// length, a truncated frame, an oversized length prefix, or a well-formed
+// request naming a random or real method with a random body.
+func hostileFrame(rng *rand.Rand) (frame []byte, closeAfter bool) {
+	body := make([]byte, rng.IntN(2048))
+	for i := range body {
+		body[i] = byte(rng.IntN(256))
+	}
+	prefix := func(n uint32) []byte { return binary.BigEndian.AppendUint32(nil, n) }
+	switch rng.IntN(5) {
+	case 0: // random bytes, honest length
+		return append(prefix(uint32(len(body))), body...), false
+	case 1: // truncated: announces more than it sends
+		return append(prefix(uint32(len(body)+100)), body...), true
+	case 2: // oversized length prefix
+		return append(prefix(uint32(1<<30+rng.IntN(1<<30))), body[:min(len(body), 16)]...), true
+	default: // well-formed request frame, hostile content
+		methods := []string{"raft.apply", "session.keepalive", "raft.confirm", "raft.remove", "bootstrap.prepare", "nope"}
+		req := map[string]any{"i": rng.Uint64(), "m": methods[rng.IntN(len(methods))], "b": body}
+		if rng.IntN(4) == 0 {
+			req["m"] = string(body[:min(len(body), 40)])
+		}
+		b, _ := msgpack.Marshal(req)
+		return append(prefix(uint32(len(b))), b...), false
+	}
+}
+
+// storm sends n hostile frames to addr from 8 goroutines, a few frames per
+// connection.
+func storm(t *testing.T, addr string, seed uint64, n int) {
+	var wg sync.WaitGroup
+	per := n / 8
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(g)))
+			for sent := 0; sent < per; {
+				conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+				if err != nil {
+					continue // the inbound cap may refuse for a moment
+				}
+				_ = conn.SetDeadline(time.Now().Add(500 * time.Millisecond))
+				_, _ = conn.Write([]byte{'P'})
+				for k := 0; k < 1+rng.IntN(8) && sent < per; k++ {
+					f, stop := hostileFrame(rng)
+					sent++
+					if _, err := conn.Write(f); err != nil || stop {
+						break
+					}
+				}
+				conn.Close()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
+
+// TestHostileFramesChangeNothing sends 10,000 random, truncated, oversized
+// and well-formed-but-hostile RPC frames to the raft leader's port while
+// nodes hold leader leases and shards: the node keeps serving, its memory
+// stays bounded, and no lease or shard is lost.
+func TestHostileFramesChangeNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends 10,000 frames")
+	}
+	const seed = 11
+	t.Logf("seed %d", seed)
+	mon := newShardMonitor()
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, Configure: func(i int, c *coordinator.Config) {
+		c.Shards = 16
+		mon.configure(i, c)
+	}})
+	leader := cl.WaitFormed(formTimeout)
+	waitBalanced(t, cl, 16, formTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*formTimeout)
+	defer cancel()
+	var leases []*coordinator.Lease
+	for _, n := range cl.Running() {
+		l, err := n.C().Campaign(ctx, "hostile-"+n.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases = append(leases, l)
+	}
+	owned := map[*coordinator.ShardLease]bool{}
+	for _, n := range cl.Running() {
+		for _, l := range n.C().Owned() {
+			owned[l] = true
+		}
+	}
+	before := heapInUse()
+	start := time.Now()
+	storm(t, leader.C().RPCAddr(), seed, hostileFrames)
+	grown := int64(heapInUse()) - int64(before)
+	t.Logf("%d frames in %v; heap in use grew by %d KiB; transport refusals: %+v", hostileFrames,
+		time.Since(start).Round(time.Millisecond), grown/1024, leader.C().TransportStats())
+	if grown > 64<<20 {
+		t.Errorf("heap grew by %d MiB during the storm", grown>>20)
+	}
+	for _, l := range leases {
+		if err := l.Err(); err != nil {
+			t.Errorf("lease %s lost during the storm: %v", l.Name(), err)
+		}
+	}
+	for l := range owned {
+		if err := l.Err(); err != nil && !errors.Is(err, coordinator.ErrRevoked) {
+			t.Errorf("shard %d lost during the storm: %v", l.Shard(), err)
+		}
+	}
+	// Still serving: a new lease can be taken and the cluster is whole.
+	l, err := leader.C().Campaign(ctx, "after-storm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cl.WaitFor("the cluster still formed", formTimeout, cl.Formed)
+	mon.check(t)
+}
