@@ -1,0 +1,113 @@
+// Command ledger is a small service that embeds holdfast the way an
+// application would, and shows on a real database why a lease alone is not a
+// lock: a paused holder must be fenced by the resource, and the rejection
+// must be visible.
+//
+// # What it does
+//
+// Every node of the cluster opens the same SQLite file (WAL mode): the
+// protected resource. The cluster's shards are spread over the nodes by
+// holdfast; for each shard it owns, a node appends an entry to that shard's
+// ledger every -interval. Each append is one transaction:
+//
+//	BEGIN IMMEDIATE                                   -- the write lock is held from here
+//	(with -check-before-write) lease.Checkpoint()     -- fails once the lease is lost or expiring
+//	UPDATE shards SET seq = seq + 1, fence = :token
+//	    WHERE shard = :s AND fence <= :token          -- fence.SQL.Update; 0 rows: fenced, ROLLBACK
+//	INSERT INTO writes (shard, seq, token, node, at)
+//	COMMIT
+//
+// A write the fence refuses is recorded in the rejected table (outside the
+// refused transaction) and ends the shard's worker. With
+// -check-before-write=false a worker never looks at its lease before
+// writing: it models a process paused between its check and its write, and
+// only the fence stops it. Such a worker also makes one more attempt after
+// its lease has ended, so a zombie always knocks once.
+//
+// One node at a time also holds the named lease "auditor". The holder checks
+// the ledger's invariants every second (per shard, in seq order: seq
+// contiguous from 1, accepted tokens never decrease, and the fence equals
+// the highest accepted token) and records the result in the audits table
+// with a fenced write of its own (fence row "auditor" in the fences table).
+//
+// # Tables
+//
+//	shards(shard PRIMARY KEY, fence, seq)            the fence row and counter of each shard
+//	writes(id, shard, seq, token, node, at)          accepted appends; at is wall-clock unix nanoseconds
+//	rejected(id, shard, token, fence, node, at)      appends the fence refused; fence is the token it held
+//	fences(name PRIMARY KEY, fence)                  fence rows of named leases ("auditor")
+//	audits(id, token, node, at, rows, violations, problem)
+//
+// Every node creates the tables if they do not exist; a shard's fence row is
+// created when the shard is first acquired.
+//
+// # Output
+//
+// Standard output carries one machine-readable line per event, an event
+// name followed by key=value pairs:
+//
+//	ready node=n1 gossip=127.0.0.1:41234 rpc=127.0.0.1:41235 http=127.0.0.1:41236
+//	acquired shard=3 token=17
+//	wrote shard=3 token=17 seq=120          (the first accepted append of each grant only)
+//	rejected shard=3 token=17 fence=23      (the fence held token 23)
+//	check-failed shard=3 token=17           (the lease check inside the transaction failed)
+//	released shard=3 token=17               (handed off: the worker stopped before the release)
+//	lost shard=3 token=17                   (the worker stopped without a handoff: fenced, check failed, lease ended)
+//	auditor token=25                        (this node holds the auditor lease)
+//	audit token=25 rows=4000 violations=0   (its first audit, and any audit that finds a violation)
+//	auditor-lost token=25
+//	stopped node=n1
+//
+// Logs (holdfast's included) go to standard error. The HTTP address serves
+// /metrics (holdfast_* metrics, holdfast_fence_rejections_total and the
+// ledger's own ledger_* counters) and holdfast's admin endpoints
+// (/v1/status, /v1/shards, /v1/leases, /healthz, /readyz), which
+// holdfastctl reads.
+//
+// SIGTERM or SIGINT shuts the node down gracefully: the auditor stops,
+// holdfast hands every shard off (each worker stops before its shard is
+// released), the session closes, and the process exits 0. A second signal
+// kills it at once.
+//
+// # Flags
+//
+//	-node NAME            this node's name, unique in the cluster (required)
+//	-db PATH              the SQLite file every node shares (required)
+//	-gossip HOST:PORT     gossip address (default 127.0.0.1:0)
+//	-rpc HOST:PORT        raft and RPC address (default 127.0.0.1:0)
+//	-http HOST:PORT       metrics and admin address (default 127.0.0.1:0)
+//	-join HOST:PORT,...   gossip addresses of existing members
+//	-data DIR             raft data dir; empty: a raft non-voter on in-memory stores
+//	-expect N             bootstrap a new cluster once N nodes with -data see each other (needs -data)
+//	-shards N             shard count, fixed when the cluster is created (default 16)
+//	-ttl DURATION         session TTL (default 10s); below 5s the local timing profile is used
+//	-drain DURATION       bound on a shard's drain at handoff (default: 5s, or 1s below -ttl 5s)
+//	-interval DURATION    time between appends per shard (default 50ms)
+//	-check-before-write   check the lease inside each write transaction (default true)
+//
+// Timings start from coordinator.DefaultConfig; with -ttl below 5s they
+// come from coordinator.DefaultLocalConfig (fast raft, gossip and
+// stabilization timings for one machine). LeaseMargin is TTL/10 and
+// ExpiryGrace TTL/5 (at least the raft election timeout). The effective
+// settings are logged at start.
+//
+// # Trying it
+//
+// Three voters on one machine, the third one unchecked:
+//
+//	go build -o /tmp/ledger ./examples/ledger
+//	/tmp/ledger -node n1 -data /tmp/l1 -expect 3 -db /tmp/ledger.db -ttl 2s -shards 8 \
+//	    -gossip 127.0.0.1:7001 -http 127.0.0.1:8001
+//	/tmp/ledger -node n2 -data /tmp/l2 -expect 3 -db /tmp/ledger.db -ttl 2s -shards 8 \
+//	    -join 127.0.0.1:7001 -http 127.0.0.1:8002
+//	/tmp/ledger -node n3 -data /tmp/l3 -expect 3 -db /tmp/ledger.db -ttl 2s -shards 8 \
+//	    -join 127.0.0.1:7001 -http 127.0.0.1:8003 -check-before-write=false
+//
+// Then pause the third one for a few TTLs (kill -STOP, then kill -CONT) and
+// look at what the fence refused:
+//
+//	sqlite3 /tmp/ledger.db 'SELECT * FROM rejected'
+//	go run ./cmd/holdfastctl -addr http://127.0.0.1:8001 shards
+//
+// ledger_test.go does exactly this, and more, with four processes.
+package main

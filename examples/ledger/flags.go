@@ -1,0 +1,140 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/holdfast-go/holdfast/coordinator"
+)
+
+// localBelow is the TTL under which the local timing profile is used.
+const localBelow = 5 * time.Second
+
+// options are the command line, parsed.
+type options struct {
+	node, db             string
+	gossip, rpc, http    string
+	join                 []string
+	dataDir              string
+	expect, shards       int
+	ttl, drain, interval time.Duration
+	checkBeforeWrite     bool
+}
+
+// errUsage marks a command line that cannot be run: usage was printed.
+var errUsage = errors.New("usage")
+
+// parseFlags parses args; it prints usage to stderr and returns errUsage (or
+// flag.ErrHelp for -h) when they are not a runnable command line.
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	var join string
+	fs := flag.NewFlagSet("ledger", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.node, "node", "", "this node's `name`, unique in the cluster (required)")
+	fs.StringVar(&o.db, "db", "", "`path` of the SQLite file every node shares (required)")
+	fs.StringVar(&o.gossip, "gossip", "127.0.0.1:0", "gossip `host:port`")
+	fs.StringVar(&o.rpc, "rpc", "127.0.0.1:0", "raft and RPC `host:port`")
+	fs.StringVar(&o.http, "http", "127.0.0.1:0", "metrics and admin `host:port`")
+	fs.StringVar(&join, "join", "", "gossip `addresses` of existing members, comma-separated")
+	fs.StringVar(&o.dataDir, "data", "", "raft data `dir`; empty: a raft non-voter on in-memory stores")
+	fs.IntVar(&o.expect, "expect", 0, "bootstrap a new cluster once `N` nodes with -data see each other; 0: join only")
+	fs.IntVar(&o.shards, "shards", 16, "shard `count`, fixed when the cluster is created")
+	fs.DurationVar(&o.ttl, "ttl", 10*time.Second, "session TTL; below 5s the local timing profile is used")
+	fs.DurationVar(&o.drain, "drain", 0, "bound on a shard's drain at handoff; 0: 5s, or 1s when -ttl is below 5s")
+	fs.DurationVar(&o.interval, "interval", 50*time.Millisecond, "time between appends to each owned shard")
+	fs.BoolVar(&o.checkBeforeWrite, "check-before-write", true, "check the lease inside each write transaction")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: ledger -node NAME -db PATH [flags]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, errUsage // the flag package printed the error and usage
+	}
+	var missing []string
+	if o.node == "" {
+		missing = append(missing, "-node")
+	}
+	if o.db == "" {
+		missing = append(missing, "-db")
+	}
+	switch {
+	case len(missing) > 0:
+		fmt.Fprintf(stderr, "ledger: %s required\n", strings.Join(missing, " and "))
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "ledger: unexpected argument %q\n", fs.Arg(0))
+	default:
+		o.join = splitList(join)
+		return o, nil
+	}
+	fs.Usage()
+	return o, errUsage
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// validate checks what holdfast does not: the ledger's own settings.
+// holdfast's New checks the rest and names the field.
+func (o options) validate() error {
+	if o.interval <= 0 {
+		return fmt.Errorf("-interval is %v; must be positive", o.interval)
+	}
+	if o.drain < 0 {
+		return fmt.Errorf("-drain is %v; must not be negative", o.drain)
+	}
+	return nil
+}
+
+// clusterConfig returns the holdfast configuration for o, without Handler,
+// Registerer and Logger. Timings come from DefaultConfig, or from
+// DefaultLocalConfig when the TTL is short, and the lease margin and expiry
+// grace scale with the TTL as the defaults do (TTL/10 and TTL/5).
+func clusterConfig(o options) coordinator.Config {
+	cfg := coordinator.DefaultConfig()
+	if o.ttl < localBelow {
+		cfg = coordinator.DefaultLocalConfig()
+	}
+	cfg.NodeName = o.node
+	cfg.GossipAddr, cfg.RPCAddr = o.gossip, o.rpc
+	cfg.Join = o.join
+	cfg.DataDir = o.dataDir
+	cfg.BootstrapExpect = o.expect
+	cfg.Shards = o.shards
+	cfg.SessionTTL = o.ttl
+	cfg.LeaseMargin = o.ttl / 10
+	cfg.ExpiryGrace = max(o.ttl/5, cfg.Raft.ElectionTimeout, cfg.Raft.HeartbeatTimeout)
+	if o.drain > 0 {
+		cfg.ShardDrainTimeout = o.drain
+	}
+	return cfg
+}
+
+// logSettings logs the settings that decide the node's timing.
+func logSettings(log *slog.Logger, o options, cfg coordinator.Config) {
+	profile := "default"
+	if cfg.Gossip == coordinator.GossipLocal {
+		profile = "local"
+	}
+	log.Info("settings", "node", o.node, "db", o.db, "profile", profile,
+		"voter_eligible", o.dataDir != "", "bootstrap_expect", o.expect, "shards", o.shards,
+		"session_ttl", cfg.SessionTTL, "lease_margin", cfg.LeaseMargin, "expiry_grace", cfg.ExpiryGrace,
+		"drain", cfg.ShardDrainTimeout, "raft_election_timeout", cfg.Raft.ElectionTimeout,
+		"interval", o.interval, "check_before_write", o.checkBeforeWrite)
+}

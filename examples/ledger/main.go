@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/holdfast-go/holdfast/admin"
+	"github.com/holdfast-go/holdfast/coordinator"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the whole program; it returns the exit status: 0 after a graceful
+// shutdown, 1 when the node could not start or stop cleanly, 2 for a bad
+// command line.
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, stop, o, &printer{w: stdout}, log); err != nil {
+		fmt.Fprintln(stderr, "ledger:", err)
+		return 1
+	}
+	return 0
+}
+
+// serve runs the node until ctx ends, then shuts it down gracefully. It
+// calls unsignal once shutdown begins, so that a second signal kills the
+// process.
+func serve(ctx context.Context, unsignal func(), o options, out *printer, log *slog.Logger) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	cfg := clusterConfig(o)
+	logSettings(log, o, cfg)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := newMetrics(reg)
+	led, err := openLedger(ctx, o.db, o.node, reg)
+	if err != nil {
+		return err
+	}
+	defer led.close()
+	// Bind the HTTP address first: a bad -http fails before joining.
+	ln, err := net.Listen("tcp", o.http)
+	if err != nil {
+		return fmt.Errorf("-http: %w", err)
+	}
+	defer ln.Close()
+
+	workers := newWorkers(led, out, log, m, o.interval, o.checkBeforeWrite)
+	cfg.Handler, cfg.Registerer, cfg.Logger = workers, reg, log
+	c, err := coordinator.New(cfg)
+	if err != nil {
+		return err
+	}
+	srv := startHTTP(ln, c, reg)
+	out.say("ready", "node", o.node, "gossip", c.GossipAddr(), "rpc", c.RPCAddr(), "http", ln.Addr())
+
+	aud := startAuditor(c, led, out, log, m)
+	<-ctx.Done()
+	unsignal()
+	log.Info("shutting down")
+	return shutdown(cfg, c, aud, workers, srv, out)
+}
+
+// startHTTP serves /metrics and the admin endpoints on ln.
+func startHTTP(ln net.Listener, c *coordinator.Coordinator, reg *prometheus.Registry) *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("/", admin.Handler(c)) // /v1/status, /v1/shards, /v1/leases, /healthz, /readyz
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return srv
+}
+
+// shutdown stops the auditor, hands the shards off (holdfast calls each
+// shard's Release, which stops its worker, before the release is
+// committed), stops any worker left, and closes the HTTP server.
+func shutdown(cfg coordinator.Config, c *coordinator.Coordinator, aud *auditor, workers *workers,
+	srv *http.Server, out *printer) error {
+	aud.stop()
+	// Shutdown bounds the handoff by 2 × TTL + drain; leave room to leave.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*cfg.SessionTTL+cfg.ShardDrainTimeout+4*cfg.RPCTimeout)
+	defer cancel()
+	err := c.Shutdown(ctx)
+	workers.close()
+	hctx, hcancel := context.WithTimeout(context.Background(), time.Second)
+	defer hcancel()
+	_ = srv.Shutdown(hctx)
+	if err != nil {
+		return fmt.Errorf("graceful shutdown: %w", err)
+	}
+	out.say("stopped", "node", cfg.NodeName)
+	return nil
+}

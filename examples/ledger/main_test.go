@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/holdfast-go/holdfast/coordinator"
+	"github.com/holdfast-go/holdfast/internal/leaktest"
+)
+
+// TestMain fails the run if any goroutine outlives the tests.
+func TestMain(m *testing.M) {
+	leaktest.VerifyTestMain(m, 10*time.Second)
+}
+
+func TestCommandLine(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "ledger.db")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string // in stderr
+	}{
+		{"no flags", nil, 2, "-node and -db required"},
+		{"no db", []string{"-node", "n1"}, 2, "-db required"},
+		{"unknown flag", []string{"-node", "n1", "-db", db, "-bogus"}, 2, "flag provided but not defined: -bogus"},
+		{"argument", []string{"-node", "n1", "-db", db, "extra"}, 2, `unexpected argument "extra"`},
+		{"help", []string{"-h"}, 0, "usage: ledger"},
+		{"interval", []string{"-node", "n1", "-db", db, "-interval", "0s"}, 1, "-interval is 0s; must be positive"},
+		{"ttl too short", []string{"-node", "n1", "-db", db, "-ttl", "500ms"}, 1, "SessionTTL: is 500ms"},
+		{"expect without data", []string{"-node", "n1", "-db", db, "-expect", "3"}, 1, "BootstrapExpect: is 3 but DataDir is empty"},
+		{"bad http", []string{"-node", "n1", "-db", db, "-http", "nowhere"}, 1, "-http:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(tc.args, &stdout, &stderr); code != tc.code {
+				t.Errorf("exit status %d, want %d; stderr:\n%s", code, tc.code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("stderr does not contain %q:\n%s", tc.want, stderr.String())
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout: %q, want nothing", stdout.String())
+			}
+		})
+	}
+}
+
+func TestClusterConfigTimings(t *testing.T) {
+	for _, tc := range []struct {
+		ttl, margin, grace, drain time.Duration
+		gossip                    coordinator.GossipProfile
+	}{
+		{10 * time.Second, time.Second, 2 * time.Second, 5 * time.Second, coordinator.GossipLAN},
+		{5 * time.Second, 500 * time.Millisecond, time.Second, 5 * time.Second, coordinator.GossipLAN},
+		{2 * time.Second, 200 * time.Millisecond, 400 * time.Millisecond, time.Second, coordinator.GossipLocal},
+		// TTL/5 is below the local election timeout: the grace is raised to it.
+		{time.Second, 100 * time.Millisecond, 300 * time.Millisecond, time.Second, coordinator.GossipLocal},
+	} {
+		cfg := clusterConfig(options{node: "n1", ttl: tc.ttl, shards: 8})
+		if cfg.LeaseMargin != tc.margin || cfg.ExpiryGrace != tc.grace || cfg.ShardDrainTimeout != tc.drain || cfg.Gossip != tc.gossip {
+			t.Errorf("ttl %v: margin %v grace %v drain %v gossip %v; want %v %v %v %v", tc.ttl,
+				cfg.LeaseMargin, cfg.ExpiryGrace, cfg.ShardDrainTimeout, cfg.Gossip, tc.margin, tc.grace, tc.drain, tc.gossip)
+		}
+	}
+	if cfg := clusterConfig(options{node: "n1", ttl: 2 * time.Second, drain: 3 * time.Second}); cfg.ShardDrainTimeout != 3*time.Second {
+		t.Errorf("-drain 3s gives ShardDrainTimeout %v", cfg.ShardDrainTimeout)
+	}
+}
+
+// TestAuditFindsViolations feeds the auditor's scan a ledger with a gap in
+// seq, a token that goes down, and a fence row that disagrees.
+func TestAuditFindsViolations(t *testing.T) {
+	ctx := context.Background()
+	led, err := openLedger(ctx, filepath.Join(t.TempDir(), "ledger.db"), "test", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.close()
+	for s := range int64(3) {
+		if err := led.initShard(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Shard 0: three good appends under two tokens.
+	for _, token := range []uint64{5, 5, 9} {
+		if _, err := led.appendEntry(ctx, 0, token, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var st auditState
+	r, err := st.scan(ctx, led.db)
+	if err != nil || r.rows != 3 || r.violations != 0 {
+		t.Fatalf("clean ledger: %+v, %v", r, err)
+	}
+	// A stale append is refused by the fence and leaves nothing behind.
+	if _, err := led.appendEntry(ctx, 0, 7, nil); err == nil {
+		t.Fatal("token 7 after token 9 was accepted")
+	} else if fe, ok := asFenced(err); !ok || fe.Highest != 9 {
+		t.Fatalf("token 7 after token 9: %v", err)
+	}
+	// Writes that bypass the fence: shard 1 skips seq 2 and goes back to
+	// token 3; shard 2's fence row is left behind.
+	for _, q := range []string{
+		"INSERT INTO writes (shard, seq, token, node, at) VALUES (1, 1, 4, 'x', 0), (1, 3, 3, 'x', 0), (2, 1, 8, 'x', 0)",
+		"UPDATE shards SET seq = 3, fence = 4 WHERE shard = 1",
+	} {
+		if _, err := led.db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err = st.scan(ctx, led.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// seq 3 after 1; token 3 after 4; shard 1's fence 4 vs last token 3;
+	// shard 2's row (seq 0, fence 0) vs its write.
+	if r.rows != 3 || r.violations != 4 || !strings.Contains(r.problem, "shard 1: seq 3 follows seq 1") {
+		t.Errorf("scan: %+v; want 3 rows, 4 violations, the first a seq gap in shard 1", r)
+	}
+}

@@ -1,0 +1,293 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/holdfast-go/holdfast/admin"
+)
+
+// This file runs ledger processes for ledger_test.go: it builds the
+// binary, starts and signals processes, reads their event lines and asks
+// their admin endpoints.
+
+// errNotYet marks a condition that poll keeps waiting for.
+var errNotYet = errors.New("not yet")
+
+// poll calls cond every interval until it returns nil, and fails the test
+// when cond returns an error that is not errNotYet or when timeout passes.
+func poll(t *testing.T, what string, timeout, interval time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		switch {
+		case err == nil:
+			return
+		case !errors.Is(err, errNotYet):
+			t.Fatalf("waiting for %s: %v", what, err)
+		case time.Now().After(deadline):
+			t.Fatalf("waiting for %s: gave up after %v: %v", what, timeout, err)
+		}
+		time.Sleep(interval)
+	}
+}
+
+// notYet returns an error that poll waits on.
+func notYet(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errNotYet, fmt.Sprintf(format, args...))
+}
+
+// buildLedger builds this package's binary into a temporary directory.
+func buildLedger(t *testing.T) string {
+	t.Helper()
+	gotool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("the go tool is not on PATH: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "ledger")
+	start := time.Now()
+	if out, err := exec.Command(gotool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	t.Logf("built the ledger binary in %v", time.Since(start).Round(time.Millisecond))
+	return bin
+}
+
+// event is one line of a process's standard output: a name and key=value
+// pairs.
+type event struct {
+	name string
+	kv   map[string]string
+}
+
+func parseEvent(line string) event {
+	f := strings.Fields(line)
+	e := event{kv: map[string]string{}}
+	if len(f) == 0 {
+		return e
+	}
+	e.name = f[0]
+	for _, p := range f[1:] {
+		if k, v, ok := strings.Cut(p, "="); ok {
+			e.kv[k] = v
+		}
+	}
+	return e
+}
+
+// lineLog collects a process's standard output by lines.
+type lineLog struct {
+	mu    sync.Mutex
+	lines []string
+	part  []byte
+}
+
+func (o *lineLog) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.part = append(o.part, p...)
+	for {
+		i := bytes.IndexByte(o.part, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		o.lines = append(o.lines, string(o.part[:i]))
+		o.part = o.part[i+1:]
+	}
+}
+
+// events returns the events named name printed so far.
+func (o *lineLog) events(name string) []event {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []event
+	for _, ln := range o.lines {
+		if e := parseEvent(ln); e.name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// has reports whether an event named name with every pair of kv was
+// printed.
+func (o *lineLog) has(name string, kv map[string]string) bool {
+	for _, e := range o.events(name) {
+		match := true
+		for k, v := range kv {
+			match = match && e.kv[k] == v
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
+
+func (o *lineLog) tail(n int) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return strings.Join(o.lines[max(0, len(o.lines)-n):], "\n")
+}
+
+// proc is a running ledger process.
+type proc struct {
+	name   string
+	pid    int
+	out    *lineLog
+	errLog string // path of its standard error
+	http   string // its -http address, once ready
+
+	exited  chan struct{}
+	waitErr error
+}
+
+// startProc starts the ledger binary as node name; it is killed and reaped
+// when the test ends, and its output logged if the test failed.
+func startProc(t *testing.T, bin, name string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, out: &lineLog{}, errLog: filepath.Join(t.TempDir(), name+".stderr"), exited: make(chan struct{})}
+	stderr, err := os.Create(p.errLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	cmd := exec.Command(bin, append([]string{"-node", name}, args...)...)
+	cmd.Stdout, cmd.Stderr = p.out, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.pid = cmd.Process.Pid
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			b, _ := os.ReadFile(p.errLog)
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			t.Logf("%s stdout (tail):\n%s", name, p.out.tail(30))
+			t.Logf("%s stderr (tail):\n%s", name, strings.Join(lines[max(0, len(lines)-40):], "\n"))
+		}
+	})
+	return p
+}
+
+// kill kills the process (if it still runs, stopped or not) and reaps it.
+func (p *proc) kill() {
+	select {
+	case <-p.exited:
+	default:
+		_ = syscall.Kill(p.pid, syscall.SIGKILL)
+		_ = syscall.Kill(p.pid, syscall.SIGCONT)
+		<-p.exited
+	}
+}
+
+func (p *proc) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := syscall.Kill(p.pid, sig); err != nil {
+		t.Fatalf("%s: kill %v: %v", p.name, sig, err)
+	}
+}
+
+// alive returns an error once the process has exited.
+func (p *proc) alive() error {
+	select {
+	case <-p.exited:
+		return fmt.Errorf("%s exited: %v", p.name, p.waitErr)
+	default:
+		return nil
+	}
+}
+
+// waitReady waits for the ready line and returns its fields.
+func (p *proc) waitReady(t *testing.T, timeout time.Duration) event {
+	t.Helper()
+	var ready event
+	poll(t, p.name+" ready", timeout, 20*time.Millisecond, func() error {
+		if err := p.alive(); err != nil {
+			return err
+		}
+		evs := p.out.events("ready")
+		if len(evs) == 0 {
+			return notYet("no ready line")
+		}
+		ready = evs[0]
+		return nil
+	})
+	p.http = ready.kv["http"]
+	return ready
+}
+
+// state returns the process state letter from /proc (T when stopped).
+func (p *proc) state() (string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
+	if err != nil {
+		return "", err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+3 > len(s) {
+		return "", fmt.Errorf("unexpected /proc/%d/stat: %q", p.pid, s)
+	}
+	return s[i+2 : i+3], nil
+}
+
+// httpClient keeps no idle connections, so no goroutine outlives a test.
+var httpClient = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+
+// shards asks p's admin endpoint for the shard table.
+func (p *proc) shards() (admin.ShardList, error) {
+	var list admin.ShardList
+	resp, err := httpClient.Get("http://" + p.http + "/v1/shards")
+	if err != nil {
+		return list, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return list, fmt.Errorf("GET /v1/shards: %s", resp.Status)
+	}
+	return list, json.NewDecoder(resp.Body).Decode(&list)
+}
+
+// raftLeader returns the name of the raft leader p knows of ("" if none).
+func (p *proc) raftLeader() string {
+	resp, err := httpClient.Get("http://" + p.http + "/v1/status")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var st admin.Status
+	if json.NewDecoder(resp.Body).Decode(&st) != nil || st.Leader == nil {
+		return ""
+	}
+	return st.Leader.Name
+}
+
+// ownedBy returns the shards list shows owned by node, with their tokens.
+func ownedBy(list admin.ShardList, node string) map[uint32]uint64 {
+	out := map[uint32]uint64{}
+	for _, r := range list.Shards {
+		if r.Owner == node {
+			out[r.Shard] = r.Token
+		}
+	}
+	return out
+}
