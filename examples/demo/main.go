@@ -1,8 +1,25 @@
-// Command demo forms a holdfast cluster of a few nodes on loopback in one
-// process, prints its members and leader, kills the leader, shows a new one
-// take over with the state intact, and shuts down gracefully.
+// Command demo shows, in one process and about half a minute, the failure
+// holdfast is built for: a shard owner that stops (as under SIGSTOP) while
+// it believes it owns its shards, and wakes up after the cluster has given
+// them to others.
 //
-//	go run ./examples/demo [-nodes 3] [-shards 16]
+//	go run ./examples/demo [-nodes 3] [-shards 16] [-ttl 2s]
+//
+// It forms a cluster of -nodes nodes on loopback (real TCP, temporary data
+// dirs). Every node runs a worker per shard it owns; the workers append to
+// one shared SQLite file (WAL mode) with fenced writes: the write commits
+// only if no larger token was accepted for the shard before (fence.SQL).
+// One node also holds the named lease "auditor", which audits that file.
+//
+// Then it pauses a node that is not the raft leader: its workers stop
+// between their lease check and their write, and its network stops (a
+// pausable wrapper around transport.TCP given to holdfast as
+// Config.Network), so its keepalives no longer reach the leader. The
+// leader expires its session and gives its shards to other nodes with
+// larger tokens. When the node resumes, its workers write with the tokens
+// they hold, and the database refuses every one of them. Finally every
+// node shuts down gracefully, handing its shards off, and the demo checks
+// the file: it exits 1 if a write with a stale token was ever accepted.
 package main
 
 import (
@@ -11,163 +28,118 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
-	"text/tabwriter"
 	"time"
 
 	"github.com/holdfast-go/holdfast/coordinator"
 )
 
+// logOutput receives holdfast's logs when -log is given.
+var logOutput io.Writer = os.Stderr
+
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	switch err := run(os.Args[1:], os.Stdout); {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
+		os.Exit(2)
+	default:
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string, out io.Writer) error {
+// options are the command line, parsed.
+type options struct {
+	nodes, shards int
+	ttl, interval time.Duration
+	timeout       time.Duration
+	logger        *slog.Logger
+}
+
+// errUsage marks a command line that cannot run; usage was printed.
+var errUsage = errors.New("usage")
+
+func parseFlags(args []string, out io.Writer) (options, error) {
+	var o options
+	var level string
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	nodes := fs.Int("nodes", 3, "number of nodes (3 or 5 form voters; more join as non-voters)")
-	shards := fs.Int("shards", 16, "shard count recorded when the cluster is created")
-	timeout := fs.Duration("timeout", 60*time.Second, "give up if the cluster has not formed by then")
+	fs.SetOutput(out)
+	fs.IntVar(&o.nodes, "nodes", 3, "number of nodes, `n` from 2 to 9 (3 of them raft voters; 1 of 2)")
+	fs.IntVar(&o.shards, "shards", 16, "number of shards, `n` more than -nodes")
+	fs.DurationVar(&o.ttl, "ttl", 2*time.Second, "session TTL: how long the cluster waits for a silent node before it moves its shards")
+	fs.DurationVar(&o.interval, "interval", 100*time.Millisecond, "time between two writes of a shard's worker")
+	fs.DurationVar(&o.timeout, "timeout", 90*time.Second, "give up if the demo has not finished by then")
+	fs.StringVar(&level, "log", "", "show holdfast's logs at this `level` (debug, info, warn, error) on stderr")
+	fs.Usage = func() {
+		fmt.Fprintln(out, "usage: go run ./examples/demo [flags]")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, errUsage
+	}
+	var err error
+	switch {
+	case fs.NArg() > 0:
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case o.nodes < 2 || o.nodes > 9:
+		err = fmt.Errorf("-nodes is %d; must be between 2 and 9", o.nodes)
+	case o.shards <= o.nodes:
+		err = fmt.Errorf("-shards is %d; must be more than -nodes (%d), so that every node owns one", o.shards, o.nodes)
+	case o.ttl < minTTL():
+		err = fmt.Errorf("-ttl is %v; must be at least %v (3 × the raft election timeout)", o.ttl, minTTL())
+	case o.interval <= 0 || o.timeout <= 0:
+		err = errors.New("-interval and -timeout must be positive")
+	}
+	if err == nil {
+		o.logger, err = newLogger(level)
+	}
+	if err != nil {
+		fmt.Fprintln(out, "demo:", err)
+		fs.Usage()
+		return o, errUsage
+	}
+	return o, nil
+}
+
+// minTTL is the shortest session TTL holdfast accepts with the local
+// timing profile.
+func minTTL() time.Duration {
+	r := coordinator.DefaultLocalConfig().Raft
+	return 3 * max(r.ElectionTimeout, r.HeartbeatTimeout)
+}
+
+// run is the whole demo: it returns nil after a clean run, errUsage for
+// a bad command line, and another error if anything failed, including a
+// stale write that the ledger accepted.
+func run(args []string, out io.Writer) error {
+	o, err := parseFlags(args, out)
+	if err != nil {
 		return err
 	}
-	if *nodes < 1 {
-		return errors.New("-nodes must be at least 1")
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
 	dir, err := os.MkdirTemp("", "holdfast-demo-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	voters := 3
-	if *nodes < 3 {
-		voters = 1
+
+	d := &demo{o: o, p: newPrinter(out), start: time.Now()}
+	defer d.p.flush() // what was said before an error, too
+	d.intro()
+	if d.nodes, err = startCluster(ctx, o, dir, filepath.Join(dir, "ledger.db")); err != nil {
+		return err
 	}
-	var cs []*coordinator.Coordinator
-	defer func() {
-		for _, c := range cs {
-			c.Close()
-		}
-	}()
-	fmt.Fprintf(out, "starting %d nodes on loopback (%d voters, %d shards)\n", *nodes, voters, *shards)
-	for i := 0; i < *nodes; i++ {
-		cfg := coordinator.DefaultLocalConfig()
-		cfg.NodeName = fmt.Sprintf("node%d", i)
-		cfg.DataDir = filepath.Join(dir, cfg.NodeName)
-		cfg.Voters, cfg.BootstrapExpect, cfg.Shards = voters, voters, *shards
-		if i > 0 {
-			cfg.Join = []string{cs[0].GossipAddr()}
-		}
-		c, err := coordinator.New(cfg)
-		if err != nil {
+	defer closeAll(d.nodes)
+	for _, step := range []func(context.Context) error{d.form, d.pause, d.move, d.resume, d.rejoin, d.finish} {
+		if err := step(ctx); err != nil {
 			return err
 		}
-		cs = append(cs, c)
 	}
-	leader, err := waitLeader(cs, *timeout)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "\ncluster %s formed; leader is %s\n\n", leader.ClusterID(), leader.NodeName())
-	printMembers(out, leader)
-	if len(cs) < 3 {
-		return shutdown(out, cs)
-	}
-	fmt.Fprintf(out, "\nkilling the leader %s (no goodbye, as a crash)\n", leader.NodeName())
-	leader.Close()
-	var rest []*coordinator.Coordinator
-	for _, c := range cs {
-		if c != leader {
-			rest = append(rest, c)
-		}
-	}
-	cs = rest
-	next, err := waitLeader(cs, *timeout)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "new leader %s, same cluster %s, replica at index %d\n",
-		next.NodeName(), next.ClusterID(), next.AppliedIndex())
-	waitGossipFailed(next, leader.NodeName(), *timeout)
-	deadID := leader.ID()
-	if waitVoterRemoved(next, deadID, *timeout) {
-		fmt.Fprintf(out, "autopilot removed the dead voter %s from the raft configuration\n", leader.NodeName())
-	}
-	fmt.Fprintln(out)
-	printMembers(out, next)
-	return shutdown(out, cs)
-}
-
-// waitLeader polls until one node leads and every node has the cluster ID.
-func waitLeader(cs []*coordinator.Coordinator, timeout time.Duration) (*coordinator.Coordinator, error) {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		var leader *coordinator.Coordinator
-		ready := true
-		for _, c := range cs {
-			if c.RaftState() == coordinator.StateLeader {
-				leader = c
-			}
-			ready = ready && c.ClusterID() != ""
-		}
-		if leader != nil && ready {
-			return leader, nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return nil, fmt.Errorf("no leader after %v", timeout)
-}
-
-// waitGossipFailed waits (bounded) until gossip on c reports name failed.
-func waitGossipFailed(c *coordinator.Coordinator, name string, timeout time.Duration) {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		for _, m := range c.Members() {
-			if m.Name == name && m.State != coordinator.MemberAlive {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// waitVoterRemoved waits (bounded) until id is no longer a voter.
-func waitVoterRemoved(c *coordinator.Coordinator, id string, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		found := false
-		for _, v := range c.Voters() {
-			found = found || v == id
-		}
-		if !found {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return false
-}
-
-func printMembers(out io.Writer, c *coordinator.Coordinator) {
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tSTATE\tRAFT\tRPC ADDRESS")
-	for _, m := range c.Members() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, m.State, m.Suffrage, m.RPCAddr)
-	}
-	tw.Flush()
-}
-
-func shutdown(out io.Writer, cs []*coordinator.Coordinator) error {
-	fmt.Fprintln(out, "\nshutting down gracefully")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, c := range cs {
-		if err := c.Shutdown(ctx); err != nil {
-			fmt.Fprintf(out, "  %s: %v\n", c.NodeName(), err)
-		}
-	}
-	fmt.Fprintln(out, "done")
 	return nil
 }
