@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/holdfast-go/holdfast/membership"
@@ -35,6 +36,7 @@ func (c *Coordinator) startMembership() error {
 		Profile:  membership.LAN,
 		Meta:     c.localMeta(),
 		Accept:   c.acceptMember,
+		Keys:     c.cfg.GossipKeys,
 		Logger:   c.log.With("subsystem", "gossip"),
 	}
 	if c.cfg.Gossip == GossipLocal {
@@ -52,6 +54,11 @@ func (c *Coordinator) startMembership() error {
 		return fmt.Errorf("holdfast: gossip: %w", err)
 	}
 	c.members = m
+	if len(c.cfg.GossipKeys) > 0 {
+		c.log.Info("gossip encrypted", "keys", len(c.cfg.GossipKeys), "primary", keyID(c.cfg.GossipKeys[0]))
+	} else {
+		c.log.Info("gossip in clear text: set Config.GossipKeys to encrypt and authenticate it")
+	}
 	if len(c.cfg.Join) == 0 {
 		return nil
 	}
@@ -61,7 +68,7 @@ func (c *Coordinator) startMembership() error {
 		if errors.Is(err, membership.ErrDuplicateName) {
 			return fmt.Errorf("%w: %w", ErrDuplicateName, err)
 		}
-		c.log.Info("join failed; retrying in the background", "seeds", c.cfg.Join, "error", err)
+		c.logJoinFailure(err, "join failed; retrying in the background")
 		c.goLoop(c.retryJoin)
 	}
 	return nil
@@ -70,7 +77,7 @@ func (c *Coordinator) startMembership() error {
 // retryJoin keeps trying the seeds with backoff until one answers.
 func (c *Coordinator) retryJoin() {
 	backoff := 200 * time.Millisecond
-	for sleepCtx(c.ctx, backoff) {
+	for attempt := 1; sleepCtx(c.ctx, backoff); attempt++ {
 		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.RPCTimeout)
 		_, err := c.members.Join(ctx, c.cfg.Join)
 		cancel()
@@ -82,8 +89,24 @@ func (c *Coordinator) retryJoin() {
 			c.log.Error("cannot join: node name in use", "error", err)
 			return
 		}
+		if attempt%10 == 0 {
+			c.logJoinFailure(err, "still cannot join; retrying")
+		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
+}
+
+// logJoinFailure logs a failed join, as a warning naming Config.GossipKeys
+// when the seeds answered but the gossip keys did not match (memberlist
+// reports that only in its error text).
+func (c *Coordinator) logJoinFailure(err error, msg string) {
+	s := err.Error()
+	if strings.Contains(s, "decrypt") || strings.Contains(s, "encrypt") {
+		c.log.Warn(msg+": the seeds use other gossip keys or none (check Config.GossipKeys)",
+			"seeds", c.cfg.Join, "encrypted", c.members.Encrypted(), "error", err)
+		return
+	}
+	c.log.Info(msg, "seeds", c.cfg.Join, "error", err)
 }
 
 // acceptMember refuses gossip members that belong to another cluster.

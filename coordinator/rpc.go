@@ -23,6 +23,7 @@ const (
 	methodBootstrapAbort   = "bootstrap.abort"
 	methodKeepAlive        = "session.keepalive"
 	methodConfirm          = "raft.confirm"
+	methodGossipKeyring    = "gossip.keyring"
 )
 
 // Remote error codes.
@@ -93,6 +94,8 @@ func (c *Coordinator) serveRPC(ctx context.Context, method string, body []byte) 
 			return nil, err
 		}
 		return nil, toRemote(c.removeServerLocal(ctx, req.ID))
+	case methodGossipKeyring:
+		return c.serveKeyring(body)
 	case methodBootstrapPrepare, methodBootstrapCommit, methodBootstrapAbort:
 		return c.boot.serve(method, body)
 	default:

@@ -44,6 +44,23 @@
 // nodes, e.g. members of a foreign cluster; a refused node never appears in
 // Members, though the refusal is one-sided unless both sides refuse.
 //
+// # Encryption
+//
+// With Config.Keys set, every gossip message, UDP and TCP, is encrypted and
+// authenticated with AES-GCM under the primary key (the first), and every
+// message received must decrypt under one of the keys: a node without a key,
+// or with none of the pool's keys, cannot join (its Join fails, nobody lists
+// it) and cannot inject state. An observer still sees which addresses talk,
+// how much and when. Encryption protects gossip only: raft and RPC need TLS.
+//
+// The keys of each node change at run time with InstallKey (accept a key),
+// UseKey (encrypt with it) and RemoveKey (stop accepting it). To
+// rotate a pool's key without losing anyone: install the new key on every
+// node, then make it primary on every node, then remove the old key from
+// every node; each step must be complete on all nodes before the next one
+// starts. The keyring lives in memory only: a node restarted later needs
+// the current keys in its Config.
+//
 // # Concurrency
 //
 // All methods of Membership are safe for concurrent use. Config.Accept is

@@ -37,6 +37,9 @@ type Membership struct {
 	gossip time.Duration // memberlist's GossipInterval
 	done   chan struct{} // closed by Shutdown
 
+	keyring *memberlist.Keyring // nil without encryption
+	keyMu   sync.Mutex          // serialises keyring changes (see keyring.go)
+
 	mu        sync.Mutex // guards the fields below; never held while calling memberlist
 	localAddr string
 	metaBytes []byte
@@ -81,16 +84,22 @@ func New(cfg Config) (*Membership, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	keyring, err := newKeyring(cfg.Keys)
+	if err != nil {
+		return nil, fmt.Errorf("membership: Config.Keys: %w", err)
+	}
+	cfg.Keys = nil // the keyring holds copies; the caller's slices are not kept
 	m := &Membership{
 		cfg:       cfg,
 		logger:    logger,
+		keyring:   keyring,
 		events:    newEventQueue(),
 		done:      make(chan struct{}),
 		metaBytes: metaBytes,
 		members:   make(map[string]*entry),
 	}
 	d := &delegate{m: m}
-	mc := memberlistConfig(&cfg, d, logger)
+	mc := memberlistConfig(&cfg, d, keyring, logger)
 	m.gossip = mc.GossipInterval
 	m.bcast = &memberlist.TransmitLimitedQueue{
 		NumNodes:       func() int { return int(m.alive.Load()) },
