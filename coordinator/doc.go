@@ -65,6 +65,15 @@
 // this node's ShardLeases; Watch streams table versions; Drain hands every
 // shard off for maintenance and Shutdown does so before leaving.
 //
+// # Gossip encryption
+//
+// With Config.GossipKeys set, all gossip is encrypted and authenticated
+// (AES-GCM; the first key encrypts, all decrypt): a node without one of the
+// keys never joins. Rotate without downtime with InstallGossipKey(new),
+// UseGossipKey(new), RemoveGossipKey(old), each applied to every live member
+// over RPC (use Config.TLS: the key is in the request). The keyring is not
+// persisted: keep every node's Config.GossipKeys in step with the rotation.
+//
 // # Identity
 //
 // A node's raft server ID is an identity generated once and kept in its
