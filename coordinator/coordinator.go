@@ -113,16 +113,9 @@ func (c *Coordinator) start() error {
 	}
 	c.id = id
 	c.log.Info("starting", "id", id, "new_identity", fresh, "voter_eligible", c.cfg.DataDir != "")
-	c.trans, err = transport.New(transport.Config{
-		Network:            c.cfg.Network,
-		BindAddr:           c.cfg.RPCAddr,
-		AdvertiseAddr:      c.cfg.AdvertiseRPCAddr,
-		LocalID:            id,
-		DefaultCallTimeout: c.cfg.RPCTimeout,
-		Logger:             c.log.With("subsystem", "transport"),
-	})
+	c.trans, err = c.newTransport()
 	if err != nil {
-		return fmt.Errorf("holdfast: RPCAddr: %w", err)
+		return err
 	}
 	if err := c.startRaft(); err != nil {
 		return err

@@ -257,6 +257,8 @@ func (t *transportCollector) Collect(ch chan<- prometheus.Metric) {
 	for reason, n := range map[string]uint64{
 		"too_many_conns": st.RejectedConns, "bad_handshake": st.BadHandshakes, "wrong_target": st.WrongTarget,
 		"oversized_frame": st.OversizedFrames, "bad_frame": st.BadFrames,
+		"tls_handshake": st.TLSHandshakeFailures, "plaintext_refused": st.PlaintextRefused,
+		"wrong_peer_name": st.WrongPeerName,
 	} {
 		ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(n), reason)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holdfast-go/holdfast/certs"
 	"github.com/holdfast-go/holdfast/coordinator"
 	"github.com/holdfast-go/holdfast/transport/memnet"
 )
@@ -35,6 +36,12 @@ type Options struct {
 	// NoStart creates the nodes' configurations without starting them;
 	// start them with Cluster.Start (in any order).
 	NoStart bool
+	// TLS turns on mutual TLS: Start makes a throwaway CA (Cluster.CA) and
+	// gives every node, before Configure runs, a TLSConfig with RequireTLS
+	// set and a certificate for its name written to files in a temporary
+	// directory. A Configure that renames a node must replace its TLS too
+	// (see NodeTLS).
+	TLS bool
 }
 
 // Cluster is a set of in-process holdfast nodes under test.
@@ -42,6 +49,7 @@ type Cluster struct {
 	t      testing.TB
 	opts   Options
 	Net    *memnet.Network // nil on loopback TCP
+	CA     *certs.CA       // the nodes' CA with Options.TLS; nil without
 	closed atomic.Bool
 	logMu  sync.Mutex
 
@@ -92,6 +100,13 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if opts.InMemory {
 		cl.Net = memnet.New(opts.Seed)
 	}
+	if opts.TLS {
+		ca, err := certs.NewCA("holdfasttest CA")
+		if err != nil {
+			t.Fatalf("holdfasttest: %v", err)
+		}
+		cl.CA = ca
+	}
 	t.Cleanup(cl.Close)
 	for i := 0; i < opts.Nodes; i++ {
 		n := cl.newNode()
@@ -131,6 +146,13 @@ func (cl *Cluster) newNode() *Node {
 		cfg.Network = cl.Net.Node(host)
 	}
 	cfg.Logger = newTestLogger(cl.t, &cl.closed, &cl.logMu).With("test_node", n.Name)
+	if cl.CA != nil {
+		f, err := cl.CA.WriteFiles(cl.t.TempDir(), n.Name)
+		if err != nil {
+			cl.t.Fatalf("holdfasttest: certificate for %s: %v", n.Name, err)
+		}
+		cfg.TLS = &coordinator.TLSConfig{CAFile: f.CAFile, CertFile: f.CertFile, KeyFile: f.KeyFile, RequireTLS: true}
+	}
 	if cl.opts.Configure != nil {
 		cl.opts.Configure(i, &cfg)
 	}
@@ -138,6 +160,18 @@ func (cl *Cluster) newNode() *Node {
 	n.Name = cfg.NodeName
 	cl.nodes = append(cl.nodes, n)
 	return n
+}
+
+// NodeTLS returns a TLSConfig (PEM, RequireTLS set) with a certificate for
+// nodeName signed by ca, failing the test on error. ca may be another CA
+// than Cluster.CA, to start a node the cluster must refuse.
+func NodeTLS(t testing.TB, ca *certs.CA, nodeName string) *coordinator.TLSConfig {
+	t.Helper()
+	certPEM, keyPEM, err := ca.NodeCert(nodeName)
+	if err != nil {
+		t.Fatalf("holdfasttest: certificate for %s: %v", nodeName, err)
+	}
+	return &coordinator.TLSConfig{CAPEM: ca.CertPEM(), CertPEM: certPEM, KeyPEM: keyPEM, RequireTLS: true}
 }
 
 // Add creates and starts one more node that joins the cluster.

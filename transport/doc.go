@@ -21,16 +21,41 @@
 //
 // Any other kind byte is logged at Warn and the connection closed.
 //
+// # Mutual TLS
+//
+// With Config.TLS set, a client wraps every new connection in TLS 1.3
+// before anything else, so its first byte is 0x16 (a TLS handshake record),
+// never 'R' or 'P'. The server peeks at that byte: 0x16 starts a TLS
+// handshake (within Config.HandshakeTimeout) in which the client must
+// present a certificate signed by TLS.CAs; plaintext 'R' or 'P' is refused
+// when TLS.Required is set and served as above when it is not. Inside TLS
+// the client then sends:
+//
+//	kind byte ('R' or 'P')
+//	n (1 byte), then n bytes: the client's node name (TLS.NodeName)
+//	for 'R' only: m (1 byte), then m bytes: the target node ID, as above
+//
+// followed by raft's protocol or RPC frames as in plaintext. The server
+// refuses a client whose certificate does not carry the name it sent as a
+// DNS subject alternative name (Stats.WrongPeerName), and a raft target ID
+// other than its own (Stats.WrongTarget). The client verifies the server's
+// chain against TLS.CAs and, when TLS.PeerName knows which node lives at the
+// address (and raft ID) it dials, that the server's certificate names that
+// node; otherwise any node the CAs signed is accepted. A TLS client facing a
+// peer that closes the connection on its ClientHello (a node without TLS)
+// retries in plaintext only when TLS.Required is false. Every refusal is
+// logged at Warn and counted in Stats.
+//
 // # Limits
 //
 // Nothing a peer sends can make the transport panic or allocate without
-// bound: the kind byte and raft header must arrive within
-// Config.HandshakeTimeout (read on a per-connection goroutine, so a silent
-// peer never stalls accepting); a frame length above Config.MaxFrameSize
-// closes the connection before any allocation; msgpack is checked
-// structurally before decoding (see Decode); at most Config.MaxInboundConns
-// inbound connections are open, and further ones are closed at once.
-// Refusals are counted in Stats.
+// bound: the kind byte and raft header (and, with TLS, the TLS handshake
+// and the client's name) must arrive within Config.HandshakeTimeout (read
+// on a per-connection goroutine, so a silent peer never stalls accepting);
+// a frame length above Config.MaxFrameSize closes the connection before any
+// allocation; msgpack is checked structurally before decoding (see Decode);
+// at most Config.MaxInboundConns inbound connections are open, and further
+// ones are closed at once. Refusals are counted in Stats.
 //
 // # Concurrency and lifetime
 //
@@ -45,11 +70,12 @@
 //
 // # Not (yet) provided
 //
-// Connections are not encrypted or authenticated; mutual TLS is planned and
-// will wrap each connection right after dial and accept (see trackedConn).
-// Calls are not retried, so a call on a pooled connection to a peer that
-// restarted fails once. Idle inbound RPC connections are not timed out.
-// Counters are exposed only through Stats. The transport relies on the
-// Network's connections honouring read and write deadlines, including
-// deadlines in the past, which is how a cancelled Call is aborted.
+// Without Config.TLS, connections are neither encrypted nor authenticated.
+// With it, certificates are loaded once (rotating them means a new
+// Transport) and revocation is not checked. Calls are not retried, so a
+// call on a pooled connection to a peer that restarted fails once. Idle
+// inbound RPC connections are not timed out. Counters are exposed only
+// through Stats. The transport relies on the Network's connections
+// honouring read and write deadlines, including deadlines in the past,
+// which is how a cancelled Call is aborted.
 package transport

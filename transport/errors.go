@@ -25,6 +25,11 @@ var ErrInvalidAddress = errors.New("transport: invalid address")
 // something that is not a valid response frame; the connection is dropped.
 var ErrProtocol = errors.New("transport: protocol error")
 
+// ErrWrongPeer is returned (wrapped) by Call and by the stream layer's Dial
+// when the server's certificate is signed by the CAs but does not name the
+// node that Config.TLS.PeerName expects at the address.
+var ErrWrongPeer = errors.New("transport: peer certificate names another node")
+
 // Error codes carried by RemoteError. Handlers may use any other code.
 const (
 	// CodeInternal is the code of a RemoteError built from a handler error

@@ -180,7 +180,9 @@ func (t *Transport) encodeResponse(resp rpcResponse) []byte {
 // nothing) for a request over Config.MaxFrameSize. Connections are pooled per
 // address, one call in flight on each; a connection that saw any error is
 // closed, not reused. Calls are not retried: a call on a pooled connection to
-// a peer that restarted since fails once.
+// a peer that restarted since fails once. With Config.TLS, a new connection
+// completes a TLS handshake first; the error wraps ErrWrongPeer when the
+// server's certificate names another node than TLS.PeerName expects at addr.
 func (t *Transport) Call(ctx context.Context, addr, method string, req, resp any) error {
 	body, err := Encode(req)
 	if err != nil {
@@ -230,9 +232,9 @@ func (t *Transport) roundTrip(ctx context.Context, addr, method string, body []b
 	if err != nil {
 		return resp, err
 	}
-	out := make([]byte, 0, 5+len(frame))
+	out := make([]byte, 0, 7+len(frame))
 	if fresh {
-		out = append(out, kindRPC)
+		out = append(out, t.preamble(c, kindRPC)...)
 	}
 	out = appendFrame(out, frame)
 
@@ -300,7 +302,7 @@ func (t *Transport) getConn(ctx context.Context, addr string) (c *trackedConn, f
 	if c != nil {
 		return c, false, nil
 	}
-	c, err = t.dial(ctx, addr)
+	c, err = t.dial(ctx, addr, "")
 	return c, true, err
 }
 

@@ -90,7 +90,10 @@ func (s *streamLayer) Addr() net.Addr {
 
 // Dial connects to a raft address made by RaftAddress and sends the raft
 // header naming the target node. A peer with another node ID closes the
-// connection, so the first raft RPC on it fails.
+// connection, so the first raft RPC on it fails. With Config.TLS, the TLS
+// handshake completes within timeout first and Dial fails (wrapping
+// ErrWrongPeer when the server's certificate names another node than
+// TLS.PeerName expects for the address and ID).
 func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	addr, id, err := SplitRaftAddress(address)
 	if err != nil {
@@ -101,13 +104,13 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	}
 	ctx, cancel := context.WithTimeout(s.t.ctx, timeout)
 	defer cancel()
-	c, err := s.t.dial(ctx, addr)
+	c, err := s.t.dial(ctx, addr, id)
 	if err != nil {
 		return nil, fmt.Errorf("transport: raft dial %s: %w", address, err)
 	}
 	deadline, _ := ctx.Deadline()
-	hdr := make([]byte, 0, 2+len(id))
-	hdr = append(hdr, kindRaft, byte(len(id)))
+	hdr := s.t.preamble(c, kindRaft)
+	hdr = append(hdr, byte(len(id)))
 	hdr = append(hdr, id...)
 	_ = c.SetWriteDeadline(deadline)
 	if _, err := c.Write(hdr); err != nil {

@@ -66,6 +66,10 @@ type Config struct {
 	// Logger receives the transport's logs; nil discards them. Refused
 	// connections and frames are logged at Warn, peer I/O errors at Debug.
 	Logger *slog.Logger
+	// TLS, if set, turns on mutual TLS for raft and RPC in both directions
+	// (see TLS and the package doc). Nil: plaintext only, and an inbound
+	// TLS handshake is refused as an unknown connection kind.
+	TLS *TLS
 }
 
 // DefaultConfig returns a Config listening on 127.0.0.1:0 over TCP with every
@@ -96,6 +100,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("transport: Config.DefaultCallTimeout %v is negative", c.DefaultCallTimeout)
 	case c.MaxInboundConns < 0:
 		return fmt.Errorf("transport: Config.MaxInboundConns %d is negative", c.MaxInboundConns)
+	case c.TLS != nil:
+		return c.TLS.validate()
 	}
 	return nil
 }
@@ -138,6 +144,21 @@ type Stats struct {
 	OversizedFrames uint64
 	// BadFrames counts RPC frames that could not be decoded.
 	BadFrames uint64
+	// TLSHandshakeFailures counts failed TLS handshakes in both directions:
+	// inbound, a client without a certificate signed by the CAs, a timeout
+	// or a protocol error; outbound, a server certificate not signed by the
+	// CAs, or a peer that does not speak TLS while TLS is required.
+	TLSHandshakeFailures uint64
+	// PlaintextRefused counts inbound plaintext raft and RPC connections
+	// closed because TLS.Required is set.
+	PlaintextRefused uint64
+	// WrongPeerName counts TLS peers refused because their certificate does
+	// not name the node they claim to be (inbound) or the node dialled
+	// (outbound, as TLS.PeerName names it).
+	WrongPeerName uint64
+	// PlaintextFallbacks counts outbound connections made in plaintext
+	// because the peer closed the TLS handshake and TLS is not required.
+	PlaintextFallbacks uint64
 	// InboundConns is the number of inbound connections open now.
 	InboundConns int
 }
@@ -146,6 +167,8 @@ type Stats struct {
 type counters struct {
 	rejectedConns, badHandshakes, wrongTarget atomic.Uint64
 	oversizedFrames, badFrames                atomic.Uint64
+	tlsHandshakeFailures, plaintextRefused    atomic.Uint64
+	wrongPeerName, plaintextFallbacks         atomic.Uint64
 }
 
 // Transport is one node's listener carrying both the raft stream layer and
@@ -157,6 +180,7 @@ type Transport struct {
 	ln     net.Listener
 	addr   string
 	stream *streamLayer
+	tls    *tlsState // nil without TLS
 
 	handler atomic.Pointer[handlerBox]
 	nextID  atomic.Uint64
@@ -203,6 +227,9 @@ func New(cfg Config) (*Transport, error) {
 		_ = ln.Close()
 		return nil, fmt.Errorf("transport: Config.AdvertiseAddr %q: %w", t.addr, err)
 	}
+	if cfg.TLS != nil {
+		t.tls = newTLSState(*cfg.TLS)
+	}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.stream = newStreamLayer(t)
 	t.SetHandler(cfg.Handler)
@@ -224,6 +251,16 @@ func (t *Transport) SetHandler(h Handler) {
 	t.handler.Store(&handlerBox{h})
 }
 
+// Handler returns the Handler serving inbound RPC, or nil while none is set.
+// It synchronises with SetHandler: whatever the caller of SetHandler wrote
+// before setting h is visible to a caller that gets h back.
+func (t *Transport) Handler() Handler {
+	if box := t.handler.Load(); box != nil {
+		return box.h
+	}
+	return nil
+}
+
 // Stats returns a snapshot of the counters of refused connections and frames.
 func (t *Transport) Stats() Stats {
 	t.mu.Lock()
@@ -235,7 +272,13 @@ func (t *Transport) Stats() Stats {
 		WrongTarget:     t.stats.wrongTarget.Load(),
 		OversizedFrames: t.stats.oversizedFrames.Load(),
 		BadFrames:       t.stats.badFrames.Load(),
-		InboundConns:    inbound,
+
+		TLSHandshakeFailures: t.stats.tlsHandshakeFailures.Load(),
+		PlaintextRefused:     t.stats.plaintextRefused.Load(),
+		WrongPeerName:        t.stats.wrongPeerName.Load(),
+		PlaintextFallbacks:   t.stats.plaintextFallbacks.Load(),
+
+		InboundConns: inbound,
 	}
 }
 
@@ -278,18 +321,24 @@ func (t *Transport) isClosed() bool {
 }
 
 // trackedConn is a connection the Transport closes on Close. Its Close
-// removes it from the Transport's set. It is also the one place a later TLS
-// layer would wrap the raw connection.
+// removes it from the Transport's set. Conn is the raw connection, or the
+// TLS connection over it once the goroutine that owns the connection has
+// completed a handshake (before it hands the connection on); Close closes
+// raw, so it never races with that swap.
 type trackedConn struct {
 	net.Conn
+	raw     net.Conn
 	t       *Transport
 	inbound bool
+	secure  bool // Conn is TLS (outbound: the preamble carries our name)
 	once    sync.Once
 }
 
-// Close closes the connection and forgets it; it is idempotent.
+// Close closes the connection and forgets it; it is idempotent. Over TLS it
+// closes the raw connection without a close_notify alert, which could block
+// on a peer that does not read; the peer sees a clean EOF all the same.
 func (c *trackedConn) Close() error {
-	err := c.Conn.Close()
+	err := c.raw.Close()
 	c.once.Do(func() { c.t.untrack(c) })
 	return err
 }
@@ -313,7 +362,7 @@ func (t *Transport) track(c *trackedConn) error {
 	t.mu.Unlock()
 	if err != nil {
 		c.once.Do(func() {}) // never untracked
-		_ = c.Conn.Close()
+		_ = c.raw.Close()
 	}
 	return err
 }
@@ -331,16 +380,26 @@ func (t *Transport) untrack(c *trackedConn) {
 	t.mu.Unlock()
 }
 
-// dial opens a tracked outbound connection to addr.
-func (t *Transport) dial(ctx context.Context, addr string) (*trackedConn, error) {
+// dial opens a tracked outbound connection to addr, over TLS when
+// configured; id is the raft node ID dialled ("" if none), for
+// TLS.PeerName. Send t.preamble(c, kind) first on the new connection.
+func (t *Transport) dial(ctx context.Context, addr, id string) (*trackedConn, error) {
 	if t.isClosed() {
 		return nil, ErrClosed
 	}
+	if t.tls != nil {
+		return t.dialTLS(ctx, addr, id)
+	}
+	return t.dialRaw(ctx, addr)
+}
+
+// dialRaw opens a tracked plaintext connection to addr.
+func (t *Transport) dialRaw(ctx context.Context, addr string) (*trackedConn, error) {
 	raw, err := t.cfg.Network.DialContext(ctx, addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
-	c := &trackedConn{Conn: raw, t: t}
+	c := &trackedConn{Conn: raw, raw: raw, t: t}
 	if err := t.track(c); err != nil {
 		return nil, err
 	}
@@ -366,7 +425,7 @@ func (t *Transport) acceptLoop() {
 			continue
 		}
 		delay = 0
-		c := &trackedConn{Conn: raw, t: t, inbound: true}
+		c := &trackedConn{Conn: raw, raw: raw, t: t, inbound: true}
 		if err := t.track(c); err != nil {
 			if errors.Is(err, errTooManyConns) {
 				t.stats.rejectedConns.Add(1)
@@ -392,16 +451,26 @@ func (t *Transport) sleep(d time.Duration) bool {
 }
 
 // handshake reads the kind byte (and the raft header) under HandshakeTimeout
-// and dispatches the connection.
+// and dispatches the connection. With TLS configured, the first byte may
+// instead start a TLS handshake, also bounded by HandshakeTimeout, after
+// which the kind byte is read inside TLS (see acceptTLS).
 func (t *Transport) handshake(c *trackedConn) {
 	defer t.wg.Done()
-	_ = c.SetReadDeadline(time.Now().Add(t.cfg.HandshakeTimeout))
+	deadline := time.Now().Add(t.cfg.HandshakeTimeout)
+	_ = c.SetReadDeadline(deadline)
 	var kind [1]byte
 	if _, err := io.ReadFull(c, kind[:]); err != nil {
 		t.stats.badHandshakes.Add(1)
 		t.log.Debug("transport: handshake failed", "remote", c.RemoteAddr().String(), "error", err)
 		_ = c.Close()
 		return
+	}
+	if t.tls != nil {
+		k, ok := t.acceptTLS(c, kind[0], deadline)
+		if !ok {
+			return
+		}
+		kind[0] = k
 	}
 	switch kind[0] {
 	case kindRaft:
