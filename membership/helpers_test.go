@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/holdfast-go/holdfast/internal/leaktest"
 )
 
+// TestMain checks for leaked goroutines, giving memberlist's probe
+// goroutines (which wait out their probe timeout after Shutdown) time to end.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	leaktest.VerifyTestMain(m, 10*time.Second)
 }
 
 // waitTimeout bounds every wait; generous for a loaded 2-core machine.
