@@ -1,0 +1,230 @@
+// Command bench runs holdfast and etcd side by side on this machine and
+// prints the medians and the holdfast/etcd ratio per workload, then the
+// holdfast scale curve on the in-memory network. See docs/BENCHMARKS.md.
+//
+//	cd bench && go run . -quick          # under 3 minutes on 2 cores
+//	cd bench && go run .                 # the fuller run
+//	cd bench && go run . -only lookup,acquire -replicas 3
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// workloads names the -only values.
+var workloads = []string{"acquire", "contended", "failover", "handoff", "lookup", "memory", "scale"}
+
+// options are the run's sizes.
+type options struct {
+	only      map[string]bool
+	replicas  []int
+	rounds    int           // A/B rounds per system (acquire, contended, handoff, lookup)
+	duration  time.Duration // one acquire+release round
+	warmup    time.Duration
+	failovers int // failover rounds (one kill per system each)
+	handoffs  int // handoffs per round
+	lookupDur time.Duration
+	window    time.Duration // scale curve: idle CPU profile
+	limit     time.Duration // scale curve: bound on each wait
+	scale     []scaleCase
+	// leaderRows adds, at replicas > 1, workloads 1 and 4 again with
+	// holdfast's single client and waiter on the raft leader.
+	leaderRows bool
+}
+
+func (o *options) selected(w string) bool { return o.only[w] }
+
+// profiling is set while -cpuprofile records the whole run.
+var profiling bool
+
+func main() {
+	log.SetFlags(log.Ltime)
+	log.SetPrefix("bench: ")
+	var (
+		quick    = flag.Bool("quick", false, "a reduced run: fewer, shorter rounds and a shorter scale curve (under 3 minutes on 2 cores)")
+		only     = flag.String("only", strings.Join(workloads, ","), "comma-separated workloads to run: "+strings.Join(workloads, ", "))
+		replicas = flag.String("replicas", "1,3", "replica counts to compare (etcd members = holdfast voters)")
+		rounds   = flag.Int("rounds", 0, "A/B rounds per system (0: 3 with -quick, else 5)")
+		scale    = flag.String("scale", "", "scale curve points as NODESxSHARDS,... (default: 3x1024,9x1024,27x1024 with -quick, else also 64x1024,3x100000,64x100000)")
+		limit    = flag.Duration("scale-limit", 90*time.Second, "scale curve: the longest each wait (forming, ownership, balance, join, death) may take")
+		cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (the scale curve then does not split idle CPU by node)")
+		leader   = flag.String("leader-rows", "auto", "at replicas > 1, repeat workloads 1 and 4 with holdfast's client and waiter on the raft leader: on, off, auto (on unless -quick)")
+		ca       childArgs
+	)
+	flag.StringVar(&ca.kind, "child", "", "internal: run as a child process of workload 6 (holdfast, etcd, idle)")
+	flag.IntVar(&ca.index, "child-index", 0, "internal")
+	flag.IntVar(&ca.n, "child-n", 1, "internal")
+	flag.StringVar(&ca.dir, "child-dir", "", "internal")
+	flag.StringVar(&ca.join, "child-join", "", "internal")
+	flag.StringVar(&ca.ports, "child-ports", "", "internal")
+	flag.Parse()
+	if ca.kind != "" {
+		if err := runChild(ca); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	o, err := buildOptions(*quick, *only, *replicas, *rounds, *scale)
+	if err == nil {
+		o.limit = *limit
+	}
+	if err == nil {
+		switch *leader {
+		case "on", "off":
+			o.leaderRows = *leader == "on"
+		case "auto":
+			o.leaderRows = !*quick
+		default:
+			err = fmt.Errorf("bad -leader-rows %q: on, off or auto", *leader)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		flag.Usage()
+		os.Exit(2)
+	}
+	if *cpuprof != "" {
+		f, err := os.Create(*cpuprof)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		profiling = true
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
+	if err := run(os.Stdout, o, *quick); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func buildOptions(quick bool, only, replicas string, rounds int, scale string) (*options, error) {
+	o := &options{only: map[string]bool{}, rounds: 5, duration: 3 * time.Second, warmup: 500 * time.Millisecond,
+		failovers: 7, handoffs: 25, lookupDur: 1 * time.Second, window: 5 * time.Second,
+		scale: []scaleCase{{3, 1024}, {9, 1024}, {27, 1024}, {64, 1024}, {3, 100_000}, {64, 100_000}}}
+	if quick {
+		o.rounds, o.duration, o.warmup, o.failovers, o.handoffs, o.lookupDur, o.window =
+			3, time.Second, 300*time.Millisecond, 3, 8, 250*time.Millisecond, 2*time.Second
+		o.scale = []scaleCase{{3, 1024}, {9, 1024}, {27, 1024}}
+	}
+	if rounds > 0 {
+		o.rounds = rounds
+	}
+	for _, w := range strings.Split(only, ",") {
+		w = strings.TrimSpace(w)
+		if w == "" {
+			continue
+		}
+		if !slices.Contains(workloads, w) {
+			return nil, fmt.Errorf("unknown workload %q", w)
+		}
+		o.only[w] = true
+	}
+	for _, r := range strings.Split(replicas, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(r))
+		if err != nil || (n != 1 && n != 3 && n != 5) {
+			return nil, fmt.Errorf("bad -replicas %q: 1, 3 or 5", r)
+		}
+		o.replicas = append(o.replicas, n)
+	}
+	if scale != "" {
+		o.scale = nil
+		for _, p := range strings.Split(scale, ",") {
+			var c scaleCase
+			if _, err := fmt.Sscanf(strings.TrimSpace(p), "%dx%d", &c.nodes, &c.shards); err != nil || c.nodes < 3 || c.shards < 1 {
+				return nil, fmt.Errorf("bad -scale point %q: NODESxSHARDS with at least 3 nodes", p)
+			}
+			o.scale = append(o.scale, c)
+		}
+	}
+	return o, nil
+}
+
+func run(w io.Writer, o *options, quick bool) error {
+	start := time.Now()
+	mode := "full"
+	if quick {
+		mode = "quick"
+	}
+	fmt.Fprintf(w, "## holdfast vs etcd (%s run)\n\n%s\n", mode, machine())
+	fmt.Fprintf(w, "A/B rounds per system: %d (acquire rounds of %v, %d handoffs per round, %d failover kills per system); values are medians of rounds.\n",
+		o.rounds, o.duration, o.handoffs, o.failovers)
+	rep := &report{}
+	comparing := o.selected("acquire") || o.selected("contended") || o.selected("failover") ||
+		o.selected("handoff") || o.selected("lookup") || o.selected("memory")
+	if comparing {
+		for _, r := range o.replicas {
+			sec := rep.section(fmt.Sprintf("%d replica(s): %d holdfast voter(s) vs %d etcd member(s), loopback TCP, fsync on", r, r, r))
+			if o.selected("acquire") || o.selected("contended") || o.selected("failover") ||
+				o.selected("handoff") || o.selected("lookup") {
+				if err := runCompare(o, r, sec); err != nil {
+					return fmt.Errorf("r=%d: %w", r, err)
+				}
+			}
+			if o.selected("memory") {
+				if err := memoryWorkload(r, sec); err != nil {
+					return fmt.Errorf("memory r=%d: %w", r, err)
+				}
+			}
+			sec.print(w)
+		}
+		if o.selected("memory") {
+			if m, err := memIdle(); err == nil {
+				fmt.Fprintf(w, "\nAn idle child of the same binary (the floor under both memory figures): RSS %.1f MiB, heap %.1f MiB.\n",
+					float64(m.RSSKiB)/1024, float64(m.HeapLive)/(1<<20))
+			}
+		}
+	}
+	if o.selected("scale") {
+		scaleCurve(w, o.scale, o.window, o.limit)
+	}
+	fmt.Fprintf(w, "\nTotal time %v; load average at the end: %s.\n", time.Since(start).Round(time.Second), loadavg())
+	return nil
+}
+
+// machine describes the host the run is on.
+func machine() string {
+	cpu := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0])
+		if len(f) >= 2 {
+			kib, _ := strconv.ParseFloat(f[1], 64)
+			mem = fmt.Sprintf(", %.0f GiB", kib/(1<<20))
+		}
+	}
+	return fmt.Sprintf("Machine: %s, %d cores%s, %s %s/%s; load average at start: %s.\n",
+		cpu, runtime.NumCPU(), mem, runtime.Version(), runtime.GOOS, runtime.GOARCH, loadavg())
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}

@@ -1,0 +1,415 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/holdfast-go/holdfast/coordinator"
+)
+
+// scaleCase is one point of the scale curve.
+type scaleCase struct{ nodes, shards int }
+
+// scaleRow is what one point measured.
+type scaleRow struct {
+	c                     scaleCase
+	form, owned, balanced time.Duration // from the first node's start
+	startCPU              time.Duration // process CPU from start to balanced
+	heapPerNode           float64       // MiB: live heap growth / nodes
+	rss                   float64       // MiB: process VmRSS once balanced
+	idleCPU               float64       // % of one core, whole process, steady state
+	leaderCPU             float64       // % of one core, the leader's goroutines
+	othersCPU             float64       // % of one core, every other node together
+	unlabelledCPU         float64       // % of one core, goroutines no node started (timers, the network)
+	joinMoves, joinLost   int           // shards that changed owner; nodes whose session changed
+	join                  time.Duration // join → balanced again
+	dieMoves, dieLost     int
+	die                   time.Duration // kill → balanced again
+	err                   string
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func heapLive() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// runScale measures one point: nodes in this process on the in-memory
+// network, 3 voters with data dirs (bbolt, fsync on) and the rest raft
+// non-voters on in-memory stores, DefaultLocalConfig timings (session TTL
+// 3 s, join stabilization 1 s).
+func runScale(c scaleCase, window, limit time.Duration) (row scaleRow) {
+	row.c = c
+	heap0 := heapLive()
+	cpu0 := cpuTime()
+	start := time.Now()
+	h, err := newHFCluster(hfOptions{voters: 3, shards: c.shards, inMemory: true, labels: true,
+		base: coordinator.DefaultLocalConfig})
+	if err != nil {
+		row.err = err.Error()
+		return row
+	}
+	defer h.close()
+	fail := func(what string, err error) scaleRow {
+		row.err = fmt.Sprintf("%s: %v", what, err)
+		return row
+	}
+	for i := 0; i < c.nodes; i++ {
+		if _, err := h.add(i < 3); err != nil {
+			return fail("start", err)
+		}
+	}
+	if err := h.waitReady(limit); err != nil {
+		return fail("forming", err)
+	}
+	row.form = time.Since(start)
+	if err := poll(limit, func() error { return h.ownedByLeader() }); err != nil {
+		return fail(fmt.Sprintf("formed in %s; full ownership not reached (%s)", secs(row.form), h.progress()), err)
+	}
+	row.owned = time.Since(start)
+	if err := poll(limit, h.balanced); err != nil {
+		return fail(fmt.Sprintf("formed in %s, all owned in %s; balance not reached (%s)", secs(row.form), secs(row.owned), h.progress()), err)
+	}
+	row.balanced = time.Since(start)
+	row.startCPU = cpuTime() - cpu0
+	row.heapPerNode = float64(heapLive()-min(heap0, heapLive())) / float64(c.nodes) / (1 << 20)
+	row.rss = float64(readMem().RSSKiB) / 1024
+	if err := h.profileSteady(window, &row); err != nil {
+		return fail("profile", err)
+	}
+	if err := h.joinOne(limit, &row); err != nil {
+		return fail("join", err)
+	}
+	if err := h.killOne(limit, &row); err != nil {
+		return fail("death", err)
+	}
+	return row
+}
+
+// progress describes the leader's table: owned and free shards.
+func (h *hfCluster) progress() string {
+	t, err := h.leaderTable()
+	if err != nil {
+		return err.Error()
+	}
+	owned := 0
+	for s := 0; s < t.Len(); s++ {
+		if _, ok := t.Owner(coordinator.ShardID(s)); ok {
+			owned++
+		}
+	}
+	return fmt.Sprintf("%d of %d shards owned", owned, t.Len())
+}
+
+// sessions returns each running node's session ID.
+func (h *hfCluster) sessions() map[*hfNode]string {
+	out := map[*hfNode]string{}
+	for _, n := range h.running() {
+		if info, ok := n.c.Session(); ok {
+			out[n] = info.ID
+		}
+	}
+	return out
+}
+
+// lost counts the nodes of before still running whose session changed.
+func (h *hfCluster) lost(before map[*hfNode]string) int {
+	after := h.sessions()
+	n := 0
+	for node, id := range before {
+		if node.c != nil && after[node] != id {
+			n++
+		}
+	}
+	return n
+}
+
+// leaderTable returns the leader's shard table.
+func (h *hfCluster) leaderTable() (*coordinator.ShardTable, error) {
+	l, err := h.leader()
+	if err != nil {
+		return nil, err
+	}
+	return l.c.Table(), nil
+}
+
+func (h *hfCluster) ownedByLeader() error {
+	l, err := h.leader()
+	if err != nil {
+		return err
+	}
+	return allOwned(l.c, h.opts.shards)()
+}
+
+// balanced reports nil once the leader's table shows every shard owned by
+// a running node, none being handed off, and every running node within
+// its bounds.
+func (h *hfCluster) balanced() error {
+	ids := map[string]bool{}
+	for _, n := range h.running() {
+		ids[n.id] = true
+	}
+	t, err := h.leaderTable()
+	if err != nil {
+		return err
+	}
+	loads := map[string]int{}
+	for s := 0; s < t.Len(); s++ {
+		info, _ := t.Shard(coordinator.ShardID(s))
+		if info.State != coordinator.ShardOwned {
+			return fmt.Errorf("%w: shard %d %s", errNotYet, s, info.State)
+		}
+		if !ids[info.Owner.NodeID] {
+			return fmt.Errorf("%w: shard %d owned by a dead node", errNotYet, s)
+		}
+		loads[info.Owner.NodeID]++
+	}
+	if t.Len() == 0 {
+		return fmt.Errorf("%w: no table", errNotYet)
+	}
+	lo, hi := bounds(t.Len(), len(ids))
+	for id := range ids {
+		if l := loads[id]; l < lo || l > hi {
+			return fmt.Errorf("%w: a node owns %d, bounds [%d, %d]", errNotYet, l, lo, hi)
+		}
+	}
+	return nil
+}
+
+// owners returns the leader's table as shard → owner node ID.
+func (h *hfCluster) owners() ([]string, error) {
+	t, err := h.leaderTable()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, t.Len())
+	for s := range out {
+		o, _ := t.Owner(coordinator.ShardID(s))
+		out[s] = o.NodeID
+	}
+	return out, nil
+}
+
+func moved(before, after []string) int {
+	n := 0
+	for i := range min(len(before), len(after)) {
+		if before[i] != after[i] {
+			n++
+		}
+	}
+	return n
+}
+
+// joinOne adds a diskless node and measures the time and the moves until
+// the table is balanced again.
+func (h *hfCluster) joinOne(limit time.Duration, row *scaleRow) error {
+	before, err := h.owners()
+	if err != nil {
+		return err
+	}
+	sess := h.sessions()
+	t0 := time.Now()
+	if _, err := h.add(false); err != nil {
+		return err
+	}
+	if err := poll(limit, h.balanced); err != nil {
+		return fmt.Errorf("%s: %w", h.progress(), err)
+	}
+	row.join = time.Since(t0)
+	after, err := h.owners()
+	row.joinMoves, row.joinLost = moved(before, after), h.lost(sess)
+	return err
+}
+
+// killOne closes a node that does not lead raft (a non-voter when there is
+// one, so that no vote is lost) and measures the time and the moves until
+// its shards are owned again and the table balanced.
+func (h *hfCluster) killOne(limit time.Duration, row *scaleRow) error {
+	before, err := h.owners()
+	if err != nil {
+		return err
+	}
+	var victim *hfNode
+	for _, n := range h.followers() {
+		if victim == nil || (!n.eligible && victim.eligible) {
+			victim = n
+		}
+	}
+	if victim == nil {
+		return fmt.Errorf("no follower to kill")
+	}
+	sess := h.sessions()
+	t0 := time.Now()
+	h.kill(victim)
+	if err := poll(limit, h.balanced); err != nil {
+		return fmt.Errorf("%s: %w", h.progress(), err)
+	}
+	row.die = time.Since(t0)
+	after, err := h.owners()
+	row.dieMoves, row.dieLost = moved(before, after), h.lost(sess)
+	return err
+}
+
+// profileSteady takes a CPU profile of the idle, balanced cluster for
+// window and splits it by the node label every node's goroutines carry.
+func (h *hfCluster) profileSteady(window time.Duration, row *scaleRow) error {
+	l, err := h.leader()
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	cpu0 := cpuTime()
+	if profiling {
+		time.Sleep(window)
+		row.idleCPU = 100 * float64(cpuTime()-cpu0) / float64(window)
+		return nil
+	}
+	if err := pprof.StartCPUProfile(&buf); err != nil {
+		return err
+	}
+	time.Sleep(window)
+	pprof.StopCPUProfile()
+	row.idleCPU = 100 * float64(cpuTime()-cpu0) / float64(window)
+	byNode, err := cpuByLabel(&buf)
+	if err != nil {
+		return err
+	}
+	row.leaderCPU = 100 * float64(byNode[l.name]) / float64(window)
+	for _, n := range h.running() {
+		if n != l {
+			row.othersCPU += 100 * float64(byNode[n.name]) / float64(window)
+		}
+	}
+	row.unlabelledCPU = 100 * float64(byNode[unlabelled]) / float64(window)
+	return nil
+}
+
+const unlabelled = "(unlabelled)"
+
+// cpuByLabel sums a CPU profile's nanoseconds by the "node" label.
+func cpuByLabel(r io.Reader) (map[string]time.Duration, error) {
+	p, err := profile.Parse(r)
+	if err != nil {
+		return nil, err
+	}
+	vi := -1
+	for i, st := range p.SampleType {
+		if st.Type == "cpu" {
+			vi = i
+		}
+	}
+	if vi < 0 {
+		return nil, fmt.Errorf("no cpu sample type")
+	}
+	out := map[string]time.Duration{}
+	for _, s := range p.Sample {
+		node := unlabelled
+		if v := s.Label["node"]; len(v) > 0 {
+			node = v[0]
+		}
+		out[node] += time.Duration(s.Value[vi])
+	}
+	return out, nil
+}
+
+// scaleCurve runs every case and prints the table.
+func scaleCurve(w io.Writer, cases []scaleCase, window, limit time.Duration) []scaleRow {
+	var rows []scaleRow
+	for _, c := range cases {
+		t0 := time.Now()
+		r := runScale(c, window, limit)
+		log.Printf("scale %d nodes × %d shards: done in %v %s", c.nodes, c.shards, time.Since(t0).Round(time.Millisecond), r.err)
+		rows = append(rows, r)
+	}
+	printScale(w, rows, window, limit)
+	return rows
+}
+
+func printScale(w io.Writer, rows []scaleRow, window, limit time.Duration) {
+	fmt.Fprintf(w, "\n### Scale curve (holdfast, in-process, in-memory network)\n\n")
+	header := []string{"nodes", "shards", "formed", "all owned", "balanced", "CPU to balance",
+		"heap/node", "RSS (process)", "idle CPU: process", "leader", "other nodes", "unattributed",
+		"join: moves", "join: time", "death: moves", "death: time"}
+	var cells [][]string
+	for _, r := range rows {
+		if r.err != "" {
+			cells = append(cells, []string{fmt.Sprint(r.c.nodes), fmt.Sprint(r.c.shards), "failed: " + strings.ReplaceAll(r.err, "|", "/")})
+			continue
+		}
+		cells = append(cells, []string{
+			fmt.Sprint(r.c.nodes), fmt.Sprint(r.c.shards),
+			secs(r.form), secs(r.owned), secs(r.balanced), secs(r.startCPU),
+			fmt.Sprintf("%.2f MiB", r.heapPerNode), fmt.Sprintf("%.0f MiB", r.rss),
+			pct(r.idleCPU), pct(r.leaderCPU), pct(r.othersCPU), pct(r.unlabelledCPU),
+			movesCell(r.joinMoves, r.joinLost), secs(r.join), movesCell(r.dieMoves, r.dieLost), secs(r.die),
+		})
+	}
+	table(w, header, cells)
+	fmt.Fprintf(w, "\nTimes are from the first node's start (formed: every node ready and seen alive; all owned: no free shard;\n"+
+		"balanced: every node within shardown's bounds). Join and death times include the 1 s join stabilization and\n"+
+		"the 3 s session TTL (+ expiry) of DefaultLocalConfig. Idle CPU is percent of one core over a %v window once balanced:\n"+
+		"the whole process (getrusage), then split by the pprof label node=<name> that each node's goroutines inherit from\n"+
+		"its New (leader, the sum of all other nodes, and goroutines started outside any node: timers, the in-memory network).\n"+
+		"CPU to balance is the whole process's CPU time from the first start until balanced. Each wait is bounded by %v.\n", window, limit)
+	if bend := bendNote(rows); bend != "" {
+		fmt.Fprintf(w, "\n%s\n", bend)
+	}
+}
+
+// movesCell shows the moves, and the sessions lost meanwhile if any (a node
+// whose session expired loses all its shards).
+func movesCell(moves, lost int) string {
+	if lost == 0 {
+		return fmt.Sprint(moves)
+	}
+	return fmt.Sprintf("%d (%d sessions lost)", moves, lost)
+}
+
+func pct(x float64) string { return fmt.Sprintf("%.1f%%", x) }
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+
+// bendNote points at the largest per-node growth of idle CPU and of time
+// to balance between consecutive points with the same shard count.
+func bendNote(rows []scaleRow) string {
+	var ok []scaleRow
+	for _, r := range rows {
+		if r.err == "" {
+			ok = append(ok, r)
+		}
+	}
+	var notes []string
+	for i := 1; i < len(ok); i++ {
+		a, b := ok[i-1], ok[i]
+		if a.c.shards != b.c.shards {
+			continue
+		}
+		k := float64(b.c.nodes) / float64(a.c.nodes)
+		cpuK := b.idleCPU / a.idleCPU
+		balK := b.balanced.Seconds() / a.balanced.Seconds()
+		notes = append(notes, fmt.Sprintf("%d→%d nodes (×%.1f): idle CPU ×%.1f, time to balance ×%.1f, leader CPU ×%.1f",
+			a.c.nodes, b.c.nodes, k, cpuK, balK, b.leaderCPU/a.leaderCPU))
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return "Growth between points: " + strings.Join(notes, "; ") + "."
+}
