@@ -3,7 +3,6 @@ package coordinator
 import (
 	"context"
 	"sort"
-	"sync/atomic"
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
@@ -34,12 +33,6 @@ type revokeTrack struct {
 	owner    string
 	token    uint64
 	deadline time.Time // the forced release may be committed from then on
-}
-
-// handoffCounters count the leader's shard commands that took effect, on
-// this node, over its whole life.
-type handoffCounters struct {
-	grants, revokes, forced atomic.Int64
 }
 
 func newBalancer(c *Coordinator) *balancer {
@@ -187,9 +180,7 @@ func (b *balancer) force(ctx context.Context, v *fsm.View, now time.Time) {
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].Shard < items[j].Shard })
 	b.c.log.Warn("forcing the release of revoked shards whose owner did not release them", "shards", len(items))
-	n := b.commitForced(ctx, items)
-	b.c.handoffs.forced.Add(int64(n))
-	b.c.metrics.forced.Add(float64(n))
+	b.c.metrics.forced.Add(float64(b.commitForced(ctx, items)))
 }
 
 func (b *balancer) commitForced(ctx context.Context, items []fsm.ShardItem) int {
@@ -293,10 +284,8 @@ func (b *balancer) commit(ctx context.Context, op fsm.Op, items []fsm.ShardItem)
 			return
 		}
 		if op == fsm.OpShardGrant {
-			b.c.handoffs.grants.Add(int64(res.Count))
 			b.observeHandoffs(chunk, res.Index)
 		} else {
-			b.c.handoffs.revokes.Add(int64(res.Count))
 			b.c.metrics.handoffs.Add(float64(res.Count))
 			b.startHandoffs(chunk, res.Index)
 		}

@@ -36,7 +36,6 @@ type Coordinator struct {
 	metrics    *metrics
 	lessor     *lessor
 	shards     *shardMgr
-	handoffs   handoffCounters
 	drained    atomic.Bool  // Drain was called (and not Undrain): sessions start drained
 	shardCount atomic.Int64 // the cluster's shard count, once known
 

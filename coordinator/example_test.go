@@ -9,30 +9,33 @@ import (
 	"github.com/holdfast-go/holdfast/coordinator"
 )
 
-// startExampleNode starts a one-node cluster on loopback with a data dir
-// under dir.
-func startExampleNode(dir string) (*coordinator.Coordinator, error) {
+// startExampleNode starts a one-node cluster on loopback with a temporary
+// data dir; stop shuts it down and removes the dir.
+func startExampleNode() (c *coordinator.Coordinator, stop func()) {
+	dir, err := os.MkdirTemp("", "holdfast-example")
+	if err != nil {
+		panic(err)
+	}
 	cfg := coordinator.DefaultLocalConfig()
 	cfg.NodeName = "node-a"
 	cfg.DataDir = dir
 	cfg.Voters, cfg.BootstrapExpect = 1, 1
 	cfg.Shards = 16
-	return coordinator.New(cfg)
+	c, err = coordinator.New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return c, func() {
+		_ = c.Shutdown(context.Background())
+		os.RemoveAll(dir)
+	}
 }
 
 // Campaign blocks until this node holds the lease; its token goes with
 // every write to the protected resource, and Resign hands the lease on.
 func ExampleCoordinator_Campaign() {
-	dir, err := os.MkdirTemp("", "holdfast-example")
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(dir)
-	c, err := startExampleNode(dir)
-	if err != nil {
-		panic(err)
-	}
-	defer c.Shutdown(context.Background())
+	c, stop := startExampleNode()
+	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -57,16 +60,8 @@ func ExampleCoordinator_Campaign() {
 // ShardFor maps a key to its shard; Owner says which node owns it, from
 // the local replica; Watch streams the table as it changes.
 func ExampleCoordinator_Owner() {
-	dir, err := os.MkdirTemp("", "holdfast-example")
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(dir)
-	c, err := startExampleNode(dir)
-	if err != nil {
-		panic(err)
-	}
-	defer c.Shutdown(context.Background())
+	c, stop := startExampleNode()
+	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 

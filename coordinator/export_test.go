@@ -87,11 +87,5 @@ func ShardLeaseEnd(l *ShardLease) time.Time {
 // ShardLeaseStart returns when this node began to believe the shard lease.
 func ShardLeaseStart(l *ShardLease) time.Time { return l.start }
 
-// Handoffs returns the shard grants, revokes and forced releases this node
-// committed as leader.
-func (c *Coordinator) Handoffs() (grants, revokes, forced int64) {
-	return c.handoffs.grants.Load(), c.handoffs.revokes.Load(), c.handoffs.forced.Load()
-}
-
 // TransportStats returns the transport's counters of refused input.
 func (c *Coordinator) TransportStats() transport.Stats { return c.trans.Stats() }

@@ -70,7 +70,7 @@ func (t *ShardTable) Shard(s ShardID) (ShardInfo, bool) {
 	case fsm.ShardRevoking:
 		info.State = ShardRevoking
 	}
-	info.Owner, _ = ownerIn(t.v, s)
+	info.Owner, _ = ownerOf(sh)
 	return info, true
 }
 

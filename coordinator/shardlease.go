@@ -295,6 +295,19 @@ func (m *shardMgr) owned() []*ShardLease {
 	return out
 }
 
+// count returns the number of live leases.
+func (m *shardMgr) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, l := range m.leases {
+		if l.ctx.Err() == nil {
+			n++
+		}
+	}
+	return n
+}
+
 // state returns the number of live leases and releases under way, and a
 // channel closed when the leases change.
 func (m *shardMgr) state() (leases, releasing int, changed <-chan struct{}) {

@@ -57,7 +57,11 @@ func (c *Coordinator) Owner(s ShardID) (ShardOwner, bool) {
 }
 
 func ownerIn(v *fsm.View, s ShardID) (ShardOwner, bool) {
-	sh := v.ShardRef(uint32(s))
+	return ownerOf(v.ShardRef(uint32(s)))
+}
+
+// ownerOf describes the owner of a table entry (nil: out of range).
+func ownerOf(sh *fsm.Shard) (ShardOwner, bool) {
 	if sh == nil || sh.State == fsm.ShardFree {
 		return ShardOwner{}, false
 	}

@@ -54,37 +54,30 @@ func reportJoinMetrics(b *testing.B, moves int) {
 	b.ReportMetric(float64(moves)/float64(optimum), "moves/optimum")
 }
 
-// BenchmarkAssign measures one unlimited Plan call for 100,000 shards over
-// 100 balanced members after one member joins: the whole rebalance in a
-// single call. Building the balanced table is not timed.
+// BenchmarkAssign measures one Plan call for 100,000 shards over 100
+// balanced members after one member joins: "unlimited" is the whole
+// rebalance in a single call; "rate-limited" uses the default limit
+// (max(1, S/16) moves per call), the first call a caller makes after the
+// join. Building the balanced table is not timed.
 func BenchmarkAssign(b *testing.B) {
-	members, table, p := largeJoinSetup(b)
-	moves := 0
-	for b.Loop() {
-		_, mv, err := Plan(members, table, p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		moves = len(mv)
+	for _, bc := range []struct {
+		name  string
+		limit int
+	}{{"unlimited", -1}, {"rate-limited", 0}} {
+		b.Run(bc.name, func(b *testing.B) {
+			members, table, p := largeJoinSetup(b)
+			p.MaxMovesInFlight = bc.limit
+			moves := 0
+			for b.Loop() {
+				_, mv, err := Plan(members, table, p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				moves = len(mv)
+			}
+			reportJoinMetrics(b, moves)
+		})
 	}
-	reportJoinMetrics(b, moves)
-}
-
-// BenchmarkAssignRateLimited is BenchmarkAssign with the default rate limit
-// (MaxMovesInFlight 0, that is max(1, S/16) moves per call): the cost of
-// the first call a caller makes after the join.
-func BenchmarkAssignRateLimited(b *testing.B) {
-	members, table, p := largeJoinSetup(b)
-	p.MaxMovesInFlight = 0
-	moves := 0
-	for b.Loop() {
-		_, mv, err := Plan(members, table, p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		moves = len(mv)
-	}
-	reportJoinMetrics(b, moves)
 }
 
 // TestAssignLargeJoinMoves checks the BenchmarkAssign scenario: a join to
