@@ -110,8 +110,11 @@ func New(cfg Config) (*Membership, error) {
 		return nil, fmt.Errorf("membership: start gossip: %w", err)
 	}
 	m.ml = ml
+	// Read the address before taking m.mu: memberlist calls the delegate
+	// (which takes m.mu) while holding its node lock, which LocalNode needs.
+	addr := ml.LocalNode().Address()
 	m.mu.Lock()
-	m.localAddr = ml.LocalNode().Address()
+	m.localAddr = addr
 	m.mu.Unlock()
 	m.wg.Add(1)
 	go func() {
