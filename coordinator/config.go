@@ -118,7 +118,9 @@ type Config struct {
 	// is promoted to voter.
 	ServerStabilization time.Duration
 	// DeadServerStabilization is how long gossip must report a voter dead
-	// before it is removed from the raft configuration.
+	// before it is removed from the raft configuration; a voter whose
+	// keepalives reached the leader within that time is not removed,
+	// whatever gossip says.
 	DeadServerStabilization time.Duration
 	// ReconcileInterval is how often the leader reconciles gossip members
 	// with the raft configuration (it also reacts to membership events).

@@ -27,6 +27,7 @@ type lessor struct {
 	term      uint64               // the raft term this node leads in, while active
 	deadlines map[string]time.Time // session → deadline
 	expiring  map[string]bool      // expiry decided: keepalives are refused
+	heard     map[string]time.Time // node ID → arrival of its last answered keepalive
 
 	verifyReq chan chan error // batched VerifyLeader requests
 
@@ -53,6 +54,7 @@ func (l *lessor) run(ctx context.Context) {
 	l.term = term
 	l.deadlines = map[string]time.Time{}
 	l.expiring = map[string]bool{}
+	l.heard = map[string]time.Time{}
 	for _, s := range v.Sessions() {
 		l.deadlines[s.ID] = now.Add(time.Duration(s.TTLNanos) + l.c.cfg.ExpiryGrace)
 	}
@@ -65,7 +67,7 @@ func (l *lessor) run(ctx context.Context) {
 		l.mu.Lock()
 		l.active = false
 		l.epoch++
-		l.deadlines, l.expiring = nil, nil
+		l.deadlines, l.expiring, l.heard = nil, nil, nil
 		l.mu.Unlock()
 	}()
 	timer := time.NewTimer(time.Hour)
@@ -182,6 +184,9 @@ func (l *lessor) keepAlive(ctx context.Context, id string) (uint64, error) {
 	if d := arrived.Add(time.Duration(s.TTLNanos)); d.After(l.deadlines[id]) {
 		l.deadlines[id] = d
 	}
+	if s.NodeID != "" && arrived.After(l.heard[s.NodeID]) {
+		l.heard[s.NodeID] = arrived
+	}
 	if l.onKeepAlive != nil {
 		l.onKeepAlive(id, arrived)
 	}
@@ -203,6 +208,16 @@ func (l *lessor) deadline(id string) (time.Time, bool) {
 	defer l.mu.Unlock()
 	d, ok := l.deadlines[id]
 	return d, ok
+}
+
+// heardWithin reports whether, while this node leads, a keepalive from the
+// node with the given raft ID arrived within the last d and was answered:
+// the node reaches the leader over RPC whatever gossip says of it.
+func (l *lessor) heardWithin(nodeID string, d time.Duration, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, ok := l.heard[nodeID]
+	return ok && now.Sub(t) < d
 }
 
 // check says whether a keepalive for id can be served now.

@@ -95,9 +95,10 @@ func TestShardsGossipFlapping(t *testing.T) {
 	cl.WaitLeader(formTimeout)
 	waitBalanced(t, cl, shards, formTimeout)
 	moves, perShard := mon.grantsSince(start)
-	// The flapper's session never depends on gossip, so no shard needs to
-	// move; if autopilot demotes it and its replica stalls, it can lose its
-	// session once per flap at most, moving its shards away and back.
+	// The flapper's session never depends on gossip, and autopilot keeps a
+	// voter whose keepalives reach the leader, so no shard needs to move.
+	// The bound allows one lost session (a stall of the loaded machine):
+	// its shards away and back.
 	share := int(math.Ceil(shards / 5.0 * 1.05))
 	bound := 2 * share
 	t.Logf("%d moves in 30 s of flapping (%d shards touched); bound %d", moves, len(perShard), bound)

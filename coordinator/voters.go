@@ -96,7 +96,8 @@ func toServerStats(s statsReply) *autopilot.ServerStats {
 
 // KnownServers lists every gossip member of this cluster (or fresh) by raft
 // ID. A member reported dead counts as failed only after
-// DeadServerStabilization, so a short gossip hiccup removes nobody.
+// DeadServerStabilization, so a short gossip hiccup removes nobody, and
+// only while its keepalives do not reach this leader (see failed).
 func (d *pilotDelegate) KnownServers() map[raft.ServerID]*autopilot.Server {
 	c := d.c
 	ours := c.ClusterID()
@@ -121,13 +122,29 @@ func (d *pilotDelegate) KnownServers() map[raft.ServerID]*autopilot.Server {
 		case membership.Left:
 			s.NodeStatus = autopilot.NodeLeft
 		case membership.Failed:
-			if time.Since(m.Since) >= c.cfg.DeadServerStabilization {
+			if d.failed(m) {
 				s.NodeStatus = autopilot.NodeFailed
 			}
 		}
 		out[s.ID] = s
 	}
 	return out
+}
+
+// failed reports whether a member gossip reports failed counts as failed
+// for autopilot: gossip has said so for DeadServerStabilization, and no
+// keepalive of the node reached this leader in that time. A node whose
+// gossip alone is cut off (a flapping UDP path, a firewall on the gossip
+// port) still reaches the leader over RPC and replicates over raft, so
+// removing it from the voters would only stall its replica and cost its
+// session.
+func (d *pilotDelegate) failed(m membership.Member) bool {
+	c := d.c
+	now := time.Now()
+	if now.Sub(m.Since) < c.cfg.DeadServerStabilization {
+		return false
+	}
+	return !c.lessor.heardWithin(m.Meta.NodeID, c.cfg.DeadServerStabilization, now)
 }
 
 // RemoveFailedServer removes a failed server from the raft configuration.
