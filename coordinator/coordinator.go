@@ -53,6 +53,7 @@ type Coordinator struct {
 
 	spawnMu  sync.Mutex
 	spawnOff bool
+	futs     futures // raft futures in flight
 
 	clusterID atomic.Pointer[string] // the formed cluster's ID, once known
 	leaderCh  chan bool              // raft's NotifyCh
@@ -223,7 +224,7 @@ func (c *Coordinator) leave(ctx context.Context) error {
 	}
 	others, alive := c.otherVoters()
 	if c.raft != nil && c.raft.State() == raft.Leader && alive > 0 {
-		if err := waitFuture(ctx, c.raft.LeadershipTransfer()); err != nil {
+		if _, err := issue(ctx, &c.futs, c.raft.LeadershipTransfer); err != nil {
 			errs = append(errs, fmt.Errorf("leadership transfer: %w", err))
 		}
 	}
@@ -303,6 +304,9 @@ func (c *Coordinator) closeAll() error {
 	if c.members != nil {
 		errs = append(errs, c.members.Shutdown())
 	}
+	if n := c.futs.close(c.cfg.RPCTimeout); n > 0 {
+		c.log.Warn("raft requests still unanswered at shutdown", "count", n)
+	}
 	if c.raft != nil {
 		errs = append(errs, c.raft.Shutdown().Error())
 	}
@@ -323,18 +327,6 @@ func (c *Coordinator) closeAll() error {
 		c.metrics.unregister()
 	}
 	return errors.Join(errs...)
-}
-
-// waitFuture waits for a raft future or ctx, whichever ends first.
-func waitFuture(ctx context.Context, f raft.Future) error {
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // sleepCtx waits d or until ctx ends; it reports whether d elapsed.

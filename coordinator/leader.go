@@ -66,7 +66,8 @@ func (d *runningDuties) stop() {
 // reconciles gossip members into the raft configuration.
 func (c *Coordinator) leaderDuties(ctx context.Context) {
 	for {
-		if err := waitFuture(ctx, c.raft.Barrier(c.cfg.RPCTimeout)); err == nil {
+		barrier := func() raft.Future { return c.raft.Barrier(c.cfg.RPCTimeout) }
+		if _, err := issue(ctx, &c.futs, barrier); err == nil {
 			break
 		} else if ctx.Err() != nil {
 			return
@@ -163,7 +164,10 @@ func (c *Coordinator) reconcileMembers() {
 		}
 		addr := transport.RaftAddress(m.Meta.RPCAddr, m.Meta.NodeID)
 		c.log.Info("adding member as non-voter", "member", m.Name, "id", m.Meta.NodeID, "addr", m.Meta.RPCAddr)
-		if err := c.raft.AddNonvoter(raft.ServerID(m.Meta.NodeID), addr, 0, c.cfg.RPCTimeout).Error(); err != nil {
+		add := func() raft.IndexFuture {
+			return c.raft.AddNonvoter(raft.ServerID(m.Meta.NodeID), addr, 0, c.cfg.RPCTimeout)
+		}
+		if _, err := issue(c.ctx, &c.futs, add); err != nil {
 			c.log.Warn("adding non-voter failed", "member", m.Name, "error", err)
 			return
 		}

@@ -199,8 +199,8 @@ func (c *Coordinator) applyLocal(ctx context.Context, data []byte) (applyResult,
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
-	f := c.raft.Apply(data, timeout)
-	if err := waitFuture(ctx, f); err != nil {
+	f, err := issue(ctx, &c.futs, func() raft.ApplyFuture { return c.raft.Apply(data, timeout) })
+	if err != nil {
 		if errors.Is(err, raft.ErrNotLeader) {
 			return applyResult{}, &NotLeaderError{}
 		}
@@ -284,5 +284,8 @@ func (c *Coordinator) removeServerLocal(ctx context.Context, id string) error {
 		return &NotLeaderError{Leader: addr}
 	}
 	c.log.Info("removing server from the raft configuration", "id", id)
-	return waitFuture(ctx, c.raft.RemoveServer(raft.ServerID(id), 0, c.cfg.RPCTimeout))
+	_, err := issue(ctx, &c.futs, func() raft.IndexFuture {
+		return c.raft.RemoveServer(raft.ServerID(id), 0, c.cfg.RPCTimeout)
+	})
+	return err
 }

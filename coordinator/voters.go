@@ -152,7 +152,8 @@ func (d *pilotDelegate) failed(m membership.Member) bool {
 func (d *pilotDelegate) RemoveFailedServer(s *autopilot.Server) {
 	c := d.c
 	c.log.Info("removing failed server", "member", s.Name, "id", s.ID)
-	if err := c.raft.RemoveServer(s.ID, 0, c.cfg.RPCTimeout).Error(); err != nil {
+	remove := func() raft.IndexFuture { return c.raft.RemoveServer(s.ID, 0, c.cfg.RPCTimeout) }
+	if _, err := issue(c.ctx, &c.futs, remove); err != nil {
 		c.log.Warn("removing failed server", "member", s.Name, "error", err)
 	}
 }

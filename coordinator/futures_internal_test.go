@@ -1,0 +1,87 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// chanFuture is a raft.Future answered when its channel delivers.
+type chanFuture chan error
+
+func (f chanFuture) Error() error { return <-f }
+
+// TestFuturesCloseWaitsForInFlight checks that close waits for a future
+// in flight to be answered, that issue refuses once closing began, and
+// that a waiter whose context ended does not keep close from returning
+// once its future is answered.
+func TestFuturesCloseWaitsForInFlight(t *testing.T) {
+	var fs futures
+	f := make(chanFuture, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	waited := make(chan error, 1)
+	go func() {
+		_, err := issue(ctx, &fs, func() raft.Future { return f })
+		waited <- err
+	}()
+	waitFutures(t, &fs, "the future counted", func() bool { return fs.n == 1 })
+	cancel()
+	if err := <-waited; !errors.Is(err, context.Canceled) {
+		t.Fatalf("issue with a cancelled context: %v, want context.Canceled", err)
+	}
+	closed := make(chan int, 1)
+	go func() { closed <- fs.close(time.Minute) }()
+	waitFutures(t, &fs, "closing begun", func() bool { return fs.closed })
+	called := false
+	if _, err := issue(context.Background(), &fs, func() raft.Future { called = true; return f }); !errors.Is(err, ErrShutdown) || called {
+		t.Fatalf("issue after close: err %v, mk called %v; want ErrShutdown and no call", err, called)
+	}
+	select {
+	case n := <-closed:
+		t.Fatalf("close returned (%d unanswered) before the future was answered", n)
+	default:
+	}
+	f <- nil
+	if n := <-closed; n != 0 {
+		t.Fatalf("close reports %d unanswered futures, want 0", n)
+	}
+}
+
+// TestFuturesCloseGivesUp checks that close returns after its limit when a
+// future is never answered (the hashicorp/raft case it guards against),
+// reporting it.
+func TestFuturesCloseGivesUp(t *testing.T) {
+	var fs futures
+	f := make(chanFuture, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := issue(ctx, &fs, func() raft.Future { return f }); !errors.Is(err, context.Canceled) {
+		t.Fatalf("issue: %v, want context.Canceled", err)
+	}
+	if n := fs.close(10 * time.Millisecond); n != 1 {
+		t.Fatalf("close reports %d unanswered futures, want 1", n)
+	}
+	f <- nil // let the waiter goroutine end before the leak check
+	waitFutures(t, &fs, "the waiter ended", func() bool { return fs.n == 0 })
+}
+
+// waitFutures polls cond (under fs.mu) until it holds, for at most 10 s.
+func waitFutures(t *testing.T, fs *futures, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		fs.mu.Lock()
+		ok := cond()
+		fs.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond) // polling a condition with a deadline
+	}
+}
