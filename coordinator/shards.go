@@ -53,7 +53,7 @@ func (c *Coordinator) ShardFor(key []byte) ShardID {
 // or out of range. The replica may lag the leader by a little; the owner's
 // token is what fences a stale owner out.
 func (c *Coordinator) Owner(s ShardID) (ShardOwner, bool) {
-	return ownerIn(c.fsm.View(), s)
+	return ownerOf(c.fsm.View().ShardRef(uint32(s)))
 }
 
 func ownerIn(v *fsm.View, s ShardID) (ShardOwner, bool) {
