@@ -335,28 +335,10 @@ func (c *Coordinator) Observe(ctx context.Context, name string) <-chan Holder {
 }
 
 func (c *Coordinator) observe(ctx context.Context, name string, ch chan Holder) {
-	defer close(ch)
-	var last Holder
-	first := true
-	for {
-		v := c.fsm.View()
+	streamViews(ctx, c, ch, func(*fsm.View) (Holder, Holder, bool) {
 		h, _ := c.Leader(name)
-		if first || h != last {
-			select { // keep only the newest undelivered value
-			case <-ch:
-			default:
-			}
-			ch <- h
-			last, first = h, false
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.ctx.Done():
-			return
-		case <-v.Changed():
-		}
-	}
+		return h, h, true
+	})
 }
 
 // reqCounter is embedded in Coordinator for request IDs.

@@ -85,31 +85,16 @@ func runOwnerChild() int {
 	}
 	cfg := coordinator.DefaultLocalConfig()
 	ownerTimings(&cfg, shards, ttl)
-	cfg.NodeName = name
-	cfg.GossipAddr = "127.0.0.1:0"
-	cfg.RPCAddr = "127.0.0.1:0"
-	cfg.Join = []string{join}
-	cfg.DataDir = "" // a raft non-voter: killing it leaves the quorum alone
-	cfg.BootstrapExpect = 0
-	cfg.Voters = 3
 	cfg.Handler = coordinator.HandlerFuncs{AcquireFunc: func(ctx context.Context, l *coordinator.ShardLease) {
 		poke()
 		context.AfterFunc(ctx, poke)
 	}}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	c, err := coordinator.New(cfg)
+	c, stop, err := startChildNonVoter(cfg, name, join)
 	if err != nil {
 		return fail("coordinator.New: %v", err)
 	}
-	defer func() {
-		done := make(chan struct{})
-		go func() { _ = c.Close(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			fmt.Fprintln(os.Stderr, "child: Close did not return within 10s")
-		}
-	}()
+	defer stop()
 
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()

@@ -115,27 +115,12 @@ func runChild() int {
 	}
 
 	cfg := coordinator.DefaultLocalConfig()
-	cfg.NodeName = "child"
-	cfg.GossipAddr = "127.0.0.1:0"
-	cfg.RPCAddr = "127.0.0.1:0"
-	cfg.Join = []string{join}
-	cfg.DataDir = "" // a raft non-voter: stopping it leaves the quorum alone
-	cfg.BootstrapExpect = 0
-	cfg.Voters = 3
 	cfg.Logger = log
-	c, err := coordinator.New(cfg)
+	c, stop, err := startChildNonVoter(cfg, "child", join)
 	if err != nil {
 		return fail("coordinator.New: %v", err)
 	}
-	defer func() {
-		done := make(chan struct{})
-		go func() { _ = c.Close(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			fmt.Fprintln(os.Stderr, "child: Close did not return within 10s")
-		}
-	}()
+	defer stop()
 
 	l, err := c.Campaign(ctx, childLease)
 	if err != nil {
@@ -527,4 +512,32 @@ func TestSIGSTOPHolderIsFenced(t *testing.T) {
 		t.Errorf("fence is %d, want the new holder's token %d", h, l.Token())
 	}
 	t.Logf("child token %d: %d accepted writes, %d rejected; new holder token %d", childToken, acceptedChild, rejected, l.Token())
+}
+
+// startChildNonVoter starts a child process's coordinator: named name, on
+// loopback ports the OS picks, joining the cluster at join as a raft
+// non-voter (no data dir), so that killing or stopping the child leaves the
+// quorum alone. stop closes it, giving up after 10 s.
+func startChildNonVoter(cfg coordinator.Config, name, join string) (c *coordinator.Coordinator, stop func(), err error) {
+	cfg.NodeName = name
+	cfg.GossipAddr = "127.0.0.1:0"
+	cfg.RPCAddr = "127.0.0.1:0"
+	cfg.Join = []string{join}
+	cfg.DataDir = ""
+	cfg.BootstrapExpect = 0
+	cfg.Voters = 3
+	c, err = coordinator.New(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	stop = func() {
+		done := make(chan struct{})
+		go func() { _ = c.Close(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			fmt.Fprintln(os.Stderr, "child: Close did not return within 10s")
+		}
+	}
+	return c, stop, nil
 }

@@ -100,18 +100,29 @@ func (c *Coordinator) Watch(ctx context.Context) <-chan *ShardTable {
 }
 
 func (c *Coordinator) watch(ctx context.Context, ch chan *ShardTable) {
+	streamViews(ctx, c, ch, func(v *fsm.View) (*ShardTable, uint64, bool) {
+		return &ShardTable{v: v}, v.ShardsIndex(), v.ShardCount() > 0
+	})
+}
+
+// streamViews feeds ch (capacity 1) until ctx or the coordinator ends, then
+// closes it. It calls next on the current replica view and on every later
+// one; a value next reports ok is sent if it is the first or its key
+// differs from the last one sent. A value not yet received is replaced, so
+// a slow reader may miss values but always receives the latest.
+func streamViews[T any, K comparable](ctx context.Context, c *Coordinator, ch chan T, next func(*fsm.View) (T, K, bool)) {
 	defer close(ch)
-	sent := uint64(0)
+	var last K
 	first := true
 	for {
 		v := c.fsm.View()
-		if v.ShardCount() > 0 && (first || v.ShardsIndex() != sent) {
-			select { // keep only the newest undelivered version
+		if val, key, ok := next(v); ok && (first || key != last) {
+			select { // keep only the newest undelivered value
 			case <-ch:
 			default:
 			}
-			ch <- &ShardTable{v: v}
-			sent, first = v.ShardsIndex(), false
+			ch <- val
+			last, first = key, false
 		}
 		select {
 		case <-ctx.Done():

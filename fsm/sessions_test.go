@@ -18,6 +18,21 @@ type applier struct {
 	index uint64
 }
 
+// restoredCopy returns a new replica restored from a's snapshot, at a's
+// index.
+func (a *applier) restoredCopy() *applier {
+	a.t.Helper()
+	snap, err := a.f.EncodeSnapshot()
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	r := &applier{t: a.t, f: New(), index: a.index}
+	if err := r.f.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
+		a.t.Fatal(err)
+	}
+	return r
+}
+
 func (a *applier) do(c Command) Result {
 	a.t.Helper()
 	b, err := Encode(c)
@@ -137,11 +152,7 @@ func TestRandomHistories(t *testing.T) {
 				}
 			}
 			if i == len(log)/2 {
-				snap, _ := a.f.EncodeSnapshot()
-				restored = &applier{t: t, f: New(), index: a.index}
-				if err := restored.f.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
-					t.Fatal(err)
-				}
+				restored = a.restoredCopy()
 			}
 		}
 		sa, _ := a.f.EncodeSnapshot()

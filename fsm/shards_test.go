@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"testing"
 )
@@ -207,11 +206,7 @@ func TestRandomShardHistories(t *testing.T) {
 				return true
 			})
 			if i == 200 {
-				snap, _ := a.f.EncodeSnapshot()
-				restored = &applier{t: t, f: New(), index: a.index}
-				if err := restored.f.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
-					t.Fatal(err)
-				}
+				restored = a.restoredCopy()
 			}
 		}
 		sa, _ := a.f.EncodeSnapshot()
