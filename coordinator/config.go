@@ -54,8 +54,10 @@ type Config struct {
 	// AdvertiseRPCAddr, if set, is the RPC address other nodes dial instead
 	// of the bound one.
 	AdvertiseRPCAddr string
-	// Join lists gossip addresses of existing members. Joining is retried in
-	// the background until one answers.
+	// Join lists gossip addresses of existing members. A host that is a DNS
+	// name stands for every address it resolves to (a Kubernetes headless
+	// Service: every pod), and each is contacted. Joining is retried in the
+	// background until one answers.
 	Join []string
 	// DataDir holds the node identity, the raft log and snapshots. A node
 	// with a DataDir is voter-eligible; a node without one runs as a raft

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/coordinator"
+	"github.com/holdfast-go/holdfast/holdfasttest"
+	"github.com/holdfast-go/holdfast/internal/logbridge"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -109,4 +111,43 @@ func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() err
 		}
 		time.Sleep(20 * time.Millisecond) // poll interval, not synchronisation
 	}
+}
+
+// TestDeadPeerHeartbeatErrorsLoggedOnce kills a follower: raft on the
+// leader then fails a heartbeat to it several times a second for as long
+// as it stays in the configuration, and logs each failure as an error. The
+// leader's log must show them once per logbridge.RepeatWindow at error
+// level, the rest at debug level.
+func TestDeadPeerHeartbeatErrorsLoggedOnce(t *testing.T) {
+	logs := make([]*levelCapture, 3)
+	for i := range logs {
+		logs[i] = &levelCapture{}
+	}
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3,
+		Configure: func(i int, c *coordinator.Config) { c.Logger = slog.New(logs[i]) }})
+	cl.WaitFormed(formTimeout)
+	leader := cl.WaitLeader(formTimeout)
+	dead := (leader.Index + 1) % 3
+	start := time.Now()
+	cl.Kill(dead)
+
+	const msg = "failed to heartbeat to"
+	var recs []slog.Record
+	waitUntil(t, "ten failed heartbeats to the dead follower", formTimeout, func() error {
+		if recs = logs[leader.Index].withPrefix(msg); len(recs) < 10 {
+			return fmt.Errorf("%d failed heartbeats logged", len(recs))
+		}
+		return nil
+	})
+	loud := 0
+	for _, r := range recs {
+		if r.Level >= slog.LevelWarn {
+			loud++
+		}
+	}
+	allowed := 1 + int(time.Since(start)/logbridge.RepeatWindow)
+	if loud > allowed {
+		t.Errorf("%d of %d failed heartbeats logged at warning or error level, want at most %d", loud, len(recs), allowed)
+	}
+	t.Logf("%d failed heartbeats to the dead follower, %d at error level", len(recs), loud)
 }
