@@ -21,7 +21,8 @@ import (
 // ledgerBin is the examples/ledger binary that TestMain builds.
 var ledgerBin string
 
-// TestMain builds the ledger from the parent module once for all tests.
+// TestMain builds the ledger from the parent module once for all tests,
+// with the Dockerfile's settings.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "deploy-ledger")
 	if err != nil {
@@ -29,8 +30,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	ledgerBin = filepath.Join(dir, "ledger")
-	build := exec.Command("go", "build", "-o", ledgerBin, "./examples/ledger")
+	// As the Dockerfile builds it: static, without cgo.
+	build := exec.Command("go", "build", "-trimpath", "-o", ledgerBin, "./examples/ledger")
 	build.Dir = ".."
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building examples/ledger: %v\n%s", err, out)
 		os.RemoveAll(dir)
