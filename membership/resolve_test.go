@@ -112,6 +112,7 @@ func TestJoinSkipsSelfAndReportsLookups(t *testing.T) {
 		{a.Addr()},
 	} {
 		n, err := a.Join(ctx, seeds)
+		t.Logf("Join(%v): %v", seeds, err)
 		if !errors.Is(err, errOnlySelf) || n != 0 {
 			t.Errorf("Join(%v) = %d, %v; want 0 and an error wrapping %q", seeds, n, err, errOnlySelf)
 		}
