@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 )
@@ -77,7 +76,7 @@ func (b *belief) Remaining() time.Duration {
 // that says how much time is left when less than the margin is.
 func (b *belief) Checkpoint() error {
 	if err := b.Err(); err != nil {
-		return fmt.Errorf("%w: %w", ErrLeaseLost, err)
+		return wrap(ErrLeaseLost, err)
 	}
 	if r := b.Remaining(); r < b.c.cfg.LeaseMargin {
 		return &ExpiringError{Remaining: r, Margin: b.c.cfg.LeaseMargin}

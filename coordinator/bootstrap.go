@@ -92,7 +92,9 @@ func (b *bootstrapper) run() {
 			return
 		}
 		if set := b.proposalSet(); set != nil {
-			if err := b.propose(set); err != nil {
+			if err := b.propose(set); memberStarting(err) {
+				c.log.Debug("bootstrap proposal deferred: a member is still starting; retrying", "error", err)
+			} else if err != nil {
 				c.log.Info("bootstrap proposal failed; retrying", "error", err)
 			}
 		}
@@ -105,6 +107,27 @@ func (b *bootstrapper) run() {
 		}
 		t.Stop()
 	}
+}
+
+// memberStarting reports whether err (possibly several joined) only says
+// that members of the proposal have not finished starting: a node gossips
+// its address while New is still joining, before its RPC handler is
+// installed, so on a normal start the proposer often reaches the last
+// member to join before it can answer (transport.CodeUnavailable).
+func memberStarting(err error) bool {
+	if err == nil {
+		return false
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !memberStarting(e) {
+				return false
+			}
+		}
+		return true
+	}
+	var re *transport.RemoteError
+	return errors.As(err, &re) && re.Code == transport.CodeUnavailable
 }
 
 // ineligible says why this node must not bootstrap, or "".

@@ -54,13 +54,21 @@ type Config struct {
 	// AdvertiseRPCAddr, if set, is the RPC address other nodes dial instead
 	// of the bound one.
 	AdvertiseRPCAddr string
-	// Join lists gossip addresses of existing members. Joining is retried in
-	// the background until one answers.
+	// Join lists gossip addresses of existing members. A host that is a DNS
+	// name stands for every address it resolves to (a Kubernetes headless
+	// Service: every pod), and each is contacted. Joining is retried in the
+	// background until one answers.
 	Join []string
 	// DataDir holds the node identity, the raft log and snapshots. A node
 	// with a DataDir is voter-eligible; a node without one runs as a raft
 	// non-voter on in-memory stores and catches up by snapshot.
 	DataDir string
+	// AllowRename lets New start on a DataDir last used under another
+	// NodeName: the node keeps the data dir's identity (its raft server ID)
+	// under the new name. Without it New refuses such a data dir with an
+	// error naming both names, since a data dir reused by mistake would
+	// otherwise take over another node's identity and vote.
+	AllowRename bool
 	// BootstrapExpect is the number of voter-eligible nodes that must see
 	// each other before a new cluster is bootstrapped; 0 means never
 	// bootstrap, only join an existing cluster. At most Voters.

@@ -107,12 +107,15 @@ func New(cfg Config) (*Coordinator, error) {
 // start brings up every part in dependency order; on error the caller
 // closes whatever was opened.
 func (c *Coordinator) start() error {
-	id, fresh, err := loadIdentity(c.cfg.DataDir)
+	ident, err := loadIdentity(c.cfg.DataDir, c.cfg.NodeName, c.cfg.AllowRename)
 	if err != nil {
 		return err
 	}
-	c.id = id
-	c.log.Info("starting", "id", id, "new_identity", fresh, "voter_eligible", c.cfg.DataDir != "")
+	c.id = ident.id
+	if ident.renamedFrom != "" {
+		c.log.Warn("data dir renamed (Config.AllowRename): keeping its identity under this name", "previous_name", ident.renamedFrom, "id", c.id)
+	}
+	c.log.Info("starting", "id", c.id, "new_identity", ident.fresh, "voter_eligible", c.cfg.DataDir != "")
 	c.trans, err = c.newTransport()
 	if err != nil {
 		return err

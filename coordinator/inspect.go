@@ -105,7 +105,7 @@ var ErrNotReady = errors.New("holdfast: not ready")
 func (c *Coordinator) Ready() error {
 	switch {
 	case c.closing():
-		return fmt.Errorf("%w: %w", ErrNotReady, ErrShutdown)
+		return wrap(ErrNotReady, ErrShutdown)
 	case c.ClusterID() == "":
 		return fmt.Errorf("%w: not a member of a formed cluster yet", ErrNotReady)
 	}

@@ -212,11 +212,11 @@ func (c *Coordinator) applyLocal(ctx context.Context, data []byte) (applyResult,
 	case r.Err == nil:
 		return res, nil
 	case errors.Is(r.Err, fsm.ErrNoSession):
-		return res, fmt.Errorf("%w: %w: %w", ErrRejected, ErrNoSession, r.Err)
+		return res, wrap(ErrRejected, ErrNoSession, r.Err)
 	case errors.Is(r.Err, fsm.ErrLeaseHeld):
-		return res, fmt.Errorf("%w: %w: %w", ErrRejected, ErrLeaseHeld, r.Err)
+		return res, wrap(ErrRejected, ErrLeaseHeld, r.Err)
 	}
-	return res, fmt.Errorf("%w: %w", ErrRejected, r.Err)
+	return res, wrap(ErrRejected, r.Err)
 }
 
 // apply commits cmd, on this node if it leads, otherwise forwarded to the

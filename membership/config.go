@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -72,6 +73,13 @@ type Config struct {
 	// encrypted nor authenticated. The keys are copied; change them at run
 	// time with InstallKey, UseKey and RemoveKey.
 	Keys [][]byte
+	// LookupHost resolves the host name of a Join seed to its addresses,
+	// each of which Join contacts; nil means net.DefaultResolver.LookupHost.
+	// It has the signature of net.Resolver.LookupHost, so a resolver with
+	// its own settings can be passed as (&net.Resolver{...}).LookupHost;
+	// tests pass a fixed table. Seeds that are IP addresses are not looked
+	// up.
+	LookupHost func(ctx context.Context, host string) (addrs []string, err error)
 	// Logger receives this package's logs and memberlist's; nil discards.
 	Logger *slog.Logger
 }

@@ -7,7 +7,9 @@
 // # Lifecycle
 //
 // New starts the local node (alone); Join merges it into a pool through one
-// or more seeds; SetMeta changes what it gossips; Leave announces a graceful
+// or more seeds (a seed that is a DNS name stands for every address it
+// resolves to, through Config.LookupHost; this node's own address is
+// skipped); SetMeta changes what it gossips; Leave announces a graceful
 // departure; Shutdown stops everything. Leave and Shutdown are idempotent.
 //
 // # Members

@@ -125,13 +125,20 @@ func New(cfg Config) (*Membership, error) {
 }
 
 // Join contacts the seeds ("host:port") and merges their view of the pool.
-// It returns how many seeds were reached. It fails if none was, and with an
+// A seed whose host is a DNS name stands for every address the name
+// resolves to (Config.LookupHost), and Join contacts each of them; this
+// node's own address is skipped. It returns how many addresses were
+// reached. It fails if none was (or every seed is this node), and with an
 // error wrapping ErrDuplicateName if the pool already has a node with our
 // name at another address. When ctx ends first, Join returns ctx.Err() and
 // the attempt finishes in the background.
 func (m *Membership) Join(ctx context.Context, seeds []string) (int, error) {
 	if len(seeds) == 0 {
 		return 0, errors.New("membership: join: no seeds")
+	}
+	addrs, err := m.resolveSeeds(ctx, seeds)
+	if err != nil {
+		return 0, fmt.Errorf("membership: join %s: %w", strings.Join(seeds, ","), err)
 	}
 	type result struct {
 		n   int
@@ -141,7 +148,7 @@ func (m *Membership) Join(ctx context.Context, seeds []string) (int, error) {
 	if !m.goTracked(func() {
 		m.joining.Add(1)
 		defer m.joining.Add(-1)
-		n, err := m.ml.Join(seeds)
+		n, err := m.ml.Join(addrs)
 		ch <- result{n, err}
 	}) {
 		return 0, ErrClosed

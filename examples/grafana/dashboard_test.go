@@ -1,25 +1,15 @@
 package grafana_test
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-
-	"github.com/holdfast-go/holdfast/coordinator"
-	"github.com/holdfast-go/holdfast/fence"
-	"github.com/holdfast-go/holdfast/holdfasttest"
+	"github.com/holdfast-go/holdfast/internal/metricset"
 )
-
-const timeout = 2 * time.Minute
 
 // dashboard is the part of Grafana's dashboard model the tests check.
 type dashboard struct {
@@ -138,26 +128,37 @@ func TestDashboardShape(t *testing.T) {
 	t.Logf("%d panels", len(panels))
 }
 
-// metricName matches a holdfast metric name anywhere in the dashboard:
-// queries, variable queries and descriptions.
-var metricName = regexp.MustCompile(`\bholdfast_[a-zA-Z0-9_]+`)
+// mustShow are metrics the dashboard must have a panel on: the refusals
+// (transport and TLS, forwarded commands, fence) an operator looks for
+// when something else is talking to the cluster or it is overloaded.
+var mustShow = []string{
+	"holdfast_transport_refused_total",
+	"holdfast_forwards_refused_total",
+	"holdfast_fence_rejections_total",
+}
 
 // TestDashboardMetricsExist checks that every holdfast_* name the
 // dashboard mentions is a metric that a real coordinator (and a fence on
-// the same registry) registers. Histograms are queried through their
-// _bucket, _sum and _count series.
+// the same registry) registers, and that it shows every metric in
+// mustShow. Histograms are queried through their _bucket, _sum and _count
+// series.
 func TestDashboardMetricsExist(t *testing.T) {
 	_, raw := readDashboard(t)
-	families := gatherCoordinator(t)
+	families := metricset.Gather(t)
 
 	used := map[string]bool{}
-	for _, name := range metricName.FindAllString(string(raw), -1) {
-		family, ok := resolve(families, name)
+	for _, name := range metricset.Name.FindAllString(string(raw), -1) {
+		family, ok := metricset.Resolve(families, name)
 		if !ok {
 			t.Errorf("the dashboard uses %s, which no coordinator registers", name)
 			continue
 		}
 		used[family] = true
+	}
+	for _, name := range mustShow {
+		if !used[name] {
+			t.Errorf("the dashboard has no panel on %s", name)
+		}
 	}
 	var unused []string
 	for name := range families {
@@ -167,71 +168,6 @@ func TestDashboardMetricsExist(t *testing.T) {
 	}
 	slices.Sort(unused)
 	t.Logf("%d of %d holdfast metrics on the dashboard; not shown: %v", len(used), len(families), unused)
-}
-
-// resolve maps a name used in a query to its metric family: the name
-// itself, or a histogram's name with a series suffix stripped.
-func resolve(families map[string]dto.MetricType, name string) (string, bool) {
-	if _, ok := families[name]; ok {
-		return name, true
-	}
-	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-		base, found := strings.CutSuffix(name, suffix)
-		if found && families[base] == dto.MetricType_HISTOGRAM {
-			return base, true
-		}
-	}
-	return "", false
-}
-
-// gatherCoordinator starts a single-node cluster with 16 shards and a
-// fence on one registry, makes every lease metric observe once (shard
-// grants, a leader lease won and resigned), and returns the type of every
-// holdfast family gathered.
-func gatherCoordinator(t *testing.T) map[string]dto.MetricType {
-	t.Helper()
-	const shards = 16
-	reg := prometheus.NewRegistry()
-	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1, Voters: 1, InMemory: true,
-		Configure: func(_ int, c *coordinator.Config) {
-			c.Shards = shards
-			c.Registerer = reg
-		}})
-	cl.WaitFormed(timeout)
-	fence.NewMemory(fence.WithRegisterer(reg))
-	c := cl.Node(0).C()
-	cl.WaitFor("every shard owned", timeout, func() error {
-		if n := len(c.Owned()); n != shards {
-			return fmt.Errorf("%w: %d of %d shards owned", holdfasttest.ErrNotYet, n, shards)
-		}
-		return nil
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	l, err := c.Campaign(ctx, "grafana")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Resign(ctx); err != nil {
-		t.Fatal(err)
-	}
-	families := map[string]dto.MetricType{}
-	cl.WaitFor("the resigned lease's hold time", timeout, func() error {
-		mfs, err := reg.Gather()
-		if err != nil {
-			return err
-		}
-		for _, mf := range mfs {
-			if strings.HasPrefix(mf.GetName(), "holdfast_") {
-				families[mf.GetName()] = mf.GetType()
-			}
-		}
-		if _, ok := families["holdfast_lease_hold_seconds"]; !ok {
-			return fmt.Errorf("%w: holdfast_lease_hold_seconds not observed", holdfasttest.ErrNotYet)
-		}
-		return nil
-	})
-	return families
 }
 
 // tableRow matches the first cell of a metric's row in docs/METRICS.md.
@@ -246,7 +182,7 @@ func TestMetricsDocListsEveryMetric(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	families := gatherCoordinator(t)
+	families := metricset.Gather(t)
 	rows := map[string]bool{}
 	for _, m := range tableRow.FindAllStringSubmatch(string(raw), -1) {
 		if rows[m[1]] {
@@ -262,8 +198,8 @@ func TestMetricsDocListsEveryMetric(t *testing.T) {
 			t.Errorf("docs/METRICS.md has no row for %s", name)
 		}
 	}
-	for _, name := range metricName.FindAllString(string(raw), -1) {
-		if _, ok := resolve(families, name); !ok {
+	for _, name := range metricset.Name.FindAllString(string(raw), -1) {
+		if _, ok := metricset.Resolve(families, name); !ok {
 			t.Errorf("docs/METRICS.md mentions %s, which no coordinator registers", name)
 		}
 	}

@@ -27,7 +27,9 @@
 //     holdfast_raft_term (multi-select, "All" by default).
 //
 // Panels are grouped as docs/METRICS.md groups the metrics: shards,
-// sessions, leases, fencing, raft. Values only the raft leader counts
+// sessions, leases, fencing and refusals (fence rejections, forwarded
+// commands the leader refused, transport refusals by reason with the TLS
+// reasons on a panel of their own), raft. Values only the raft leader counts
 // (handoffs, forced releases, unowned shard-seconds, session expiries,
 // autopilot) are summed over the job or read where holdfast_raft_leader is
 // 1. Fence rejections are not filtered by job or instance: they come from

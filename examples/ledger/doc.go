@@ -76,8 +76,9 @@
 //	-gossip HOST:PORT     gossip address (default 127.0.0.1:0)
 //	-rpc HOST:PORT        raft and RPC address (default 127.0.0.1:0)
 //	-http HOST:PORT       metrics and admin address (default 127.0.0.1:0)
-//	-join HOST:PORT,...   gossip addresses of existing members
+//	-join HOST:PORT,...   gossip addresses of existing members (a DNS name: every address it resolves to)
 //	-data DIR             raft data dir; empty: a raft non-voter on in-memory stores
+//	-allow-rename         start on a -data dir last used under another -node name (refused otherwise)
 //	-expect N             bootstrap a new cluster once N nodes with -data see each other (needs -data)
 //	-shards N             shard count, fixed when the cluster is created (default 16)
 //	-ttl DURATION         session TTL (default 10s); below 5s the local timing profile is used
@@ -110,4 +111,10 @@
 //	go run ./cmd/holdfastctl -addr http://127.0.0.1:8001 shards
 //
 // ledger_test.go does exactly this, and more, with four processes.
+//
+// # Containers
+//
+// Dockerfile (build it from the repository root) makes a static, non-root
+// image of the ledger; deploy/kubernetes/ledger.yaml runs three of them as
+// a StatefulSet that joins through its headless Service's DNS name.
 package main

@@ -24,6 +24,7 @@ type options struct {
 	expect, shards       int
 	ttl, drain, interval time.Duration
 	checkBeforeWrite     bool
+	allowRename          bool
 }
 
 // errUsage marks a command line that cannot be run: usage was printed.
@@ -43,6 +44,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.http, "http", "127.0.0.1:0", "metrics and admin `host:port`")
 	fs.StringVar(&join, "join", "", "gossip `addresses` of existing members, comma-separated")
 	fs.StringVar(&o.dataDir, "data", "", "raft data `dir`; empty: a raft non-voter on in-memory stores")
+	fs.BoolVar(&o.allowRename, "allow-rename", false, "start on a -data dir last used under another -node name, keeping its identity")
 	fs.IntVar(&o.expect, "expect", 0, "bootstrap a new cluster once `N` nodes with -data see each other; 0: join only")
 	fs.IntVar(&o.shards, "shards", 16, "shard `count`, fixed when the cluster is created")
 	fs.DurationVar(&o.ttl, "ttl", 10*time.Second, "session TTL; below 5s the local timing profile is used")
@@ -115,6 +117,7 @@ func clusterConfig(o options) coordinator.Config {
 	cfg.GossipAddr, cfg.RPCAddr = o.gossip, o.rpc
 	cfg.Join = o.join
 	cfg.DataDir = o.dataDir
+	cfg.AllowRename = o.allowRename
 	cfg.BootstrapExpect = o.expect
 	cfg.Shards = o.shards
 	cfg.SessionTTL = o.ttl

@@ -123,3 +123,38 @@ func TestAuditFindsViolations(t *testing.T) {
 		t.Errorf("scan: %+v; want 3 rows, 4 violations, the first a seq gap in shard 1", r)
 	}
 }
+
+// TestDataDirOfAnotherNode checks that the ledger refuses a -data dir last
+// used under another -node name, naming the flag that allows it, and that
+// -allow-rename sets Config.AllowRename.
+func TestDataDirOfAnotherNode(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfg := coordinator.DefaultLocalConfig()
+	cfg.NodeName, cfg.DataDir = "n1", data
+	c, err := coordinator.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"-node", "n2", "-db", filepath.Join(dir, "ledger.db"), "-data", data, "-ttl", "2s"}
+	if code := run(args, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "AllowRename") {
+		t.Errorf("exit status %d, want 1 and an error naming AllowRename; stderr:\n%s", code, stderr.String())
+	}
+	for flagSet, want := range map[bool]bool{false: false, true: true} {
+		a := []string{"-node", "n2", "-db", "x.db"}
+		if flagSet {
+			a = append(a, "-allow-rename")
+		}
+		o, err := parseFlags(a, &stderr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := clusterConfig(o).AllowRename; got != want {
+			t.Errorf("args %v: AllowRename %v, want %v", a, got, want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -16,8 +17,14 @@ import (
 // enables, so disabled records cost little. While closing (may be nil)
 // reports true, warnings and errors are logged at debug level: a library
 // that is shutting down reports every connection it loses, which is
-// expected then.
+// expected then. A warning or error that repeats within RepeatWindow is
+// logged at its level once, then at debug level (see RepeatWindow).
 func HCLog(l *slog.Logger, name string, closing func() bool) hclog.Logger {
+	return newHCLog(l, name, closing, time.Now)
+}
+
+// newHCLog is HCLog with the clock that times repeats.
+func newHCLog(l *slog.Logger, name string, closing func() bool, now func() time.Time) hclog.Logger {
 	level := hclog.Error
 	for _, c := range []struct {
 		s slog.Level
@@ -30,7 +37,7 @@ func HCLog(l *slog.Logger, name string, closing func() bool) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{
 		Name:       name,
 		Level:      level,
-		Output:     &jsonWriter{l: l, closing: closing},
+		Output:     &jsonWriter{l: l, closing: closing, repeats: repeats{now: now}},
 		JSONFormat: true,
 	})
 }
@@ -41,6 +48,7 @@ type jsonWriter struct {
 	buf     []byte
 	l       *slog.Logger
 	closing func() bool
+	repeats repeats // guarded by mu
 }
 
 func (w *jsonWriter) Write(p []byte) (int, error) {
@@ -75,8 +83,14 @@ func (w *jsonWriter) emit(line []byte) {
 	case "error":
 		level = slog.LevelError
 	}
+	suppressed := 0
 	if level > slog.LevelInfo && w.closing != nil && w.closing() {
 		level = slog.LevelDebug
+	} else if level > slog.LevelInfo {
+		var loud bool
+		if loud, suppressed = w.repeats.note(msg, rec); !loud {
+			level = slog.LevelDebug
+		}
 	}
 	keys := make([]string, 0, len(rec))
 	for k := range rec {
@@ -92,6 +106,9 @@ func (w *jsonWriter) emit(line []byte) {
 			name = "module"
 		}
 		attrs = append(attrs, slog.Any(name, rec[k]))
+	}
+	if suppressed > 0 {
+		attrs = append(attrs, slog.Int("repeated", suppressed))
 	}
 	w.l.LogAttrs(context.Background(), level, msg, attrs...)
 }

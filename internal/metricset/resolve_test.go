@@ -1,13 +1,15 @@
-package grafana_test
+package metricset_test
 
 import (
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/holdfast-go/holdfast/internal/metricset"
 )
 
-// TestResolve checks the name matching TestDashboardMetricsExist relies
-// on: series suffixes are stripped from histograms only.
+// TestResolve checks the name matching the files checked against the
+// metric set rely on: series suffixes are stripped from histograms only.
 func TestResolve(t *testing.T) {
 	families := map[string]dto.MetricType{
 		"holdfast_h_seconds": dto.MetricType_HISTOGRAM,
@@ -23,7 +25,7 @@ func TestResolve(t *testing.T) {
 		"holdfast_nope":             "",
 		"holdfast_h":                "",
 	} {
-		got, ok := resolve(families, name)
+		got, ok := metricset.Resolve(families, name)
 		if got != want || ok != (want != "") {
 			t.Errorf("resolve(%s) = %q, %v; want %q", name, got, ok, want)
 		}

@@ -1,0 +1,53 @@
+package coordinator_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/holdfast-go/holdfast/coordinator"
+	"github.com/holdfast-go/holdfast/holdfasttest"
+)
+
+// TestErrorsNameThePackageOnce checks the messages users see of errors
+// that wrap other holdfast errors: a lost lease's Checkpoint, and Ready
+// after Shutdown. Each says "holdfast:" once and still matches both
+// sentinels.
+func TestErrorsNameThePackageOnce(t *testing.T) {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1, Voters: 1, InMemory: true})
+	cl.WaitFormed(formTimeout)
+	c := cl.Node(0).C()
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	l, err := c.Campaign(ctx, "once")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, err error, want string, is ...error) {
+		t.Helper()
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: %v, want %q", what, err, want)
+			return
+		}
+		if n := strings.Count(err.Error(), "holdfast:"); n != 1 {
+			t.Errorf("%s: %q names the package %d times", what, err, n)
+		}
+		for _, target := range is {
+			if !errors.Is(err, target) {
+				t.Errorf("%s: %q does not match %q", what, err, target)
+			}
+		}
+	}
+	check("Checkpoint after Resign", l.Checkpoint(), "holdfast: lease lost: lease resigned",
+		coordinator.ErrLeaseLost, coordinator.ErrResigned)
+
+	if err := c.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("Ready after Shutdown", c.Ready(), "holdfast: not ready: coordinator is shut down",
+		coordinator.ErrNotReady, coordinator.ErrShutdown)
+}
