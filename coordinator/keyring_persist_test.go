@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -132,5 +134,23 @@ func TestGossipKeyringNewerRule(t *testing.T) {
 		t.Fatal("New started with a malformed keyring file")
 	} else if !errors.Is(err, coordinator.ErrInvalidConfig) {
 		t.Fatalf("malformed keyring: %v, want ErrInvalidConfig", err)
+	}
+}
+
+// TestGossipKeyringInMemory: a node without a data dir keeps its keyring in
+// memory and says so at start.
+func TestGossipKeyringInMemory(t *testing.T) {
+	lc := newLogCounter("gossip keyring kept in memory only")
+	cfg := coordinator.DefaultLocalConfig()
+	cfg.NodeName, cfg.BootstrapExpect = "diskless", 0
+	cfg.GossipKeys = [][]byte{gossipKey(1)}
+	cfg.Logger = lc.wrap(slog.New(slog.NewTextHandler(io.Discard, nil))) // Info enabled
+	n, err := coordinator.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if err := lc.atLeast(1); err != nil {
+		t.Fatal(err)
 	}
 }
