@@ -3,12 +3,13 @@
 // whose subject alternative name (a DNS name) is the node name and that is
 // valid for both server and client authentication.
 //
-// It is meant for tests, demos and first experiments. Keys are ECDSA P-256,
-// generated in memory and never persisted unless WriteFiles is called; every
-// certificate is valid for Validity from a little before its creation. A
-// production cluster should get its certificates from its own PKI, with the
-// same shape: a DNS SAN equal to the node name, and the extended key usages
-// server auth and client auth.
+// It serves tests and demos (NewCA, NodeCert, WriteFiles: in memory, valid
+// for Validity) and the `holdfastctl cert` commands, which make a cluster's
+// files (NewCAValid, LoadCA, Issue, with validities of their own). Keys are
+// ECDSA P-256, generated in memory and never persisted unless the caller
+// writes them. A cluster may as well get its certificates from its own PKI,
+// with the same shape: a DNS SAN equal to the node name, and the extended
+// key usages server auth and client auth.
 package certs
 
 import (
@@ -44,10 +45,18 @@ type CA struct {
 }
 
 // NewCA creates a self-signed certificate authority named commonName with a
-// new ECDSA P-256 key. It can sign leaf certificates only (path length 0).
-func NewCA(commonName string) (*CA, error) {
+// new ECDSA P-256 key, valid for Validity. It can sign leaf certificates
+// only (path length 0).
+func NewCA(commonName string) (*CA, error) { return NewCAValid(commonName, Validity) }
+
+// NewCAValid is NewCA with a validity of its own: the CA certificate is
+// valid from a little before its creation for validity.
+func NewCAValid(commonName string, validity time.Duration) (*CA, error) {
 	if commonName == "" {
 		return nil, errors.New("certs: empty CA common name")
+	}
+	if validity <= 0 {
+		return nil, fmt.Errorf("certs: validity %v; must be positive", validity)
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -62,7 +71,7 @@ func NewCA(commonName string) (*CA, error) {
 		SerialNumber:          serial,
 		Subject:               pkix.Name{CommonName: commonName, Organization: []string{"holdfast"}},
 		NotBefore:             now.Add(-backdate),
-		NotAfter:              now.Add(Validity),
+		NotAfter:              now.Add(validity),
 		IsCA:                  true,
 		BasicConstraintsValid: true,
 		MaxPathLenZero:        true,
@@ -94,39 +103,11 @@ func (ca *CA) Pool() *x509.CertPool {
 // NodeCert creates a certificate for nodeName signed by the CA, with a new
 // ECDSA P-256 key, both PEM-encoded (the key as PKCS #8, "PRIVATE KEY"). The
 // certificate's only subject alternative name is the DNS name nodeName (also
-// its common name), and it is valid for server and client authentication. It
-// fails for an empty nodeName or one that is not ASCII (a DNS SAN must be).
+// its common name), it is valid for server and client authentication, for
+// Validity. It fails for an empty nodeName or one that is not ASCII (a DNS
+// SAN must be). Issue makes certificates with more names.
 func (ca *CA) NodeCert(nodeName string) (certPEM, keyPEM []byte, err error) {
-	if nodeName == "" {
-		return nil, nil, errors.New("certs: empty node name")
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, fmt.Errorf("certs: node key: %w", err)
-	}
-	serial, err := newSerial()
-	if err != nil {
-		return nil, nil, err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: nodeName, Organization: []string{"holdfast"}},
-		DNSNames:     []string{nodeName},
-		NotBefore:    now.Add(-backdate),
-		NotAfter:     now.Add(Validity),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("certs: create certificate for %q: %w", nodeName, err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("certs: encode key for %q: %w", nodeName, err)
-	}
-	return pemBlock("CERTIFICATE", der), pemBlock("PRIVATE KEY", keyDER), nil
+	return ca.Issue(Request{Name: nodeName})
 }
 
 // Files are the paths WriteFiles wrote.

@@ -152,8 +152,17 @@ type Config struct {
 	// authenticate gossip: the first encrypts, all of them decrypt. Empty:
 	// gossip in clear text. See gossipkeys.go for rotation.
 	GossipKeys [][]byte
-	// TLS enables mutual TLS on the RPC/raft port. Nil: plaintext.
+	// TLS enables mutual TLS on the RPC/raft port. It is required: New
+	// refuses a Config without TLS unless Insecure is set. Make a CA and
+	// node certificates with `holdfastctl cert create-ca` and
+	// `holdfastctl cert create-node NAME` (see TLSConfig).
 	TLS *TLSConfig
+	// Insecure lets New start without TLS: the RPC/raft port is plaintext
+	// and unauthenticated, so anyone who can reach it can forge raft
+	// commands (grant themselves any lease or shard, remove voters) and
+	// keyring calls. Meant for tests and demos on one machine only;
+	// DefaultLocalConfig sets it. It has no effect when TLS is set.
+	Insecure bool
 	// Registerer receives holdfast's metrics. Nil: metrics are created but
 	// not registered.
 	Registerer prometheus.Registerer
@@ -163,7 +172,8 @@ type Config struct {
 }
 
 // DefaultConfig returns production defaults (LAN timings). The caller
-// still sets NodeName, addresses, Join, DataDir and BootstrapExpect.
+// still sets NodeName, addresses, Join, DataDir and BootstrapExpect, and
+// TLS: New refuses a Config without TLS unless Insecure is set.
 func DefaultConfig() Config {
 	return Config{
 		GossipAddr:      "0.0.0.0:7946",
@@ -199,8 +209,12 @@ func DefaultConfig() Config {
 // DefaultLocalConfig returns fast timings for tests and demos on one
 // machine: loopback addresses with OS-chosen ports, sub-second raft
 // timeouts, short stabilization times. Still safe on a loaded 2-core host.
+//
+// It sets Insecure, so a node runs without TLS unless Config.TLS is set:
+// fine on loopback in a test, never for a service on a network.
 func DefaultLocalConfig() Config {
 	c := DefaultConfig()
+	c.Insecure = true
 	c.GossipAddr = "127.0.0.1:0"
 	c.RPCAddr = "127.0.0.1:0"
 	c.Shards = 16

@@ -80,3 +80,36 @@ func TestDuplicateNodeName(t *testing.T) {
 		t.Fatalf("got %v, want ErrDuplicateName naming the node", err)
 	}
 }
+
+// TestPlaintextRefused: a Config without TLS is refused unless Insecure is
+// set, and the error names the field and the commands that make
+// certificates.
+func TestPlaintextRefused(t *testing.T) {
+	c := coordinator.DefaultConfig()
+	c.NodeName, c.GossipAddr, c.RPCAddr = "n", "127.0.0.1:0", "127.0.0.1:0"
+	c.DataDir, c.BootstrapExpect, c.Voters = t.TempDir(), 1, 1
+	if c.Insecure {
+		t.Fatal("DefaultConfig sets Insecure")
+	}
+	n, err := coordinator.New(c)
+	if err == nil {
+		_ = n.Close()
+		t.Fatal("New started a node with neither TLS nor Insecure")
+	}
+	for _, want := range []string{"TLS", "holdfastctl cert create-ca", "holdfastctl cert create-node", "Insecure"} {
+		if !errors.Is(err, coordinator.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+			t.Errorf("New: %v; want ErrInvalidConfig mentioning %q", err, want)
+		}
+	}
+	c.Insecure = true
+	n, err = coordinator.New(c)
+	if err != nil {
+		t.Fatalf("New with Insecure: %v", err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !coordinator.DefaultLocalConfig().Insecure {
+		t.Fatal("DefaultLocalConfig does not set Insecure")
+	}
+}

@@ -58,6 +58,8 @@ type Coordinator struct {
 	clusterID atomic.Pointer[string] // the formed cluster's ID, once known
 	leaderCh  chan bool              // raft's NotifyCh
 	kick      chan struct{}          // wakes the leader reconciler
+	admitted  admission              // members refused entry to raft (admit.go)
+	keyring   keyringStore           // the persisted gossip keyring (keyringfile.go)
 	forwards  chan struct{}          // semaphore of forwarded commands being served
 
 	ctx      context.Context // ends when Shutdown or Close begins

@@ -72,8 +72,23 @@
 // (AES-GCM; the first key encrypts, all decrypt): a node without one of the
 // keys never joins. Rotate without downtime with InstallGossipKey(new),
 // UseGossipKey(new), RemoveGossipKey(old), each applied to every live member
-// over RPC (use Config.TLS: the key is in the request). The keyring is not
-// persisted: keep every node's Config.GossipKeys in step with the rotation.
+// over RPC (inside mutual TLS: the key is in the request). A node with a
+// DataDir persists its keyring there after every step and starts from it
+// while its Config.GossipKeys is unchanged, so a node restarted after a
+// rotation rejoins without a configuration change; a node without a
+// DataDir keeps it in memory (see InstallGossipKey).
+//
+// # Security
+//
+// New refuses a Config without TLS unless Config.Insecure is set
+// (DefaultLocalConfig sets it, for tests and demos): on a plaintext RPC
+// port anyone can forge raft commands. With TLS every raft and RPC
+// connection is mutual TLS against the cluster's CA, and the leader adds a
+// gossip member to the raft configuration only after a TLS handshake with
+// its RPC address has shown a certificate of that CA naming it (gossip
+// alone proves nothing). `holdfastctl cert` makes the CA, the node
+// certificates and a gossip key; docs/SECURITY.md in the repository tells
+// the whole story.
 //
 // # Identity
 //

@@ -112,13 +112,19 @@ func (c *Coordinator) GossipKeys() (primary []byte, all [][]byte) {
 //
 // Security: the key travels in the RPC request, readable by anyone on the
 // path and accepted from any peer unless the RPC port uses mutual TLS
-// (Config.TLS); without TLS a warning is logged. The keyring is kept in
-// memory only, not in DataDir: a node restarted later needs the current
-// keys in its Config.GossipKeys. Update every node's configuration along
-// with the rotation: to [old, new] before step 1, to [new, old] between
-// steps 2 and 3, to [new] after step 3; a node restarted at any point then
-// rejoins. Encryption cannot be switched on or off in a running cluster:
-// keyed and plain nodes cannot gossip with each other.
+// (Config.TLS); without TLS a warning is logged.
+//
+// Persistence: a node with a DataDir writes its keyring to
+// DataDir/gossip-keyring.json after every step (atomically, mode 0600) and
+// starts from it as long as its Config.GossipKeys is the one it was started
+// with when the file was written, so a node restarted after a rotation
+// rejoins with unchanged configuration; changing Config.GossipKeys makes
+// the configuration win at the next start. A node without a DataDir keeps
+// the keyring in memory only (it logs so) and, restarted later, needs the
+// current keys in its Config.GossipKeys. Members that were down during a
+// step missed it: start them with the current keys. Encryption cannot be
+// switched on or off in a running cluster: keyed and plain nodes cannot
+// gossip with each other.
 //
 // It returns ErrGossipNotEncrypted (wrapped) when this node or a member has
 // no gossip encryption, ErrInvalidGossipKey for a key of the wrong size, and
@@ -267,6 +273,10 @@ func (c *Coordinator) applyKeyring(req keyringRequest) (keyringReply, error) {
 	if !c.members.Encrypted() {
 		return keyringReply{}, ErrGossipNotEncrypted
 	}
+	ks := &c.keyring
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	before, allBefore := c.members.Keys()
 	var err error
 	switch req.Op {
 	case keyringStatus:
@@ -292,6 +302,12 @@ func (c *Coordinator) applyKeyring(req keyringRequest) (keyringReply, error) {
 		return keyringReply{}, err
 	}
 	primary, all := c.members.Keys()
+	if !bytes.Equal(primary, before) || keysFingerprint(all) != keysFingerprint(allBefore) {
+		if err := ks.write(all); err != nil {
+			c.log.Error("gossip keyring changed but not persisted: a restart would lose the change", "error", err)
+			return keyringReply{}, err
+		}
+	}
 	r := keyringReply{
 		Installed: slices.ContainsFunc(all, func(k []byte) bool { return bytes.Equal(k, req.Key) }),
 		Primary:   bytes.Equal(primary, req.Key),

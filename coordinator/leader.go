@@ -144,7 +144,8 @@ func mustEncode(cmd fsm.Command) []byte {
 }
 
 // reconcileMembers adds every live gossip member that is not yet in the raft
-// configuration as a non-voter. Autopilot promotes and removes.
+// configuration, and that proves its identity (admit), as a non-voter.
+// Autopilot promotes and removes.
 func (c *Coordinator) reconcileMembers() {
 	servers := c.raftServers()
 	if servers == nil || c.raft.State() != raft.Leader {
@@ -160,6 +161,9 @@ func (c *Coordinator) reconcileMembers() {
 			continue
 		}
 		if m.Meta.ClusterID != "" && m.Meta.ClusterID != ours {
+			continue
+		}
+		if !c.admit(c.ctx, m) {
 			continue
 		}
 		addr := transport.RaftAddress(m.Meta.RPCAddr, m.Meta.NodeID)

@@ -30,13 +30,17 @@ func (c *Coordinator) localMeta() membership.Meta {
 // A duplicate name fails New; other join failures are retried in the
 // background.
 func (c *Coordinator) startMembership() error {
+	keys, err := c.initialGossipKeys()
+	if err != nil {
+		return err
+	}
 	mc := membership.Config{
 		NodeName: c.cfg.NodeName,
 		BindAddr: c.cfg.GossipAddr,
 		Profile:  membership.LAN,
 		Meta:     c.localMeta(),
 		Accept:   c.acceptMember,
-		Keys:     c.cfg.GossipKeys,
+		Keys:     keys,
 		Logger:   c.log.With("subsystem", "gossip"),
 	}
 	if c.cfg.Gossip == GossipLocal {
@@ -54,9 +58,13 @@ func (c *Coordinator) startMembership() error {
 		return fmt.Errorf("holdfast: gossip: %w", err)
 	}
 	c.members = m
-	if len(c.cfg.GossipKeys) > 0 {
-		c.log.Info("gossip encrypted", "keys", len(c.cfg.GossipKeys), "primary", keyID(c.cfg.GossipKeys[0]))
-	} else {
+	switch {
+	case len(keys) > 0:
+		c.log.Info("gossip encrypted", "keys", len(keys), "primary", keyID(keys[0]))
+	case c.cfg.TLS != nil:
+		c.log.Warn("gossip in clear text although TLS is on: anyone who reaches the gossip port can inject members and " +
+			"suspicions (raft and leases stay protected by TLS); set Config.GossipKeys (holdfastctl cert create-ca writes gossip.key)")
+	default:
 		c.log.Info("gossip in clear text: set Config.GossipKeys to encrypt and authenticate it")
 	}
 	if len(c.cfg.Join) == 0 {

@@ -68,7 +68,13 @@ type tlsMaterial struct {
 // CA, valid for server and client auth, and naming NodeName.
 func (c *Config) validateTLS() error {
 	if c.TLS == nil {
-		return nil
+		if c.Insecure {
+			return nil
+		}
+		return fieldErr("TLS", "is nil: holdfast refuses to run its RPC/raft port in plaintext, where anyone who reaches it "+
+			"can forge raft commands. Make certificates with `holdfastctl cert create-ca` and "+
+			"`holdfastctl cert create-node NAME -addr HOST` and set Config.TLS, or set Config.Insecure = true "+
+			"to run without TLS (tests and demos only)")
 	}
 	_, err := c.TLS.load(c.NodeName)
 	return err

@@ -18,8 +18,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// ledgerBin is the examples/ledger binary that TestMain builds.
-var ledgerBin string
+// ledgerBin is the examples/ledger binary that TestMain builds;
+// holdfastctlBin is cmd/holdfastctl, which makes the certificates.
+var ledgerBin, holdfastctlBin string
 
 // TestMain builds the ledger from the parent module once for all tests,
 // with the Dockerfile's settings.
@@ -36,6 +37,14 @@ func TestMain(m *testing.M) {
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building examples/ledger: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	holdfastctlBin = filepath.Join(dir, "holdfastctl")
+	build = exec.Command("go", "build", "-o", holdfastctlBin, "./cmd/holdfastctl")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building cmd/holdfastctl: %v\n%s", err, out)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
@@ -226,6 +235,7 @@ func TestProbes(t *testing.T) {
 	local := map[string]string{
 		"gossip": "127.0.0.1:0", "rpc": "127.0.0.1:0", "http": "127.0.0.1:0",
 		"expect": "1", "data": filepath.Join(dir, "data"), "db": filepath.Join(dir, "ledger.db"),
+		"certs": makeCerts(t, filepath.Join(dir, "certs"), podFields["metadata.name"]),
 	}
 	var args []string
 	for name, v := range parseLedgerArgs(t, expandArgs(t, c)) {
@@ -288,4 +298,54 @@ func startLedger(t *testing.T, args []string) string {
 		t.Fatalf("ledger %v exited before its ready line:\n%s", args, stderr.String())
 	}
 	return ""
+}
+
+// makeCerts makes the files of the manifest's certificate Secret in dir
+// with the real holdfastctl cert commands, for the named nodes, and
+// returns dir.
+func makeCerts(t *testing.T, dir string, nodes ...string) string {
+	t.Helper()
+	run := func(args ...string) {
+		out, err := exec.Command(holdfastctlBin, append([]string{"cert"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("holdfastctl cert %v: %v\n%s", args, err, out)
+		}
+	}
+	run("create-ca", "-dir", dir)
+	for _, n := range nodes {
+		run("create-node", "-dir", dir, n)
+	}
+	return dir
+}
+
+// TestSecureByDefault checks that the manifest runs the ledger with TLS
+// and gossip encryption: -certs is the read-only mount of a Secret
+// volume, and -insecure is not given.
+func TestSecureByDefault(t *testing.T) {
+	m := loadManifests(t)
+	sts := m.sets[0]
+	c := ledgerContainer(t, sts)
+	args := parseLedgerArgs(t, expandArgs(t, c))
+	if v, ok := args["insecure"]; ok && v != "false" {
+		t.Fatalf("-insecure=%s: the manifest must run with TLS", v)
+	}
+	dir, ok := args["certs"]
+	if !ok {
+		t.Fatal("no -certs: the ledger refuses to start without certificates")
+	}
+	var vol string
+	for _, vm := range c.VolumeMounts {
+		if vm.MountPath == dir {
+			vol = vm.Name
+			if !vm.ReadOnly {
+				t.Errorf("mount %s of -certs is writable", dir)
+			}
+		}
+	}
+	for _, v := range sts.Spec.Template.Spec.Volumes {
+		if v.Name == vol && v.Secret != nil && v.Secret.SecretName != "" {
+			return
+		}
+	}
+	t.Errorf("-certs=%s is not the mount of a Secret volume (mount %q)", dir, vol)
 }

@@ -44,7 +44,9 @@
 // node; otherwise any node the CAs signed is accepted. A TLS client facing a
 // peer that closes the connection on its ClientHello (a node without TLS)
 // retries in plaintext only when TLS.Required is false. Every refusal is
-// logged at Warn and counted in Stats.
+// logged at Warn and counted in Stats. VerifyPeer proves, by a handshake
+// alone, that the node at an address holds a certificate naming it; the
+// coordinator uses it before adding a member to the raft configuration.
 //
 // # Limits
 //

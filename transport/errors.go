@@ -30,6 +30,14 @@ var ErrProtocol = errors.New("transport: protocol error")
 // node that Config.TLS.PeerName expects at the address.
 var ErrWrongPeer = errors.New("transport: peer certificate names another node")
 
+// ErrPlaintextPeer is returned (wrapped) by VerifyPeer when the peer closed
+// the connection on the TLS ClientHello, as a node without TLS does.
+var ErrPlaintextPeer = errors.New("transport: peer does not speak TLS")
+
+// ErrNoTLS is returned by VerifyPeer on a Transport without Config.TLS:
+// there is no identity to verify.
+var ErrNoTLS = errors.New("transport: TLS is not configured")
+
 // Error codes carried by RemoteError. Handlers may use any other code.
 const (
 	// CodeInternal is the code of a RemoteError built from a handler error

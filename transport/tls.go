@@ -220,6 +220,12 @@ func (t *Transport) secure(ctx context.Context, c *trackedConn, addr, id string)
 			want = name
 		}
 	}
+	return t.secureAs(ctx, c, want)
+}
+
+// secureAs runs the client side of a TLS handshake on c, requiring the
+// server's certificate to name want ("" for any node the CAs signed).
+func (t *Transport) secureAs(ctx context.Context, c *trackedConn, want string) error {
 	tc := tls.Client(c.raw, t.tls.client(want))
 	if err := tc.HandshakeContext(ctx); err != nil {
 		_ = c.Close()
@@ -279,4 +285,51 @@ func (t *Transport) preamble(c *trackedConn, kind byte) []byte {
 	b := make([]byte, 0, 2+len(name))
 	b = append(b, kind, byte(len(name)))
 	return append(b, name...)
+}
+
+// VerifyPeer proves that the node listening at addr is node: it opens a new
+// connection, completes a mutual TLS handshake in which the server must
+// present a certificate that chains to the CAs, is valid for server auth
+// and names node, sends the RPC preamble (so the server, which verified
+// this side's certificate in turn, sees a well-formed client) and closes
+// the connection. It does not consult TLS.PeerName.
+//
+// It returns nil on success; ErrNoTLS without Config.TLS; an error wrapping
+// ErrWrongPeer when the certificate names another node; one wrapping
+// ErrPlaintextPeer when the peer closed the connection on the ClientHello
+// (a node without TLS); and otherwise the dial or handshake error. Failed
+// handshakes are counted in Stats as those of other outbound connections.
+func (t *Transport) VerifyPeer(ctx context.Context, addr, node string) error {
+	if t.tls == nil {
+		return ErrNoTLS
+	}
+	if node == "" {
+		return fmt.Errorf("%w: no node name to verify at %s", ErrWrongPeer, addr)
+	}
+	if t.isClosed() {
+		return ErrClosed
+	}
+	c, err := t.dialRaw(ctx, addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.raw.SetDeadline(dl)
+	}
+	if err := t.secureAs(ctx, c, node); err != nil {
+		switch {
+		case notTLSPeer(err):
+			return fmt.Errorf("%w: %s: %v", ErrPlaintextPeer, addr, err)
+		case errors.Is(err, ErrWrongPeer):
+			t.stats.wrongPeerName.Add(1)
+		default:
+			t.stats.tlsHandshakeFailures.Add(1)
+		}
+		return fmt.Errorf("verifying node %q at %s: %w", node, addr, err)
+	}
+	if _, err := c.Write(t.preamble(c, kindRPC)); err != nil {
+		return fmt.Errorf("verifying node %q at %s: %w", node, addr, err)
+	}
+	return nil
 }

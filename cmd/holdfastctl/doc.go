@@ -3,7 +3,9 @@
 //
 // Usage:
 //
-//	holdfastctl [-addr HOST:PORT|URL] [-json] [-timeout D] [-owner NAME] status|members|shards|leases
+//	holdfastctl [-addr HOST:PORT|URL] [-json] [-timeout D] [-owner NAME]
+//	            [-ca FILE -cert FILE -key FILE [-server-name NAME]] status|members|shards|leases
+//	holdfastctl cert create-ca|create-node NAME|create-client [-dir DIR] [-force] ...
 //
 // Commands:
 //
@@ -23,6 +25,31 @@
 //	          documents decode into the types of package admin.
 //	-timeout  give up after this long (default 5s).
 //	-owner    with shards: list only the shards owned by node NAME.
+//	-ca       PEM file of the CA that signed the node's certificate: the
+//	          admin endpoint is read over HTTPS (HOST:PORT becomes https).
+//	-cert, -key  holdfastctl's client certificate and key (cert
+//	          create-client), for endpoints that require one.
+//	-server-name  verify the node's certificate for this name (a node
+//	          name) instead of the -addr host.
+//
+// # Certificates
+//
+// holdfastctl cert makes a cluster's TLS files, in -dir (default certs,
+// created if missing). Nothing is replaced unless -force is given; key
+// files are written with mode 0600; every file written is listed.
+//
+//	cert create-ca             ca.pem (the CA certificate, for every node),
+//	                           ca-key.pem (its key: keep it off the nodes) and
+//	                           gossip.key (the cluster's gossip key, for every node)
+//	cert create-node NAME      NAME.pem and NAME-key.pem, signed by -dir's CA; SANs:
+//	                           NAME and each -addr (host names as DNS SANs, IP
+//	                           addresses as IP SANs)
+//	cert create-client         client.pem and client-key.pem: client auth only, no
+//	                           SANs, so it opens admin endpoints but cannot act as a node
+//
+// Flags: -dir, -force, -validity (CA: 10 years, others: 1 year), -name (the
+// common name of the CA or the client), -addr (create-node, repeatable or
+// comma-separated).
 //
 // Exit status: 0 on success; 1 when the node cannot be reached, does not
 // answer in time, or answers with an error or a document that is not the

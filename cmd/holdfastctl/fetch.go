@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,8 +19,9 @@ import (
 
 // target is where the admin handler is served.
 type target struct {
-	base string // URL without a trailing slash; endpoint paths are appended
-	name string // how errors name it: the -addr the user gave
+	base string      // URL without a trailing slash; endpoint paths are appended
+	name string      // how errors name it: the -addr the user gave
+	tls  *tls.Config // client TLS for https (nil: the system roots, no client certificate)
 }
 
 // newTarget accepts HOST:PORT or an http(s) URL (whose path is the prefix
@@ -56,6 +58,9 @@ func fetch(t target, path string, timeout time.Duration) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if t.tls != nil {
+		tr.TLSClientConfig = t.tls.Clone()
+	}
 	defer tr.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.base+path, nil)
 	if err != nil {

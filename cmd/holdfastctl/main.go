@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,6 +25,7 @@ type options struct {
 	timeout time.Duration
 	owner   string
 	command string
+	tls     tlsFlags
 }
 
 // usageError is a command-line mistake: exit status 2, with the usage.
@@ -42,6 +44,9 @@ var commands = map[string]string{
 // run is the whole program: it parses args, asks the node, prints to
 // stdout, and returns the exit status (see the package doc).
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "cert" {
+		return runCert(args[1:], stdout, stderr)
+	}
 	opts, fs, err := parseArgs(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -53,6 +58,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	t, err := newTarget(opts.addr)
+	if err == nil {
+		var tc *tls.Config
+		if tc, err = opts.tls.config(); err == nil {
+			t, err = withTLS(t, tc)
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "holdfastctl: %v\n", err)
 		printUsage(stderr, fs)
@@ -77,6 +88,7 @@ func parseArgs(args []string) (options, *flag.FlagSet, error) {
 	fs.BoolVar(&o.json, "json", false, "print the JSON answer, pretty-printed, instead of a table")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Second, "give up after this `duration`")
 	fs.StringVar(&o.owner, "owner", "", "with shards: list only the shards owned by node `NAME`")
+	o.tls.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, fs, err
 	}
@@ -109,7 +121,7 @@ func printUsage(w io.Writer, fs *flag.FlagSet) {
 Shows what one holdfast node knows of its cluster, from the admin endpoints
 the application serves (package admin).
 
-commands:
+commands (certificates: holdfastctl cert help):
   status   the node, its raft role and leader, voters, session, readiness
   members  every node the answering node's gossip knows of
   shards   every shard with its state, owner and token

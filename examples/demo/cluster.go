@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/holdfast-go/holdfast/certs"
 	"github.com/holdfast-go/holdfast/coordinator"
 )
 
@@ -49,9 +50,41 @@ func config(o options, i int, dir string) coordinator.Config {
 	return cfg
 }
 
+// security is what the demo's nodes share: an in-process CA, which signs
+// every node's certificate (mutual TLS on the raft/RPC port), and one
+// gossip key. A real cluster makes the same with holdfastctl cert.
+type security struct {
+	ca        *certs.CA
+	gossipKey []byte
+}
+
+func newSecurity() (security, error) {
+	ca, err := certs.NewCA("holdfast demo CA")
+	if err != nil {
+		return security{}, err
+	}
+	key, _, err := certs.NewGossipKey()
+	return security{ca: ca, gossipKey: key}, err
+}
+
+// apply gives cfg TLS with a certificate for its node, and the gossip key.
+func (s security) apply(cfg *coordinator.Config) error {
+	certPEM, keyPEM, err := s.ca.NodeCert(cfg.NodeName)
+	if err != nil {
+		return err
+	}
+	cfg.Insecure = false
+	cfg.TLS = &coordinator.TLSConfig{CAPEM: s.ca.CertPEM(), CertPEM: certPEM, KeyPEM: keyPEM, RequireTLS: true}
+	cfg.GossipKeys = [][]byte{s.gossipKey}
+	return nil
+}
+
 // startNode opens node i's ledger handle and starts its coordinator.
-func startNode(ctx context.Context, o options, i int, dir, db string, join []string) (*node, error) {
+func startNode(ctx context.Context, o options, sec security, i int, dir, db string, join []string) (*node, error) {
 	cfg := config(o, i, dir)
+	if err := sec.apply(&cfg); err != nil {
+		return nil, err
+	}
 	led, err := openLedger(ctx, db, cfg.NodeName)
 	if err != nil {
 		return nil, err
@@ -68,16 +101,20 @@ func startNode(ctx context.Context, o options, i int, dir, db string, join []str
 	return n, nil
 }
 
-// startCluster starts every node; each joins through the first one's
-// gossip address.
+// startCluster starts every node, with mutual TLS from one in-process CA
+// and encrypted gossip; each joins through the first one's gossip address.
 func startCluster(ctx context.Context, o options, dir, db string) ([]*node, error) {
+	sec, err := newSecurity()
+	if err != nil {
+		return nil, err
+	}
 	var nodes []*node
 	for i := range o.nodes {
 		var join []string
 		if i > 0 {
 			join = []string{nodes[0].c.GossipAddr()}
 		}
-		n, err := startNode(ctx, o, i, dir, db, join)
+		n, err := startNode(ctx, o, sec, i, dir, db, join)
 		if err != nil {
 			closeAll(nodes)
 			return nil, err

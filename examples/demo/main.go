@@ -11,6 +11,11 @@
 // only if no larger token was accepted for the shard before (fence.SQL).
 // One node also holds the named lease "auditor", which audits that file.
 //
+// The nodes run as a real deployment should: mutual TLS on the raft/RPC
+// port, with certificates from a CA the demo makes in its own process
+// (package certs; a cluster makes its files with holdfastctl cert), and
+// encrypted gossip.
+//
 // Then it pauses a node that is not the raft leader: its workers stop
 // between their lease check and their write, and its network stops (a
 // pausable wrapper around transport.TCP given to holdfast as

@@ -30,7 +30,8 @@ func (d *demo) intro() {
 	d.p.say("holdfast demo: %d nodes on loopback, %s, session TTL %v", d.o.nodes, plural(d.o.shards, "shard"), d.o.ttl)
 	d.p.say("Every node runs a worker for each shard it owns. The workers append to one shared")
 	d.p.say("SQLite file with fenced writes: a write commits only if no larger token was")
-	d.p.say("accepted for its shard before.")
+	d.p.say("accepted for its shard before. The nodes talk mutual TLS (certificates from a CA")
+	d.p.say("made in this process) and encrypt their gossip.")
 }
 
 // form waits for the cluster and its shard table, then prints the table.

@@ -58,8 +58,9 @@
 //	auditor-lost token=25
 //	stopped node=n1
 //
-// Logs (holdfast's included) go to standard error. The HTTP address serves
-// /metrics (holdfast_* metrics, holdfast_fence_rejections_total and the
+// Logs (holdfast's included) go to standard error. The HTTP address (over
+// HTTPS with a client certificate of the cluster's CA required, when the
+// node has certificates and -http-tls is left true) serves /metrics (holdfast_* metrics, holdfast_fence_rejections_total and the
 // ledger's own ledger_* counters) and holdfast's admin endpoints
 // (/v1/status, /v1/shards, /v1/leases, /healthz, /readyz), which
 // holdfastctl reads.
@@ -85,6 +86,31 @@
 //	-drain DURATION       bound on a shard's drain at handoff (default: 5s, or 1s below -ttl 5s)
 //	-interval DURATION    time between appends per shard (default 50ms)
 //	-check-before-write   check the lease inside each write transaction (default true)
+//	-certs DIR            the files holdfastctl cert writes: DIR/ca.pem, DIR/NODE.pem,
+//	                      DIR/NODE-key.pem, and DIR/gossip.key when it exists
+//	-ca, -cert, -key FILE the CA certificate, this node's certificate and key (override -certs)
+//	-gossip-key FILE      the cluster's gossip key, base64 (default: -certs/gossip.key)
+//	-http-tls             with certificates, serve -http over HTTPS requiring a client
+//	                      certificate of the CA (default true); false: plain HTTP
+//	-insecure             run without TLS and gossip encryption
+//
+// # Security
+//
+// The ledger runs with mutual TLS on its raft/RPC port (required) and
+// encrypted gossip. Started with neither certificates nor -insecure it
+// refuses, exit status 2, and prints the commands that make them: on a
+// plaintext RPC port anyone who reaches it can forge raft commands. A
+// cluster's files come from three commands:
+//
+//	go run ./cmd/holdfastctl cert create-ca                       # certs/ca.pem, ca-key.pem, gossip.key
+//	go run ./cmd/holdfastctl cert create-node -addr 127.0.0.1 n1  # certs/n1.pem, n1-key.pem (and n2, n3)
+//	go run ./cmd/holdfastctl cert create-client                   # certs/client.pem, client-key.pem: holdfastctl's
+//
+// Each node needs ca.pem, gossip.key and its own NAME.pem and NAME-key.pem;
+// ca-key.pem stays where certificates are made. -addr names the addresses
+// HTTPS clients dial (the -http host), so they can verify the node.
+// -insecure runs plaintext for a try on one machine; the gossip key and
+// -http are then plain too.
 //
 // Timings start from coordinator.DefaultConfig; with -ttl below 5s they
 // come from coordinator.DefaultLocalConfig (fast raft, gossip and
@@ -94,23 +120,27 @@
 //
 // # Trying it
 //
-// Three voters on one machine, the third one unchecked:
+// Three voters on one machine, the third one unchecked, with certificates
+// made as above for n1, n2 and n3:
 //
 //	go build -o /tmp/ledger ./examples/ledger
-//	/tmp/ledger -node n1 -data /tmp/l1 -expect 3 -db /tmp/ledger.db -ttl 2s -shards 8 \
+//	/tmp/ledger -node n1 -certs certs -data /tmp/l1 -expect 3 -db /tmp/ledger.db -ttl 2s -shards 8 \
 //	    -gossip 127.0.0.1:7001 -http 127.0.0.1:8001
-//	/tmp/ledger -node n2 -data /tmp/l2 -expect 3 -db /tmp/ledger.db -ttl 2s -shards 8 \
+//	/tmp/ledger -node n2 -certs certs -data /tmp/l2 -expect 3 -db /tmp/ledger.db -ttl 2s -shards 8 \
 //	    -join 127.0.0.1:7001 -http 127.0.0.1:8002
-//	/tmp/ledger -node n3 -data /tmp/l3 -expect 3 -db /tmp/ledger.db -ttl 2s -shards 8 \
+//	/tmp/ledger -node n3 -certs certs -data /tmp/l3 -expect 3 -db /tmp/ledger.db -ttl 2s -shards 8 \
 //	    -join 127.0.0.1:7001 -http 127.0.0.1:8003 -check-before-write=false
 //
 // Then pause the third one for a few TTLs (kill -STOP, then kill -CONT) and
 // look at what the fence refused:
 //
 //	sqlite3 /tmp/ledger.db 'SELECT * FROM rejected'
-//	go run ./cmd/holdfastctl -addr http://127.0.0.1:8001 shards
+//	go run ./cmd/holdfastctl -addr 127.0.0.1:8001 -ca certs/ca.pem \
+//	    -cert certs/client.pem -key certs/client-key.pem shards
 //
-// ledger_test.go does exactly this, and more, with four processes.
+// (With -insecure instead of -certs: holdfastctl -addr http://127.0.0.1:8001 shards.)
+// ledger_test.go does exactly this, and more, with four processes
+// (-insecure); secure_test.go brings three up from holdfastctl cert files.
 //
 // # Containers
 //

@@ -25,6 +25,7 @@ type options struct {
 	ttl, drain, interval time.Duration
 	checkBeforeWrite     bool
 	allowRename          bool
+	sec                  secOptions
 }
 
 // errUsage marks a command line that cannot be run: usage was printed.
@@ -51,6 +52,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.drain, "drain", 0, "bound on a shard's drain at handoff; 0: 5s, or 1s when -ttl is below 5s")
 	fs.DurationVar(&o.interval, "interval", 50*time.Millisecond, "time between appends to each owned shard")
 	fs.BoolVar(&o.checkBeforeWrite, "check-before-write", true, "check the lease inside each write transaction")
+	o.sec.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: ledger -node NAME -db PATH [flags]")
 		fs.PrintDefaults()
@@ -75,7 +77,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fmt.Fprintf(stderr, "ledger: unexpected argument %q\n", fs.Arg(0))
 	default:
 		o.join = splitList(join)
-		return o, nil
+		var err error
+		if o.sec, err = o.sec.resolve(o.node); err == nil {
+			return o, nil
+		}
+		fmt.Fprintln(stderr, "ledger:", err)
+		return o, errUsage
 	}
 	fs.Usage()
 	return o, errUsage
@@ -113,6 +120,7 @@ func clusterConfig(o options) coordinator.Config {
 	if o.ttl < localBelow {
 		cfg = coordinator.DefaultLocalConfig()
 	}
+	cfg.Insecure = o.sec.insecure // DefaultLocalConfig's Insecure must not leak into the ledger
 	cfg.NodeName = o.node
 	cfg.GossipAddr, cfg.RPCAddr = o.gossip, o.rpc
 	cfg.Join = o.join
@@ -139,5 +147,6 @@ func logSettings(log *slog.Logger, o options, cfg coordinator.Config) {
 		"voter_eligible", o.dataDir != "", "bootstrap_expect", o.expect, "shards", o.shards,
 		"session_ttl", cfg.SessionTTL, "lease_margin", cfg.LeaseMargin, "expiry_grace", cfg.ExpiryGrace,
 		"drain", cfg.ShardDrainTimeout, "raft_election_timeout", cfg.Raft.ElectionTimeout,
-		"interval", o.interval, "check_before_write", o.checkBeforeWrite)
+		"interval", o.interval, "check_before_write", o.checkBeforeWrite,
+		"tls", cfg.TLS != nil, "gossip_encrypted", len(cfg.GossipKeys) > 0, "http_tls", cfg.TLS != nil && o.sec.httpTLS)
 }

@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -60,14 +61,13 @@ type ledgerCluster struct {
 	observer         *proc   // n1
 	db               *sql.DB // reads
 	probe            *sql.DB // one connection: can it take the write lock?
+	// security returns node name's security flags (certificates or
+	// -insecure) and the HTTPS client of its admin endpoint (nil: HTTP).
+	security func(name string) ([]string, *http.Client)
 }
 
 func startLedgerCluster(t *testing.T) *ledgerCluster {
-	lc := &ledgerCluster{bin: buildLedger(t), dir: t.TempDir(), procs: map[string]*proc{}}
-	lc.dbPath = filepath.Join(lc.dir, "ledger.db")
-	lc.db = openTestDB(t, lc.dbPath, 10000)
-	lc.probe = openTestDB(t, lc.dbPath, 500)
-	lc.probe.SetMaxOpenConns(1)
+	lc := newLedgerCluster(t, func(string) ([]string, *http.Client) { return []string{"-insecure"}, nil })
 
 	start := time.Now()
 	voter := func(name string) []string {
@@ -86,6 +86,17 @@ func startLedgerCluster(t *testing.T) *ledgerCluster {
 	return lc
 }
 
+// newLedgerCluster builds the binary and opens the shared file; nodes are
+// started with the flags security returns for them.
+func newLedgerCluster(t *testing.T, security func(name string) ([]string, *http.Client)) *ledgerCluster {
+	lc := &ledgerCluster{bin: buildLedger(t), dir: t.TempDir(), procs: map[string]*proc{}, security: security}
+	lc.dbPath = filepath.Join(lc.dir, "ledger.db")
+	lc.db = openTestDB(t, lc.dbPath, 10000)
+	lc.probe = openTestDB(t, lc.dbPath, 500)
+	lc.probe.SetMaxOpenConns(1)
+	return lc
+}
+
 func openTestDB(t *testing.T, path string, busyMillis int) *sql.DB {
 	db, err := openDB(path, busyMillis)
 	if err != nil {
@@ -98,7 +109,9 @@ func openTestDB(t *testing.T, path string, busyMillis int) *sql.DB {
 func (lc *ledgerCluster) start(t *testing.T, name string, args ...string) *proc {
 	common := []string{"-db", lc.dbPath, "-ttl", testTTL.String(), "-shards", strconv.Itoa(testShards),
 		"-drain", testDrain.String(), "-interval", testInterval.String()}
-	p := startProc(t, lc.bin, name, append(common, args...)...)
+	sec, client := lc.security(name)
+	p := startProc(t, lc.bin, name, append(append(common, sec...), args...)...)
+	p.admin = client
 	lc.procs[name] = p
 	return p
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -55,6 +56,13 @@ func serve(ctx context.Context, unsignal func(), o options, out *printer, log *s
 		return err
 	}
 	cfg := clusterConfig(o)
+	if err := o.sec.apply(&cfg); err != nil {
+		return err
+	}
+	httpTLS, err := o.sec.serverTLS()
+	if err != nil {
+		return err
+	}
 	logSettings(log, o, cfg)
 
 	reg := prometheus.NewRegistry()
@@ -71,6 +79,9 @@ func serve(ctx context.Context, unsignal func(), o options, out *printer, log *s
 		return fmt.Errorf("-http: %w", err)
 	}
 	defer ln.Close()
+	if httpTLS != nil {
+		ln = tls.NewListener(ln, httpTLS)
+	}
 
 	workers := newWorkers(led, out, log, m, o.interval, o.checkBeforeWrite)
 	cfg.Handler, cfg.Registerer, cfg.Logger = workers, reg, log

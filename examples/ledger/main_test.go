@@ -30,10 +30,15 @@ func TestCommandLine(t *testing.T) {
 		{"unknown flag", []string{"-node", "n1", "-db", db, "-bogus"}, 2, "flag provided but not defined: -bogus"},
 		{"argument", []string{"-node", "n1", "-db", db, "extra"}, 2, `unexpected argument "extra"`},
 		{"help", []string{"-h"}, 0, "usage: ledger"},
-		{"interval", []string{"-node", "n1", "-db", db, "-interval", "0s"}, 1, "-interval is 0s; must be positive"},
-		{"ttl too short", []string{"-node", "n1", "-db", db, "-ttl", "500ms"}, 1, "SessionTTL: is 500ms"},
-		{"expect without data", []string{"-node", "n1", "-db", db, "-expect", "3"}, 1, "BootstrapExpect: is 3 but DataDir is empty"},
-		{"bad http", []string{"-node", "n1", "-db", db, "-http", "nowhere"}, 1, "-http:"},
+		{"interval", []string{"-node", "n1", "-db", db, "-insecure", "-interval", "0s"}, 1, "-interval is 0s; must be positive"},
+		{"ttl too short", []string{"-node", "n1", "-db", db, "-insecure", "-ttl", "500ms"}, 1, "SessionTTL: is 500ms"},
+		{"expect without data", []string{"-node", "n1", "-db", db, "-insecure", "-expect", "3"}, 1, "BootstrapExpect: is 3 but DataDir is empty"},
+		{"bad http", []string{"-node", "n1", "-db", db, "-insecure", "-http", "nowhere"}, 1, "-http:"},
+		{"no certificates", []string{"-node", "n1", "-db", db}, 2, "holdfastctl cert create-ca -dir certs"},
+		{"no certificates, long TTL", []string{"-node", "n1", "-db", db, "-ttl", "10s"}, 2, "or with -insecure to run without TLS"},
+		{"insecure and certificates", []string{"-node", "n1", "-db", db, "-insecure", "-certs", "certs"}, 2, "choose one"},
+		{"cert without key", []string{"-node", "n1", "-db", db, "-ca", "ca.pem", "-cert", "n1.pem"}, 2, "-ca, -cert and -key go together"},
+		{"missing certificate files", []string{"-node", "n1", "-db", db, "-certs", t.TempDir()}, 1, "n1.pem: no such file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

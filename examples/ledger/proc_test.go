@@ -151,6 +151,9 @@ type proc struct {
 	out    *lineLog
 	errLog string // path of its standard error
 	http   string // its -http address, once ready
+	// admin, if set, is the HTTPS client for an -http served with TLS;
+	// nil: plain HTTP with httpClient.
+	admin *http.Client
 
 	exited  chan struct{}
 	waitErr error
@@ -253,10 +256,18 @@ func (p *proc) state() (string, error) {
 // httpClient keeps no idle connections, so no goroutine outlives a test.
 var httpClient = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 
+// get asks p's admin endpoint for path, over HTTPS when p.admin is set.
+func (p *proc) get(path string) (*http.Response, error) {
+	if p.admin != nil {
+		return p.admin.Get("https://" + p.http + path)
+	}
+	return httpClient.Get("http://" + p.http + path)
+}
+
 // shards asks p's admin endpoint for the shard table.
 func (p *proc) shards() (admin.ShardList, error) {
 	var list admin.ShardList
-	resp, err := httpClient.Get("http://" + p.http + "/v1/shards")
+	resp, err := p.get("/v1/shards")
 	if err != nil {
 		return list, err
 	}
@@ -269,7 +280,7 @@ func (p *proc) shards() (admin.ShardList, error) {
 
 // raftLeader returns the name of the raft leader p knows of ("" if none).
 func (p *proc) raftLeader() string {
-	resp, err := httpClient.Get("http://" + p.http + "/v1/status")
+	resp, err := p.get("/v1/status")
 	if err != nil {
 		return ""
 	}
