@@ -149,8 +149,9 @@ type proc struct {
 	name   string
 	pid    int
 	out    *lineLog
-	errLog string // path of its standard error
-	http   string // its -http address, once ready
+	errLog string       // path of its standard error
+	http   string       // its -http address, once ready
+	client *http.Client // reaches http; nil: httpClient
 
 	exited  chan struct{}
 	waitErr error
@@ -160,13 +161,18 @@ type proc struct {
 // when the test ends, and its output logged if the test failed.
 func startProc(t *testing.T, bin, name string, args ...string) *proc {
 	t.Helper()
+	return startCmd(t, name, exec.Command(bin, append([]string{"-node", name}, args...)...))
+}
+
+// startCmd starts cmd, a ledger process for node name, as startProc does.
+func startCmd(t *testing.T, name string, cmd *exec.Cmd) *proc {
+	t.Helper()
 	p := &proc{name: name, out: &lineLog{}, errLog: filepath.Join(t.TempDir(), name+".stderr"), exited: make(chan struct{})}
 	stderr, err := os.Create(p.errLog)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stderr.Close()
-	cmd := exec.Command(bin, append([]string{"-node", name}, args...)...)
 	cmd.Stdout, cmd.Stderr = p.out, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -253,10 +259,32 @@ func (p *proc) state() (string, error) {
 // httpClient keeps no idle connections, so no goroutine outlives a test.
 var httpClient = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 
+// httpc is the client that reaches p's admin endpoint.
+func (p *proc) httpc() *http.Client {
+	if p.client != nil {
+		return p.client
+	}
+	return httpClient
+}
+
+// status asks p's admin endpoint for its status.
+func (p *proc) status() (admin.Status, error) {
+	var st admin.Status
+	resp, err := p.httpc().Get("http://" + p.http + "/v1/status")
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("GET /v1/status: %s", resp.Status)
+	}
+	return st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
 // shards asks p's admin endpoint for the shard table.
 func (p *proc) shards() (admin.ShardList, error) {
 	var list admin.ShardList
-	resp, err := httpClient.Get("http://" + p.http + "/v1/shards")
+	resp, err := p.httpc().Get("http://" + p.http + "/v1/shards")
 	if err != nil {
 		return list, err
 	}
@@ -269,7 +297,7 @@ func (p *proc) shards() (admin.ShardList, error) {
 
 // raftLeader returns the name of the raft leader p knows of ("" if none).
 func (p *proc) raftLeader() string {
-	resp, err := httpClient.Get("http://" + p.http + "/v1/status")
+	resp, err := p.httpc().Get("http://" + p.http + "/v1/status")
 	if err != nil {
 		return ""
 	}
