@@ -149,26 +149,42 @@ func (nd *Node) Command(name string, args ...string) *exec.Cmd {
 	return exec.Command("ip", append([]string{"netns", "exec", nd.NS, name}, args...)...)
 }
 
-// inside runs f on a thread of its own that has entered the node's
-// namespace and is never handed back to the Go scheduler (it ends with its
-// goroutine), so no other goroutine ever runs in the namespace. A socket f
-// opens stays in the namespace whatever thread uses it later.
+// inside runs f on a thread locked to a goroutine of its own that has
+// entered the node's namespace, then returns the thread to the namespace
+// it came from before unlocking it. A socket f opens stays in the node's
+// namespace whatever thread uses it later. The thread is not simply left
+// to exit: a child process started earlier from that thread with
+// Pdeathsig would be killed by its exit. Should the way back fail, the
+// thread stays locked and exits with the goroutine.
 func (nd *Node) inside(f func() error) error {
 	ch := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
+		runtime.LockOSThread()
+		orig, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			ch <- fmt.Errorf("netns: this thread's namespace: %w", err)
+			runtime.UnlockOSThread()
+			return
+		}
+		defer unix.Close(orig)
 		fd, err := unix.Open("/var/run/netns/"+nd.NS, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			ch <- fmt.Errorf("netns %s: %w", nd.NS, err)
+			runtime.UnlockOSThread()
 			return
 		}
 		err = unix.Setns(fd, unix.CLONE_NEWNET)
 		unix.Close(fd)
 		if err != nil {
 			ch <- fmt.Errorf("setns %s: %w", nd.NS, err)
+			runtime.UnlockOSThread()
 			return
 		}
-		ch <- f()
+		err = f()
+		if unix.Setns(orig, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		ch <- err
 	}()
 	return <-ch
 }
