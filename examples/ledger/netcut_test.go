@@ -233,6 +233,40 @@ func (cc *cutCluster) holdFault(t *testing.T, until time.Time, want int) {
 	}
 }
 
+// recordAlive polls, until the given instant at most, every live node's
+// member list for name alive, and records how long after healed it was
+// alive in all of them.
+func (cc *cutCluster) recordAlive(name string, healed, until time.Time) {
+	for time.Now().Before(until) {
+		if cc.aliveEverywhere(name) {
+			cc.figs = append(cc.figs, fmt.Sprintf("%s alive in every member list %v after its heal",
+				name, time.Since(healed).Round(time.Millisecond)))
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // polling a condition with a deadline
+	}
+	cc.figs = append(cc.figs, fmt.Sprintf("%s not yet alive in every member list %v after its heal",
+		name, until.Sub(healed).Round(time.Millisecond)))
+}
+
+// aliveEverywhere reports whether every live node lists name alive.
+func (cc *cutCluster) aliveEverywhere(name string) bool {
+	for _, n := range cc.live() {
+		st, err := cc.procs[n].status()
+		if err != nil {
+			return false
+		}
+		ok := false
+		for _, m := range st.Members {
+			ok = ok || (m.Name == name && m.State == "alive")
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // checkVoterHistory stops the observer and reads every configuration in
 // its raft log: none may have fewer than want voters.
 func (cc *cutCluster) checkVoterHistory(t *testing.T, want int) {
@@ -311,6 +345,7 @@ func testCutThenCut(t *testing.T, bin string, leaderFirst bool) {
 	cc.holdFault(t, at.Add(cutFor), 3) // the fault lasts cutFor
 	cc.healNodes(first)
 	healed := time.Now()
+	cc.recordAlive(first, healed, healed.Add(healedGap))
 	cc.holdFault(t, healed.Add(healedGap), 3) // the scenario: the second cut comes 2s after the heal
 	cc.tolerance(t, fmt.Sprintf("%v after healing %s", healedGap, first))
 	leader, followers = cc.leaderAndFollowers(t)
@@ -356,7 +391,9 @@ func testFiveVoters(t *testing.T, bin string) {
 	cc.waitReowned(t, "cutting "+one, at)
 	cc.holdFault(t, at.Add(cutFor), 5)
 	cc.healNodes(one)
-	time.Sleep(healedGap)
+	healed := time.Now()
+	cc.recordAlive(one, healed, healed.Add(healedGap))
+	cc.holdFault(t, healed.Add(healedGap), 5)
 	leader, followers = cc.leaderAndFollowers(t)
 	var other string
 	for _, f := range followers {
