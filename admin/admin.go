@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/holdfast-go/holdfast/coordinator"
 )
@@ -75,20 +76,32 @@ func (h *handler) leases(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (h *handler) healthz(w http.ResponseWriter, _ *http.Request) {
+// healthz and readyz answer with one line; with ?verbose a second line
+// tells the raft group's health (degraded or not), which does not change
+// the status code: a degraded group is the cluster's state, not this
+// node's fault.
+func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
 	if errors.Is(h.c.Ready(), coordinator.ErrShutdown) {
-		writeText(w, http.StatusServiceUnavailable, "shut down\n")
+		writeText(w, http.StatusServiceUnavailable, "shut down\n"+h.detail(r))
 		return
 	}
-	writeText(w, http.StatusOK, "ok\n")
+	writeText(w, http.StatusOK, "ok\n"+h.detail(r))
 }
 
-func (h *handler) readyz(w http.ResponseWriter, _ *http.Request) {
+func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := h.c.Ready(); err != nil {
-		writeText(w, http.StatusServiceUnavailable, err.Error()+"\n")
+		writeText(w, http.StatusServiceUnavailable, err.Error()+"\n"+h.detail(r))
 		return
 	}
-	writeText(w, http.StatusOK, "ready\n")
+	writeText(w, http.StatusOK, "ready\n"+h.detail(r))
+}
+
+// detail is the verbose part of a probe answer: "" unless ?verbose.
+func (h *handler) detail(r *http.Request) string {
+	if !r.URL.Query().Has("verbose") {
+		return ""
+	}
+	return groupLine(groupRow(h.c.Health()))
 }
 
 // buildStatus reads c's view, one accessor after the other.
@@ -117,9 +130,21 @@ func buildStatus(c *coordinator.Coordinator) Status {
 			GossipAddr: m.GossipAddr, State: string(m.State), Suffrage: string(m.Suffrage),
 			Eligible: m.Eligible, Zone: m.Zone, ClusterID: m.ClusterID, Since: m.Since.UTC()})
 	}
+	g := c.Health()
+	st.Group = groupRow(g)
+	verdict := map[string]bool{}
+	if g.Known {
+		for _, v := range g.Voters {
+			verdict[v.ID] = v.Healthy
+		}
+	}
 	st.Voters = make([]Voter, 0, 5)
 	for _, id := range c.Voters() {
-		st.Voters = append(st.Voters, Voter{ID: id, Name: names[id]})
+		v := Voter{ID: id, Name: names[id]}
+		if h, ok := verdict[id]; ok {
+			v.Healthy = &h
+		}
+		st.Voters = append(st.Voters, v)
 	}
 	slices.SortFunc(st.Voters, func(a, b Voter) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
@@ -131,6 +156,33 @@ func buildStatus(c *coordinator.Coordinator) Status {
 		st.Ready, st.NotReadyReason = false, err.Error()
 	}
 	return st
+}
+
+// groupRow turns the coordinator's GroupHealth into its schema row.
+func groupRow(g coordinator.GroupHealth) GroupHealth {
+	row := GroupHealth{Known: g.Known, Degraded: g.Degraded(), FailureTolerance: g.FailureTolerance,
+		Voters: len(g.Voters), WantedVoters: g.Wanted, LeaderID: g.Leader, AgeSeconds: g.Age.Seconds(),
+		Unhealthy: []string{}}
+	for _, v := range g.Voters {
+		if v.Healthy {
+			row.HealthyVoters++
+		} else {
+			row.Unhealthy = append(row.Unhealthy, cmp.Or(v.Name, v.ID))
+		}
+	}
+	return row
+}
+
+// groupLine is the raft group check's line in a verbose probe answer.
+func groupLine(g GroupHealth) string {
+	switch {
+	case !g.Known:
+		return "raft group: unknown (no recent judgement from a raft leader)\n"
+	case g.Degraded:
+		return fmt.Sprintf("raft group: degraded: %d of %d voters healthy (want %d), fault tolerance %d, unhealthy: %s\n",
+			g.HealthyVoters, g.Voters, g.WantedVoters, g.FailureTolerance, strings.Join(g.Unhealthy, ", "))
+	}
+	return fmt.Sprintf("raft group: ok: %d of %d voters healthy, fault tolerance %d\n", g.HealthyVoters, g.Voters, g.FailureTolerance)
 }
 
 // buildShards lists t's shards, keeping only those owned by owner[0] when

@@ -326,6 +326,8 @@ func TestUnformedNode(t *testing.T) {
 		t.Errorf("readyz: %d %q", a.code, a.body)
 	}
 	expectText(t, do(t, http.MethodGet, srv.URL+"/healthz"), http.StatusOK, "ok\n")
+	expectText(t, do(t, http.MethodGet, srv.URL+"/healthz?verbose"), http.StatusOK,
+		"ok\nraft group: unknown (no recent judgement from a raft leader)\n")
 	a = do(t, http.MethodGet, srv.URL+"/v1/status")
 	for _, want := range []string{`"leader":null`, `"session":null`, `"voters":[]`, `"cluster_id":""`, `"ready":false`} {
 		if !strings.Contains(string(a.body), want) {

@@ -23,12 +23,19 @@
 // a repeated owner parameter 400. These error answers are JSON objects of
 // type Error.
 //
-//	GET /v1/status   Status: this node, its raft role and leader, voters, members, session, readiness
+//	GET /v1/status   Status: this node, its raft role and leader, voters and their health, the group's
+//	                 fault tolerance, members, session, readiness
 //	GET /v1/shards   ShardList: every shard of the current table version; ?owner=NAME keeps node NAME's
 //	                 shards, and ?owner= (empty) the free ones
 //	GET /v1/leases   LeaseList: every held named lease
 //	GET /healthz     200 "ok\n" until the coordinator is shut down, then 503 "shut down\n"
 //	GET /readyz      200 "ready\n" when Coordinator.Ready returns nil, else 503 and the reason
+//
+// With ?verbose, both probes add a line on the raft group ("raft group: ok:
+// ...", "raft group: degraded: ...", or "raft group: unknown ...") without
+// changing the status code: a degraded group (a voter unhealthy, fault
+// tolerance down) is the cluster's state, not this node's, and pulling
+// every node out of a load balancer for it would only make it worse.
 //
 // The /v1 endpoints answer with Content-Type application/json; the probes
 // with text/plain. No answer may be cached.
@@ -47,7 +54,10 @@
 // Every answer comes from this node's local replica and its own view of
 // gossip and raft, like the Coordinator methods it calls: no request
 // reaches another node, and a follower's view may lag the leader's by a
-// little. Each list (the shard rows of one answer, the leases of one
+// little. The group health (Status.Group and each voter's Healthy) is the
+// raft leader's autopilot judgement, which the leader hands to every
+// member of the raft configuration with its periodic stats request; a node
+// that has not received one recently reports it as not known. Each list (the shard rows of one answer, the leases of one
 // answer) is read from a single replica version; the fields of a Status are
 // read one after the other and may straddle a change.
 package admin

@@ -20,6 +20,9 @@ type Status struct {
 	// Voters lists the voters of the raft configuration, sorted by name
 	// then ID.
 	Voters []Voter `json:"voters"`
+	// Group is the raft group's health as the raft leader last judged it;
+	// every node reports the leader's figures (see coordinator.GroupHealth).
+	Group GroupHealth `json:"group"`
 	// Members lists every node gossip knows of, sorted by name.
 	Members []MemberRow `json:"members"`
 	// AppliedIndex is the raft index of the last entry this node's replica
@@ -52,6 +55,35 @@ type Voter struct {
 	ID string `json:"id"`
 	// Name is "" when this node's gossip does not know the voter.
 	Name string `json:"name"`
+	// Healthy is the raft leader's verdict on the voter, or nil (JSON
+	// null) when this node holds no recent verdict on it.
+	Healthy *bool `json:"healthy"`
+}
+
+// GroupHealth is the raft group's health as the raft leader's autopilot
+// last judged it.
+type GroupHealth struct {
+	// Known is true when the answering node holds a recent judgement (it
+	// leads, or the leader's autopilot reached it within about two
+	// reconcile intervals); the other fields are the last figures it had.
+	Known bool `json:"known"`
+	// Degraded is true when the judgement is not known, a voter is
+	// unhealthy, or there are fewer voters than wanted.
+	Degraded bool `json:"degraded"`
+	// FailureTolerance is how many more voters may fail while a quorum of
+	// healthy voters remains.
+	FailureTolerance int `json:"failure_tolerance"`
+	// HealthyVoters, Voters and WantedVoters count the voters the leader
+	// judged healthy, the voters it listed and the voters the cluster keeps.
+	HealthyVoters int `json:"healthy_voters"`
+	Voters        int `json:"voters"`
+	WantedVoters  int `json:"wanted_voters"`
+	// LeaderID is the raft ID of the judging leader; AgeSeconds how old the
+	// judgement is.
+	LeaderID   string  `json:"leader_id"`
+	AgeSeconds float64 `json:"age_seconds"`
+	// Unhealthy lists the unhealthy voters' names (IDs when unnamed).
+	Unhealthy []string `json:"unhealthy"`
 }
 
 // MemberRow describes one node as gossip and raft show it to this node.

@@ -459,7 +459,8 @@ func (r *chaosRun) zombie(l *coordinator.Lease, g *chaosGrant) {
 }
 
 // chaosFaultKinds are the faults the driver picks from.
-var chaosFaultKinds = []string{"kill", "pause-short", "pause-long", "isolate", "isolate-leader", "partition", "delay-loss"}
+var chaosFaultKinds = []string{"kill", "pause-short", "pause-long", "isolate", "isolate-leader", "partition", "delay-loss",
+	"fail-heal-fail"}
 
 // drive injects one fault at a time until deadline: pick a fault, hold it
 // for a while, undo it, wait 300–800 ms. The timers pace the scenario.
@@ -522,6 +523,8 @@ func (r *chaosRun) drive(rng *rand.Rand, deadline time.Time) {
 			pace(context.Background(), between(rng, 500*time.Millisecond, 4*time.Second))
 			cl.Heal()
 			h.healFault(f)
+		case "fail-heal-fail":
+			r.failHealFail(rng)
 		case "delay-loss":
 			maxDelay := between(rng, time.Millisecond, 30*time.Millisecond)
 			loss := 0.02 + 0.13*rng.Float64()

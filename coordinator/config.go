@@ -73,7 +73,9 @@ type Config struct {
 	// each other before a new cluster is bootstrapped; 0 means never
 	// bootstrap, only join an existing cluster. At most Voters.
 	BootstrapExpect int
-	// Voters is the number of voters the cluster keeps: 1, 3 or 5.
+	// Voters is the number of voters the cluster keeps: 1, 3 or 5. A voter
+	// that fails keeps its vote until a healthy eligible node has been
+	// promoted in its place; with no such node it stays a voter.
 	Voters int
 	// Shards is the fixed number of shards, recorded when the cluster is
 	// created. Positive.
@@ -125,10 +127,11 @@ type Config struct {
 	// ServerStabilization is how long a non-voter must be healthy before it
 	// is promoted to voter.
 	ServerStabilization time.Duration
-	// DeadServerStabilization is how long gossip must report a voter dead
-	// before it is removed from the raft configuration; a voter whose
-	// keepalives reached the leader within that time is not removed,
-	// whatever gossip says.
+	// DeadServerStabilization is how long gossip must report a voter dead,
+	// or autopilot find it unhealthy, before it counts as down and a
+	// replacement is promoted; it is removed only after that promotion. A
+	// voter whose keepalives or stats answers reached the leader within
+	// that time is not down, whatever gossip says.
 	DeadServerStabilization time.Duration
 	// ReconcileInterval is how often the leader reconciles gossip members
 	// with the raft configuration (it also reacts to membership events).
@@ -144,6 +147,8 @@ type Config struct {
 	// TrailingLogs is how many log entries are kept after a snapshot.
 	TrailingLogs uint64
 	// Zone is an optional failure-domain label, gossiped to other nodes.
+	// The leader spreads voters over distinct zones as far as the
+	// voter-eligible members allow, so that losing one zone keeps a quorum.
 	Zone string
 	// Network carries raft and RPC (and gossip too when it implements
 	// transport.GossipNetwork). Nil means real TCP (and UDP for gossip).

@@ -55,12 +55,13 @@ type Coordinator struct {
 	spawnOff bool
 	futs     futures // raft futures in flight
 
-	clusterID atomic.Pointer[string] // the formed cluster's ID, once known
-	leaderCh  chan bool              // raft's NotifyCh
-	kick      chan struct{}          // wakes the leader reconciler
-	admitted  admission              // members refused entry to raft (admit.go)
-	keyring   keyringStore           // the persisted gossip keyring (keyringfile.go)
-	forwards  chan struct{}          // semaphore of forwarded commands being served
+	clusterID atomic.Pointer[string]         // the formed cluster's ID, once known
+	health    atomic.Pointer[receivedHealth] // the leader's last health judgement (see Health)
+	leaderCh  chan bool                      // raft's NotifyCh
+	kick      chan struct{}                  // wakes the leader reconciler
+	admitted  admission                      // members refused entry to raft (admit.go)
+	keyring   keyringStore                   // the persisted gossip keyring (keyringfile.go)
+	forwards  chan struct{}                  // semaphore of forwarded commands being served
 
 	ctx      context.Context // ends when Shutdown or Close begins
 	cancel   context.CancelCauseFunc

@@ -16,9 +16,14 @@
 // gossip metadata, nodes never bootstrap next to it, and members of another
 // cluster are refused. New members join as raft non-voters; the leader keeps
 // Config.Voters voters, promoting a healthy eligible non-voter after
-// ServerStabilization and removing a voter that gossip has reported dead for
-// DeadServerStabilization, one change at a time and only while the remaining
-// voters keep a quorum.
+// ServerStabilization, one change at a time. A failure never shrinks the
+// configuration: a voter down for DeadServerStabilization (gossip reports it
+// dead and none of its RPCs reach the leader, or the leader cannot reach it)
+// is demoted or removed only after a replacement has been promoted; with no
+// replacement it keeps its vote and votes again as soon as it is back.
+// With Config.Zone set, voters are spread over distinct zones. Health
+// returns the group's fault tolerance and each voter's health as the leader
+// judged it, on every node.
 //
 // # Sessions, leases and tokens
 //
@@ -94,10 +99,10 @@
 //
 // A node's raft server ID is an identity generated once and kept in its
 // data dir, not its name. A node that comes back under the same name with an
-// empty data dir is a new server: the old entry is removed and the node
-// joins anew, and raft connections addressed to the old identity are refused
-// by the new process, so its empty log can never stand in for the old
-// voter's vote.
+// empty data dir is a new server: it joins anew, is promoted in the old
+// entry's place, and only then is the old entry removed. Raft connections
+// addressed to the old identity are refused by the new process, so its
+// empty log can never stand in for the old voter's vote.
 //
 // # Shutdown
 //

@@ -27,7 +27,7 @@ type lessor struct {
 	term      uint64               // the raft term this node leads in, while active
 	deadlines map[string]time.Time // session → deadline
 	expiring  map[string]bool      // expiry decided: keepalives are refused
-	heard     map[string]time.Time // node ID → arrival of its last answered keepalive
+	heard     map[string]time.Time // node ID → its last answered keepalive or stats poll
 
 	verifyReq chan chan error // batched VerifyLeader requests
 
@@ -218,6 +218,16 @@ func (l *lessor) heardWithin(nodeID string, d time.Duration, now time.Time) bool
 	defer l.mu.Unlock()
 	t, ok := l.heard[nodeID]
 	return ok && now.Sub(t) < d
+}
+
+// noteHeard records, while this node leads, that the node with the given
+// raft ID reached it over RPC at t (autopilot's stats poll answered).
+func (l *lessor) noteHeard(nodeID string, t time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.heard != nil && t.After(l.heard[nodeID]) {
+		l.heard[nodeID] = t
+	}
 }
 
 // check says whether a keepalive for id can be served now.

@@ -69,7 +69,7 @@ func (c *Coordinator) serveRPC(ctx context.Context, method string, body []byte) 
 	}
 	switch method {
 	case methodStats:
-		return transport.Encode(c.localStats())
+		return c.serveStats(body)
 	case methodApply:
 		return c.serveApply(ctx, body)
 	case methodConfirm:

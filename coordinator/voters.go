@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"sort"
 	"sync"
 	"time"
 
@@ -18,12 +17,14 @@ import (
 // never promoted.
 const nodeNonVoter autopilot.NodeType = "non-voter"
 
+// metaZone is the key of a member's zone in autopilot.Server.Meta.
+const metaZone = "zone"
+
 func newAutopilot(c *Coordinator) *autopilot.Autopilot {
 	d := &pilotDelegate{c: c}
-	p := &promoter{c: c, staleSince: map[raft.ServerID]time.Time{}}
 	return autopilot.New(c.raft, d,
 		autopilot.WithLogger(logbridge.HCLog(c.log.With("subsystem", "autopilot"), "autopilot", c.closing)),
-		autopilot.WithPromoter(p),
+		autopilot.WithPromoter(newPromoter(c)),
 		autopilot.WithReconcileInterval(c.cfg.ReconcileInterval),
 		autopilot.WithUpdateInterval(c.cfg.ReconcileInterval),
 	)
@@ -43,19 +44,28 @@ func (d *pilotDelegate) AutopilotConfig() *autopilot.Config {
 	}
 }
 
+// NotifyState keeps the leader's judgement of the group (see Health) and
+// exports it as metrics. It runs under autopilot's state lock: it must not
+// call back into autopilot.
 func (d *pilotDelegate) NotifyState(s *autopilot.State) {
+	d.c.noteHealth(reportFromState(s, d.c.raft.CurrentTerm()))
 	if d.c.metrics != nil {
 		d.c.metrics.healthy.Set(boolFloat(s.Healthy))
 		d.c.metrics.failureTolerance.Set(float64(s.FailureTolerance))
 	}
 }
 
-// FetchServerStats asks every live server for its raft progress.
+// FetchServerStats asks every server for its raft progress, and hands each
+// the group's health as this leader last judged it (see groupHealth). A
+// server that does not answer gets stats that make it unhealthy at once
+// (autopilot would otherwise keep its last answer); one that answers
+// proves it reaches the leader, whatever gossip says (see failed).
 func (d *pilotDelegate) FetchServerStats(ctx context.Context, servers map[raft.ServerID]*autopilot.Server) map[raft.ServerID]*autopilot.ServerStats {
 	c := d.c
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	out := make(map[raft.ServerID]*autopilot.ServerStats, len(servers))
+	req := statsRequest{Health: c.leaderHealth()}
 	for id, srv := range servers {
 		if string(id) == c.id {
 			st := toServerStats(c.localStats())
@@ -74,11 +84,13 @@ func (d *pilotDelegate) FetchServerStats(ctx context.Context, servers map[raft.S
 			ctx, cancel := context.WithTimeout(ctx, c.cfg.RPCTimeout)
 			defer cancel()
 			var rep statsReply
-			if err := c.trans.Call(ctx, addr, methodStats, struct{}{}, &rep); err != nil {
-				return
+			st := &autopilot.ServerStats{LastContact: -1} // unreachable: unhealthy now
+			if err := c.trans.Call(ctx, addr, methodStats, req, &rep); err == nil {
+				st = toServerStats(rep)
+				c.lessor.noteHeard(string(id), time.Now())
 			}
 			mu.Lock()
-			out[id] = toServerStats(rep)
+			out[id] = st
 			mu.Unlock()
 		}()
 	}
@@ -114,6 +126,7 @@ func (d *pilotDelegate) KnownServers() map[raft.ServerID]*autopilot.Server {
 			RaftVersion: raft.ProtocolVersionMax,
 			IsLeader:    m.Meta.NodeID == c.id && c.raft.State() == raft.Leader,
 			NodeType:    autopilot.NodeVoter,
+			Meta:        map[string]string{metaZone: m.Meta.Zone},
 		}
 		if !m.Meta.Voter {
 			s.NodeType = nodeNonVoter
@@ -132,8 +145,9 @@ func (d *pilotDelegate) KnownServers() map[raft.ServerID]*autopilot.Server {
 }
 
 // failed reports whether a member gossip reports failed counts as failed
-// for autopilot: gossip has said so for DeadServerStabilization, and no
-// keepalive of the node reached this leader in that time. A node whose
+// for autopilot: gossip has said so for DeadServerStabilization, and
+// neither a keepalive nor an answer to autopilot's stats request from the
+// node reached this leader in that time. A node whose
 // gossip alone is cut off (a flapping UDP path, a firewall on the gossip
 // port) still reaches the leader over RPC and replicates over raft, so
 // removing it from the voters would only stall its replica and cost its
@@ -148,7 +162,7 @@ func (d *pilotDelegate) failed(m membership.Member) bool {
 }
 
 // RemoveFailedServer removes a failed server from the raft configuration.
-// The promoter has already limited removals to one voter at a time.
+// The promoter lets a voter go only once its replacement is a voter.
 func (d *pilotDelegate) RemoveFailedServer(s *autopilot.Server) {
 	c := d.c
 	c.log.Info("removing failed server", "member", s.Name, "id", s.ID)
@@ -156,136 +170,6 @@ func (d *pilotDelegate) RemoveFailedServer(s *autopilot.Server) {
 	if _, err := issue(c.ctx, &c.futs, remove); err != nil {
 		c.log.Warn("removing failed server", "member", s.Name, "error", err)
 	}
-}
-
-// promoter keeps exactly Config.Voters voters, chosen among healthy,
-// stable, voter-eligible members, and changes one voter at a time.
-type promoter struct {
-	c          *Coordinator
-	mu         sync.Mutex
-	staleSince map[raft.ServerID]time.Time
-}
-
-func (p *promoter) GetServerExt(*autopilot.Config, *autopilot.ServerState) interface{} { return nil }
-func (p *promoter) GetStateExt(*autopilot.Config, *autopilot.State) interface{}        { return nil }
-
-func (p *promoter) GetNodeTypes(_ *autopilot.Config, s *autopilot.State) map[raft.ServerID]autopilot.NodeType {
-	out := make(map[raft.ServerID]autopilot.NodeType, len(s.Servers))
-	for id, srv := range s.Servers {
-		out[id] = srv.Server.NodeType
-		if out[id] == "" {
-			out[id] = nodeNonVoter // in raft but unknown to gossip: never promote
-		}
-	}
-	return out
-}
-
-func (p *promoter) IsPotentialVoter(t autopilot.NodeType) bool { return t == autopilot.NodeVoter }
-
-// CalculatePromotionsAndDemotions promotes one eligible stable non-voter
-// while voters are below target, or demotes one (unhealthy first) above it.
-func (p *promoter) CalculatePromotionsAndDemotions(c *autopilot.Config, s *autopilot.State) autopilot.RaftChanges {
-	want := p.c.cfg.Voters
-	var voters, candidates []*autopilot.ServerState
-	for _, srv := range s.Servers {
-		switch {
-		case srv.HasVotingRights():
-			voters = append(voters, srv)
-		case srv.State == autopilot.RaftNonVoter && srv.Server.NodeType == autopilot.NodeVoter &&
-			srv.Health.IsStable(time.Now(), c.ServerStabilizationTime):
-			candidates = append(candidates, srv)
-		}
-	}
-	var ch autopilot.RaftChanges
-	switch {
-	case len(voters) < want && len(candidates) > 0:
-		sort.Slice(candidates, func(i, j int) bool {
-			a, b := candidates[i].Health.StableSince, candidates[j].Health.StableSince
-			if !a.Equal(b) {
-				return a.Before(b)
-			}
-			return candidates[i].Server.ID < candidates[j].Server.ID
-		})
-		ch.Promotions = []raft.ServerID{candidates[0].Server.ID}
-	case len(voters) > want:
-		sort.Slice(voters, func(i, j int) bool {
-			if voters[i].Health.Healthy != voters[j].Health.Healthy {
-				return !voters[i].Health.Healthy
-			}
-			return voters[i].Server.ID > voters[j].Server.ID
-		})
-		for _, v := range voters {
-			if v.State != autopilot.RaftLeader {
-				ch.Demotions = []raft.ServerID{v.Server.ID}
-				break
-			}
-		}
-	}
-	return ch
-}
-
-// FilterFailedServerRemovals lets at most one voter go per round, and only
-// when the voters left keep a healthy quorum. A voter that gossip does not
-// know (stale) is removed only when another identity now holds its address
-// (the node came back with an empty data dir) or after it has been unknown
-// for DeadServerStabilization.
-func (p *promoter) FilterFailedServerRemovals(_ *autopilot.Config, s *autopilot.State, f *autopilot.FailedServers) *autopilot.FailedServers {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := &autopilot.FailedServers{StaleNonVoters: f.StaleNonVoters, FailedNonVoters: f.FailedNonVoters}
-	voters, healthy := 0, 0
-	for _, srv := range s.Servers {
-		if srv.HasVotingRights() {
-			voters++
-			if srv.Health.Healthy {
-				healthy++
-			}
-		}
-	}
-	if healthy < (voters-1)/2+1 {
-		return out // removing a voter now could lose quorum
-	}
-	now := time.Now()
-	stale := map[raft.ServerID]bool{}
-	for _, id := range f.StaleVoters {
-		stale[id] = true
-		if _, ok := p.staleSince[id]; !ok {
-			p.staleSince[id] = now
-		}
-		if p.replaced(id, s) || now.Sub(p.staleSince[id]) >= p.c.cfg.DeadServerStabilization {
-			out.StaleVoters = []raft.ServerID{id}
-			return out
-		}
-	}
-	for id := range p.staleSince {
-		if !stale[id] {
-			delete(p.staleSince, id)
-		}
-	}
-	if len(f.FailedVoters) > 0 {
-		out.FailedVoters = f.FailedVoters[:1]
-	}
-	return out
-}
-
-// replaced reports whether the stale voter id's raft address is now held by
-// a live member with another identity.
-func (p *promoter) replaced(id raft.ServerID, s *autopilot.State) bool {
-	var addr string
-	for _, srv := range p.c.raftServers() {
-		if srv.ID == id {
-			addr, _, _ = transport.SplitRaftAddress(srv.Address)
-		}
-	}
-	if addr == "" {
-		return false
-	}
-	for _, m := range p.c.members.Members() {
-		if m.State == membership.Alive && m.Meta.RPCAddr == addr && m.Meta.NodeID != string(id) {
-			return true
-		}
-	}
-	return false
 }
 
 func boolFloat(b bool) float64 {

@@ -46,4 +46,15 @@ func TestGossipFailedVoterKeptWhileHeard(t *testing.T) {
 			t.Errorf("%s: failed = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+	// An answered stats poll proves the node alive as a keepalive does.
+	c.lessor.heard = map[string]time.Time{}
+	c.lessor.noteHeard("id1", now.Add(-dss/4))
+	if d.failed(member(2 * dss)) {
+		t.Error("old gossip failure, stats poll answered recently: counted failed")
+	}
+	c.lessor.heard = nil
+	c.lessor.noteHeard("id1", now) // not leading: nothing recorded
+	if !d.failed(member(2 * dss)) {
+		t.Error("stats answer recorded while the lessor is inactive")
+	}
 }

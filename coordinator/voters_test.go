@@ -142,7 +142,7 @@ func testVoterReplaced(t *testing.T, inMemory bool) {
 	survivor := cl.WaitLeader(formTimeout)
 	cl.Close()
 	hist := configHistory(t, survivor.DataDir)
-	checkOneVoterChangeAtATime(t, hist, 2)
+	checkOneVoterChangeAtATime(t, hist, 3)
 	t.Logf("voter history: %v", hist)
 }
 

@@ -80,6 +80,12 @@ type Config struct {
 	// tests pass a fixed table. Seeds that are IP addresses are not looked
 	// up.
 	LookupHost func(ctx context.Context, host string) (addrs []string, err error)
+	// ReconnectInterval is how often the node tries to re-join one member it
+	// knows as Failed (round robin), so that both sides of a healed
+	// partition see each other alive again within a few intervals instead
+	// of never. Zero means DefaultReconnectIntervalLocal for the Local
+	// profile and DefaultReconnectIntervalLAN for LAN; negative disables.
+	ReconnectInterval time.Duration
 	// Logger receives this package's logs and memberlist's; nil discards.
 	Logger *slog.Logger
 }

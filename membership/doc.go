@@ -36,6 +36,16 @@
 // sees them late. Members may already reflect changes whose events are still
 // queued. Reaping a Failed or Left member emits no event.
 //
+// # Reconnecting
+//
+// A node cut off from everyone sees every other node Failed, and memberlist
+// stops contacting a dead node after its GossipToTheDeadTime, so after a
+// long partition neither side would look for the other. Every
+// Config.ReconnectInterval (500 ms Local, 5 s LAN by default) a node joins
+// one member it holds Failed, round robin, until the member is reaped; the
+// join's state exchange makes both sides refute each other's death, so a
+// healed node is alive in every member list within a few intervals.
+//
 // # Guarantees and non-guarantees
 //
 // Views are eventually consistent: two nodes may disagree for a while about

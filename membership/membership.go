@@ -121,6 +121,13 @@ func New(cfg Config) (*Membership, error) {
 		defer m.wg.Done()
 		m.events.run(m.done)
 	}()
+	if every := cfg.reconnectInterval(); every > 0 {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			m.reconnectLoop(every)
+		}()
+	}
 	return m, nil
 }
 

@@ -39,7 +39,7 @@ func command(t target, o options, stdout io.Writer) error {
 	if err := json.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("%s answered %s with JSON that is not the admin schema: %v", t.name, path, err)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	tw := newTable(stdout)
 	switch v := v.(type) {
 	case *admin.Status:
 		if o.command == "members" {
@@ -54,6 +54,9 @@ func command(t target, o options, stdout io.Writer) error {
 	}
 	return tw.Flush()
 }
+
+// newTable is the aligned writer every listing is printed through.
+func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
 
 // printJSON pretty-prints body; for members, only the status's members
 // array.
@@ -84,7 +87,11 @@ func printStatus(w io.Writer, st *admin.Status) {
 	}
 	voters := make([]string, 0, len(st.Voters))
 	for _, v := range st.Voters {
-		voters = append(voters, cmp.Or(v.Name, v.ID))
+		name := cmp.Or(v.Name, v.ID)
+		if v.Healthy != nil && !*v.Healthy {
+			name += " (unhealthy)"
+		}
+		voters = append(voters, name)
 	}
 	alive := 0
 	for _, m := range st.Members {
@@ -107,12 +114,29 @@ func printStatus(w io.Writer, st *admin.Status) {
 		{"name", st.Name}, {"id", st.ID}, {"cluster_id", dash(st.ClusterID)},
 		{"rpc_addr", st.RPCAddr}, {"gossip_addr", st.GossipAddr}, {"raft_state", st.RaftState},
 		{"leader", leader}, {"voters", dash(strings.Join(voters, ", "))},
+		{"fault_tolerance", faultTolerance(st.Group)},
 		{"members", fmt.Sprintf("%d (%d alive)", len(st.Members), alive)},
 		{"applied_index", fmt.Sprint(st.AppliedIndex)}, {"last_token", fmt.Sprint(st.LastToken)},
 		{"session", session}, {"shards", fmt.Sprint(st.Shards)}, {"ready", ready},
 	} {
 		fmt.Fprintf(w, "%s:\t%s\n", kv[0], kv[1])
 	}
+}
+
+// faultTolerance summarises the raft group's health: how many more voters
+// may fail, and whether the group is degraded.
+func faultTolerance(g admin.GroupHealth) string {
+	switch {
+	case !g.Known:
+		return "unknown (no recent judgement from a raft leader)"
+	case g.Degraded:
+		s := fmt.Sprintf("%d, DEGRADED: %d of %d voters healthy (want %d)", g.FailureTolerance, g.HealthyVoters, g.Voters, g.WantedVoters)
+		if len(g.Unhealthy) > 0 {
+			s += ", unhealthy: " + strings.Join(g.Unhealthy, ", ")
+		}
+		return s
+	}
+	return fmt.Sprintf("%d (%d of %d voters healthy)", g.FailureTolerance, g.HealthyVoters, g.Voters)
 }
 
 // printMembers prints one row per member.

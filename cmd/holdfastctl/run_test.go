@@ -120,8 +120,15 @@ func TestCommands(t *testing.T) {
 	addr := srv.Listener.Addr().String()
 
 	t.Run("status", func(t *testing.T) {
+		cl.WaitFor("the leader's health judgement on node0, all voters healthy", 60*time.Second, func() error {
+			if g := c.Health(); g.Degraded() {
+				return fmt.Errorf("%w: %+v", holdfasttest.ErrNotYet, g)
+			}
+			return nil
+		})
 		out := mustCtl(t, "-addr", addr, "status")
-		for _, want := range []string{"name:", "node0", c.ID(), c.ClusterID(), "node0, node1, node2", "ready:", "yes"} {
+		for _, want := range []string{"name:", "node0", c.ID(), c.ClusterID(), "node0, node1, node2", "ready:", "yes",
+			"fault_tolerance:", "1 (3 of 3 voters healthy)"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("status lacks %q:\n%s", want, out)
 			}
@@ -130,6 +137,9 @@ func TestCommands(t *testing.T) {
 		decodeStrict(t, mustCtl(t, "-addr", addr, "-json", "status"), &st)
 		if st.Name != "node0" || st.ID != c.ID() || len(st.Voters) != 3 || !st.Ready || st.Leader == nil {
 			t.Errorf("status -json: %+v", st)
+		}
+		if g := st.Group; !g.Known || g.Degraded || g.FailureTolerance != 1 || g.HealthyVoters != 3 {
+			t.Errorf("status -json group: %+v", g)
 		}
 	})
 	t.Run("members", func(t *testing.T) {

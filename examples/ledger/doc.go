@@ -81,6 +81,7 @@
 //	-data DIR             raft data dir; empty: a raft non-voter on in-memory stores
 //	-allow-rename         start on a -data dir last used under another -node name (refused otherwise)
 //	-expect N             bootstrap a new cluster once N nodes with -data see each other (needs -data)
+//	-voters N             raft voters the cluster keeps: 1, 3 or 5 (default 3; -expect at most N)
 //	-shards N             shard count, fixed when the cluster is created (default 16)
 //	-ttl DURATION         session TTL (default 10s); below 5s the local timing profile is used
 //	-drain DURATION       bound on a shard's drain at handoff (default: 5s, or 1s below -ttl 5s)
@@ -141,6 +142,12 @@
 // (With -insecure instead of -certs: holdfastctl -addr http://127.0.0.1:8001 shards.)
 // ledger_test.go does exactly this, and more, with four processes
 // (-insecure); secure_test.go brings three up from holdfastctl cert files.
+// netcut_test.go runs the ledger in Linux network namespaces (as root) and
+// cuts real links: a voter cut for 3 × TTL then healed with another cut
+// 2 s later, two of five voters cut at once, a voter killed for good with
+// and without a node to replace it; each asserts no fence refusal, no
+// stale write, every shard owned again within TTL + grace + an election +
+// 2 s, and no configuration with fewer voters than wanted.
 //
 // # Containers
 //

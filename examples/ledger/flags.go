@@ -22,6 +22,7 @@ type options struct {
 	join                 []string
 	dataDir              string
 	expect, shards       int
+	voters               int
 	ttl, drain, interval time.Duration
 	checkBeforeWrite     bool
 	allowRename          bool
@@ -47,6 +48,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.dataDir, "data", "", "raft data `dir`; empty: a raft non-voter on in-memory stores")
 	fs.BoolVar(&o.allowRename, "allow-rename", false, "start on a -data dir last used under another -node name, keeping its identity")
 	fs.IntVar(&o.expect, "expect", 0, "bootstrap a new cluster once `N` nodes with -data see each other; 0: join only")
+	fs.IntVar(&o.voters, "voters", 3, "raft voters the cluster keeps: 1, 3 or 5")
 	fs.IntVar(&o.shards, "shards", 16, "shard `count`, fixed when the cluster is created")
 	fs.DurationVar(&o.ttl, "ttl", 10*time.Second, "session TTL; below 5s the local timing profile is used")
 	fs.DurationVar(&o.drain, "drain", 0, "bound on a shard's drain at handoff; 0: 5s, or 1s when -ttl is below 5s")
@@ -127,6 +129,9 @@ func clusterConfig(o options) coordinator.Config {
 	cfg.DataDir = o.dataDir
 	cfg.AllowRename = o.allowRename
 	cfg.BootstrapExpect = o.expect
+	if o.voters != 0 {
+		cfg.Voters = o.voters
+	}
 	cfg.Shards = o.shards
 	cfg.SessionTTL = o.ttl
 	cfg.LeaseMargin = o.ttl / 10
@@ -144,7 +149,7 @@ func logSettings(log *slog.Logger, o options, cfg coordinator.Config) {
 		profile = "local"
 	}
 	log.Info("settings", "node", o.node, "db", o.db, "profile", profile,
-		"voter_eligible", o.dataDir != "", "bootstrap_expect", o.expect, "shards", o.shards,
+		"voter_eligible", o.dataDir != "", "bootstrap_expect", o.expect, "voters", cfg.Voters, "shards", o.shards,
 		"session_ttl", cfg.SessionTTL, "lease_margin", cfg.LeaseMargin, "expiry_grace", cfg.ExpiryGrace,
 		"drain", cfg.ShardDrainTimeout, "raft_election_timeout", cfg.Raft.ElectionTimeout,
 		"interval", o.interval, "check_before_write", o.checkBeforeWrite,

@@ -107,13 +107,19 @@ func openTestDB(t *testing.T, path string, busyMillis int) *sql.DB {
 }
 
 func (lc *ledgerCluster) start(t *testing.T, name string, args ...string) *proc {
-	common := []string{"-db", lc.dbPath, "-ttl", testTTL.String(), "-shards", strconv.Itoa(testShards),
-		"-drain", testDrain.String(), "-interval", testInterval.String()}
 	sec, client := lc.security(name)
-	p := startProc(t, lc.bin, name, append(append(common, sec...), args...)...)
+	p := startProc(t, lc.bin, name, lc.args(append(sec, args...)...)...)
 	p.admin = client
 	lc.procs[name] = p
 	return p
+}
+
+// args is every ledger command line the tests run, after -node: the flags
+// common to all nodes, then extra. Add a flag every test node needs here.
+func (lc *ledgerCluster) args(extra ...string) []string {
+	common := []string{"-db", lc.dbPath, "-ttl", testTTL.String(), "-shards", strconv.Itoa(testShards),
+		"-drain", testDrain.String(), "-interval", testInterval.String()}
+	return append(common, extra...)
 }
 
 // stableFor is how long the shard table must stay unchanged before

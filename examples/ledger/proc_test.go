@@ -149,10 +149,11 @@ type proc struct {
 	name   string
 	pid    int
 	out    *lineLog
-	errLog string // path of its standard error
-	http   string // its -http address, once ready
+	errLog string       // path of its standard error
+	http   string       // its -http address, once ready
+	client *http.Client // reaches http; nil: httpClient
 	// admin, if set, is the HTTPS client for an -http served with TLS;
-	// nil: plain HTTP with httpClient.
+	// nil: plain HTTP with client.
 	admin *http.Client
 
 	exited  chan struct{}
@@ -163,13 +164,18 @@ type proc struct {
 // when the test ends, and its output logged if the test failed.
 func startProc(t *testing.T, bin, name string, args ...string) *proc {
 	t.Helper()
+	return startCmd(t, name, exec.Command(bin, append([]string{"-node", name}, args...)...))
+}
+
+// startCmd starts cmd, a ledger process for node name, as startProc does.
+func startCmd(t *testing.T, name string, cmd *exec.Cmd) *proc {
+	t.Helper()
 	p := &proc{name: name, out: &lineLog{}, errLog: filepath.Join(t.TempDir(), name+".stderr"), exited: make(chan struct{})}
 	stderr, err := os.Create(p.errLog)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stderr.Close()
-	cmd := exec.Command(bin, append([]string{"-node", name}, args...)...)
 	cmd.Stdout, cmd.Stderr = p.out, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -261,7 +267,29 @@ func (p *proc) get(path string) (*http.Response, error) {
 	if p.admin != nil {
 		return p.admin.Get("https://" + p.http + path)
 	}
-	return httpClient.Get("http://" + p.http + path)
+	return p.httpc().Get("http://" + p.http + path)
+}
+
+// httpc is the client that reaches p's plain-HTTP admin endpoint.
+func (p *proc) httpc() *http.Client {
+	if p.client != nil {
+		return p.client
+	}
+	return httpClient
+}
+
+// status asks p's admin endpoint for its status.
+func (p *proc) status() (admin.Status, error) {
+	var st admin.Status
+	resp, err := p.get("/v1/status")
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("GET /v1/status: %s", resp.Status)
+	}
+	return st, json.NewDecoder(resp.Body).Decode(&st)
 }
 
 // shards asks p's admin endpoint for the shard table.

@@ -1,0 +1,243 @@
+package coordinator
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	autopilot "github.com/hashicorp/raft-autopilot"
+)
+
+// fakeGroup is a raft configuration and autopilot state built by hand for
+// the promoter, with a fixed clock.
+type fakeGroup struct {
+	now     time.Time
+	state   *autopilot.State
+	servers []raft.Server
+}
+
+const (
+	testDead   = 2 * time.Second // DeadServerStabilization
+	testStable = time.Second     // ServerStabilization
+)
+
+func newFakeGroup() *fakeGroup {
+	return &fakeGroup{now: time.Unix(1_000_000, 0), state: &autopilot.State{Servers: map[raft.ServerID]*autopilot.ServerState{}}}
+}
+
+// add puts a server in both the raft configuration and the state. role is
+// "leader", "voter" or "nonvoter"; status "alive", "failed" or "left";
+// healthy and since say autopilot's verdict and for how long it has held.
+func (g *fakeGroup) add(id, role, status, zone string, healthy bool, since time.Duration) *fakeGroup {
+	st := &autopilot.ServerState{
+		Server: autopilot.Server{ID: raft.ServerID(id), Name: id, NodeType: autopilot.NodeVoter,
+			NodeStatus: autopilot.NodeStatus(status), Meta: map[string]string{metaZone: zone}},
+		Health: autopilot.ServerHealth{Healthy: healthy, StableSince: g.now.Add(-since)},
+	}
+	suffrage := raft.Voter
+	switch role {
+	case "leader":
+		st.State = autopilot.RaftLeader
+		g.state.Leader = st.Server.ID
+	case "voter":
+		st.State = autopilot.RaftVoter
+	default:
+		st.State = autopilot.RaftNonVoter
+		suffrage = raft.Nonvoter
+	}
+	g.state.Servers[st.Server.ID] = st
+	g.servers = append(g.servers, raft.Server{ID: st.Server.ID, Suffrage: suffrage})
+	return g
+}
+
+func (g *fakeGroup) promoter(voters int) *promoter {
+	return &promoter{voters: voters, dead: testDead, now: func() time.Time { return g.now },
+		servers: func() []raft.Server { return g.servers }}
+}
+
+func (g *fakeGroup) changes(voters int) string {
+	ch := g.promoter(voters).CalculatePromotionsAndDemotions(&autopilot.Config{ServerStabilizationTime: testStable}, g.state)
+	return fmt.Sprintf("promote %v demote %v", ch.Promotions, ch.Demotions)
+}
+
+// removals runs the failed-server filter over every failed voter (gossip
+// status failed) and every stale one (status left) of the group.
+func (g *fakeGroup) removals(voters int) []raft.ServerID {
+	f := &autopilot.FailedServers{}
+	for _, s := range g.servers {
+		st := g.state.Servers[s.ID]
+		if s.Suffrage != raft.Voter {
+			continue
+		}
+		switch st.Server.NodeStatus {
+		case autopilot.NodeFailed:
+			f.FailedVoters = append(f.FailedVoters, &st.Server)
+		case autopilot.NodeLeft:
+			f.StaleVoters = append(f.StaleVoters, s.ID)
+		}
+	}
+	out := g.promoter(voters).FilterFailedServerRemovals(&autopilot.Config{}, g.state, f)
+	ids := slices.Clone(out.StaleVoters)
+	for _, s := range out.FailedVoters {
+		ids = append(ids, s.ID)
+	}
+	return ids
+}
+
+const long = time.Hour // healthy (or not) for long enough to count
+
+// TestPromoterKeepsFailedVoterWithoutReplacement is the rule that keeps a
+// 3- or 5-voter group from shrinking on a failure: with no eligible
+// replacement, failed voters keep their vote, however many failed.
+func TestPromoterKeepsFailedVoterWithoutReplacement(t *testing.T) {
+	for _, tc := range []struct {
+		voters, failed int
+	}{{3, 1}, {5, 1}, {5, 2}} {
+		g := newFakeGroup().add("a", "leader", "alive", "", true, long)
+		for i := 1; i < tc.voters; i++ {
+			status := "alive"
+			if i <= tc.failed {
+				status = "failed"
+			}
+			g.add(fmt.Sprintf("v%d", i), "voter", status, "", status == "alive", long)
+		}
+		if got := g.changes(tc.voters); got != "promote [] demote []" {
+			t.Errorf("%d voters, %d failed: %s, want no change", tc.voters, tc.failed, got)
+		}
+		if got := g.removals(tc.voters); len(got) != 0 {
+			t.Errorf("%d voters, %d failed: removes %v with no replacement", tc.voters, tc.failed, got)
+		}
+	}
+}
+
+// TestPromoterPromotesThenRemoves walks a failure through: the replacement
+// is promoted first, and only then is the failed voter demoted or removed,
+// one voter beyond Voters at a time.
+func TestPromoterPromotesThenRemoves(t *testing.T) {
+	g := newFakeGroup().add("a", "leader", "alive", "", true, long).
+		add("b", "voter", "alive", "", true, long).
+		add("c", "voter", "failed", "", false, long).
+		add("d", "nonvoter", "alive", "", true, long).
+		add("e", "nonvoter", "alive", "", true, testStable/2) // not yet stable
+	if got := g.changes(3); got != "promote [d] demote []" {
+		t.Fatalf("one failed voter, one stable candidate: %s", got)
+	}
+	// d promoted: four voters, and the failed one may go now.
+	g = newFakeGroup().add("a", "leader", "alive", "", true, long).
+		add("b", "voter", "alive", "", true, long).
+		add("c", "voter", "failed", "", false, long).
+		add("d", "voter", "alive", "", true, long)
+	if got := g.changes(3); got != "promote [] demote [c]" {
+		t.Errorf("replacement promoted: %s, want the failed voter demoted", got)
+	}
+	if got := g.removals(3); !slices.Equal(got, []raft.ServerID{"c"}) {
+		t.Errorf("replacement promoted: removals %v, want [c]", got)
+	}
+}
+
+// TestPromoterFiveVotersTwoFailed: two replacements come one at a time and
+// each failed voter goes only after one replacement stands for it.
+func TestPromoterFiveVotersTwoFailed(t *testing.T) {
+	g := newFakeGroup().add("a", "leader", "alive", "", true, long).
+		add("b", "voter", "alive", "", true, long).
+		add("c", "voter", "alive", "", true, long).
+		add("d", "voter", "failed", "", false, long).
+		add("e", "voter", "failed", "", false, long).
+		add("f", "nonvoter", "alive", "", true, long).
+		add("g", "nonvoter", "alive", "", true, long)
+	if got := g.changes(5); got != "promote [f] demote []" {
+		t.Fatalf("two failed: %s", got)
+	}
+	g.state.Servers["f"].State = autopilot.RaftVoter
+	g.servers[5].Suffrage = raft.Voter
+	if got := g.changes(5); got != "promote [] demote [d]" {
+		t.Errorf("six voters, two failed: %s", got)
+	}
+	if got := g.removals(5); !slices.Equal(got, []raft.ServerID{"d"}) {
+		t.Errorf("six voters, two failed: removals %v, want only [d]", got)
+	}
+}
+
+// TestPromoterStaleVoterReplacedFirst is the wiped data dir: the old
+// identity is gone from gossip (stale, reported left), the new identity is
+// a stable non-voter; it is promoted before the old one is removed.
+func TestPromoterStaleVoterReplacedFirst(t *testing.T) {
+	g := newFakeGroup().add("a", "leader", "alive", "", true, long).
+		add("b", "voter", "alive", "", true, long).
+		add("old", "voter", "left", "", false, time.Second).
+		add("new", "nonvoter", "alive", "", true, long)
+	if got := g.removals(3); len(got) != 0 {
+		t.Errorf("stale voter removed before its replacement: %v", got)
+	}
+	if got := g.changes(3); got != "promote [new] demote []" {
+		t.Fatalf("stale voter: %s", got)
+	}
+	g.state.Servers["new"].State = autopilot.RaftVoter
+	g.servers[3].Suffrage = raft.Voter
+	if got := g.removals(3); !slices.Equal(got, []raft.ServerID{"old"}) {
+		t.Errorf("after the promotion: removals %v, want [old]", got)
+	}
+}
+
+// TestPromoterUnhealthyVoterWaits: a voter autopilot finds unhealthy
+// (stats unanswered) counts as down only after DeadServerStabilization.
+func TestPromoterUnhealthyVoterWaits(t *testing.T) {
+	for _, tc := range []struct {
+		for_ time.Duration
+		want string
+	}{{testDead / 2, "promote [] demote []"}, {testDead, "promote [d] demote []"}} {
+		g := newFakeGroup().add("a", "leader", "alive", "", true, long).
+			add("b", "voter", "alive", "", true, long).
+			add("c", "voter", "alive", "", false, tc.for_).
+			add("d", "nonvoter", "alive", "", true, long)
+		if got := g.changes(3); got != tc.want {
+			t.Errorf("unhealthy for %v: %s, want %s", tc.for_, got, tc.want)
+		}
+	}
+}
+
+// TestPromoterNeverDemotesLeader: with one voter too many, all healthy,
+// the highest non-leader ID goes.
+func TestPromoterNeverDemotesLeader(t *testing.T) {
+	g := newFakeGroup().add("z", "leader", "alive", "", true, long).
+		add("b", "voter", "alive", "", true, long).
+		add("c", "voter", "alive", "", true, long).
+		add("d", "voter", "alive", "", true, long)
+	if got := g.changes(3); got != "promote [] demote [d]" {
+		t.Errorf("four healthy voters: %s", got)
+	}
+}
+
+// TestPromoterZones: voters go to zones no voter holds, and a doubled zone
+// is undone by promoting into a free zone, then demoting a doubled voter.
+func TestPromoterZones(t *testing.T) {
+	g := newFakeGroup().add("a", "leader", "alive", "z1", true, long).
+		add("b", "voter", "alive", "z2", true, long).
+		add("c", "voter", "failed", "z3", false, long).
+		add("d", "nonvoter", "alive", "z1", true, 2*long). // stable longer, same zone as a
+		add("e", "nonvoter", "alive", "z3", true, long)
+	if got := g.changes(3); got != "promote [e] demote []" {
+		t.Errorf("replacement: %s, want the candidate of the free zone", got)
+	}
+	g = newFakeGroup().add("a", "leader", "alive", "z1", true, long).
+		add("b", "voter", "alive", "z1", true, long).
+		add("c", "voter", "alive", "z2", true, long).
+		add("d", "nonvoter", "alive", "z3", true, long).
+		add("e", "nonvoter", "alive", "z2", true, long)
+	if got := g.changes(3); got != "promote [d] demote []" {
+		t.Errorf("doubled zone: %s, want a swap begun by promoting the z3 candidate", got)
+	}
+	g.state.Servers["d"].State = autopilot.RaftVoter
+	if got := g.changes(3); got != "promote [] demote [b]" {
+		t.Errorf("four voters over three zones: %s, want the doubled non-leader demoted", got)
+	}
+	g = newFakeGroup().add("a", "leader", "alive", "z1", true, long).
+		add("b", "voter", "alive", "z1", true, long).
+		add("c", "voter", "alive", "z2", true, long).
+		add("e", "nonvoter", "alive", "z2", true, long)
+	if got := g.changes(3); got != "promote [] demote []" {
+		t.Errorf("no free zone to move to: %s, want no change", got)
+	}
+}
