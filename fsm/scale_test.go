@@ -1,0 +1,175 @@
+package fsm
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/hashicorp/raft"
+)
+
+// Sizes of the large-table scenario: a replica of a 64-node cluster with
+// 100,000 shards, every shard owned.
+const (
+	largeShards   = 100_000
+	largeSessions = 64
+)
+
+// sessionIDOf returns a session ID shaped like the coordinator's (128
+// random bits in hex): 32 characters.
+func sessionIDOf(i int) string { return fmt.Sprintf("%032x", uint64(i)*0x9e3779b97f4a7c15) }
+
+// largeTable builds a replica of shards shards spread round robin over
+// sessions sessions with node names, IDs and addresses of realistic
+// lengths, granted in commands of batch items.
+func largeTable(tb testing.TB, shards, sessions, batch int) *applier {
+	tb.Helper()
+	a := &applier{t: tb, f: New()}
+	a.do(initCluster(uint32(shards)))
+	for i := range sessions {
+		a.do(Command{Op: OpSessionCreate, Session: &SessionCmd{ID: sessionIDOf(i), Node: fmt.Sprintf("node-%02d", i),
+			NodeID: fmt.Sprintf("%032x", uint64(i)+1), Addr: fmt.Sprintf("10.0.%d.%d:7946", i/250, i%250+1), TTLNanos: 1e10}})
+	}
+	items := make([]ShardItem, 0, batch)
+	for s := range shards {
+		items = append(items, ShardItem{Shard: uint32(s), Session: sessionIDOf(s % sessions)})
+		if len(items) == batch || s == shards-1 {
+			if r := a.do(shardCmd(OpShardGrant, false, items...)); r.Err != nil || r.Count != len(items) {
+				tb.Fatalf("grant: %+v", r)
+			}
+			items = items[:0]
+		}
+	}
+	return a
+}
+
+// liveHeap returns the live heap after two forced collections.
+func liveHeap() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// TestShardTableMemory measures the live heap one replica spends on a
+// 100,000-shard table owned by 64 sessions, per shard.
+func TestShardTableMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 100,000-shard table")
+	}
+	before := liveHeap()
+	a := largeTable(t, largeShards, largeSessions, 1000)
+	after := liveHeap()
+	perShard := float64(after-before) / largeShards
+	t.Logf("live heap of a replica with %d shards over %d sessions: %.2f MiB, %.1f bytes/shard",
+		largeShards, largeSessions, float64(after-before)/(1<<20), perShard)
+	runtime.KeepAlive(a.f.View())
+}
+
+// BenchmarkViewShard measures a shard lookup on the current view, the read
+// behind Coordinator.Owner.
+func BenchmarkViewShard(b *testing.B) {
+	a := largeTable(b, largeShards, largeSessions, 1000)
+	f := a.f
+	b.ReportAllocs()
+	var id uint32
+	n := 0
+	for b.Loop() {
+		if s, ok := f.View().Shard(id); ok && s.State == ShardOwned && s.OwnerNode != "" {
+			n++
+		}
+		id = (id + 7919) % largeShards
+	}
+	if n == 0 {
+		b.Fatal("no owned shard seen")
+	}
+}
+
+// BenchmarkApplyGrant measures applying one grant of 1,000 shards to a
+// 100,000-shard table (and one release of the same 1,000, to free them
+// again), per command.
+func BenchmarkApplyGrant(b *testing.B) {
+	a := largeTable(b, largeShards, largeSessions, 1000)
+	// Free 1,000 shards spread over the table (every 100th).
+	v := a.f.View()
+	rel := make([]ShardItem, 0, 1000)
+	for s := 0; s < largeShards; s += 100 {
+		sh, _ := v.Shard(uint32(s))
+		rel = append(rel, ShardItem{Shard: sh.ID, Session: sh.Owner, Token: sh.Token})
+	}
+	if r := a.do(shardCmd(OpShardRelease, false, rel...)); r.Count != len(rel) {
+		b.Fatalf("release: %+v", r)
+	}
+	grant := make([]ShardItem, len(rel))
+	for i, it := range rel {
+		grant[i] = ShardItem{Shard: it.Shard, Session: sessionIDOf(i % largeSessions)}
+	}
+	gb := mustEncode(b, shardCmd(OpShardGrant, false, grant...))
+	b.ReportAllocs()
+	for b.Loop() {
+		a.index++
+		if r := a.f.Apply(rawLog(a.index, gb)).(Result); r.Count != len(grant) {
+			b.Fatalf("grant: %+v", r)
+		}
+		b.StopTimer()
+		v := a.f.View()
+		for i := range rel {
+			sh, _ := v.Shard(grant[i].Shard)
+			rel[i] = ShardItem{Shard: sh.ID, Session: sh.Owner, Token: sh.Token}
+		}
+		if r := a.do(shardCmd(OpShardRelease, false, rel...)); r.Count != len(rel) {
+			b.Fatalf("release: %+v", r)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(len(gb)), "cmd-bytes")
+}
+
+// BenchmarkApplySessionExpire measures the expiry of one of 64 sessions
+// owning a 100,000-shard table (freeing its 1,563 shards).
+func BenchmarkApplySessionExpire(b *testing.B) {
+	a := largeTable(b, largeShards, largeSessions, 1000)
+	base := a.f.View()
+	c, err := Decode(mustEncode(b, Command{Op: OpSessionExpire, Session: &SessionCmd{ID: sessionIDOf(5)}}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, r, err := apply(base.st, base.Index()+1, c); err != nil || r.Noop {
+			b.Fatalf("expire: %+v %v", r, err)
+		}
+	}
+}
+
+// BenchmarkSnapshot measures encoding and restoring a 100,000-shard
+// snapshot.
+func BenchmarkSnapshot(b *testing.B) {
+	a := largeTable(b, largeShards, largeSessions, 1000)
+	snap, err := a.f.EncodeSnapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := a.f.EncodeSnapshot(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(snap)), "snapshot-bytes")
+	})
+	b.Run("restore", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := decodeSnapshot(snap); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func rawLog(index uint64, data []byte) *raft.Log {
+	return &raft.Log{Index: index, Type: raft.LogCommand, Data: data}
+}
