@@ -88,7 +88,9 @@ func TestGoldenSnapshot(t *testing.T) {
 		}
 	}
 	checks := map[uint32]func(Shard) bool{
-		0:  func(s Shard) bool { return s.State == ShardOwned && s.Owner == "sa" && s.OwnerAddr == "a:1" && s.OwnerNodeID == "ia" },
+		0: func(s Shard) bool {
+			return s.State == ShardOwned && s.Owner == "sa" && s.OwnerAddr == "a:1" && s.OwnerNodeID == "ia"
+		},
 		3:  func(s Shard) bool { return s.State == ShardRevoking && s.To == "sb" && s.Revoked != 0 },
 		5:  func(s Shard) bool { return s.State == ShardRevoking && s.To == "gone" },
 		6:  func(s Shard) bool { return s.State == ShardFree && s.Owner == "" && s.Token != 0 && s.Granted == 0 },
