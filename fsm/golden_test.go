@@ -108,3 +108,42 @@ func TestGoldenSnapshot(t *testing.T) {
 		t.Errorf("lease l1 restored as %+v", l)
 	}
 }
+
+// TestShardOwnerShared checks the lookup behind Coordinator.Owner against
+// Shard, and that every shard a session owns shares the session's identity
+// rather than a copy of it, also after a restore.
+func TestShardOwnerShared(t *testing.T) {
+	a := goldenHistory(t)
+	for _, f := range []*FSM{a.f, a.restoredCopy().f} {
+		v := f.View()
+		var first *Session
+		for id := range uint32(41) {
+			o, tok, revoking := v.ShardOwner(id)
+			s, ok := v.Shard(id)
+			if !ok {
+				if id != 40 || o != nil {
+					t.Fatalf("shard %d: ok %v, owner %v", id, ok, o)
+				}
+				continue
+			}
+			if (o == nil) != (s.State == ShardFree) || revoking != (s.State == ShardRevoking) {
+				t.Fatalf("shard %d: owner %v revoking %v, shard %+v", id, o, revoking, s)
+			}
+			if o == nil {
+				continue
+			}
+			if o.ID != s.Owner || o.Node != s.OwnerNode || o.NodeID != s.OwnerNodeID || o.Addr != s.OwnerAddr || tok != s.Token {
+				t.Fatalf("shard %d: owner %+v token %d, shard %+v", id, o, tok, s)
+			}
+			if o.ID == "sa" {
+				if first != nil && first != o {
+					t.Fatalf("shard %d: session sa's identity is copied, not shared", id)
+				}
+				first = o
+			}
+		}
+		if first == nil {
+			t.Fatal("no shard of sa seen")
+		}
+	}
+}

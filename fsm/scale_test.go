@@ -173,3 +173,26 @@ func BenchmarkSnapshot(b *testing.B) {
 func rawLog(index uint64, data []byte) *raft.Log {
 	return &raft.Log{Index: index, Type: raft.LogCommand, Data: data}
 }
+
+// BenchmarkShardOwner measures the ownership lookup on the current view
+// (what Coordinator.Owner does), cycling over 256 owned shards as the
+// coordinator's BenchmarkOwner does, and over a 100,000-shard table.
+func BenchmarkShardOwner(b *testing.B) {
+	for _, size := range []int{256, largeShards} {
+		b.Run(fmt.Sprint(size), func(b *testing.B) {
+			f := largeTable(b, size, largeSessions, 1000).f
+			b.ReportAllocs()
+			var id uint32
+			n := 0
+			for b.Loop() {
+				if o, tok, _ := f.View().ShardOwner(id); o != nil && tok != 0 && o.Node != "" {
+					n++
+				}
+				id = (id + 1) % uint32(size)
+			}
+			if n == 0 {
+				b.Fatal("no owned shard seen")
+			}
+		})
+	}
+}

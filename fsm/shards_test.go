@@ -237,6 +237,9 @@ func TestShardSnapshotRejectsInconsistent(t *testing.T) {
 		"short table":  func(w *wireSnapshot) { w.Shards = w.Shards[:2] },
 		"bad state":    func(w *wireSnapshot) { w.Shards[1].State = 7 },
 		"free owner":   func(w *wireSnapshot) { w.Shards[0].Owner = "a" },
+		"free node":    func(w *wireSnapshot) { w.Shards[0].OwnerNode = "n-a" },
+		"free revoke":  func(w *wireSnapshot) { w.Shards[0].Revoked = 2 },
+		"owned target": func(w *wireSnapshot) { w.Shards[1].To = "a" },
 	} {
 		w := toWire(d)
 		mutate(&w)
