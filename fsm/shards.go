@@ -200,4 +200,3 @@ func applySessionDrain(st state, c *SessionCmd) (state, Result, error) {
 func validWeight(w float64) bool {
 	return !math.IsNaN(w) && !math.IsInf(w, 0) && w >= 0
 }
-
