@@ -46,7 +46,7 @@ type FSM struct {
 // New returns an empty FSM at index 0.
 func New() *FSM {
 	f := &FSM{}
-	f.view.Store(&View{changed: make(chan struct{})})
+	f.view.Store(&View{changes: newChangeLog(0), changed: make(chan struct{})})
 	return f
 }
 
@@ -69,10 +69,11 @@ func (f *FSM) Wait(ctx context.Context, index uint64) (*View, error) {
 	}
 }
 
-// publish swaps in a new view built from st at index and wakes waiters.
-func (f *FSM) publish(index uint64, st state) {
+// publish swaps in a new view built from st at index, with the change log
+// cl, and wakes waiters.
+func (f *FSM) publish(index uint64, st state, cl changeLog) {
 	old := f.view.Load()
-	f.view.Store(&View{index: index, st: st, changed: make(chan struct{})})
+	f.view.Store(&View{index: index, st: st, changes: cl, changed: make(chan struct{})})
 	close(old.changed)
 }
 
@@ -82,27 +83,30 @@ func (f *FSM) publish(index uint64, st state) {
 func (f *FSM) Apply(l *raft.Log) any {
 	cur := f.view.Load()
 	if l.Type != raft.LogCommand {
-		f.publish(max(l.Index, cur.index), cur.st)
+		f.publish(max(l.Index, cur.index), cur.st, cur.changes)
 		return Result{}
 	}
 	c, err := Decode(l.Data)
 	if err != nil {
-		f.publish(l.Index, cur.st)
+		f.publish(l.Index, cur.st, cur.changes)
 		return Result{Err: err}
 	}
-	next, res, err := apply(cur.st, l.Index, c)
+	var changed []uint32
+	next, res, err := apply(cur.st, l.Index, c, &changed)
 	if err != nil {
-		f.publish(l.Index, cur.st)
+		f.publish(l.Index, cur.st, cur.changes)
 		res.Err = err
 		return res
 	}
-	f.publish(l.Index, next)
+	created := len(next.Shards) != len(cur.st.Shards)
+	f.publish(l.Index, next, cur.changes.record(l.Index, changed, created))
 	return res
 }
 
 // apply computes the state after c. It returns a new state value and leaves
-// st untouched (views share st's substructures).
-func apply(st state, index uint64, c Command) (state, Result, error) {
+// st untouched (views share st's substructures), and appends to changed the
+// shards whose entry it changed.
+func apply(st state, index uint64, c Command, changed *[]uint32) (state, Result, error) {
 	switch c.Op {
 	case OpNoop:
 		return st, Result{}, nil
@@ -112,19 +116,19 @@ func apply(st state, index uint64, c Command) (state, Result, error) {
 	case OpSessionCreate:
 		return applySessionCreate(st, index, c.Session)
 	case OpSessionClose:
-		return applySessionEnd(st, index, c.Session, false)
+		return applySessionEnd(st, index, c.Session, false, changed)
 	case OpSessionExpire:
-		return applySessionEnd(st, index, c.Session, true)
+		return applySessionEnd(st, index, c.Session, true, changed)
 	case OpAcquire:
 		return applyAcquire(st, index, c.Lease)
 	case OpRelease:
 		return applyRelease(st, index, c.Lease)
 	case OpShardGrant:
-		return applyShardGrant(st, index, c.Shard)
+		return applyShardGrant(st, index, c.Shard, changed)
 	case OpShardRevoke:
-		return applyShardRevoke(st, index, c.Shard)
+		return applyShardRevoke(st, index, c.Shard, changed)
 	case OpShardRelease:
-		return applyShardRelease(st, index, c.Shard)
+		return applyShardRelease(st, index, c.Shard, changed)
 	case OpSessionDrain:
 		return applySessionDrain(st, c.Session)
 	default:
@@ -244,7 +248,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return err
 	}
-	f.publish(d.Index, d.State)
+	f.publish(d.Index, d.State, newChangeLog(d.Index))
 	return nil
 }
 

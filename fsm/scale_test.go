@@ -137,7 +137,7 @@ func BenchmarkApplySessionExpire(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, r, err := apply(base.st, base.Index()+1, c); err != nil || r.Noop {
+		if _, r, err := apply(base.st, base.Index()+1, c, nil); err != nil || r.Noop {
 			b.Fatalf("expire: %+v %v", r, err)
 		}
 	}

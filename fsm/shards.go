@@ -110,11 +110,11 @@ func validShardCmd(st state, c *ShardCmd) error {
 
 // applyShardGrant grants each free shard to its item's session, which must
 // exist and not be drained; every grant takes the next token.
-func applyShardGrant(st state, index uint64, c *ShardCmd) (state, Result, error) {
+func applyShardGrant(st state, index uint64, c *ShardCmd, changed *[]uint32) (state, Result, error) {
 	if err := validShardCmd(st, c); err != nil {
 		return st, Result{}, err
 	}
-	e := shardEditor{st: &st}
+	e := shardEditor{st: &st, ids: changed}
 	for _, it := range c.Items {
 		sess, ok := st.Sessions[it.Session]
 		if !ok || sess.Drained || e.get(it.Shard).owner != nil {
@@ -129,11 +129,11 @@ func applyShardGrant(st state, index uint64, c *ShardCmd) (state, Result, error)
 
 // applyShardRevoke marks each shard owned by the item's session under the
 // item's token as revoking.
-func applyShardRevoke(st state, index uint64, c *ShardCmd) (state, Result, error) {
+func applyShardRevoke(st state, index uint64, c *ShardCmd, changed *[]uint32) (state, Result, error) {
 	if err := validShardCmd(st, c); err != nil {
 		return st, Result{}, err
 	}
-	e := shardEditor{st: &st}
+	e := shardEditor{st: &st, ids: changed}
 	var last *revocation // shared by consecutive items with the same target
 	for _, it := range c.Items {
 		if cur := e.get(it.Shard); cur.state() != ShardOwned || cur.owner.ID != it.Session || cur.token != it.Token {
@@ -150,11 +150,11 @@ func applyShardRevoke(st state, index uint64, c *ShardCmd) (state, Result, error
 
 // applyShardRelease frees each shard owned by the item's session under the
 // item's token. A forced release frees only revoking shards.
-func applyShardRelease(st state, index uint64, c *ShardCmd) (state, Result, error) {
+func applyShardRelease(st state, index uint64, c *ShardCmd, changed *[]uint32) (state, Result, error) {
 	if err := validShardCmd(st, c); err != nil {
 		return st, Result{}, err
 	}
-	e := shardEditor{st: &st}
+	e := shardEditor{st: &st, ids: changed}
 	for _, it := range c.Items {
 		cur := e.get(it.Shard)
 		if cur.owner == nil || cur.owner.ID != it.Session || cur.token != it.Token || (c.Force && cur.rev == nil) {
@@ -167,8 +167,8 @@ func applyShardRelease(st state, index uint64, c *ShardCmd) (state, Result, erro
 }
 
 // freeSessionShards frees every shard the session owns (its session ended).
-func freeSessionShards(st state, index uint64, session string) state {
-	e := shardEditor{st: &st}
+func freeSessionShards(st state, index uint64, session string, changed *[]uint32) state {
+	e := shardEditor{st: &st, ids: changed}
 	for p, page := range st.Shards {
 		for i := range page {
 			if o := page[i].owner; o != nil && o.ID == session {

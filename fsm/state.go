@@ -78,6 +78,7 @@ type state struct {
 type View struct {
 	index   uint64
 	st      state
+	changes changeLog
 	changed chan struct{}
 }
 

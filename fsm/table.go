@@ -66,6 +66,7 @@ func newShardTable(n uint32) []*shardPage {
 type shardEditor struct {
 	st      *state
 	orig    []*shardPage // the page index before the first edit
+	ids     *[]uint32    // the changed shards are appended here (if set)
 	changed int
 }
 
@@ -86,6 +87,9 @@ func (e *shardEditor) edit(id uint32) *shardEntry {
 		e.st.Shards[p] = &np
 	}
 	e.changed++
+	if e.ids != nil {
+		*e.ids = append(*e.ids, id)
+	}
 	return &e.st.Shards[p][id%shardPageSize]
 }
 
