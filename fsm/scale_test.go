@@ -86,44 +86,57 @@ func BenchmarkViewShard(b *testing.B) {
 	}
 }
 
-// BenchmarkApplyGrant measures applying one grant of 1,000 shards to a
-// 100,000-shard table (and one release of the same 1,000, to free them
-// again), per command.
+// BenchmarkApplyGrant measures applying one grant command to a
+// 100,000-shard table, per command: 1,000 shards spread over the table
+// (every 100th, one per page), 1,000 neighbouring shards, and one shard.
+// Between commands (untimed) one release frees the same shards again.
 func BenchmarkApplyGrant(b *testing.B) {
 	a := largeTable(b, largeShards, largeSessions, 1000)
-	// Free 1,000 shards spread over the table (every 100th).
-	v := a.f.View()
-	rel := make([]ShardItem, 0, 1000)
-	for s := 0; s < largeShards; s += 100 {
-		sh, _ := v.Shard(uint32(s))
-		rel = append(rel, ShardItem{Shard: sh.ID, Session: sh.Owner, Token: sh.Token})
+	for _, bc := range []struct {
+		name      string
+		n, stride int
+	}{{"1000-spread", 1000, 100}, {"1000-contiguous", 1000, 1}, {"1", 1, 1}} {
+		b.Run(bc.name, func(b *testing.B) {
+			benchGrant(b, a, bc.n, bc.stride)
+		})
 	}
-	if r := a.do(shardCmd(OpShardRelease, false, rel...)); r.Count != len(rel) {
-		b.Fatalf("release: %+v", r)
-	}
-	grant := make([]ShardItem, len(rel))
-	for i, it := range rel {
-		grant[i] = ShardItem{Shard: it.Shard, Session: sessionIDOf(i % largeSessions)}
-	}
-	gb := mustEncode(b, shardCmd(OpShardGrant, false, grant...))
-	b.ReportAllocs()
-	for b.Loop() {
-		a.index++
-		if r := a.f.Apply(rawLog(a.index, gb)).(Result); r.Count != len(grant) {
-			b.Fatalf("grant: %+v", r)
-		}
-		b.StopTimer()
+}
+
+func benchGrant(b *testing.B, a *applier, n, stride int) {
+	a.t = b
+	release := func(ids []uint32) {
 		v := a.f.View()
-		for i := range rel {
-			sh, _ := v.Shard(grant[i].Shard)
-			rel[i] = ShardItem{Shard: sh.ID, Session: sh.Owner, Token: sh.Token}
+		rel := make([]ShardItem, len(ids))
+		for i, id := range ids {
+			sh, _ := v.Shard(id)
+			rel[i] = ShardItem{Shard: id, Session: sh.Owner, Token: sh.Token}
 		}
 		if r := a.do(shardCmd(OpShardRelease, false, rel...)); r.Count != len(rel) {
 			b.Fatalf("release: %+v", r)
 		}
+	}
+	ids := make([]uint32, n)
+	grant := make([]ShardItem, n)
+	for i := range ids {
+		ids[i] = uint32((i*stride + 50) % largeShards)
+		grant[i] = ShardItem{Shard: ids[i], Session: sessionIDOf(i % largeSessions)}
+	}
+	release(ids)
+	gb := mustEncode(b, shardCmd(OpShardGrant, false, grant...))
+	b.ReportAllocs()
+	for b.Loop() {
+		a.index++
+		if r := a.f.Apply(rawLog(a.index, gb)).(Result); r.Count != n {
+			b.Fatalf("grant: %+v", r)
+		}
+		b.StopTimer()
+		release(ids)
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(len(gb)), "cmd-bytes")
+	// Leave the table as it was.
+	a.index++
+	a.f.Apply(rawLog(a.index, gb))
 }
 
 // BenchmarkApplySessionExpire measures the expiry of one of 64 sessions
