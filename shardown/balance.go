@@ -7,7 +7,8 @@ import "math"
 const boundTolerance = 1e-9
 
 // state is the planner's working copy of the table. Members are indexed in
-// ID order; owner[s] is a member index or -1 for a free shard.
+// ID order; owner[s] is a member index or -1 for a free shard. A Planner
+// keeps one state and reuses its buffers from call to call.
 type state struct {
 	ids      []string
 	weight   []float64
@@ -17,45 +18,66 @@ type state struct {
 	upper    []int
 	load     []int
 	unmoved  []int // shards held that no move of this plan has touched
-	owner    []int
+	owner    []int32
 	moved    []bool
 	moves    []Move
 	// Scan cursors: free shards only get fewer, and a member's unmoved
 	// shards only get fewer, so the lowest of each never moves backwards.
 	freeFrom    int
 	unmovedFrom []int
+	index       map[string]int32 // member ID → index
 }
 
-// newState builds the working state: it clears the shards of departed
-// owners, decides eligibility and computes every pool member's bounds.
-func newState(ms []Member, current []string, p Params) *state {
-	n := len(ms)
-	st := &state{
-		ids: make([]string, n), weight: make([]float64, n),
-		eligible: make([]bool, n), inPool: make([]bool, n),
-		lower: make([]int, n), upper: make([]int, n),
-		load: make([]int, n), unmoved: make([]int, n), unmovedFrom: make([]int, n),
-		owner: make([]int, len(current)), moved: make([]bool, len(current)),
+// resize returns s with length n and every element zero, reusing its
+// array when it is large enough.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
 	}
-	index := make(map[string]int, n)
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// reset builds the working state: it clears the shards of departed owners,
+// decides eligibility and computes every pool member's bounds.
+func (st *state) reset(ms []Member, current []string, p Params) {
+	n := len(ms)
+	st.ids, st.weight = resize(st.ids, n), resize(st.weight, n)
+	st.eligible, st.inPool = resize(st.eligible, n), resize(st.inPool, n)
+	st.lower, st.upper = resize(st.lower, n), resize(st.upper, n)
+	st.load, st.unmoved, st.unmovedFrom = resize(st.load, n), resize(st.unmoved, n), resize(st.unmovedFrom, n)
+	st.owner, st.moved = resize(st.owner, len(current)), resize(st.moved, len(current))
+	st.moves, st.freeFrom = st.moves[:0], 0
+	if st.index == nil {
+		st.index = make(map[string]int32, n)
+	}
+	clear(st.index)
 	anyStable := false
 	for i, m := range ms {
 		st.ids[i], st.weight[i] = m.ID, m.Weight
-		index[m.ID] = i
+		st.index[m.ID] = int32(i)
 		st.eligible[i] = stable(m, p)
 		anyStable = anyStable || st.eligible[i]
 	}
 	for i := range st.eligible {
 		st.eligible[i] = st.eligible[i] || !anyStable
 	}
+	// Runs of shards with one owner are common, and equal strings that
+	// share their bytes compare in O(1): remember the last owner found.
+	lastID, last := "", int32(-1)
 	for s, id := range current {
-		i, ok := index[id]
-		if id == "" || !ok {
-			st.owner[s] = -1
-			continue
+		if id != lastID {
+			i, ok := st.index[id]
+			if !ok {
+				i = -1
+			}
+			lastID, last = id, i
 		}
-		st.owner[s] = i
-		st.load[i]++
+		st.owner[s] = last
+		if last >= 0 {
+			st.load[last]++
+		}
 	}
 	copy(st.unmoved, st.load)
 	total := 0.0
@@ -73,7 +95,6 @@ func newState(ms []Member, current []string, p Params) *state {
 		st.lower[i] = int(math.Floor(q*(1-p.Epsilon) + boundTolerance))
 		st.upper[i] = int(math.Ceil(q*(1+p.Epsilon) - boundTolerance))
 	}
-	return st
 }
 
 // stable reports whether m has existed for at least JoinStabilization.
@@ -166,7 +187,7 @@ func (st *state) firstFree() int {
 // moved yet. The caller has checked that one exists.
 func (st *state) firstUnmoved(i int) int {
 	for s := st.unmovedFrom[i]; s < len(st.owner); s++ {
-		if st.owner[s] == i && !st.moved[s] {
+		if int(st.owner[s]) == i && !st.moved[s] {
 			st.unmovedFrom[i] = s
 			return s
 		}
@@ -177,12 +198,12 @@ func (st *state) firstUnmoved(i int) int {
 // apply records the move of shard s to member r.
 func (st *state) apply(s, r int) {
 	from := ""
-	if d := st.owner[s]; d >= 0 {
+	if d := int(st.owner[s]); d >= 0 {
 		from = st.ids[d]
 		st.load[d]--
 		st.unmoved[d]--
 	}
-	st.owner[s] = r
+	st.owner[s] = int32(r)
 	st.moved[s] = true
 	st.load[r]++
 	st.moves = append(st.moves, Move{Shard: ShardID(s), From: from, To: st.ids[r]})

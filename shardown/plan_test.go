@@ -172,3 +172,46 @@ func TestRateLimitSameTrajectory(t *testing.T) {
 }
 
 func randRange(r *rand.Rand, lo, hi int) int { return lo + r.IntN(hi-lo+1) }
+
+// TestPlannerReuse checks that one Planner used for a sequence of unrelated
+// calls (tables and member sets growing and shrinking, errors in between)
+// returns what a fresh Plan call returns every time: nothing of an earlier
+// call leaks into a later one.
+func TestPlannerReuse(t *testing.T) {
+	t.Parallel()
+	var pl Planner
+	for i := range 1000 {
+		r, seed := seeded(t, baseSeed+7e6, i)
+		ms := randomMembers(r, 16, i%2 == 1)
+		for j := range ms {
+			ms[j].JoinedAt = uint64(r.IntN(20))
+		}
+		p := Params{Shards: 1 + r.IntN(300), MaxMovesInFlight: r.IntN(20) - 1, Now: 20, JoinStabilization: uint64(r.IntN(10))}
+		cur := randomTable(r, p.Shards, ms)
+		if i%10 == 9 {
+			if _, err := pl.Plan(ms, cur[1:], p); err == nil {
+				t.Fatalf("seed %d: a short table was accepted", seed)
+			}
+		}
+		target, want, err := Plan(ms, cur, p)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		got, err := pl.Plan(ms, cur, p)
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("seed %d: the reused planner gave %v (err %v), Plan %v", seed, got, err, want)
+		}
+		applied := slices.Clone(cur)
+		for _, m := range got {
+			applied[m.Shard] = m.To
+		}
+		for s, id := range applied {
+			if !slices.ContainsFunc(ms, func(m Member) bool { return m.ID == id }) {
+				applied[s] = ""
+			}
+		}
+		if !slices.Equal(applied, target) {
+			t.Fatalf("seed %d: the target is not the table with the moves applied", seed)
+		}
+	}
+}
