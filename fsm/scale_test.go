@@ -209,3 +209,22 @@ func BenchmarkShardOwner(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEachShard measures a full scan of a 100,000-shard table, what a
+// consumer without ShardChanges does on every change.
+func BenchmarkEachShard(b *testing.B) {
+	v := largeTable(b, largeShards, largeSessions, 1000).f.View()
+	b.ReportAllocs()
+	for b.Loop() {
+		n := 0
+		v.EachShard(func(s Shard) bool {
+			if s.State == ShardOwned && s.Owner != "" {
+				n++
+			}
+			return true
+		})
+		if n != largeShards {
+			b.Fatalf("%d owned", n)
+		}
+	}
+}

@@ -169,13 +169,14 @@ func applyShardRelease(st state, index uint64, c *ShardCmd, changed *[]uint32) (
 // freeSessionShards frees every shard the session owns (its session ended).
 func freeSessionShards(st state, index uint64, session string, changed *[]uint32) state {
 	e := shardEditor{st: &st, ids: changed}
-	for p, page := range st.Shards {
+	st.Shards.eachPage(func(first uint32, page *shardPage) bool {
 		for i := range page {
 			if o := page[i].owner; o != nil && o.ID == session {
-				*e.edit(uint32(p*shardPageSize + i)) = shardEntry{token: page[i].token}
+				*e.edit(first + uint32(i)) = shardEntry{token: page[i].token}
 			}
 		}
-	}
+		return true
+	})
 	e.done(index)
 	return st
 }

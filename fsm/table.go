@@ -45,52 +45,96 @@ func (e *shardEntry) shard(id uint32) Shard {
 	return s
 }
 
-// shardPageSize is the number of shards per copy-on-write page: a command
-// that changes one shard copies one page (4 KiB) and the page index, not
-// the table.
-const shardPageSize = 128
+// The table is a two-level tree of copy-on-write pages: a directory holds
+// shardDirSize pages, a page holds shardPageSize entries (1 KiB). A command
+// copies the root (one pointer per 4,096 shards), each directory it
+// touches (1 KiB) and each page it touches, never the table.
+const (
+	shardPageBits = 5
+	shardPageSize = 1 << shardPageBits
+	shardDirBits  = 7
+	shardDirSize  = 1 << shardDirBits
+)
 
-type shardPage [shardPageSize]shardEntry
+type (
+	shardPage [shardPageSize]shardEntry
+	shardDir  [shardDirSize]*shardPage
+	// shardTable is the root: the directories in shard order. Pages past
+	// the shard count are nil.
+	shardTable []*shardDir
+)
 
-// newShardTable returns n free shards.
-func newShardTable(n uint32) []*shardPage {
-	pages := make([]*shardPage, (int(n)+shardPageSize-1)/shardPageSize)
-	for p := range pages {
-		pages[p] = new(shardPage)
-	}
-	return pages
+// split returns the directory, page and slot of shard id.
+func split(id uint32) (d, p, i uint32) {
+	return id >> (shardPageBits + shardDirBits), id >> shardPageBits & (shardDirSize - 1), id & (shardPageSize - 1)
 }
 
-// shardEditor changes shards of a state copy-on-write: the page index and
-// each touched page are copied once per command.
+// at returns shard id's entry; id must be below the shard count.
+func (t shardTable) at(id uint32) *shardEntry {
+	d, p, i := split(id)
+	return &t[d][p][i]
+}
+
+// newShardTable returns n free shards.
+func newShardTable(n uint32) shardTable {
+	pages := (int(n) + shardPageSize - 1) / shardPageSize
+	t := make(shardTable, (pages+shardDirSize-1)/shardDirSize)
+	for d := range t {
+		t[d] = new(shardDir)
+		for p := 0; p < shardDirSize && d*shardDirSize+p < pages; p++ {
+			t[d][p] = new(shardPage)
+		}
+	}
+	return t
+}
+
+// eachPage calls fn for every page in order with the ID of its first
+// shard, until fn returns false.
+func (t shardTable) eachPage(fn func(first uint32, page *shardPage) bool) {
+	for d, dir := range t {
+		for p, page := range dir {
+			if page == nil || !fn(uint32((d*shardDirSize+p)*shardPageSize), page) {
+				return
+			}
+		}
+	}
+}
+
+// shardEditor changes shards of a state copy-on-write: the root, each
+// touched directory and each touched page are copied once per command.
 type shardEditor struct {
 	st      *state
-	orig    []*shardPage // the page index before the first edit
-	ids     *[]uint32    // the changed shards are appended here (if set)
+	orig    shardTable // the root before the first edit
+	ids     *[]uint32  // the changed shards are appended here (if set)
 	changed int
 }
 
-func (e *shardEditor) get(id uint32) *shardEntry {
-	return &e.st.Shards[id/shardPageSize][id%shardPageSize]
-}
+func (e *shardEditor) get(id uint32) *shardEntry { return e.st.Shards.at(id) }
 
-// edit returns a writable copy of shard id's entry. A page is private to
-// this command once it differs from the page the original index holds.
+// edit returns a writable copy of shard id's entry. A directory or page is
+// private to this command once it differs from the one the original root
+// leads to.
 func (e *shardEditor) edit(id uint32) *shardEntry {
 	if e.orig == nil {
 		e.orig = e.st.Shards
-		e.st.Shards = append([]*shardPage(nil), e.st.Shards...)
+		e.st.Shards = append(shardTable(nil), e.orig...)
 	}
-	p := int(id / shardPageSize)
-	if e.st.Shards[p] == e.orig[p] {
-		np := *e.orig[p]
-		e.st.Shards[p] = &np
+	d, p, i := split(id)
+	dir := e.st.Shards[d]
+	if dir == e.orig[d] {
+		nd := *dir
+		dir = &nd
+		e.st.Shards[d] = dir
+	}
+	if dir[p] == e.orig[d][p] {
+		np := *dir[p]
+		dir[p] = &np
 	}
 	e.changed++
 	if e.ids != nil {
 		*e.ids = append(*e.ids, id)
 	}
-	return &e.st.Shards[p][id%shardPageSize]
+	return &dir[p][i]
 }
 
 // done records the index of the last change to the table.
@@ -102,10 +146,10 @@ func (e *shardEditor) done(index uint64) {
 
 // entry returns shard id's entry, or nil when id is out of range.
 func (v *View) entry(id uint32) *shardEntry {
-	if id >= v.st.Cluster.Shards || int(id/shardPageSize) >= len(v.st.Shards) {
+	if id >= v.st.Cluster.Shards || len(v.st.Shards) == 0 {
 		return nil
 	}
-	return &v.st.Shards[id/shardPageSize][id%shardPageSize]
+	return v.st.Shards.at(id)
 }
 
 // Shard returns shard id's entry, without allocating; ok is false when id
@@ -125,10 +169,10 @@ func (v *View) Shard(id uint32) (Shard, bool) {
 // granted (its ID, node name, node ID and address never change; Drained
 // may have since), shared and immutable: callers must not modify it.
 func (v *View) ShardOwner(id uint32) (owner *Session, token uint64, revoking bool) {
-	if id >= v.st.Cluster.Shards || int(id/shardPageSize) >= len(v.st.Shards) {
+	if id >= v.st.Cluster.Shards || len(v.st.Shards) == 0 {
 		return nil, 0, false
 	}
-	e := &v.st.Shards[id/shardPageSize][id%shardPageSize]
+	e := v.st.Shards.at(id)
 	return e.owner, e.token, e.rev != nil
 }
 
@@ -159,10 +203,19 @@ func (v *View) ShardsIndex() uint64 { return v.st.ShardsIndex }
 // EachShard calls fn for every shard in order until fn returns false. It
 // does not allocate.
 func (v *View) EachShard(fn func(Shard) bool) {
-	n := v.ShardCount()
-	for id := 0; id < n; id++ {
-		if !fn(v.st.Shards[id/shardPageSize][id%shardPageSize].shard(uint32(id))) {
-			return
+	n := uint32(v.ShardCount())
+	id := uint32(0)
+	for _, dir := range v.st.Shards {
+		for _, page := range dir {
+			if page == nil {
+				return
+			}
+			for i := range page {
+				if id >= n || !fn(page[i].shard(id)) {
+					return
+				}
+				id++
+			}
 		}
 	}
 }
@@ -226,7 +279,7 @@ func shardsFromWire(st *state, shards []Shard) error {
 			}
 			e.rev = revs[key]
 		}
-		st.Shards[i/shardPageSize][i%shardPageSize] = e
+		*st.Shards.at(uint32(i)) = e
 	}
 	return nil
 }
