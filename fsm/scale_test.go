@@ -228,3 +228,30 @@ func BenchmarkEachShard(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkShardChanges measures listing the shards changed by the last
+// 10 commands (100 releases each, spread over the table) of a
+// 100,000-shard table: what a consumer pays per batch of changes instead
+// of a full scan (BenchmarkEachShard).
+func BenchmarkShardChanges(b *testing.B) {
+	a := largeTable(b, largeShards, largeSessions, 1000)
+	cursor := a.f.View().ShardCursor()
+	for c := range 10 {
+		v := a.f.View()
+		var rel []ShardItem
+		for s := c; s < largeShards; s += largeShards / 100 {
+			sh, _ := v.Shard(uint32(s))
+			rel = append(rel, ShardItem{Shard: sh.ID, Session: sh.Owner, Token: sh.Token})
+		}
+		a.do(shardCmd(OpShardRelease, false, rel...))
+	}
+	v := a.f.View()
+	buf := make([]uint32, 0, 1000)
+	b.ReportAllocs()
+	for b.Loop() {
+		ids, ok := v.ShardChanges(cursor, buf[:0])
+		if !ok || len(ids) != 1000 {
+			b.Fatalf("%d changes, ok %v", len(ids), ok)
+		}
+	}
+}
