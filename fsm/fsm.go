@@ -1,14 +1,12 @@
 package fsm
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // SnapshotVersion is the version byte in front of every snapshot.
@@ -178,20 +176,6 @@ type wireSnapshot struct {
 	ShardsIndex uint64  `msgpack:"shards_index"`
 }
 
-func toWire(d snapshotData) wireSnapshot {
-	v := View{st: d.State}
-	return wireSnapshot{
-		Index:     d.Index,
-		Cluster:   d.State.Cluster,
-		LastToken: d.State.LastToken,
-		Sessions:  v.Sessions(),
-		Leases:    v.Leases(),
-		Shards:    v.Shards(),
-		// The index of the table's last change.
-		ShardsIndex: d.State.ShardsIndex,
-	}
-}
-
 // fromWire rebuilds the state, rejecting duplicates and leases whose holder
 // is not a session (a snapshot that Snapshot could not have written).
 func fromWire(w wireSnapshot) (snapshotData, error) {
@@ -259,19 +243,6 @@ func (f *FSM) EncodeSnapshot() ([]byte, error) {
 	return encodeSnapshot(snapshotData{Index: v.index, State: v.st})
 }
 
-func encodeSnapshot(d snapshotData) ([]byte, error) {
-	return encodeWire(toWire(d))
-}
-
-func encodeWire(w wireSnapshot) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteByte(SnapshotVersion)
-	if err := msgpack.NewEncoder(&buf).Encode(w); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
 // decodeSnapshot parses a snapshot's bytes. It never panics.
 func decodeSnapshot(b []byte) (snapshotData, error) {
 	if len(b) > MaxSnapshotSize {
@@ -293,11 +264,7 @@ func decodeSnapshot(b []byte) (snapshotData, error) {
 type snapshot struct{ data snapshotData }
 
 func (s *snapshot) Persist(sink raft.SnapshotSink) error {
-	b, err := encodeSnapshot(s.data)
-	if err == nil {
-		_, err = sink.Write(b)
-	}
-	if err != nil {
+	if err := persist(sink, s.data); err != nil {
 		sink.Cancel()
 		return err
 	}
