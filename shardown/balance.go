@@ -105,6 +105,15 @@ func stable(m Member, p Params) bool {
 	return p.Now >= m.JoinedAt && p.Now-m.JoinedAt >= p.JoinStabilization
 }
 
+// The kinds of member a step looks for, as receiver and donor filters.
+const (
+	anyEligible   = iota // receiver: eligible
+	belowLower           // receiver: eligible and below its lower bound
+	withRoom             // receiver: eligible, not d, and room below its upper bound
+	aboveLowerNot        // donor: above its lower bound, not r
+	aboveUpper           // donor: above its upper bound
+)
+
 // step plans one move and reports whether it found one. In order of
 // priority: grant the lowest free shard; fill an eligible member below its
 // lower bound from the most loaded member that can spare a shard; drain a
@@ -113,26 +122,26 @@ func stable(m Member, p Params) bool {
 // and calling Plan again yields the same sequence of moves.
 func (st *state) step() bool {
 	if s := st.firstFree(); s >= 0 {
-		r := st.receiver(func(i int) bool { return st.eligible[i] })
+		r := st.receiver(anyEligible, -1)
 		if r < 0 {
 			return false
 		}
 		st.apply(s, r)
 		return true
 	}
-	r := st.receiver(func(i int) bool { return st.eligible[i] && st.load[i] < st.lower[i] })
+	r := st.receiver(belowLower, -1)
 	if r >= 0 {
-		d := st.donor(func(i int) bool { return i != r && st.load[i] > st.lower[i] })
+		d := st.donor(aboveLowerNot, r)
 		if d >= 0 {
 			st.apply(st.firstUnmoved(d), r)
 			return true
 		}
 	}
-	d := st.donor(func(i int) bool { return st.load[i] > st.upper[i] })
+	d := st.donor(aboveUpper, -1)
 	if d < 0 {
 		return false
 	}
-	r = st.receiver(func(i int) bool { return st.eligible[i] && i != d && st.load[i]+1 <= st.upper[i] })
+	r = st.receiver(withRoom, d)
 	if r < 0 {
 		return false
 	}
@@ -140,13 +149,14 @@ func (st *state) step() bool {
 	return true
 }
 
-// receiver returns the member accepted by ok with the smallest load after
-// receiving one more shard, relative to weight ((load+1)/weight), ties to
-// the lower ID; -1 if none.
-func (st *state) receiver(ok func(int) bool) int {
+// receiver returns the pool member of the given kind (other than not) with
+// the smallest load after receiving one more shard, relative to weight
+// ((load+1)/weight), ties to the lower ID; -1 if none.
+func (st *state) receiver(kind, not int) int {
 	best := -1
 	for i := range st.ids {
-		if !st.inPool[i] || !ok(i) {
+		if !st.inPool[i] || !st.eligible[i] || i == not ||
+			(kind == belowLower && st.load[i] >= st.lower[i]) || (kind == withRoom && st.load[i]+1 > st.upper[i]) {
 			continue
 		}
 		// (l_i+1)/w_i < (l_b+1)/w_b, compared without division.
@@ -157,13 +167,14 @@ func (st *state) receiver(ok func(int) bool) int {
 	return best
 }
 
-// donor returns the member accepted by ok, holding a shard not yet moved
-// by this plan, with the largest load relative to weight, ties to the lower
-// ID; -1 if none.
-func (st *state) donor(ok func(int) bool) int {
+// donor returns the pool member of the given kind (other than not),
+// holding a shard not yet moved by this plan, with the largest load
+// relative to weight, ties to the lower ID; -1 if none.
+func (st *state) donor(kind, not int) int {
 	best := -1
 	for i := range st.ids {
-		if !st.inPool[i] || st.unmoved[i] == 0 || !ok(i) {
+		if !st.inPool[i] || st.unmoved[i] == 0 || i == not ||
+			(kind == aboveLowerNot && st.load[i] <= st.lower[i]) || (kind == aboveUpper && st.load[i] <= st.upper[i]) {
 			continue
 		}
 		if best < 0 || float64(st.load[i])*st.weight[best] > float64(st.load[best])*st.weight[i] {
