@@ -26,6 +26,11 @@ type state struct {
 	freeFrom    int
 	unmovedFrom []int
 	index       map[string]int32 // member ID → index
+	// The table the plan starts from, as member indexes, and the loads in
+	// it: kept between the calls of a Planner, so that PlanChanged only
+	// reads the shards that changed.
+	base     []int32
+	baseLoad []int
 }
 
 // resize returns s with length n and every element zero, reusing its
@@ -39,16 +44,33 @@ func resize[T any](s []T, n int) []T {
 	return s
 }
 
-// reset builds the working state: it clears the shards of departed owners,
-// decides eligibility and computes every pool member's bounds.
+// reset builds the working state from scratch: it indexes the members,
+// reads every shard's owner (departed owners count as free), decides
+// eligibility and computes every pool member's bounds.
 func (st *state) reset(ms []Member, current []string, p Params) {
+	st.setMembers(ms, p)
+	n := len(ms)
+	st.base, st.baseLoad = resize(st.base, len(current)), resize(st.baseLoad, n)
+	// Runs of shards with one owner are common, and equal strings that
+	// share their bytes compare in O(1): remember the last owner found.
+	lastID, last := "", int32(-1)
+	for s, id := range current {
+		if id != lastID {
+			lastID, last = id, st.lookup(id)
+		}
+		st.base[s] = last
+		if last >= 0 {
+			st.baseLoad[last]++
+		}
+	}
+	st.derive(p)
+}
+
+// setMembers indexes ms (sorted by ID) and decides their eligibility.
+func (st *state) setMembers(ms []Member, p Params) {
 	n := len(ms)
 	st.ids, st.weight = resize(st.ids, n), resize(st.weight, n)
-	st.eligible, st.inPool = resize(st.eligible, n), resize(st.inPool, n)
-	st.lower, st.upper = resize(st.lower, n), resize(st.upper, n)
-	st.load, st.unmoved, st.unmovedFrom = resize(st.load, n), resize(st.unmoved, n), resize(st.unmovedFrom, n)
-	st.owner, st.moved = resize(st.owner, len(current)), resize(st.moved, len(current))
-	st.moves, st.freeFrom = st.moves[:0], 0
+	st.eligible = resize(st.eligible, n)
 	if st.index == nil {
 		st.index = make(map[string]int32, n)
 	}
@@ -63,23 +85,28 @@ func (st *state) reset(ms []Member, current []string, p Params) {
 	for i := range st.eligible {
 		st.eligible[i] = st.eligible[i] || !anyStable
 	}
-	// Runs of shards with one owner are common, and equal strings that
-	// share their bytes compare in O(1): remember the last owner found.
-	lastID, last := "", int32(-1)
-	for s, id := range current {
-		if id != lastID {
-			i, ok := st.index[id]
-			if !ok {
-				i = -1
-			}
-			lastID, last = id, i
-		}
-		st.owner[s] = last
-		if last >= 0 {
-			st.load[last]++
-		}
+}
+
+// lookup returns the index of the member id, or -1.
+func (st *state) lookup(id string) int32 {
+	if i, ok := st.index[id]; ok {
+		return i
 	}
+	return -1
+}
+
+// derive starts a plan from the table in base: the working table and
+// loads, the pool and every pool member's bounds.
+func (st *state) derive(p Params) {
+	n := len(st.ids)
+	st.inPool = resize(st.inPool, n)
+	st.lower, st.upper = resize(st.lower, n), resize(st.upper, n)
+	st.load, st.unmoved, st.unmovedFrom = resize(st.load, n), resize(st.unmoved, n), resize(st.unmovedFrom, n)
+	st.owner, st.moved = resize(st.owner, len(st.base)), resize(st.moved, len(st.base))
+	copy(st.owner, st.base)
+	copy(st.load, st.baseLoad)
 	copy(st.unmoved, st.load)
+	st.moves, st.freeFrom = st.moves[:0], 0
 	total := 0.0
 	for i := range st.ids {
 		st.inPool[i] = st.eligible[i] || st.load[i] > 0

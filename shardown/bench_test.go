@@ -219,3 +219,36 @@ func BenchmarkPlanner(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPlanChanged measures a reused Planner told which shards
+// changed since its last call, on 100,000 shards: "steady" after one
+// shard changed owner and back (nothing to move), "join" planning a join
+// after one shard changed.
+func BenchmarkPlanChanged(b *testing.B) {
+	for _, n := range []int{3, 64} {
+		members, table, p := balancedSetup(b, largeShards, n)
+		joined := append(members, Member{ID: fmt.Sprintf("m%03d", n), Weight: 1})
+		for _, bc := range []struct {
+			name    string
+			members []Member
+		}{{"steady", members}, {"join-unlimited", joined}} {
+			b.Run(fmt.Sprintf("members=%d/%s", n, bc.name), func(b *testing.B) {
+				var pl Planner
+				if _, err := pl.Plan(bc.members, table, p); err != nil {
+					b.Fatal(err)
+				}
+				changed := []ShardID{17}
+				b.ReportAllocs()
+				moves := 0
+				for b.Loop() {
+					mv, err := pl.PlanChanged(bc.members, table, changed, p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					moves = len(mv)
+				}
+				b.ReportMetric(float64(moves), "moves/op")
+			})
+		}
+	}
+}

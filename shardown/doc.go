@@ -84,7 +84,9 @@
 // Planner keeps the working state from call to call and returns the moves
 // only, so a caller that plans on every change of its table allocates
 // nothing per shard. At 100,000 shards a call takes about 2 ms on one
-// core when nothing moves.
+// core when nothing moves. Planner.PlanChanged, told which shards changed
+// since its previous call, looks up only those: the same call then takes
+// about 0.2 ms, most of it copying 4 bytes per shard.
 //
 // # What Plan does not do
 //

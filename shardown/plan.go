@@ -113,42 +113,6 @@ func Plan(members []Member, current []string, p Params) (target []string, moves 
 	return pl.st.table(), moves, nil
 }
 
-// Planner plans exactly as Plan does, keeping its working buffers (about
-// 5 bytes per shard) from one call to the next, so that a caller planning
-// again and again, as a leader does on every change of its table,
-// allocates nothing per shard. It returns the moves only: the target table
-// is current with the moves applied. The zero Planner is ready to use; a
-// Planner must not be used by two goroutines at once.
-type Planner struct {
-	st state
-}
-
-// Plan returns the moves Plan(members, current, p) returns, or its error.
-// The returned slice is the Planner's own and is overwritten by the next
-// call.
-func (pl *Planner) Plan(members []Member, current []string, p Params) ([]Move, error) {
-	p, err := p.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	if len(current) != p.Shards {
-		return nil, fmt.Errorf("%w: len(current) is %d, want Params.Shards = %d", ErrInvalid, len(current), p.Shards)
-	}
-	ms, err := normalize(members)
-	if err != nil {
-		return nil, err
-	}
-	st := &pl.st
-	st.reset(ms, current, p)
-	limit := p.MaxMovesInFlight
-	for limit < 0 || len(st.moves) < limit {
-		if !st.step() {
-			break
-		}
-	}
-	return st.moves, nil
-}
-
 // normalize validates members and returns a copy sorted by ID with default
 // weights filled in.
 func normalize(members []Member) ([]Member, error) {
