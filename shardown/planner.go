@@ -95,7 +95,6 @@ func sameIDs(ms []Member, ids []string) bool {
 	return true
 }
 
-
 // run plans steps from the derived state until no step applies or the
 // rate limit is reached, and returns the moves.
 func (st *state) run(p Params) []Move {
