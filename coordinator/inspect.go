@@ -59,8 +59,8 @@ func (c *Coordinator) Table() *ShardTable { return &ShardTable{v: c.fsm.View()} 
 // Shard describes shard s in this version; ok is false when s is out of
 // range.
 func (t *ShardTable) Shard(s ShardID) (ShardInfo, bool) {
-	sh := t.v.ShardRef(uint32(s))
-	if sh == nil {
+	sh, ok := t.v.Shard(uint32(s))
+	if !ok {
 		return ShardInfo{}, false
 	}
 	info := ShardInfo{Shard: s, Token: sh.Token, State: ShardFree}
@@ -70,7 +70,7 @@ func (t *ShardTable) Shard(s ShardID) (ShardInfo, bool) {
 	case fsm.ShardRevoking:
 		info.State = ShardRevoking
 	}
-	info.Owner, _ = ownerOf(sh)
+	info.Owner, _ = ownerOf(&sh)
 	return info, true
 }
 

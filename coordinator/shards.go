@@ -53,11 +53,15 @@ func (c *Coordinator) ShardFor(key []byte) ShardID {
 // or out of range. The replica may lag the leader by a little; the owner's
 // token is what fences a stale owner out.
 func (c *Coordinator) Owner(s ShardID) (ShardOwner, bool) {
-	return ownerOf(c.fsm.View().ShardRef(uint32(s)))
+	return ownerIn(c.fsm.View(), s)
 }
 
 func ownerIn(v *fsm.View, s ShardID) (ShardOwner, bool) {
-	return ownerOf(v.ShardRef(uint32(s)))
+	o, token, revoking := v.ShardOwner(uint32(s))
+	if o == nil {
+		return ShardOwner{}, false
+	}
+	return ShardOwner{Node: o.Node, NodeID: o.NodeID, Addr: o.Addr, Session: o.ID, Token: token, Revoking: revoking}, true
 }
 
 // ownerOf describes the owner of a table entry (nil: out of range).

@@ -14,6 +14,26 @@
 //     *View with an atomic pointer swap; a View is never modified after it is
 //     published, so it may be shared freely between goroutines.
 //
+// # The shard table
+//
+// A replica keeps 32 bytes per shard: a pointer to the owning session's
+// immutable record (shared by every shard the session owns, so owner names
+// and addresses are not copied per shard), the token and grant index, and
+// a pointer to the revoke's index and target while the shard is revoking.
+// View.Shard and EachShard expand an entry into a Shard without
+// allocating; View.ShardOwner is the one-read ownership lookup.
+//
+// Every view also carries a bounded log of the shards recent commands
+// changed. A consumer keeps the ShardCursor of the last view it processed
+// and asks a newer view for ShardChanges, which lists the shards changed
+// in between at a cost that follows the changes, or says it cannot (the
+// consumer fell too far behind, or the table was created or restored
+// since), in which case the consumer rescans the table.
+//
+// A shard command carries at most MaxShardItems items and MaxCommandSize
+// bytes; EncodeShardCmds splits a batch of any size into the fewest
+// commands within both limits.
+//
 // # Encoding
 //
 // A command is one version byte, one operation byte and a msgpack body (see

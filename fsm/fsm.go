@@ -1,14 +1,12 @@
 package fsm
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // SnapshotVersion is the version byte in front of every snapshot.
@@ -46,7 +44,7 @@ type FSM struct {
 // New returns an empty FSM at index 0.
 func New() *FSM {
 	f := &FSM{}
-	f.view.Store(&View{changed: make(chan struct{})})
+	f.view.Store(&View{changes: newChangeLog(0), changed: make(chan struct{})})
 	return f
 }
 
@@ -69,10 +67,11 @@ func (f *FSM) Wait(ctx context.Context, index uint64) (*View, error) {
 	}
 }
 
-// publish swaps in a new view built from st at index and wakes waiters.
-func (f *FSM) publish(index uint64, st state) {
+// publish swaps in a new view built from st at index, with the change log
+// cl, and wakes waiters.
+func (f *FSM) publish(index uint64, st state, cl changeLog) {
 	old := f.view.Load()
-	f.view.Store(&View{index: index, st: st, changed: make(chan struct{})})
+	f.view.Store(&View{index: index, st: st, changes: cl, changed: make(chan struct{})})
 	close(old.changed)
 }
 
@@ -82,27 +81,30 @@ func (f *FSM) publish(index uint64, st state) {
 func (f *FSM) Apply(l *raft.Log) any {
 	cur := f.view.Load()
 	if l.Type != raft.LogCommand {
-		f.publish(max(l.Index, cur.index), cur.st)
+		f.publish(max(l.Index, cur.index), cur.st, cur.changes)
 		return Result{}
 	}
 	c, err := Decode(l.Data)
 	if err != nil {
-		f.publish(l.Index, cur.st)
+		f.publish(l.Index, cur.st, cur.changes)
 		return Result{Err: err}
 	}
-	next, res, err := apply(cur.st, l.Index, c)
+	var changed []uint32
+	next, res, err := apply(cur.st, l.Index, c, &changed)
 	if err != nil {
-		f.publish(l.Index, cur.st)
+		f.publish(l.Index, cur.st, cur.changes)
 		res.Err = err
 		return res
 	}
-	f.publish(l.Index, next)
+	created := len(next.Shards) != len(cur.st.Shards)
+	f.publish(l.Index, next, cur.changes.record(l.Index, changed, created))
 	return res
 }
 
 // apply computes the state after c. It returns a new state value and leaves
-// st untouched (views share st's substructures).
-func apply(st state, index uint64, c Command) (state, Result, error) {
+// st untouched (views share st's substructures), and appends to changed the
+// shards whose entry it changed.
+func apply(st state, index uint64, c Command, changed *[]uint32) (state, Result, error) {
 	switch c.Op {
 	case OpNoop:
 		return st, Result{}, nil
@@ -112,19 +114,19 @@ func apply(st state, index uint64, c Command) (state, Result, error) {
 	case OpSessionCreate:
 		return applySessionCreate(st, index, c.Session)
 	case OpSessionClose:
-		return applySessionEnd(st, index, c.Session, false)
+		return applySessionEnd(st, index, c.Session, false, changed)
 	case OpSessionExpire:
-		return applySessionEnd(st, index, c.Session, true)
+		return applySessionEnd(st, index, c.Session, true, changed)
 	case OpAcquire:
 		return applyAcquire(st, index, c.Lease)
 	case OpRelease:
 		return applyRelease(st, index, c.Lease)
 	case OpShardGrant:
-		return applyShardGrant(st, index, c.Shard)
+		return applyShardGrant(st, index, c.Shard, changed)
 	case OpShardRevoke:
-		return applyShardRevoke(st, index, c.Shard)
+		return applyShardRevoke(st, index, c.Shard, changed)
 	case OpShardRelease:
-		return applyShardRelease(st, index, c.Shard)
+		return applyShardRelease(st, index, c.Shard, changed)
 	case OpSessionDrain:
 		return applySessionDrain(st, c.Session)
 	default:
@@ -172,20 +174,6 @@ type wireSnapshot struct {
 	// Shards is the whole table in shard order (empty before InitCluster).
 	Shards      []Shard `msgpack:"shards"`
 	ShardsIndex uint64  `msgpack:"shards_index"`
-}
-
-func toWire(d snapshotData) wireSnapshot {
-	v := View{st: d.State}
-	return wireSnapshot{
-		Index:     d.Index,
-		Cluster:   d.State.Cluster,
-		LastToken: d.State.LastToken,
-		Sessions:  v.Sessions(),
-		Leases:    v.Leases(),
-		Shards:    v.Shards(),
-		// The index of the table's last change.
-		ShardsIndex: d.State.ShardsIndex,
-	}
 }
 
 // fromWire rebuilds the state, rejecting duplicates and leases whose holder
@@ -244,7 +232,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return err
 	}
-	f.publish(d.Index, d.State)
+	f.publish(d.Index, d.State, newChangeLog(d.Index))
 	return nil
 }
 
@@ -253,19 +241,6 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 func (f *FSM) EncodeSnapshot() ([]byte, error) {
 	v := f.view.Load()
 	return encodeSnapshot(snapshotData{Index: v.index, State: v.st})
-}
-
-func encodeSnapshot(d snapshotData) ([]byte, error) {
-	return encodeWire(toWire(d))
-}
-
-func encodeWire(w wireSnapshot) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteByte(SnapshotVersion)
-	if err := msgpack.NewEncoder(&buf).Encode(w); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }
 
 // decodeSnapshot parses a snapshot's bytes. It never panics.
@@ -289,11 +264,7 @@ func decodeSnapshot(b []byte) (snapshotData, error) {
 type snapshot struct{ data snapshotData }
 
 func (s *snapshot) Persist(sink raft.SnapshotSink) error {
-	b, err := encodeSnapshot(s.data)
-	if err == nil {
-		_, err = sink.Write(b)
-	}
-	if err != nil {
+	if err := persist(sink, s.data); err != nil {
 		sink.Cancel()
 		return err
 	}

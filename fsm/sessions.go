@@ -63,14 +63,14 @@ func applySessionCreate(st state, index uint64, c *SessionCmd) (state, Result, e
 // applySessionEnd closes or expires a session: every lease it holds goes to
 // the next waiter (or is deleted) and it leaves every queue. An expiry that
 // names another incarnation (Created mismatch) is a no-op.
-func applySessionEnd(st state, index uint64, c *SessionCmd, expire bool) (state, Result, error) {
+func applySessionEnd(st state, index uint64, c *SessionCmd, expire bool, changed *[]uint32) (state, Result, error) {
 	s, ok := st.Sessions[c.ID]
 	if !ok || (expire && c.Created != 0 && c.Created != s.Created) {
 		return st, Result{Noop: true}, nil
 	}
 	st.Sessions = cloneMap(st.Sessions)
 	delete(st.Sessions, c.ID)
-	st = freeSessionShards(st, index, c.ID)
+	st = freeSessionShards(st, index, c.ID, changed)
 	touched := false
 	for _, name := range sortedKeys(st.Leases) {
 		l := st.Leases[name]

@@ -237,6 +237,9 @@ func TestShardSnapshotRejectsInconsistent(t *testing.T) {
 		"short table":  func(w *wireSnapshot) { w.Shards = w.Shards[:2] },
 		"bad state":    func(w *wireSnapshot) { w.Shards[1].State = 7 },
 		"free owner":   func(w *wireSnapshot) { w.Shards[0].Owner = "a" },
+		"free node":    func(w *wireSnapshot) { w.Shards[0].OwnerNode = "n-a" },
+		"free revoke":  func(w *wireSnapshot) { w.Shards[0].Revoked = 2 },
+		"owned target": func(w *wireSnapshot) { w.Shards[1].To = "a" },
 	} {
 		w := toWire(d)
 		mutate(&w)
@@ -246,6 +249,56 @@ func TestShardSnapshotRejectsInconsistent(t *testing.T) {
 		}
 		if _, err := decodeSnapshot(b); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: err %v, want ErrMalformed", name, err)
+		}
+	}
+}
+
+// TestShardTableSizes checks tables whose size is not a whole number of
+// pages or directories: every shard is reachable, in order, and the table
+// ends exactly at the shard count.
+func TestShardTableSizes(t *testing.T) {
+	for _, n := range []uint32{1, shardPageSize - 1, shardPageSize + 1, shardPageSize * shardDirSize,
+		shardPageSize*shardDirSize + 1, 3*shardPageSize*shardDirSize - 5} {
+		a := &applier{t: t, f: New()}
+		a.do(initCluster(n))
+		a.do(createSession("s"))
+		var items []ShardItem
+		for s := uint32(0); s < n; s += 3 {
+			items = append(items, ShardItem{Shard: s, Session: "s"})
+		}
+		cmds, err := EncodeShardCmds(OpShardGrant, ShardCmd{Items: items})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range cmds {
+			a.index++
+			a.f.Apply(rawLog(a.index, b))
+		}
+		v := a.f.View()
+		next := uint32(0)
+		v.EachShard(func(s Shard) bool {
+			if s.ID != next || (s.State == ShardOwned) != (s.ID%3 == 0) {
+				t.Fatalf("n=%d: shard %+v at position %d", n, s, next)
+			}
+			next++
+			return true
+		})
+		if next != n || v.ShardCount() != int(n) {
+			t.Fatalf("n=%d: %d shards scanned, count %d", n, next, v.ShardCount())
+		}
+		if s, ok := v.Shard(n - 1); !ok || s.ID != n-1 {
+			t.Fatalf("n=%d: last shard %+v %v", n, s, ok)
+		}
+		if _, ok := v.Shard(n); ok {
+			t.Fatalf("n=%d: shard %d exists", n, n)
+		}
+		if o, _, _ := v.ShardOwner(n); o != nil {
+			t.Fatalf("n=%d: shard %d has an owner", n, n)
+		}
+		stop := 0
+		v.EachShard(func(Shard) bool { stop++; return stop < 2 })
+		if stop != min(2, int(n)) {
+			t.Fatalf("n=%d: EachShard went on after false (%d calls)", n, stop)
 		}
 	}
 }

@@ -69,7 +69,7 @@ type state struct {
 	Leases    map[string]*Lease
 	// Shards is the shard table in copy-on-write pages (nil before
 	// InitCluster); ShardsIndex is the index of its last change.
-	Shards      []*shardPage
+	Shards      shardTable
 	ShardsIndex uint64
 }
 
@@ -78,6 +78,7 @@ type state struct {
 type View struct {
 	index   uint64
 	st      state
+	changes changeLog
 	changed chan struct{}
 }
 

@@ -7,7 +7,8 @@ import "math"
 const boundTolerance = 1e-9
 
 // state is the planner's working copy of the table. Members are indexed in
-// ID order; owner[s] is a member index or -1 for a free shard.
+// ID order; owner[s] is a member index or -1 for a free shard. A Planner
+// keeps one state and reuses its buffers from call to call.
 type state struct {
 	ids      []string
 	weight   []float64
@@ -17,47 +18,95 @@ type state struct {
 	upper    []int
 	load     []int
 	unmoved  []int // shards held that no move of this plan has touched
-	owner    []int
+	owner    []int32
 	moved    []bool
 	moves    []Move
 	// Scan cursors: free shards only get fewer, and a member's unmoved
 	// shards only get fewer, so the lowest of each never moves backwards.
 	freeFrom    int
 	unmovedFrom []int
+	index       map[string]int32 // member ID → index
+	// The table the plan starts from, as member indexes, and the loads in
+	// it: kept between the calls of a Planner, so that PlanChanged only
+	// reads the shards that changed.
+	base     []int32
+	baseLoad []int
 }
 
-// newState builds the working state: it clears the shards of departed
-// owners, decides eligibility and computes every pool member's bounds.
-func newState(ms []Member, current []string, p Params) *state {
-	n := len(ms)
-	st := &state{
-		ids: make([]string, n), weight: make([]float64, n),
-		eligible: make([]bool, n), inPool: make([]bool, n),
-		lower: make([]int, n), upper: make([]int, n),
-		load: make([]int, n), unmoved: make([]int, n), unmovedFrom: make([]int, n),
-		owner: make([]int, len(current)), moved: make([]bool, len(current)),
+// resize returns s with length n and every element zero, reusing its
+// array when it is large enough.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
 	}
-	index := make(map[string]int, n)
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// reset builds the working state from scratch: it indexes the members,
+// reads every shard's owner (departed owners count as free), decides
+// eligibility and computes every pool member's bounds.
+func (st *state) reset(ms []Member, current []string, p Params) {
+	st.setMembers(ms, p)
+	n := len(ms)
+	st.base, st.baseLoad = resize(st.base, len(current)), resize(st.baseLoad, n)
+	// Runs of shards with one owner are common, and equal strings that
+	// share their bytes compare in O(1): remember the last owner found.
+	lastID, last := "", int32(-1)
+	for s, id := range current {
+		if id != lastID {
+			lastID, last = id, st.lookup(id)
+		}
+		st.base[s] = last
+		if last >= 0 {
+			st.baseLoad[last]++
+		}
+	}
+	st.derive(p)
+}
+
+// setMembers indexes ms (sorted by ID) and decides their eligibility.
+func (st *state) setMembers(ms []Member, p Params) {
+	n := len(ms)
+	st.ids, st.weight = resize(st.ids, n), resize(st.weight, n)
+	st.eligible = resize(st.eligible, n)
+	if st.index == nil {
+		st.index = make(map[string]int32, n)
+	}
+	clear(st.index)
 	anyStable := false
 	for i, m := range ms {
 		st.ids[i], st.weight[i] = m.ID, m.Weight
-		index[m.ID] = i
+		st.index[m.ID] = int32(i)
 		st.eligible[i] = stable(m, p)
 		anyStable = anyStable || st.eligible[i]
 	}
 	for i := range st.eligible {
 		st.eligible[i] = st.eligible[i] || !anyStable
 	}
-	for s, id := range current {
-		i, ok := index[id]
-		if id == "" || !ok {
-			st.owner[s] = -1
-			continue
-		}
-		st.owner[s] = i
-		st.load[i]++
+}
+
+// lookup returns the index of the member id, or -1.
+func (st *state) lookup(id string) int32 {
+	if i, ok := st.index[id]; ok {
+		return i
 	}
+	return -1
+}
+
+// derive starts a plan from the table in base: the working table and
+// loads, the pool and every pool member's bounds.
+func (st *state) derive(p Params) {
+	n := len(st.ids)
+	st.inPool = resize(st.inPool, n)
+	st.lower, st.upper = resize(st.lower, n), resize(st.upper, n)
+	st.load, st.unmoved, st.unmovedFrom = resize(st.load, n), resize(st.unmoved, n), resize(st.unmovedFrom, n)
+	st.owner, st.moved = resize(st.owner, len(st.base)), resize(st.moved, len(st.base))
+	copy(st.owner, st.base)
+	copy(st.load, st.baseLoad)
 	copy(st.unmoved, st.load)
+	st.moves, st.freeFrom = st.moves[:0], 0
 	total := 0.0
 	for i := range st.ids {
 		st.inPool[i] = st.eligible[i] || st.load[i] > 0
@@ -73,7 +122,6 @@ func newState(ms []Member, current []string, p Params) *state {
 		st.lower[i] = int(math.Floor(q*(1-p.Epsilon) + boundTolerance))
 		st.upper[i] = int(math.Ceil(q*(1+p.Epsilon) - boundTolerance))
 	}
-	return st
 }
 
 // stable reports whether m has existed for at least JoinStabilization.
@@ -84,6 +132,15 @@ func stable(m Member, p Params) bool {
 	return p.Now >= m.JoinedAt && p.Now-m.JoinedAt >= p.JoinStabilization
 }
 
+// The kinds of member a step looks for, as receiver and donor filters.
+const (
+	anyEligible   = iota // receiver: eligible
+	belowLower           // receiver: eligible and below its lower bound
+	withRoom             // receiver: eligible, not d, and room below its upper bound
+	aboveLowerNot        // donor: above its lower bound, not r
+	aboveUpper           // donor: above its upper bound
+)
+
 // step plans one move and reports whether it found one. In order of
 // priority: grant the lowest free shard; fill an eligible member below its
 // lower bound from the most loaded member that can spare a shard; drain a
@@ -92,26 +149,26 @@ func stable(m Member, p Params) bool {
 // and calling Plan again yields the same sequence of moves.
 func (st *state) step() bool {
 	if s := st.firstFree(); s >= 0 {
-		r := st.receiver(func(i int) bool { return st.eligible[i] })
+		r := st.receiver(anyEligible, -1)
 		if r < 0 {
 			return false
 		}
 		st.apply(s, r)
 		return true
 	}
-	r := st.receiver(func(i int) bool { return st.eligible[i] && st.load[i] < st.lower[i] })
+	r := st.receiver(belowLower, -1)
 	if r >= 0 {
-		d := st.donor(func(i int) bool { return i != r && st.load[i] > st.lower[i] })
+		d := st.donor(aboveLowerNot, r)
 		if d >= 0 {
 			st.apply(st.firstUnmoved(d), r)
 			return true
 		}
 	}
-	d := st.donor(func(i int) bool { return st.load[i] > st.upper[i] })
+	d := st.donor(aboveUpper, -1)
 	if d < 0 {
 		return false
 	}
-	r = st.receiver(func(i int) bool { return st.eligible[i] && i != d && st.load[i]+1 <= st.upper[i] })
+	r = st.receiver(withRoom, d)
 	if r < 0 {
 		return false
 	}
@@ -119,13 +176,14 @@ func (st *state) step() bool {
 	return true
 }
 
-// receiver returns the member accepted by ok with the smallest load after
-// receiving one more shard, relative to weight ((load+1)/weight), ties to
-// the lower ID; -1 if none.
-func (st *state) receiver(ok func(int) bool) int {
+// receiver returns the pool member of the given kind (other than not) with
+// the smallest load after receiving one more shard, relative to weight
+// ((load+1)/weight), ties to the lower ID; -1 if none.
+func (st *state) receiver(kind, not int) int {
 	best := -1
 	for i := range st.ids {
-		if !st.inPool[i] || !ok(i) {
+		if !st.inPool[i] || !st.eligible[i] || i == not ||
+			(kind == belowLower && st.load[i] >= st.lower[i]) || (kind == withRoom && st.load[i]+1 > st.upper[i]) {
 			continue
 		}
 		// (l_i+1)/w_i < (l_b+1)/w_b, compared without division.
@@ -136,13 +194,14 @@ func (st *state) receiver(ok func(int) bool) int {
 	return best
 }
 
-// donor returns the member accepted by ok, holding a shard not yet moved
-// by this plan, with the largest load relative to weight, ties to the lower
-// ID; -1 if none.
-func (st *state) donor(ok func(int) bool) int {
+// donor returns the pool member of the given kind (other than not),
+// holding a shard not yet moved by this plan, with the largest load
+// relative to weight, ties to the lower ID; -1 if none.
+func (st *state) donor(kind, not int) int {
 	best := -1
 	for i := range st.ids {
-		if !st.inPool[i] || st.unmoved[i] == 0 || !ok(i) {
+		if !st.inPool[i] || st.unmoved[i] == 0 || i == not ||
+			(kind == aboveLowerNot && st.load[i] <= st.lower[i]) || (kind == aboveUpper && st.load[i] <= st.upper[i]) {
 			continue
 		}
 		if best < 0 || float64(st.load[i])*st.weight[best] > float64(st.load[best])*st.weight[i] {
@@ -166,7 +225,7 @@ func (st *state) firstFree() int {
 // moved yet. The caller has checked that one exists.
 func (st *state) firstUnmoved(i int) int {
 	for s := st.unmovedFrom[i]; s < len(st.owner); s++ {
-		if st.owner[s] == i && !st.moved[s] {
+		if int(st.owner[s]) == i && !st.moved[s] {
 			st.unmovedFrom[i] = s
 			return s
 		}
@@ -177,12 +236,12 @@ func (st *state) firstUnmoved(i int) int {
 // apply records the move of shard s to member r.
 func (st *state) apply(s, r int) {
 	from := ""
-	if d := st.owner[s]; d >= 0 {
+	if d := int(st.owner[s]); d >= 0 {
 		from = st.ids[d]
 		st.load[d]--
 		st.unmoved[d]--
 	}
-	st.owner[s] = r
+	st.owner[s] = int32(r)
 	st.moved[s] = true
 	st.load[r]++
 	st.moves = append(st.moves, Move{Shard: ShardID(s), From: from, To: st.ids[r]})

@@ -128,3 +128,127 @@ func TestAssignLargeJoinMoves(t *testing.T) {
 		t.Fatalf("second call after the join: %d moves, err %v; want none", len(again), err)
 	}
 }
+
+// balancedSetup converges a table of shards shards over n equal members
+// ("m000"...) with unlimited calls and returns the members, the table and
+// the Params used (every member eligible at once).
+func balancedSetup(tb testing.TB, shards, n int) (members []Member, table []string, p Params) {
+	tb.Helper()
+	p = Params{Shards: shards, MaxMovesInFlight: -1, Now: 1 << 40}
+	members = make([]Member, n, n+1)
+	for i := range members {
+		members[i] = Member{ID: fmt.Sprintf("m%03d", i), Weight: 1}
+	}
+	table = make([]string, shards)
+	for call := 0; ; call++ {
+		target, moves, err := Plan(members, table, p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if len(moves) == 0 {
+			return members, table, p
+		}
+		table = target
+		if call > 10 {
+			tb.Fatalf("no convergence of the %d-member table after %d calls", n, call)
+		}
+	}
+}
+
+// BenchmarkPlan measures one Plan call on 100,000 shards over 3 and 64
+// members, as the leader's balancer makes them: "steady" on a balanced
+// table (nothing to do, the call made on every change of the table),
+// "bootstrap" from an empty table, and "join" after one member joins,
+// whole ("unlimited") and with the default rate limit.
+func BenchmarkPlan(b *testing.B) {
+	for _, n := range []int{3, 64} {
+		members, table, p := balancedSetup(b, largeShards, n)
+		joined := append(members, Member{ID: fmt.Sprintf("m%03d", n), Weight: 1})
+		limited := p
+		limited.MaxMovesInFlight = 0
+		for _, bc := range []struct {
+			name    string
+			members []Member
+			table   []string
+			p       Params
+		}{
+			{"steady", members, table, p},
+			{"bootstrap", members, make([]string, largeShards), p},
+			{"join-unlimited", joined, table, p},
+			{"join-limited", joined, table, limited},
+		} {
+			b.Run(fmt.Sprintf("members=%d/%s", n, bc.name), func(b *testing.B) {
+				b.ReportAllocs()
+				moves := 0
+				for b.Loop() {
+					_, mv, err := Plan(bc.members, bc.table, bc.p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					moves = len(mv)
+				}
+				b.ReportMetric(float64(moves), "moves/op")
+			})
+		}
+	}
+}
+
+// BenchmarkPlanner measures the calls of BenchmarkPlan on a reused Planner,
+// as a leader planning on every change would make them.
+func BenchmarkPlanner(b *testing.B) {
+	for _, n := range []int{3, 64} {
+		members, table, p := balancedSetup(b, largeShards, n)
+		joined := append(members, Member{ID: fmt.Sprintf("m%03d", n), Weight: 1})
+		for _, bc := range []struct {
+			name    string
+			members []Member
+		}{{"steady", members}, {"join-unlimited", joined}} {
+			b.Run(fmt.Sprintf("members=%d/%s", n, bc.name), func(b *testing.B) {
+				var pl Planner
+				b.ReportAllocs()
+				moves := 0
+				for b.Loop() {
+					mv, err := pl.Plan(bc.members, table, p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					moves = len(mv)
+				}
+				b.ReportMetric(float64(moves), "moves/op")
+			})
+		}
+	}
+}
+
+// BenchmarkPlanChanged measures a reused Planner told which shards
+// changed since its last call, on 100,000 shards: "steady" after one
+// shard changed owner and back (nothing to move), "join" planning a join
+// after one shard changed.
+func BenchmarkPlanChanged(b *testing.B) {
+	for _, n := range []int{3, 64} {
+		members, table, p := balancedSetup(b, largeShards, n)
+		joined := append(members, Member{ID: fmt.Sprintf("m%03d", n), Weight: 1})
+		for _, bc := range []struct {
+			name    string
+			members []Member
+		}{{"steady", members}, {"join-unlimited", joined}} {
+			b.Run(fmt.Sprintf("members=%d/%s", n, bc.name), func(b *testing.B) {
+				var pl Planner
+				if _, err := pl.Plan(bc.members, table, p); err != nil {
+					b.Fatal(err)
+				}
+				changed := []ShardID{17}
+				b.ReportAllocs()
+				moves := 0
+				for b.Loop() {
+					mv, err := pl.PlanChanged(bc.members, table, changed, p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					moves = len(mv)
+				}
+				b.ReportMetric(float64(moves), "moves/op")
+			})
+		}
+	}
+}

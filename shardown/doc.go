@@ -76,6 +76,18 @@
 // its lowest-numbered shard that this call has not already moved. Weights
 // are compared by cross-multiplication, not division.
 //
+// # Cost
+//
+// A call costs one map lookup per shard (to index the table's owners) plus
+// O(moves × members) for the steps. Plan allocates its working state and
+// the target table afresh on every call (about 21 bytes per shard); a
+// Planner keeps the working state from call to call and returns the moves
+// only, so a caller that plans on every change of its table allocates
+// nothing per shard. At 100,000 shards a call takes about 2 ms on one
+// core when nothing moves. Planner.PlanChanged, told which shards changed
+// since its previous call, looks up only those: the same call then takes
+// about 0.2 ms, most of it copying 4 bytes per shard.
+//
 // # What Plan does not do
 //
 // Zones (Member.Zone) are carried but ignored: this version does not

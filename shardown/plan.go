@@ -105,25 +105,12 @@ func (p Params) withDefaults() (Params, error) {
 // I/O, reads no clock, uses no randomness and does not depend on the order
 // of members or on map iteration. It never modifies its arguments.
 func Plan(members []Member, current []string, p Params) (target []string, moves []Move, err error) {
-	p, err = p.withDefaults()
+	var pl Planner
+	moves, err = pl.Plan(members, current, p)
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(current) != p.Shards {
-		return nil, nil, fmt.Errorf("%w: len(current) is %d, want Params.Shards = %d", ErrInvalid, len(current), p.Shards)
-	}
-	ms, err := normalize(members)
-	if err != nil {
-		return nil, nil, err
-	}
-	st := newState(ms, current, p)
-	limit := p.MaxMovesInFlight
-	for limit < 0 || len(st.moves) < limit {
-		if !st.step() {
-			break
-		}
-	}
-	return st.table(), st.moves, nil
+	return pl.st.table(), moves, nil
 }
 
 // normalize validates members and returns a copy sorted by ID with default

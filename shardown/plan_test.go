@@ -2,6 +2,7 @@ package shardown
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -172,3 +173,106 @@ func TestRateLimitSameTrajectory(t *testing.T) {
 }
 
 func randRange(r *rand.Rand, lo, hi int) int { return lo + r.IntN(hi-lo+1) }
+
+// TestPlannerReuse checks that one Planner used for a sequence of unrelated
+// calls (tables and member sets growing and shrinking, errors in between)
+// returns what a fresh Plan call returns every time: nothing of an earlier
+// call leaks into a later one.
+func TestPlannerReuse(t *testing.T) {
+	t.Parallel()
+	var pl Planner
+	for i := range 1000 {
+		r, seed := seeded(t, baseSeed+7e6, i)
+		ms := randomMembers(r, 16, i%2 == 1)
+		for j := range ms {
+			ms[j].JoinedAt = uint64(r.IntN(20))
+		}
+		p := Params{Shards: 1 + r.IntN(300), MaxMovesInFlight: r.IntN(20) - 1, Now: 20, JoinStabilization: uint64(r.IntN(10))}
+		cur := randomTable(r, p.Shards, ms)
+		if i%10 == 9 {
+			if _, err := pl.Plan(ms, cur[1:], p); err == nil {
+				t.Fatalf("seed %d: a short table was accepted", seed)
+			}
+		}
+		target, want, err := Plan(ms, cur, p)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		got, err := pl.Plan(ms, cur, p)
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("seed %d: the reused planner gave %v (err %v), Plan %v", seed, got, err, want)
+		}
+		applied := slices.Clone(cur)
+		for _, m := range got {
+			applied[m.Shard] = m.To
+		}
+		for s, id := range applied {
+			if !slices.ContainsFunc(ms, func(m Member) bool { return m.ID == id }) {
+				applied[s] = ""
+			}
+		}
+		if !slices.Equal(applied, target) {
+			t.Fatalf("seed %d: the target is not the table with the moves applied", seed)
+		}
+	}
+}
+
+// TestPlannerChanged follows random tables through many rounds, as a
+// leader would: some of the planned moves complete, owners depart and
+// shards are freed, members join and leave, time passes. Each round a
+// Planner is told only which shards changed, and it must return exactly
+// what a fresh Plan of the whole table returns.
+func TestPlannerChanged(t *testing.T) {
+	t.Parallel()
+	for i := range 200 {
+		r, seed := seeded(t, baseSeed+8e6, i)
+		ms := randomMembers(r, 12, i%2 == 1)
+		p := Params{Shards: 1 + r.IntN(400), MaxMovesInFlight: r.IntN(30) - 1, JoinStabilization: uint64(r.IntN(4))}
+		cur := randomTable(r, p.Shards, ms)
+		var pl Planner
+		var changed []ShardID
+		set := func(s int, id string) {
+			cur[s] = id
+			changed = append(changed, ShardID(s))
+		}
+		for round := range 30 {
+			p.Now = uint64(round)
+			_, wantMoves, err := Plan(ms, cur, p)
+			if err != nil {
+				t.Fatalf("seed %d round %d: %v", seed, round, err)
+			}
+			got, err := pl.PlanChanged(ms, cur, changed, p)
+			if err != nil || !slices.Equal(got, wantMoves) {
+				t.Fatalf("seed %d round %d: PlanChanged gave %v (err %v), Plan %v", seed, round, got, err, wantMoves)
+			}
+			changed = changed[:0]
+			for _, m := range got {
+				if r.IntN(3) > 0 {
+					set(int(m.Shard), m.To)
+				}
+			}
+			for range r.IntN(4) {
+				switch s := r.IntN(p.Shards); r.IntN(3) {
+				case 0:
+					set(s, "")
+				case 1:
+					set(s, "gone")
+				default:
+					changed = append(changed, ShardID(s)) // listed, unchanged
+				}
+			}
+			switch r.IntN(10) {
+			case 0:
+				ms = append(ms, Member{ID: fmt.Sprintf("j%d", round), JoinedAt: uint64(round)})
+			case 1:
+				if len(ms) > 1 {
+					ms = slices.Delete(slices.Clone(ms), 0, 1)
+				}
+			case 2:
+				if _, err := pl.PlanChanged(ms, cur, []ShardID{ShardID(p.Shards)}, p); err == nil {
+					t.Fatalf("seed %d: an out-of-range change was accepted", seed)
+				}
+			}
+		}
+	}
+}
