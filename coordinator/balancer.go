@@ -183,13 +183,22 @@ func (b *balancer) force(ctx context.Context, v *fsm.View, now time.Time) {
 	b.c.metrics.forced.Add(float64(b.commitForced(ctx, items)))
 }
 
+// commitForced commits the forced release of items in commands of at
+// most shardChunk items (one command for thousands of shards would exceed
+// fsm.MaxCommandSize); it returns how many took effect.
 func (b *balancer) commitForced(ctx context.Context, items []fsm.ShardItem) int {
-	res, err := b.c.applyLocal(ctx, mustEncode(fsm.Command{Op: fsm.OpShardRelease, Shard: &fsm.ShardCmd{Force: true, Items: items}}))
-	if err != nil {
-		b.c.log.Warn("forced shard release failed", "error", err)
-		return 0
+	n := 0
+	for len(items) > 0 {
+		chunk := items[:min(len(items), shardChunk)]
+		items = items[len(chunk):]
+		res, err := b.c.applyLocal(ctx, mustEncode(fsm.Command{Op: fsm.OpShardRelease, Shard: &fsm.ShardCmd{Force: true, Items: chunk}}))
+		if err != nil {
+			b.c.log.Warn("forced shard release failed", "error", err)
+			return n
+		}
+		n += res.Count
 	}
-	return res.Count
+	return n
 }
 
 // plan runs the planner and turns its moves into grants (free shards) and
