@@ -127,6 +127,8 @@ func buildStatus(c *coordinator.Coordinator) Status {
 	if s, ok := c.Session(); ok {
 		st.Session = &SessionRow{ID: s.ID, RemainingSeconds: s.Remaining.Seconds(), Drained: s.Drained}
 	}
+	f := c.Formation()
+	st.Formation = FormationRow{Formed: f.Formed, Expect: f.Expect, Seen: f.Seen, Progress: f.Progress}
 	if err := c.Ready(); err != nil {
 		st.Ready, st.NotReadyReason = false, err.Error()
 	}

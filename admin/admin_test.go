@@ -336,6 +336,10 @@ func TestUnformedNode(t *testing.T) {
 	if err := json.Unmarshal(a.body, &st); err != nil || st.Name != "alone" || st.NotReadyReason == "" || len(st.Members) != 1 {
 		t.Errorf("status %+v: %v", st, err)
 	}
+	if f := st.Formation; f.Formed || f.Expect != 0 || !strings.HasPrefix(f.Progress, "waiting to join a cluster") ||
+		!strings.Contains(st.NotReadyReason, f.Progress) {
+		t.Errorf("formation %+v, not ready because %q: want the reason to say why", f, st.NotReadyReason)
+	}
 	a = do(t, http.MethodGet, srv.URL+"/v1/shards")
 	if a.code != http.StatusOK || strings.TrimSpace(string(a.body)) != `{"version":0,"count":0,"shards":[]}` {
 		t.Errorf("shards: %d %s", a.code, a.body)

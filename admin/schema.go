@@ -37,6 +37,23 @@ type Status struct {
 	// its error otherwise, and "" when ready.
 	Ready          bool   `json:"ready"`
 	NotReadyReason string `json:"not_ready_reason"`
+	// Formation says how far this node is in forming or joining a cluster.
+	Formation FormationRow `json:"formation"`
+}
+
+// FormationRow is Coordinator.Formation: how far the answering node is in
+// forming or joining a cluster.
+type FormationRow struct {
+	// Formed is true once the node is a member of a formed cluster.
+	Formed bool `json:"formed"`
+	// Expect is the node's BootstrapExpect (0: it only joins).
+	Expect int `json:"expect"`
+	// Seen lists the voter-eligible members gossip shows in no cluster
+	// yet (the bootstrap candidates), sorted by name.
+	Seen []string `json:"seen"`
+	// Progress is one line, such as "bootstrap: 2 of 3 eligible nodes
+	// seen (n1, n2)" or "member of cluster ID".
+	Progress string `json:"progress"`
 }
 
 // NodeRef identifies a node.

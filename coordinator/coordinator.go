@@ -141,6 +141,7 @@ func (c *Coordinator) start() error {
 	c.goLoop(c.sessionLoop)
 	c.goLoop(c.leaseWatchLoop)
 	c.goLoop(c.shards.loop)
+	c.goLoop(c.formationLoop)
 	if c.cfg.BootstrapExpect > 0 {
 		c.goLoop(c.boot.run)
 	}

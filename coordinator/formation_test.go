@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,4 +66,52 @@ func attrs(r slog.Record) []string {
 		return true
 	})
 	return out
+}
+
+// TestFormationProgress starts two of three expected nodes: each reports
+// and logs "bootstrap: 2 of 3 eligible nodes seen (node0, node1)", Ready
+// says so, and once the third starts every node reports the cluster.
+func TestFormationProgress(t *testing.T) {
+	logs := make([]*levelCapture, 3)
+	for i := range logs {
+		logs[i] = &levelCapture{}
+	}
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, NoStart: true,
+		Configure: func(i int, c *coordinator.Config) { c.Logger = slog.New(logs[i]) }})
+	cl.Start(0)
+	cl.Start(1)
+	const want = "bootstrap: 2 of 3 eligible nodes seen (node0, node1)"
+	for i := range 2 {
+		c := cl.Node(i).C()
+		cl.WaitFor("formation progress on "+c.NodeName(), formTimeout, func() error {
+			if f := c.Formation(); f.Progress != want || f.Formed || f.Expect != 3 || len(f.Seen) != 2 {
+				return fmt.Errorf("%w: %+v", holdfasttest.ErrNotYet, f)
+			}
+			return nil
+		})
+		cl.WaitFor("the progress logged by "+c.NodeName(), formTimeout, func() error {
+			for _, r := range logs[i].withPrefix(want) {
+				if r.Level == slog.LevelInfo {
+					return nil
+				}
+			}
+			return holdfasttest.ErrNotYet
+		})
+		if err := c.Ready(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: Ready() = %v, want the progress in it", c.NodeName(), err)
+		}
+	}
+	cl.Start(2)
+	cl.WaitFormed(formTimeout)
+	for _, n := range cl.Running() {
+		ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+		err := n.C().WaitReady(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: WaitReady: %v", n.Name, err)
+		}
+		if f := n.C().Formation(); !f.Formed || f.Progress != "member of cluster "+n.C().ClusterID() {
+			t.Errorf("%s: formed, but Formation says %+v", n.Name, f)
+		}
+	}
 }

@@ -110,6 +110,7 @@ func printStatus(w io.Writer, st *admin.Status) {
 		{"members", fmt.Sprintf("%d (%d alive)", len(st.Members), alive)},
 		{"applied_index", fmt.Sprint(st.AppliedIndex)}, {"last_token", fmt.Sprint(st.LastToken)},
 		{"session", session}, {"shards", fmt.Sprint(st.Shards)}, {"ready", ready},
+		{"formation", dash(st.Formation.Progress)},
 	} {
 		fmt.Fprintf(w, "%s:\t%s\n", kv[0], kv[1])
 	}

@@ -121,14 +121,15 @@ func TestCommands(t *testing.T) {
 
 	t.Run("status", func(t *testing.T) {
 		out := mustCtl(t, "-addr", addr, "status")
-		for _, want := range []string{"name:", "node0", c.ID(), c.ClusterID(), "node0, node1, node2", "ready:", "yes"} {
+		for _, want := range []string{"name:", "node0", c.ID(), c.ClusterID(), "node0, node1, node2", "ready:", "yes",
+			"formation:", "member of cluster " + c.ClusterID()} {
 			if !strings.Contains(out, want) {
 				t.Errorf("status lacks %q:\n%s", want, out)
 			}
 		}
 		var st admin.Status
 		decodeStrict(t, mustCtl(t, "-addr", addr, "-json", "status"), &st)
-		if st.Name != "node0" || st.ID != c.ID() || len(st.Voters) != 3 || !st.Ready || st.Leader == nil {
+		if st.Name != "node0" || st.ID != c.ID() || len(st.Voters) != 3 || !st.Ready || st.Leader == nil || !st.Formation.Formed {
 			t.Errorf("status -json: %+v", st)
 		}
 	})

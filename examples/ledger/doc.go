@@ -46,6 +46,7 @@
 // Standard output carries one machine-readable line per event, an event
 // name followed by key=value pairs:
 //
+//	listening node=n1 gossip=127.0.0.1:41234 rpc=127.0.0.1:41235 http=127.0.0.1:41236
 //	ready node=n1 gossip=127.0.0.1:41234 rpc=127.0.0.1:41235 http=127.0.0.1:41236
 //	acquired shard=3 token=17
 //	wrote shard=3 token=17 seq=120          (the first accepted append of each grant only)
