@@ -57,7 +57,10 @@ type Config struct {
 	// Join lists gossip addresses of existing members. A host that is a DNS
 	// name stands for every address it resolves to (a Kubernetes headless
 	// Service: every pod), and each is contacted. Joining is retried in the
-	// background until one answers.
+	// background, with backoff, while this node is alone in the gossip
+	// pool; each failure is logged as a warning with a hint (nothing
+	// listening, not a gossip port, other gossip keys), repeated with a
+	// backoff of its own.
 	Join []string
 	// DataDir holds the node identity, the raft log and snapshots. A node
 	// with a DataDir is voter-eligible; a node without one runs as a raft
