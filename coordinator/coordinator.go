@@ -118,6 +118,7 @@ func (c *Coordinator) start() error {
 		c.log.Warn("data dir renamed (Config.AllowRename): keeping its identity under this name", "previous_name", ident.renamedFrom, "id", c.id)
 	}
 	c.log.Info("starting", "id", c.id, "new_identity", ident.fresh, "voter_eligible", c.cfg.DataDir != "")
+	c.resolveAdvertise()
 	c.trans, err = c.newTransport()
 	if err != nil {
 		return err

@@ -41,7 +41,7 @@ type Config struct {
 	// BindAddr is the "host:port" to listen on, e.g. "127.0.0.1:0".
 	BindAddr string
 	// AdvertiseAddr is the "host:port" peers dial; empty means the
-	// listener's address.
+	// listener's address, and port 0 the listener's port.
 	AdvertiseAddr string
 	// LocalID is this node's identity. Inbound raft connections addressed
 	// to another (non-empty) ID are refused. At most 255 bytes.
@@ -223,9 +223,14 @@ func New(cfg Config) (*Transport, error) {
 	if t.addr == "" {
 		t.addr = ln.Addr().String()
 	}
-	if _, _, err := net.SplitHostPort(t.addr); err != nil {
+	host, port, err := net.SplitHostPort(t.addr)
+	if err != nil {
 		_ = ln.Close()
 		return nil, fmt.Errorf("transport: Config.AdvertiseAddr %q: %w", t.addr, err)
+	}
+	if port == "0" { // the bound port
+		_, bound, _ := net.SplitHostPort(ln.Addr().String())
+		t.addr = net.JoinHostPort(host, bound)
 	}
 	if cfg.TLS != nil {
 		t.tls = newTLSState(*cfg.TLS)

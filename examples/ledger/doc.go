@@ -77,6 +77,8 @@
 //	-db PATH              the SQLite file every node shares (required)
 //	-gossip HOST:PORT     gossip address (default 127.0.0.1:0)
 //	-rpc HOST:PORT        raft and RPC address (default 127.0.0.1:0)
+//	-advertise-gossip IP:PORT   gossip address other nodes reach, when not -gossip's (port 0: the bound port)
+//	-advertise-rpc HOST:PORT    RPC address other nodes dial, when not -rpc's (port 0: the bound port)
 //	-http HOST:PORT       metrics and admin address (default 127.0.0.1:0)
 //	-join HOST:PORT,...   gossip addresses of existing members (a DNS name: every address it resolves to)
 //	-data DIR             raft data dir; empty: a raft non-voter on in-memory stores
