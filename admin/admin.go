@@ -62,7 +62,12 @@ func (h *handler) shards(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "give at most one owner")
 		return
 	}
-	writeJSON(w, http.StatusOK, buildShards(h.c.Table(), owner, filter))
+	list := buildShards(h.c.Table(), owner, filter)
+	if since, ok := h.c.NoLeaderSince(); ok {
+		since = since.UTC()
+		list.Stale, list.NoLeaderSince = true, &since
+	}
+	writeJSON(w, http.StatusOK, list)
 }
 
 func (h *handler) leases(w http.ResponseWriter, _ *http.Request) {

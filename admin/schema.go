@@ -111,6 +111,11 @@ type ShardList struct {
 	Version uint64 `json:"version"`
 	// Count is the number of shards in the table, whatever the filter.
 	Count int `json:"count"`
+	// Stale is true while the answering node knows no raft leader: its
+	// replica may miss changes committed since NoLeaderSince (when it
+	// last knew one, on its clock; null while a leader is known).
+	Stale         bool       `json:"stale"`
+	NoLeaderSince *time.Time `json:"no_leader_since"`
 	// Shards lists the shards, sorted by shard: all of them, or with
 	// ?owner=NAME those whose Owner is NAME (with an empty NAME, the free
 	// ones).

@@ -61,6 +61,7 @@ type Coordinator struct {
 	admitted  admission              // members refused entry to raft (admit.go)
 	keyring   keyringStore           // the persisted gossip keyring (keyringfile.go)
 	forwards  chan struct{}          // semaphore of forwarded commands being served
+	noLeader  leaderWatch            // since when no raft leader is known (sync.go)
 
 	ctx      context.Context // ends when Shutdown or Close begins
 	cancel   context.CancelCauseFunc
@@ -98,6 +99,7 @@ func New(cfg Config) (*Coordinator, error) {
 	c.sessCtx, c.sessCancel = context.WithCancelCause(c.ctx)
 	empty := ""
 	c.clusterID.Store(&empty)
+	c.noLeader.since = time.Now() // no leader is known at start
 	if err := c.start(); err != nil {
 		c.cancel(ErrShutdown)
 		c.closeAll()
@@ -143,6 +145,7 @@ func (c *Coordinator) start() error {
 	c.goLoop(c.leaseWatchLoop)
 	c.goLoop(c.shards.loop)
 	c.goLoop(c.formationLoop)
+	c.goLoop(c.leaderWatchLoop)
 	if c.cfg.BootstrapExpect > 0 {
 		c.goLoop(c.boot.run)
 	}

@@ -137,6 +137,10 @@ func printShards(w io.Writer, l *admin.ShardList, owner string) {
 			owned++
 		}
 	}
+	if l.Stale && l.NoLeaderSince != nil {
+		fmt.Fprintf(w, "STALE: no raft leader known since %s (%s ago): owners may have changed since\n",
+			l.NoLeaderSince.UTC().Format(time.RFC3339), time.Since(*l.NoLeaderSince).Round(time.Second))
+	}
 	if owner != "" {
 		fmt.Fprintf(w, "version %d: %d shards, %d owned by %s\n", l.Version, l.Count, len(l.Shards), owner)
 	} else {

@@ -272,6 +272,21 @@ func TestErrorAnswers(t *testing.T) {
 	}
 }
 
+// TestStaleShards prints a shard table whose node knows no leader with a
+// STALE line saying since when.
+func TestStaleShards(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"version":7,"count":1,"stale":true,"no_leader_since":"2026-01-02T03:04:05Z",` +
+			`"shards":[{"shard":0,"state":"owned","owner":"n2","owner_id":"id2","addr":"a:1","token":3}]}`))
+	}))
+	defer srv.Close()
+	out := mustCtl(t, "-addr", srv.Listener.Addr().String(), "shards")
+	if !strings.HasPrefix(out, "STALE: no raft leader known since 2026-01-02T03:04:05Z (") || !strings.Contains(out, "version 7: 1 shards, 1 owned") {
+		t.Errorf("shards of a node without a leader:\n%s", out)
+	}
+}
+
 func TestUsage(t *testing.T) {
 	for _, tc := range []struct{ args, want string }{
 		{"", "missing command"},
