@@ -62,6 +62,7 @@ type Coordinator struct {
 	keyring   keyringStore           // the persisted gossip keyring (keyringfile.go)
 	forwards  chan struct{}          // semaphore of forwarded commands being served
 	noLeader  leaderWatch            // since when no raft leader is known (sync.go)
+	tlsReload tlsReloader            // follows the TLS files (tlsreload.go)
 
 	ctx      context.Context // ends when Shutdown or Close begins
 	cancel   context.CancelCauseFunc
@@ -132,6 +133,7 @@ func (c *Coordinator) start() error {
 		return err
 	}
 	c.metrics = newMetrics(c)
+	c.startTLSReload()
 	c.pilot = newAutopilot(c)
 	c.boot = newBootstrapper(c)
 	c.lessor = newLessor(c)
