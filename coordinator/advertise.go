@@ -103,8 +103,7 @@ func interfaceIP(preferV4 bool) net.IP {
 }
 
 // resolveAdvertise fills c.cfg's advertised addresses for unspecified
-// bind hosts (warning that it did) and warns about loopback addresses
-// advertised to seeds on other hosts.
+// bind hosts, warning that it did.
 func (c *Coordinator) resolveAdvertise() {
 	for _, f := range []struct {
 		name, bindField, flag string
@@ -120,15 +119,24 @@ func (c *Coordinator) resolveAdvertise() {
 			c.log.Warn(f.bindField+" binds every interface; advertising an interface address in its place: set Config."+
 				f.name+" (ledger "+f.flag+") to choose", "bind", f.bind, "advertise", addr)
 		}
-		if addr == "" {
-			addr = f.bind
-		}
-		if host, _, err := net.SplitHostPort(addr); err == nil && loopbackHost(host) {
-			if seed := remoteSeed(c.cfg.Join); seed != "" {
-				c.log.Warn("advertising a loopback address while joining another host: that host cannot reach this node; bind "+
-					f.bindField+" to a reachable address or set Config."+f.name+" (ledger "+f.flag+")",
-					"advertise", addr, "seed", seed)
-			}
+	}
+}
+
+// warnLoopbackAdvertise warns when this node advertises a loopback address
+// while a join seed is on another host, which cannot reach it there.
+func (c *Coordinator) warnLoopbackAdvertise() {
+	seed := remoteSeed(c.cfg.Join)
+	if seed == "" {
+		return
+	}
+	for _, f := range []struct{ name, bindField, flag, addr string }{
+		{"AdvertiseRPCAddr", "RPCAddr", "-advertise-rpc", c.RPCAddr()},
+		{"AdvertiseGossipAddr", "GossipAddr", "-advertise-gossip", c.GossipAddr()},
+	} {
+		if host, _, err := net.SplitHostPort(f.addr); err == nil && loopbackHost(host) {
+			c.log.Warn("advertising a loopback address while joining another host: that host cannot reach this node; bind "+
+				f.bindField+" to a reachable address or set Config."+f.name+" (ledger "+f.flag+")",
+				"advertise", f.addr, "seed", seed)
 		}
 	}
 }

@@ -132,6 +132,7 @@ func (c *Coordinator) start() error {
 	if err := c.startMembership(); err != nil {
 		return err
 	}
+	c.warnLoopbackAdvertise()
 	c.metrics = newMetrics(c)
 	c.startTLSReload()
 	c.pilot = newAutopilot(c)

@@ -201,6 +201,14 @@ type Transport struct {
 
 type handlerBox struct{ h Handler }
 
+// The first bytes memberlist's TCP streams start with: pushPull (6),
+// user (8), compressed (9), encrypted (10), hasCrc (12). A connection of
+// such a kind is a gossip join sent to the RPC port.
+const (
+	gossipFirstByteMin = 6
+	gossipFirstByteMax = 12
+)
+
 // New validates cfg, listens on cfg.BindAddr and starts accepting. The
 // Transport must be closed with Close.
 func New(cfg Config) (*Transport, error) {
@@ -485,7 +493,12 @@ func (t *Transport) handshake(c *trackedConn) {
 		t.serveRPC(c)
 	default:
 		t.stats.badHandshakes.Add(1)
-		t.log.Warn("transport: unknown connection kind", "remote", c.RemoteAddr().String(), "kind", kind[0])
+		args := []any{"remote", c.RemoteAddr().String(), "kind", kind[0]}
+		if kind[0] >= gossipFirstByteMin && kind[0] <= gossipFirstByteMax {
+			args = append(args, "hint", "this looks like gossip (memberlist): the node at remote has this RPC address "+
+				"in its join list instead of a gossip address")
+		}
+		t.log.Warn("transport: unknown connection kind", args...)
 		_ = c.Close()
 	}
 }
