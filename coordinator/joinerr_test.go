@@ -63,3 +63,32 @@ func TestJoinMistakesWarnWithHint(t *testing.T) {
 		})
 	}
 }
+
+// TestJoinOnlySelfIsInfo joins a node to its own gossip address, as the
+// first pod of a StatefulSet does while the headless Service lists only
+// it: a normal start, reported at info level, not as a warning.
+func TestJoinOnlySelfIsInfo(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := ln.Addr().String()
+	ln.Close() // memberlist binds it next (TCP and UDP)
+	logs := &levelCapture{}
+	cfg := coordinator.DefaultLocalConfig()
+	cfg.NodeName, cfg.BootstrapExpect = "first", 0
+	cfg.GossipAddr, cfg.Join = self, []string{self}
+	cfg.Logger = slog.New(logs)
+	c, err := coordinator.New(cfg)
+	if err != nil {
+		t.Skipf("port %s taken meanwhile: %v", self, err)
+	}
+	defer c.Close()
+	recs := logs.withPrefix("join: the seeds name only this node")
+	if len(recs) == 0 || recs[0].Level != slog.LevelInfo {
+		t.Errorf("%d records; want an info record saying the seeds name only this node", len(recs))
+	}
+	if warns := logs.withPrefix("cannot join"); len(warns) > 0 {
+		t.Errorf("a join to this node only was logged as a warning: %s", warns[0].Message)
+	}
+}

@@ -138,6 +138,12 @@ func (c *Coordinator) logJoinFailure(err error, attempt int, next time.Duration)
 		args = append(args, "encrypted", c.members.Encrypted())
 	}
 	args = append(args, "next_report", next)
+	if strings.Contains(line, "only this node") {
+		// A DNS name that lists only this node so far (the first pod of a
+		// StatefulSet): a normal start, the others appear soon.
+		c.log.Info("join: the seeds name only this node so far; retrying while this node is alone", args...)
+		return
+	}
 	c.log.Warn("cannot join the gossip pool; retrying while this node is alone", args...)
 }
 
