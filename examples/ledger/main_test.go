@@ -147,12 +147,12 @@ func TestDataDirOfAnotherNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	args := []string{"-node", "n2", "-db", filepath.Join(dir, "ledger.db"), "-data", data, "-ttl", "2s"}
+	args := []string{"-node", "n2", "-db", filepath.Join(dir, "ledger.db"), "-data", data, "-ttl", "2s", "-insecure"}
 	if code := run(args, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "AllowRename") {
 		t.Errorf("exit status %d, want 1 and an error naming AllowRename; stderr:\n%s", code, stderr.String())
 	}
 	for flagSet, want := range map[bool]bool{false: false, true: true} {
-		a := []string{"-node", "n2", "-db", "x.db"}
+		a := []string{"-node", "n2", "-db", "x.db", "-insecure"}
 		if flagSet {
 			a = append(a, "-allow-rename")
 		}
