@@ -63,7 +63,12 @@ func (h *handler) shards(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "give at most one owner")
 		return
 	}
-	writeJSON(w, http.StatusOK, buildShards(h.c.Table(), owner, filter))
+	list := buildShards(h.c.Table(), owner, filter)
+	if since, ok := h.c.NoLeaderSince(); ok {
+		since = since.UTC()
+		list.Stale, list.NoLeaderSince = true, &since
+	}
+	writeJSON(w, http.StatusOK, list)
 }
 
 func (h *handler) leases(w http.ResponseWriter, _ *http.Request) {
@@ -152,6 +157,8 @@ func buildStatus(c *coordinator.Coordinator) Status {
 	if s, ok := c.Session(); ok {
 		st.Session = &SessionRow{ID: s.ID, RemainingSeconds: s.Remaining.Seconds(), Drained: s.Drained}
 	}
+	f := c.Formation()
+	st.Formation = FormationRow{Formed: f.Formed, Expect: f.Expect, Seen: f.Seen, Progress: f.Progress}
 	if err := c.Ready(); err != nil {
 		st.Ready, st.NotReadyReason = false, err.Error()
 	}

@@ -205,8 +205,8 @@ func checkShards(t *testing.T, cl *holdfasttest.Cluster, url string) {
 		}
 		return nil
 	})
-	if list.Version == 0 || list.Count != 16 {
-		t.Errorf("version %d, count %d", list.Version, list.Count)
+	if list.Version == 0 || list.Count != 16 || list.Stale || list.NoLeaderSince != nil {
+		t.Errorf("version %d, count %d, stale %v since %v", list.Version, list.Count, list.Stale, list.NoLeaderSince)
 	}
 	for i, r := range list.Shards {
 		if r.Shard != uint32(i) || ids[r.Owner] == "" || r.OwnerID != ids[r.Owner] || r.Addr == "" || r.Token == 0 {
@@ -338,9 +338,15 @@ func TestUnformedNode(t *testing.T) {
 	if err := json.Unmarshal(a.body, &st); err != nil || st.Name != "alone" || st.NotReadyReason == "" || len(st.Members) != 1 {
 		t.Errorf("status %+v: %v", st, err)
 	}
+	if f := st.Formation; f.Formed || f.Expect != 0 || !strings.HasPrefix(f.Progress, "waiting to join a cluster") ||
+		!strings.Contains(st.NotReadyReason, f.Progress) {
+		t.Errorf("formation %+v, not ready because %q: want the reason to say why", f, st.NotReadyReason)
+	}
 	a = do(t, http.MethodGet, srv.URL+"/v1/shards")
-	if a.code != http.StatusOK || strings.TrimSpace(string(a.body)) != `{"version":0,"count":0,"shards":[]}` {
-		t.Errorf("shards: %d %s", a.code, a.body)
+	var list admin.ShardList
+	if err := json.Unmarshal(a.body, &list); a.code != http.StatusOK || err != nil || list.Version != 0 || list.Count != 0 ||
+		len(list.Shards) != 0 || !list.Stale || list.NoLeaderSince == nil || list.NoLeaderSince.After(time.Now()) {
+		t.Errorf("shards: %d %s: want an empty table marked stale since the start", a.code, a.body)
 	}
 	a = do(t, http.MethodGet, srv.URL+"/v1/leases")
 	if a.code != http.StatusOK || strings.TrimSpace(string(a.body)) != `{"leases":[]}` {

@@ -26,7 +26,8 @@
 //	GET /v1/status   Status: this node, its raft role and leader, voters and their health, the group's
 //	                 fault tolerance, members, session, readiness
 //	GET /v1/shards   ShardList: every shard of the current table version; ?owner=NAME keeps node NAME's
-//	                 shards, and ?owner= (empty) the free ones
+//	                 shards, and ?owner= (empty) the free ones; stale and no_leader_since say
+//	                 when the node knows no leader, so the table may be out of date
 //	GET /v1/leases   LeaseList: every held named lease
 //	GET /healthz     200 "ok\n" until the coordinator is shut down, then 503 "shut down\n"
 //	GET /readyz      200 "ready\n" when Coordinator.Ready returns nil, else 503 and the reason

@@ -40,6 +40,23 @@ type Status struct {
 	// its error otherwise, and "" when ready.
 	Ready          bool   `json:"ready"`
 	NotReadyReason string `json:"not_ready_reason"`
+	// Formation says how far this node is in forming or joining a cluster.
+	Formation FormationRow `json:"formation"`
+}
+
+// FormationRow is Coordinator.Formation: how far the answering node is in
+// forming or joining a cluster.
+type FormationRow struct {
+	// Formed is true once the node is a member of a formed cluster.
+	Formed bool `json:"formed"`
+	// Expect is the node's BootstrapExpect (0: it only joins).
+	Expect int `json:"expect"`
+	// Seen lists the voter-eligible members gossip shows in no cluster
+	// yet (the bootstrap candidates), sorted by name.
+	Seen []string `json:"seen"`
+	// Progress is one line, such as "bootstrap: 2 of 3 eligible nodes
+	// seen (n1, n2)" or "member of cluster ID".
+	Progress string `json:"progress"`
 }
 
 // NodeRef identifies a node.
@@ -126,6 +143,11 @@ type ShardList struct {
 	Version uint64 `json:"version"`
 	// Count is the number of shards in the table, whatever the filter.
 	Count int `json:"count"`
+	// Stale is true while the answering node knows no raft leader: its
+	// replica may miss changes committed since NoLeaderSince (when it
+	// last knew one, on its clock; null while a leader is known).
+	Stale         bool       `json:"stale"`
+	NoLeaderSince *time.Time `json:"no_leader_since"`
 	// Shards lists the shards, sorted by shard: all of them, or with
 	// ?owner=NAME those whose Owner is NAME (with an empty NAME, the free
 	// ones).

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"sync"
 	"time"
 
@@ -154,17 +153,10 @@ func (b *bootstrapper) ineligible() string {
 // proposer, or nil.
 func (b *bootstrapper) proposalSet() []bootServer {
 	c := b.c
-	var fresh []membership.Member
-	for _, m := range c.members.Members() {
-		if (m.State == membership.Alive || m.State == membership.Suspect) && m.Meta.Voter &&
-			m.Meta.ClusterID == "" && m.Meta.NodeID != "" && m.Meta.RPCAddr != "" {
-			fresh = append(fresh, m)
-		}
-	}
+	fresh := c.freshEligible()
 	if len(fresh) < c.cfg.BootstrapExpect {
 		return nil
 	}
-	sort.Slice(fresh, func(i, j int) bool { return fresh[i].Name < fresh[j].Name })
 	fresh = fresh[:c.cfg.BootstrapExpect]
 	if fresh[0].Name != c.cfg.NodeName {
 		return nil

@@ -51,13 +51,24 @@ type Config struct {
 	// RPCAddr is the host:port of the one TCP listener carrying raft and
 	// holdfast's RPC. Port 0 picks a free port.
 	RPCAddr string
-	// AdvertiseRPCAddr, if set, is the RPC address other nodes dial instead
-	// of the bound one.
+	// AdvertiseRPCAddr, if set, is the RPC address (host:port) other nodes
+	// dial instead of the bound one, and the address Owner reports when
+	// ServiceAddr is empty: set it when the node is reached through another
+	// address than it binds (a container, NAT). Port 0 means the bound
+	// port. An unspecified host (0.0.0.0, ::) is refused. When it is empty
+	// and RPCAddr binds every interface, the node advertises an address of
+	// one of its interfaces and logs a warning saying so.
 	AdvertiseRPCAddr string
+	// AdvertiseGossipAddr is AdvertiseRPCAddr for gossip: the IP:port other
+	// members reach this node's gossip at. The host must be an IP address.
+	AdvertiseGossipAddr string
 	// Join lists gossip addresses of existing members. A host that is a DNS
 	// name stands for every address it resolves to (a Kubernetes headless
 	// Service: every pod), and each is contacted. Joining is retried in the
-	// background until one answers.
+	// background, with backoff, while this node is alone in the gossip
+	// pool; each failure is logged as a warning with a hint (nothing
+	// listening, not a gossip port, other gossip keys), repeated with a
+	// backoff of its own.
 	Join []string
 	// DataDir holds the node identity, the raft log and snapshots. A node
 	// with a DataDir is voter-eligible; a node without one runs as a raft
@@ -281,6 +292,12 @@ func (c *Config) validate() error {
 		return fieldErr("ShardMaxMoves", "is %d; must be >= 0", c.ShardMaxMoves)
 	case len(c.ServiceAddr) > 256:
 		return fieldErr("ServiceAddr", "longer than 256 bytes")
+	}
+	if err := validateAdvertise("AdvertiseRPCAddr", c.AdvertiseRPCAddr, false); err != nil {
+		return err
+	}
+	if err := validateAdvertise("AdvertiseGossipAddr", c.AdvertiseGossipAddr, true); err != nil {
+		return err
 	}
 	if err := c.validateTimings(); err != nil {
 		return err

@@ -62,6 +62,8 @@ type Coordinator struct {
 	admitted  admission                      // members refused entry to raft (admit.go)
 	keyring   keyringStore                   // the persisted gossip keyring (keyringfile.go)
 	forwards  chan struct{}                  // semaphore of forwarded commands being served
+	noLeader  leaderWatch                    // since when no raft leader is known (sync.go)
+	tlsReload tlsReloader                    // follows the TLS files (tlsreload.go)
 
 	ctx      context.Context // ends when Shutdown or Close begins
 	cancel   context.CancelCauseFunc
@@ -99,6 +101,7 @@ func New(cfg Config) (*Coordinator, error) {
 	c.sessCtx, c.sessCancel = context.WithCancelCause(c.ctx)
 	empty := ""
 	c.clusterID.Store(&empty)
+	c.noLeader.since = time.Now() // no leader is known at start
 	if err := c.start(); err != nil {
 		c.cancel(ErrShutdown)
 		c.closeAll()
@@ -119,6 +122,7 @@ func (c *Coordinator) start() error {
 		c.log.Warn("data dir renamed (Config.AllowRename): keeping its identity under this name", "previous_name", ident.renamedFrom, "id", c.id)
 	}
 	c.log.Info("starting", "id", c.id, "new_identity", ident.fresh, "voter_eligible", c.cfg.DataDir != "")
+	c.resolveAdvertise()
 	c.trans, err = c.newTransport()
 	if err != nil {
 		return err
@@ -129,7 +133,9 @@ func (c *Coordinator) start() error {
 	if err := c.startMembership(); err != nil {
 		return err
 	}
+	c.warnLoopbackAdvertise()
 	c.metrics = newMetrics(c)
+	c.startTLSReload()
 	c.pilot = newAutopilot(c)
 	c.boot = newBootstrapper(c)
 	c.lessor = newLessor(c)
@@ -142,6 +148,8 @@ func (c *Coordinator) start() error {
 	c.goLoop(c.sessionLoop)
 	c.goLoop(c.leaseWatchLoop)
 	c.goLoop(c.shards.loop)
+	c.goLoop(c.formationLoop)
+	c.goLoop(c.leaderWatchLoop)
 	if c.cfg.BootstrapExpect > 0 {
 		c.goLoop(c.boot.run)
 	}

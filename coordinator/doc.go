@@ -25,6 +25,15 @@
 // returns the group's fault tolerance and each voter's health as the leader
 // judged it, on every node.
 //
+// Until a node is a member of a formed cluster it logs where formation
+// stands ("bootstrap: 2 of 3 eligible nodes seen (n1, n2)") at once when
+// that changes and every FormationLogInterval; Formation returns the same,
+// Ready's error includes it, and WaitReady waits for readiness. A failed
+// join is logged as a warning with a hint (nothing listening, not a gossip
+// port) and retried with backoff while the node is alone. Nodes reached
+// through another address than they bind set Config.AdvertiseRPCAddr and
+// AdvertiseGossipAddr.
+//
 // # Sessions, leases and tokens
 //
 // Each node keeps one session in the replicated state, renewed by keepalives
@@ -69,7 +78,9 @@
 // stops being extended and its belief ends by the owner's own timer).
 // Owner reads the local replica without locks or allocation; Owned lists
 // this node's ShardLeases; Watch streams table versions; Drain hands every
-// shard off for maintenance and Shutdown does so before leaving.
+// shard off for maintenance and Shutdown does so before leaving. A read
+// after Sync reflects every change the leader had committed when Sync was
+// called; NoLeaderSince tells when the replica may be stale.
 //
 // # Gossip encryption
 //

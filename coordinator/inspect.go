@@ -107,7 +107,7 @@ func (c *Coordinator) Ready() error {
 	case c.closing():
 		return wrap(ErrNotReady, ErrShutdown)
 	case c.ClusterID() == "":
-		return fmt.Errorf("%w: not a member of a formed cluster yet", ErrNotReady)
+		return fmt.Errorf("%w: not a member of a formed cluster yet (%s)", ErrNotReady, c.Formation().Progress)
 	}
 	if _, ok := c.RaftLeader(); !ok {
 		return fmt.Errorf("%w: no raft leader known", ErrNotReady)

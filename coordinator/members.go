@@ -46,6 +46,7 @@ func (c *Coordinator) startMembership() error {
 	if c.cfg.Gossip == GossipLocal {
 		mc.Profile = membership.Local
 	}
+	mc.AdvertiseAddr = c.cfg.AdvertiseGossipAddr // set by resolveAdvertise too when GossipAddr binds every interface
 	if gn, ok := c.cfg.Network.(transport.GossipNetwork); ok {
 		t, err := gn.GossipTransport(c.cfg.GossipAddr)
 		if err != nil {
@@ -76,45 +77,85 @@ func (c *Coordinator) startMembership() error {
 		if errors.Is(err, membership.ErrDuplicateName) {
 			return fmt.Errorf("%w: %w", ErrDuplicateName, err)
 		}
-		c.logJoinFailure(err, "join failed; retrying in the background")
+		c.logJoinFailure(err, 1, joinLogFirst)
 		c.goLoop(c.retryJoin)
 	}
 	return nil
 }
 
-// retryJoin keeps trying the seeds with backoff until one answers.
+// Join retry pacing: attempts back off from joinRetryFirst to
+// joinRetryMax; failures are logged at warning level at once, then with a
+// backoff of their own from joinLogFirst to joinLogMax.
+const (
+	joinRetryFirst = 200 * time.Millisecond
+	joinRetryMax   = 5 * time.Second
+	joinLogFirst   = time.Second
+	joinLogMax     = time.Minute
+)
+
+// retryJoin keeps trying the seeds with backoff while this node is alone
+// in the gossip pool: until a seed answers, or another member reaches it.
 func (c *Coordinator) retryJoin() {
-	backoff := 200 * time.Millisecond
-	for attempt := 1; sleepCtx(c.ctx, backoff); attempt++ {
+	backoff, logEvery := joinRetryFirst, joinLogFirst
+	lastLog := time.Now()
+	for attempt := 2; sleepCtx(c.ctx, jitter(backoff)); attempt++ {
+		if n := c.aliveMembers(); n > 1 {
+			c.log.Info("in the gossip pool: another member reached this node; no longer retrying the seeds", "seeds", c.cfg.Join, "alive", n)
+			return
+		}
 		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.RPCTimeout)
 		_, err := c.members.Join(ctx, c.cfg.Join)
 		cancel()
-		if err == nil {
-			c.log.Info("joined the gossip pool", "seeds", c.cfg.Join)
+		switch {
+		case err == nil:
+			c.log.Info("joined the gossip pool", "seeds", c.cfg.Join, "attempts", attempt)
 			return
-		}
-		if errors.Is(err, membership.ErrDuplicateName) {
+		case errors.Is(err, membership.ErrDuplicateName):
 			c.log.Error("cannot join: node name in use", "error", err)
 			return
+		case c.ctx.Err() != nil:
+			return
+		case time.Since(lastLog) >= logEvery:
+			logEvery = min(2*logEvery, joinLogMax)
+			c.logJoinFailure(err, attempt, logEvery)
+			lastLog = time.Now()
+		default:
+			c.log.Debug("join failed; retrying", "seeds", c.cfg.Join, "attempt", attempt, "error", err)
 		}
-		if attempt%10 == 0 {
-			c.logJoinFailure(err, "still cannot join; retrying")
-		}
-		backoff = min(backoff*2, 5*time.Second)
+		backoff = min(backoff*2, joinRetryMax)
 	}
 }
 
-// logJoinFailure logs a failed join, as a warning naming Config.GossipKeys
-// when the seeds answered but the gossip keys did not match (memberlist
-// reports that only in its error text).
-func (c *Coordinator) logJoinFailure(err error, msg string) {
-	s := err.Error()
-	if strings.Contains(s, "decrypt") || strings.Contains(s, "encrypt") {
-		c.log.Warn(msg+": the seeds use other gossip keys or none (check Config.GossipKeys)",
-			"seeds", c.cfg.Join, "encrypted", c.members.Encrypted(), "error", err)
+// logJoinFailure logs a failed join as a warning: the error on one line
+// and a hint (wrong port, nothing listening, other gossip keys...).
+func (c *Coordinator) logJoinFailure(err error, attempt int, next time.Duration) {
+	line, hint := describeJoinError(err)
+	args := []any{"seeds", c.cfg.Join, "attempt", attempt, "error", line}
+	if hint != "" {
+		args = append(args, "hint", hint)
+	}
+	if c.members.Encrypted() || strings.Contains(hint, "gossip keys") {
+		args = append(args, "encrypted", c.members.Encrypted())
+	}
+	args = append(args, "next_report", next)
+	if strings.Contains(line, "only this node") {
+		// A DNS name that lists only this node so far (the first pod of a
+		// StatefulSet): a normal start, the others appear soon.
+		c.log.Info("join: the seeds name only this node so far; retrying while this node is alone", args...)
 		return
 	}
-	c.log.Info(msg, "seeds", c.cfg.Join, "error", err)
+	c.log.Warn("cannot join the gossip pool; retrying while this node is alone", args...)
+}
+
+// aliveMembers counts the members gossip shows alive, this node included.
+func (c *Coordinator) aliveMembers() int {
+	n := 0
+	for _, m := range c.members.Members() {
+		if m.State == membership.Alive {
+			n++
+		}
+	}
+	return n
 }
 
 // acceptMember refuses gossip members that belong to another cluster.

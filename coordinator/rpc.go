@@ -72,6 +72,8 @@ func (c *Coordinator) serveRPC(ctx context.Context, method string, body []byte) 
 		return c.serveStats(body)
 	case methodApply:
 		return c.serveApply(ctx, body)
+	case methodSync:
+		return c.serveSync(ctx)
 	case methodConfirm:
 		var req confirmRequest
 		if err := transport.Decode(body, &req); err != nil {

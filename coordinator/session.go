@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -140,19 +141,33 @@ func (c *Coordinator) sessionLoop() {
 }
 
 // openSession commits a new session, retrying until it succeeds or the
-// node shuts down (nil).
+// node shuts down (nil). The belief counts from the send of the attempt
+// that committed: each attempt waits until a leader is known and is bounded
+// by RPCTimeout, so the time spent waiting for a cluster to form (or a
+// leader to be elected) is not counted against the session's first TTL.
 func (c *Coordinator) openSession() *session {
 	backoff := 50 * time.Millisecond
 	for {
+		for addr, _ := c.leaderRPCAddr(); addr == ""; addr, _ = c.leaderRPCAddr() {
+			if !sleepCtx(c.sessCtx, 20*time.Millisecond) { // poll: raft has no "leader known" channel
+				return nil
+			}
+		}
 		s := newSession(c.sessCtx, newID(), c.cfg.SessionTTL)
 		sent := time.Now()
 		cmd := &fsm.SessionCmd{ID: s.id, Node: c.cfg.NodeName, NodeID: c.id, TTLNanos: int64(c.cfg.SessionTTL)}
 		c.shardSessionCmd(cmd)
-		res, err := c.apply(c.sessCtx, fsm.Command{Op: fsm.OpSessionCreate, Session: cmd})
-		if err == nil {
+		ctx, cancel := context.WithTimeout(c.sessCtx, c.cfg.RPCTimeout)
+		res, err := c.apply(ctx, fsm.Command{Op: fsm.OpSessionCreate, Session: cmd})
+		cancel()
+		if err == nil && time.Until(c.beliefUntil(sent)) > c.cfg.LeaseMargin {
 			s.created, s.sent = res.Index, sent
 			s.extend(c.beliefUntil(sent))
 			return s
+		}
+		if err == nil { // committed too late to be believed: let it go, open another
+			err = fmt.Errorf("the create took %v to commit", time.Since(sent).Round(time.Millisecond))
+			c.closeSessionID(s.id)
 		}
 		if c.sessCtx.Err() != nil {
 			return nil
@@ -163,6 +178,13 @@ func (c *Coordinator) openSession() *session {
 		}
 		backoff = min(2*backoff, c.cfg.SessionTTL/3)
 	}
+}
+
+// closeSessionID commits the close of session id, best effort.
+func (c *Coordinator) closeSessionID(id string) {
+	ctx, cancel := context.WithTimeout(c.sessCtx, c.cfg.RPCTimeout)
+	defer cancel()
+	_, _ = c.apply(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: id}})
 }
 
 // keepAlive renews s every TTL/3 (with jitter) until its belief lapses, the

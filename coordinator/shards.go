@@ -51,7 +51,9 @@ func (c *Coordinator) ShardFor(key []byte) ShardID {
 // Owner returns the owner of shard s from the local replica: no network, no
 // lock, no allocation. ok is false when the shard is free (between owners)
 // or out of range. The replica may lag the leader by a little; the owner's
-// token is what fences a stale owner out.
+// token is what fences a stale owner out. For an answer that reflects every
+// change committed before a given moment, call Sync then Owner; while this
+// node knows no leader (NoLeaderSince), the replica may be stale.
 func (c *Coordinator) Owner(s ShardID) (ShardOwner, bool) {
 	return ownerIn(c.fsm.View(), s)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
@@ -26,8 +27,16 @@ import (
 // See package transport for the wire format.
 //
 // The CA, the certificate and the key are each given as PEM bytes or as a
-// file path; when both are set, the PEM bytes win. Files are read by New,
-// once: a renewed certificate takes effect when the node restarts.
+// file path; when both are set, the PEM bytes win. Files are read by New
+// and then checked every ReloadInterval: when they change, they are loaded
+// and checked again, and the new certificate (and CA) is used from the next
+// handshake on, without a restart; connections already open keep theirs.
+// A change that does not pass the checks New makes is logged as an error
+// and counted (holdfast_tls_reloads_total{result="error"}), and the
+// current certificate stays in use. Write the new files in place of the
+// old (a rename is atomic; separate writes of the certificate and the key
+// are fine too: a half-updated pair fails the checks and is retried when
+// the second file changes).
 //
 // To move a running plaintext cluster to TLS without downtime, restart the
 // nodes one by one with TLS and RequireTLS false (they accept plaintext from
@@ -49,6 +58,9 @@ type TLSConfig struct {
 	CertPEM []byte
 	// KeyPEM, if set, is used instead of KeyFile.
 	KeyPEM []byte
+	// ReloadInterval is how often the files are checked for changes; 0
+	// means DefaultTLSReloadInterval, negative turns reloading off.
+	ReloadInterval time.Duration
 	// RequireTLS refuses plaintext: inbound raft and RPC connections that
 	// do not start a TLS handshake are closed, and peers that do not speak
 	// TLS are not retried in plaintext. False accepts plaintext peers (and
@@ -205,7 +217,8 @@ func (c *Coordinator) newTransport() (*transport.Transport, error) {
 		Logger:             c.log.With("subsystem", "transport"),
 	}
 	if c.cfg.TLS != nil {
-		m, err := c.cfg.TLS.load(c.cfg.NodeName) // again: files may have changed since New validated them
+		c.tlsReload.last = c.cfg.TLS.readTLSFiles() // before the load: a change after it is seen
+		m, err := c.cfg.TLS.load(c.cfg.NodeName)    // again: files may have changed since New validated them
 		if err != nil {
 			return nil, err
 		}

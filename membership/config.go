@@ -46,7 +46,8 @@ type Config struct {
 	// free port (see Membership.Addr). Required unless Transport is set.
 	BindAddr string
 	// AdvertiseAddr is the "host:port" other nodes use to reach this one;
-	// empty means the bound address. Ignored when Transport is set.
+	// empty means the bound address, and port 0 the bound port. Ignored
+	// when Transport is set.
 	AdvertiseAddr string
 	// Profile selects memberlist's timings; the zero value is LAN.
 	Profile Profile
@@ -152,6 +153,9 @@ func memberlistConfig(c *Config, d *delegate, keyring *memberlist.Keyring, logge
 		mc.AdvertiseAddr, mc.AdvertisePort = "", 0
 		if c.AdvertiseAddr != "" {
 			mc.AdvertiseAddr, mc.AdvertisePort, _ = splitHostPort(c.AdvertiseAddr)
+			if mc.AdvertisePort == 0 {
+				mc.AdvertisePort = mc.BindPort // memberlist sets it itself when BindPort is 0 too
+			}
 		}
 	}
 	mc.SecretKey = nil

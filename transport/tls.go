@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -89,35 +90,72 @@ func namesNode(cert *x509.Certificate, name string) bool {
 	return name != "" && slices.Contains(cert.DNSNames, name)
 }
 
-// tlsState is a Transport's TLS configuration, prepared once.
+// tlsState is a Transport's TLS configuration. The certificate and CAs
+// can be replaced at run time (Transport.SetTLSCertificate); every
+// handshake uses those current when it starts.
 type tlsState struct {
-	cfg    TLS
+	cfg    TLS // Certificate and CAs as first configured; see cur
+	cur    atomic.Pointer[tlsMaterial]
 	server *tls.Config
 }
 
+// tlsMaterial is a certificate and the CAs that go with it.
+type tlsMaterial struct {
+	cert tls.Certificate
+	cas  *x509.CertPool
+}
+
 func newTLSState(cfg TLS) *tlsState {
-	return &tlsState{cfg: cfg, server: &tls.Config{
-		Certificates:           []tls.Certificate{cfg.Certificate},
-		ClientAuth:             tls.RequireAndVerifyClientCert,
-		ClientCAs:              cfg.CAs,
-		MinVersion:             tls.VersionTLS13,
-		SessionTicketsDisabled: true, // every connection presents its certificate
-	}}
+	s := &tlsState{cfg: cfg}
+	s.cur.Store(&tlsMaterial{cert: cfg.Certificate, cas: cfg.CAs})
+	s.server = &tls.Config{
+		MinVersion: tls.VersionTLS13,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			m := s.cur.Load()
+			return &tls.Config{
+				Certificates:           []tls.Certificate{m.cert},
+				ClientAuth:             tls.RequireAndVerifyClientCert,
+				ClientCAs:              m.cas,
+				MinVersion:             tls.VersionTLS13,
+				SessionTicketsDisabled: true, // every connection presents its certificate
+			}, nil
+		},
+	}
+	return s
 }
 
 // client returns the client configuration for dialling a server that must
 // be node want ("" when unknown: any node the CAs signed).
 func (s *tlsState) client(want string) *tls.Config {
+	m := s.cur.Load()
 	return &tls.Config{
-		Certificates: []tls.Certificate{s.cfg.Certificate},
+		Certificates: []tls.Certificate{m.cert},
 		MinVersion:   tls.VersionTLS13,
 		// Chain and name are checked by VerifyConnection: the expected name
 		// is a node name, not the dialled host.
 		InsecureSkipVerify: true,
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			return verifyServer(cs.PeerCertificates, s.cfg.CAs, want)
+			return verifyServer(cs.PeerCertificates, m.cas, want)
 		},
 	}
+}
+
+// SetTLSCertificate replaces the certificate this transport presents and
+// the CAs it verifies peers against, for every handshake that starts
+// afterwards; connections already open keep theirs. It fails, changing
+// nothing, when the transport runs without TLS or cert is unusable (no key,
+// or it does not name Config.TLS.NodeName).
+func (t *Transport) SetTLSCertificate(cert tls.Certificate, cas *x509.CertPool) error {
+	if t.tls == nil {
+		return errors.New("transport: SetTLSCertificate: the transport runs without TLS")
+	}
+	next := t.tls.cfg
+	next.Certificate, next.CAs = cert, cas
+	if err := next.validate(); err != nil {
+		return err
+	}
+	t.tls.cur.Store(&tlsMaterial{cert: cert, cas: cas})
+	return nil
 }
 
 // verifyServer checks a server's chain against cas for server auth and, when

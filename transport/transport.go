@@ -41,7 +41,7 @@ type Config struct {
 	// BindAddr is the "host:port" to listen on, e.g. "127.0.0.1:0".
 	BindAddr string
 	// AdvertiseAddr is the "host:port" peers dial; empty means the
-	// listener's address.
+	// listener's address, and port 0 the listener's port.
 	AdvertiseAddr string
 	// LocalID is this node's identity. Inbound raft connections addressed
 	// to another (non-empty) ID are refused. At most 255 bytes.
@@ -201,6 +201,14 @@ type Transport struct {
 
 type handlerBox struct{ h Handler }
 
+// The first bytes memberlist's TCP streams start with: pushPull (6),
+// user (8), compressed (9), encrypted (10), hasCrc (12). A connection of
+// such a kind is a gossip join sent to the RPC port.
+const (
+	gossipFirstByteMin = 6
+	gossipFirstByteMax = 12
+)
+
 // New validates cfg, listens on cfg.BindAddr and starts accepting. The
 // Transport must be closed with Close.
 func New(cfg Config) (*Transport, error) {
@@ -223,9 +231,14 @@ func New(cfg Config) (*Transport, error) {
 	if t.addr == "" {
 		t.addr = ln.Addr().String()
 	}
-	if _, _, err := net.SplitHostPort(t.addr); err != nil {
+	host, port, err := net.SplitHostPort(t.addr)
+	if err != nil {
 		_ = ln.Close()
 		return nil, fmt.Errorf("transport: Config.AdvertiseAddr %q: %w", t.addr, err)
+	}
+	if port == "0" { // the bound port
+		_, bound, _ := net.SplitHostPort(ln.Addr().String())
+		t.addr = net.JoinHostPort(host, bound)
 	}
 	if cfg.TLS != nil {
 		t.tls = newTLSState(*cfg.TLS)
@@ -480,7 +493,12 @@ func (t *Transport) handshake(c *trackedConn) {
 		t.serveRPC(c)
 	default:
 		t.stats.badHandshakes.Add(1)
-		t.log.Warn("transport: unknown connection kind", "remote", c.RemoteAddr().String(), "kind", kind[0])
+		args := []any{"remote", c.RemoteAddr().String(), "kind", kind[0]}
+		if kind[0] >= gossipFirstByteMin && kind[0] <= gossipFirstByteMax {
+			args = append(args, "hint", "this looks like gossip (memberlist): the node at remote has this RPC address "+
+				"in its join list instead of a gossip address")
+		}
+		t.log.Warn("transport: unknown connection kind", args...)
 		_ = c.Close()
 	}
 }

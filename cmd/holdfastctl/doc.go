@@ -9,9 +9,10 @@
 //
 // Commands:
 //
-//	status   the node, its raft role and leader, voters, session, readiness (GET /v1/status)
+//	status   the node, its raft role and leader, voters, session, readiness, formation progress (GET /v1/status)
 //	members  every node the answering node's gossip knows of (the members of GET /v1/status)
-//	shards   every shard with its state, owner and token (GET /v1/shards)
+//	shards   every shard with its state, owner and token (GET /v1/shards); a first line
+//	         "STALE: no raft leader known since T" when the answering node knows no leader
 //	leases   every held named lease with its holder, token and waiters (GET /v1/leases)
 //	help     print this usage
 //

@@ -118,6 +118,7 @@ func printStatus(w io.Writer, st *admin.Status) {
 		{"members", fmt.Sprintf("%d (%d alive)", len(st.Members), alive)},
 		{"applied_index", fmt.Sprint(st.AppliedIndex)}, {"last_token", fmt.Sprint(st.LastToken)},
 		{"session", session}, {"shards", fmt.Sprint(st.Shards)}, {"ready", ready},
+		{"formation", dash(st.Formation.Progress)},
 	} {
 		fmt.Fprintf(w, "%s:\t%s\n", kv[0], kv[1])
 	}
@@ -159,6 +160,10 @@ func printShards(w io.Writer, l *admin.ShardList, owner string) {
 		if r.State != "free" {
 			owned++
 		}
+	}
+	if l.Stale && l.NoLeaderSince != nil {
+		fmt.Fprintf(w, "STALE: no raft leader known since %s (%s ago): owners may have changed since\n",
+			l.NoLeaderSince.UTC().Format(time.RFC3339), time.Since(*l.NoLeaderSince).Round(time.Second))
 	}
 	if owner != "" {
 		fmt.Fprintf(w, "version %d: %d shards, %d owned by %s\n", l.Version, l.Count, len(l.Shards), owner)

@@ -128,14 +128,14 @@ func TestCommands(t *testing.T) {
 		})
 		out := mustCtl(t, "-addr", addr, "status")
 		for _, want := range []string{"name:", "node0", c.ID(), c.ClusterID(), "node0, node1, node2", "ready:", "yes",
-			"fault_tolerance:", "1 (3 of 3 voters healthy)"} {
+			"fault_tolerance:", "1 (3 of 3 voters healthy)", "formation:", "member of cluster " + c.ClusterID()} {
 			if !strings.Contains(out, want) {
 				t.Errorf("status lacks %q:\n%s", want, out)
 			}
 		}
 		var st admin.Status
 		decodeStrict(t, mustCtl(t, "-addr", addr, "-json", "status"), &st)
-		if st.Name != "node0" || st.ID != c.ID() || len(st.Voters) != 3 || !st.Ready || st.Leader == nil {
+		if st.Name != "node0" || st.ID != c.ID() || len(st.Voters) != 3 || !st.Ready || st.Leader == nil || !st.Formation.Formed {
 			t.Errorf("status -json: %+v", st)
 		}
 		if g := st.Group; !g.Known || g.Degraded || g.FailureTolerance != 1 || g.HealthyVoters != 3 {
@@ -278,6 +278,21 @@ func TestErrorAnswers(t *testing.T) {
 		if code != 1 || out != "" || !strings.HasPrefix(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 1, stderr %q", tc.args, code, out, errOut, tc.want)
 		}
+	}
+}
+
+// TestStaleShards prints a shard table whose node knows no leader with a
+// STALE line saying since when.
+func TestStaleShards(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"version":7,"count":1,"stale":true,"no_leader_since":"2026-01-02T03:04:05Z",` +
+			`"shards":[{"shard":0,"state":"owned","owner":"n2","owner_id":"id2","addr":"a:1","token":3}]}`))
+	}))
+	defer srv.Close()
+	out := mustCtl(t, "-addr", srv.Listener.Addr().String(), "shards")
+	if !strings.HasPrefix(out, "STALE: no raft leader known since 2026-01-02T03:04:05Z (") || !strings.Contains(out, "version 7: 1 shards, 1 owned") {
+		t.Errorf("shards of a node without a leader:\n%s", out)
 	}
 }
 

@@ -46,6 +46,7 @@
 // Standard output carries one machine-readable line per event, an event
 // name followed by key=value pairs:
 //
+//	listening node=n1 gossip=127.0.0.1:41234 rpc=127.0.0.1:41235 http=127.0.0.1:41236
 //	ready node=n1 gossip=127.0.0.1:41234 rpc=127.0.0.1:41235 http=127.0.0.1:41236
 //	acquired shard=3 token=17
 //	wrote shard=3 token=17 seq=120          (the first accepted append of each grant only)
@@ -76,6 +77,8 @@
 //	-db PATH              the SQLite file every node shares (required)
 //	-gossip HOST:PORT     gossip address (default 127.0.0.1:0)
 //	-rpc HOST:PORT        raft and RPC address (default 127.0.0.1:0)
+//	-advertise-gossip IP:PORT   gossip address other nodes reach, when not -gossip's (port 0: the bound port)
+//	-advertise-rpc HOST:PORT    RPC address other nodes dial, when not -rpc's (port 0: the bound port)
 //	-http HOST:PORT       metrics and admin address (default 127.0.0.1:0)
 //	-join HOST:PORT,...   gossip addresses of existing members (a DNS name: every address it resolves to)
 //	-data DIR             raft data dir; empty: a raft non-voter on in-memory stores

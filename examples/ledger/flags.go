@@ -19,6 +19,7 @@ const localBelow = 5 * time.Second
 type options struct {
 	node, db             string
 	gossip, rpc, http    string
+	advGossip, advRPC    string
 	join                 []string
 	dataDir              string
 	expect, shards       int
@@ -43,6 +44,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.db, "db", "", "`path` of the SQLite file every node shares (required)")
 	fs.StringVar(&o.gossip, "gossip", "127.0.0.1:0", "gossip `host:port`")
 	fs.StringVar(&o.rpc, "rpc", "127.0.0.1:0", "raft and RPC `host:port`")
+	fs.StringVar(&o.advRPC, "advertise-rpc", "", "RPC `host:port` other nodes dial, when not -rpc's (a container, NAT); port 0: -rpc's port")
+	fs.StringVar(&o.advGossip, "advertise-gossip", "", "gossip `ip:port` other nodes reach, when not -gossip's; port 0: -gossip's port")
 	fs.StringVar(&o.http, "http", "127.0.0.1:0", "metrics and admin `host:port`")
 	fs.StringVar(&join, "join", "", "gossip `addresses` of existing members, comma-separated")
 	fs.StringVar(&o.dataDir, "data", "", "raft data `dir`; empty: a raft non-voter on in-memory stores")
@@ -125,6 +128,7 @@ func clusterConfig(o options) coordinator.Config {
 	cfg.Insecure = o.sec.insecure // DefaultLocalConfig's Insecure must not leak into the ledger
 	cfg.NodeName = o.node
 	cfg.GossipAddr, cfg.RPCAddr = o.gossip, o.rpc
+	cfg.AdvertiseGossipAddr, cfg.AdvertiseRPCAddr = o.advGossip, o.advRPC
 	cfg.Join = o.join
 	cfg.DataDir = o.dataDir
 	cfg.AllowRename = o.allowRename

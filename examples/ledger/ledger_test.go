@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -74,16 +75,38 @@ func startLedgerCluster(t *testing.T) *ledgerCluster {
 		return []string{"-data", filepath.Join(lc.dir, name), "-expect", "3"}
 	}
 	lc.observer = lc.start(t, "n1", voter("n1")...)
-	join := lc.observer.waitReady(t, 30*time.Second).kv["gossip"]
+	join := lc.observer.waitListening(t, 30*time.Second).kv["gossip"]
+	checkNotReadyAlone(t, lc.observer)
 	lc.start(t, "n2", append(voter("n2"), "-join", join)...)
 	lc.start(t, "n3", append(voter("n3"), "-join", join)...)
 	lc.start(t, "n4", "-join", join, "-check-before-write=false")
-	for _, name := range []string{"n2", "n3", "n4"} {
+	for _, name := range []string{"n1", "n2", "n3", "n4"} {
 		lc.procs[name].waitReady(t, 30*time.Second)
 	}
 	lc.waitSteady(t, "n1", "n2", "n3", "n4")
 	t.Logf("4 nodes started; every shard owned and written to after %v", time.Since(start).Round(time.Millisecond))
 	return lc
+}
+
+// checkNotReadyAlone checks that p, one of three expected nodes and
+// alone, has printed no ready line and reports its formation progress.
+func checkNotReadyAlone(t *testing.T, p *proc) {
+	t.Helper()
+	var st admin.Status
+	poll(t, p.name+" formation progress", 30*time.Second, 20*time.Millisecond, func() error {
+		var err error
+		if st, err = p.status(); err != nil {
+			return err
+		}
+		if !strings.HasPrefix(st.Formation.Progress, "bootstrap: 1 of 3") {
+			return notYet("formation %+v", st.Formation)
+		}
+		return nil
+	})
+	// Alone, p cannot be ready: any ready line so far is a false one.
+	if evs := p.out.events("ready"); len(evs) > 0 || st.Ready {
+		t.Errorf("%s, alone, printed %d ready lines; status ready=%v, formation %q", p.name, len(evs), st.Ready, st.Formation.Progress)
+	}
 }
 
 // newLedgerCluster builds the binary and opens the shared file; nodes are

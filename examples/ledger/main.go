@@ -90,7 +90,16 @@ func serve(ctx context.Context, unsignal func(), o options, out *printer, log *s
 		return err
 	}
 	srv := startHTTP(ln, c, reg)
-	out.say("ready", "node", o.node, "gossip", c.GossipAddr(), "rpc", c.RPCAddr(), "http", ln.Addr())
+	addrs := []any{"node", o.node, "gossip", c.GossipAddr(), "rpc", c.RPCAddr(), "http", ln.Addr()}
+	out.say("listening", addrs...)
+	readyDone := make(chan struct{})
+	go func() { // "ready" only once the node is a member of a formed cluster with a session
+		defer close(readyDone)
+		if c.WaitReady(ctx) == nil {
+			out.say("ready", addrs...)
+		}
+	}()
+	defer func() { <-readyDone }()
 
 	aud := startAuditor(c, led, out, log, m)
 	<-ctx.Done()

@@ -38,6 +38,8 @@ func TestCommandLine(t *testing.T) {
 		{"no certificates, long TTL", []string{"-node", "n1", "-db", db, "-ttl", "10s"}, 2, "or with -insecure to run without TLS"},
 		{"insecure and certificates", []string{"-node", "n1", "-db", db, "-insecure", "-certs", "certs"}, 2, "choose one"},
 		{"cert without key", []string{"-node", "n1", "-db", db, "-ca", "ca.pem", "-cert", "n1.pem"}, 2, "-ca, -cert and -key go together"},
+		{"unspecified advertise", []string{"-node", "n1", "-db", db, "-insecure", "-advertise-rpc", "0.0.0.0:7947"}, 1, "AdvertiseRPCAddr"},
+		{"advertised gossip name", []string{"-node", "n1", "-db", db, "-insecure", "-advertise-gossip", "n1.example:7946"}, 1, "AdvertiseGossipAddr"},
 		{"missing certificate files", []string{"-node", "n1", "-db", db, "-certs", t.TempDir()}, 1, "n1.pem: no such file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

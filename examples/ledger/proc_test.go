@@ -226,23 +226,38 @@ func (p *proc) alive() error {
 	}
 }
 
-// waitReady waits for the ready line and returns its fields.
+// waitReady waits for the ready line (printed once the node is a member
+// of a formed cluster with a session) and returns its fields.
 func (p *proc) waitReady(t *testing.T, timeout time.Duration) event {
 	t.Helper()
-	var ready event
-	poll(t, p.name+" ready", timeout, 20*time.Millisecond, func() error {
+	return p.waitLine(t, "ready", timeout)
+}
+
+// waitListening waits for the listening line (printed as soon as the node
+// serves HTTP and gossip) and returns its fields.
+func (p *proc) waitListening(t *testing.T, timeout time.Duration) event {
+	t.Helper()
+	return p.waitLine(t, "listening", timeout)
+}
+
+// waitLine waits for the first line of the named event and returns its
+// fields; its http field becomes the node's admin address.
+func (p *proc) waitLine(t *testing.T, name string, timeout time.Duration) event {
+	t.Helper()
+	var ev event
+	poll(t, p.name+" "+name, timeout, 20*time.Millisecond, func() error {
 		if err := p.alive(); err != nil {
 			return err
 		}
-		evs := p.out.events("ready")
+		evs := p.out.events(name)
 		if len(evs) == 0 {
-			return notYet("no ready line")
+			return notYet("no %s line", name)
 		}
-		ready = evs[0]
+		ev = evs[0]
 		return nil
 	})
-	p.http = ready.kv["http"]
-	return ready
+	p.http = ev.kv["http"]
+	return ev
 }
 
 // state returns the process state letter from /proc (T when stopped).

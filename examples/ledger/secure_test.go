@@ -83,10 +83,10 @@ func TestSecureLedger(t *testing.T) {
 	lc := newLedgerCluster(t, func(string) ([]string, *http.Client) { return []string{"-certs", dir}, client })
 	voter := func(name string) []string { return []string{"-data", filepath.Join(lc.dir, name), "-expect", "3"} }
 	lc.observer = lc.start(t, "n1", voter("n1")...)
-	join := lc.observer.waitReady(t, 30*time.Second).kv["gossip"]
+	join := lc.observer.waitListening(t, 30*time.Second).kv["gossip"]
 	lc.start(t, "n2", append(voter("n2"), "-join", join)...)
 	lc.start(t, "n3", append(voter("n3"), "-join", join)...)
-	for _, name := range []string{"n2", "n3"} {
+	for _, name := range []string{"n1", "n2", "n3"} {
 		lc.procs[name].waitReady(t, 30*time.Second)
 	}
 	lc.waitSteady(t, "n1", "n2", "n3")

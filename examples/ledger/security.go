@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 
 	"github.com/holdfast-go/holdfast/certs"
 	"github.com/holdfast-go/holdfast/coordinator"
@@ -95,23 +97,74 @@ func (s secOptions) apply(cfg *coordinator.Config) error {
 
 // serverTLS returns the HTTPS configuration of -http: the node's
 // certificate, and a client certificate signed by the CA required; nil
-// when -http is plain HTTP.
+// when -http is plain HTTP. Each handshake checks whether the files
+// changed and, if they did and still load,
+// uses the new certificate and CA; files that do not load leave the
+// previous ones in use.
 func (s secOptions) serverTLS() (*tls.Config, error) {
 	if s.insecure || !s.httpTLS {
 		return nil, nil
 	}
-	pair, err := tls.LoadX509KeyPair(s.cert, s.key)
+	h := &httpsFiles{files: [3]string{s.cert, s.key, s.ca}}
+	cfg, err := h.load()
 	if err != nil {
 		return nil, fmt.Errorf("-http TLS: %w", err)
 	}
-	caPEM, err := os.ReadFile(s.ca)
+	h.cur.Store(cfg)
+	return &tls.Config{MinVersion: tls.VersionTLS12, GetConfigForClient: h.forHandshake}, nil
+}
+
+// httpsFiles is the HTTPS certificate, key and CA files and the
+// configuration last loaded from them.
+type httpsFiles struct {
+	files [3]string // certificate, key, CA
+	mu    sync.Mutex
+	stamp [3]string // the files' contents when cur was loaded
+	cur   atomic.Pointer[tls.Config]
+}
+
+// stamps returns the files' contents (nil for one that cannot be read):
+// a few kilobytes, read on each handshake of an admin endpoint.
+func (h *httpsFiles) stamps() [3]string {
+	var out [3]string
+	for i, f := range h.files {
+		b, _ := os.ReadFile(f)
+		out[i] = string(b)
+	}
+	return out
+}
+
+// load reads the files into a server configuration.
+func (h *httpsFiles) load() (*tls.Config, error) {
+	stamp := h.stamps()
+	pair, err := tls.LoadX509KeyPair(h.files[0], h.files[1])
 	if err != nil {
-		return nil, fmt.Errorf("-http TLS: %w", err)
+		return nil, err
+	}
+	caPEM, err := os.ReadFile(h.files[2])
+	if err != nil {
+		return nil, err
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("-http TLS: %s holds no PEM certificate", s.ca)
+		return nil, fmt.Errorf("%s holds no PEM certificate", h.files[2])
 	}
+	h.stamp = stamp
 	return &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequireAndVerifyClientCert,
 		ClientCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// forHandshake returns the configuration for one handshake, reloaded
+// first when the files changed.
+func (h *httpsFiles) forHandshake(*tls.ClientHelloInfo) (*tls.Config, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if st := h.stamps(); st != h.stamp {
+		if cfg, err := h.load(); err == nil {
+			h.cur.Store(cfg)
+		} else {
+			h.stamp = st // tried: wait for the next change
+		}
+	}
+	return h.cur.Load(), nil
 }

@@ -1,0 +1,159 @@
+package coordinator
+
+import (
+	"net"
+	"strings"
+)
+
+// Advertised addresses. A node binds its RPC and gossip listeners to
+// Config.RPCAddr and Config.GossipAddr, and tells the others where to reach
+// it: Config.AdvertiseRPCAddr and Config.AdvertiseGossipAddr when set (a
+// container's or NAT's address), else the bound address. An unspecified
+// bound host (0.0.0.0, ::, or none) is not an address another host can
+// dial, so in its place the node advertises an address of one of its
+// network interfaces, and says so in a warning.
+
+// validateAdvertise checks an advertised address field: host:port with a
+// host other nodes can dial (port 0 stands for the bound port), an IP
+// address when ipOnly.
+func validateAdvertise(field, addr string, ipOnly bool) error {
+	if addr == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	switch {
+	case err != nil:
+		return fieldErr(field, "%q is not host:port: %v", addr, err)
+	case unspecifiedHost(host):
+		return fieldErr(field, "%q has an unspecified host, which no other node can dial: give this node's reachable address", addr)
+	case ipOnly && net.ParseIP(host) == nil:
+		return fieldErr(field, "%q: the host must be an IP address (gossip advertises IPs)", addr)
+	}
+	return nil
+}
+
+// unspecifiedHost reports whether host is empty or 0.0.0.0 or ::.
+func unspecifiedHost(host string) bool {
+	if host == "" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsUnspecified()
+}
+
+// loopbackHost reports whether host is a loopback IP or "localhost".
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// advertiseFor returns the address to advertise for a listener bound at
+// bind when adv (the Advertise field) is set or the bind host is
+// unspecified, and "" when the bound address is to be advertised. picked
+// is true when the host was taken from an interface.
+func advertiseFor(bind, adv string) (addr string, picked bool) {
+	if adv != "" {
+		return adv, false
+	}
+	host, port, err := net.SplitHostPort(bind)
+	if err != nil || !unspecifiedHost(host) {
+		return "", false
+	}
+	return net.JoinHostPort(interfaceIP(host != "::" && host != "[::]").String(), port), true
+}
+
+// interfaceIP returns an address of an up, non-loopback interface (an IPv4
+// one first when preferV4), or the loopback address when there is none.
+func interfaceIP(preferV4 bool) net.IP {
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return net.IPv4(127, 0, 0, 1)
+	}
+	var v4, v6 net.IP
+	for _, ifc := range ifaces {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok || !ipn.IP.IsGlobalUnicast() {
+				continue
+			}
+			if ip4 := ipn.IP.To4(); ip4 != nil && v4 == nil {
+				v4 = ip4
+			} else if ipn.IP.To4() == nil && v6 == nil {
+				v6 = ipn.IP
+			}
+		}
+	}
+	switch {
+	case v4 != nil && (preferV4 || v6 == nil):
+		return v4
+	case v6 != nil:
+		return v6
+	}
+	return net.IPv4(127, 0, 0, 1)
+}
+
+// resolveAdvertise fills c.cfg's advertised addresses for unspecified
+// bind hosts, warning that it did.
+func (c *Coordinator) resolveAdvertise() {
+	for _, f := range []struct {
+		name, bindField, flag string
+		bind                  string
+		adv                   *string
+	}{
+		{"AdvertiseRPCAddr", "RPCAddr", "-advertise-rpc", c.cfg.RPCAddr, &c.cfg.AdvertiseRPCAddr},
+		{"AdvertiseGossipAddr", "GossipAddr", "-advertise-gossip", c.cfg.GossipAddr, &c.cfg.AdvertiseGossipAddr},
+	} {
+		addr, picked := advertiseFor(f.bind, *f.adv)
+		*f.adv = addr
+		if picked {
+			c.log.Warn(f.bindField+" binds every interface; advertising an interface address in its place: set Config."+
+				f.name+" (ledger "+f.flag+") to choose", "bind", f.bind, "advertise", addr)
+		}
+	}
+}
+
+// warnLoopbackAdvertise warns when this node advertises a loopback address
+// while a join seed is on another host, which cannot reach it there.
+func (c *Coordinator) warnLoopbackAdvertise() {
+	seed := remoteSeed(c.cfg.Join)
+	if seed == "" {
+		return
+	}
+	for _, f := range []struct{ name, bindField, flag, addr string }{
+		{"AdvertiseRPCAddr", "RPCAddr", "-advertise-rpc", c.RPCAddr()},
+		{"AdvertiseGossipAddr", "GossipAddr", "-advertise-gossip", c.GossipAddr()},
+	} {
+		if host, _, err := net.SplitHostPort(f.addr); err == nil && loopbackHost(host) {
+			c.log.Warn("advertising a loopback address while joining another host: that host cannot reach this node; bind "+
+				f.bindField+" to a reachable address or set Config."+f.name+" (ledger "+f.flag+")",
+				"advertise", f.addr, "seed", seed)
+		}
+	}
+}
+
+// remoteSeed returns the first join seed whose host is not loopback, or "".
+func remoteSeed(seeds []string) string {
+	for _, s := range seeds {
+		if i := strings.Index(s, "/"); i > 0 {
+			s = s[i+1:]
+		}
+		host, _, err := net.SplitHostPort(s)
+		if err != nil {
+			host = s
+		}
+		if !loopbackHost(host) {
+			return s
+		}
+	}
+	return ""
+}
