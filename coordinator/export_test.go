@@ -3,6 +3,7 @@ package coordinator
 import (
 	"time"
 
+	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/transport"
 )
 
@@ -89,3 +90,10 @@ func ShardLeaseStart(l *ShardLease) time.Time { return l.start }
 
 // TransportStats returns the transport's counters of refused input.
 func (c *Coordinator) TransportStats() transport.Stats { return c.trans.Stats() }
+
+// LeaseWaiters returns the sessions queued for the named lease in the
+// local replica, with the requests that queued them.
+func (c *Coordinator) LeaseWaiters(name string) []fsm.Waiter {
+	l, _ := c.fsm.View().Lease(name)
+	return l.Waiters
+}

@@ -1,0 +1,210 @@
+package coordinator_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/holdfast-go/holdfast/coordinator"
+	"github.com/holdfast-go/holdfast/holdfasttest"
+)
+
+// These tests pin down how a lease request ends when its caller gives up:
+// whatever reached the leader before the caller's context ended, nothing
+// of it may outlive the call by more than a round trip once the node
+// reaches the leader again.
+
+// followersOf returns the two running nodes other than leader, each with a
+// session.
+func followersOf(t *testing.T, cl *holdfasttest.Cluster, leader *holdfasttest.Node) (a, b *holdfasttest.Node) {
+	t.Helper()
+	var fs []*holdfasttest.Node
+	for _, n := range cl.Running() {
+		if n != leader {
+			fs = append(fs, n)
+		}
+	}
+	if len(fs) < 2 {
+		t.Fatalf("want two followers, have %d", len(fs))
+	}
+	for _, n := range append(fs, leader) {
+		c := n.C()
+		cl.WaitFor(n.Name+" has a session", formTimeout, func() error {
+			if c.SessionID() == "" {
+				return holdfasttest.ErrNotYet
+			}
+			return nil
+		})
+	}
+	return fs[0], fs[1]
+}
+
+// lateAnswers makes every answer from leader to n arrive d late (requests
+// from n reach the leader at once) until the returned func is called.
+func lateAnswers(cl *holdfasttest.Cluster, leader, n *holdfasttest.Node, d time.Duration) func() {
+	from, to := leader.C().RPCAddr(), n.C().RPCAddr()
+	cl.Net.SetDelay(from, to, d, d)
+	return func() { cl.Net.SetDelay(from, to, 0, 0) }
+}
+
+// acquiredWithin polls TryAcquire of name on c until it succeeds (the lease
+// is then resigned) or timeout passes.
+func acquiredWithin(c *coordinator.Coordinator, name string, timeout time.Duration) error {
+	var last error
+	err := holdfasttest.Poll(timeout, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		l, err := c.TryAcquire(ctx, name)
+		if err != nil {
+			last = err
+			return fmt.Errorf("%w: %v", holdfasttest.ErrNotYet, err)
+		}
+		_ = l.Resign(ctx)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (last: %v)", err, last)
+	}
+	return nil
+}
+
+// TestCancelledTryAcquireOnLeaderLeavesNoOrphanGrant: a TryAcquire on the
+// leader whose context is already cancelled must not leave its session
+// holding the name.
+func TestCancelledTryAcquireOnLeaderLeavesNoOrphanGrant(t *testing.T) {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
+	leader := cl.WaitFormed(formTimeout)
+	other, _ := followersOf(t, cl, leader)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := leader.C().TryAcquire(ctx, "orphan"); err == nil {
+		t.Fatal("TryAcquire with a cancelled context succeeded")
+	}
+	ttl := leader.Config.SessionTTL
+	if err := acquiredWithin(other.C(), "orphan", 3*ttl); err != nil {
+		h, _ := leader.C().Leader("orphan")
+		t.Fatalf("another node could not take the lease within 3 × TTL after a cancelled TryAcquire: %v; holder %+v (leader's session %s)",
+			err, h, leader.C().SessionID())
+	}
+}
+
+// TestTimedOutForwardedTryAcquireLeavesNoOrphanGrant: a TryAcquire
+// forwarded by a follower whose answer arrives after the caller's deadline
+// (the leader committed it) must not leave the follower holding the name.
+func TestTimedOutForwardedTryAcquireLeavesNoOrphanGrant(t *testing.T) {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
+	leader := cl.WaitFormed(formTimeout)
+	f, other := followersOf(t, cl, leader)
+	heal := lateAnswers(cl, leader, f, 700*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	_, err := f.C().TryAcquire(ctx, "orphan")
+	cancel()
+	heal()
+	if err == nil {
+		t.Fatal("TryAcquire succeeded although its answer was delayed past its deadline")
+	}
+	t.Logf("TryAcquire: %v", err)
+	ttl := leader.Config.SessionTTL
+	if err := acquiredWithin(other.C(), "orphan", 3*ttl); err != nil {
+		h, _ := leader.C().Leader("orphan")
+		t.Fatalf("another node could not take the lease within 3 × TTL after a timed-out TryAcquire: %v; holder %+v (follower's session %s)",
+			err, h, f.C().SessionID())
+	}
+}
+
+// TestCampaignNotBlockedBehindOrphanedQueueEntry: a Campaign that timed
+// out after the leader queued it leaves a queue entry behind; a later
+// Campaign on the same node must get the lease when it comes to the node,
+// not wait for ever while its own session holds it.
+func TestCampaignNotBlockedBehindOrphanedQueueEntry(t *testing.T) {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
+	leader := cl.WaitFormed(formTimeout)
+	f, other := followersOf(t, cl, leader)
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	held, err := other.C().Campaign(ctx, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	heal := lateAnswers(cl, leader, f, 700*time.Millisecond)
+	short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
+	_, err = f.C().Campaign(short, "q")
+	cancelShort()
+	heal()
+	if err == nil {
+		t.Fatal("Campaign of a held lease succeeded")
+	}
+	t.Logf("first Campaign: %v", err)
+	ttl := leader.Config.SessionTTL
+	sid := f.C().SessionID()
+	queuedFor := func() (uint64, bool) {
+		for _, w := range leader.C().LeaseWaiters("q") {
+			if w.Session == sid {
+				return w.Request, true
+			}
+		}
+		return 0, false
+	}
+	orphan, queued := queuedFor()
+	t.Logf("after the first Campaign: queued %v (request %d)", queued, orphan)
+	got := make(chan error, 1)
+	go func() {
+		l, err := f.C().Campaign(ctx, "q")
+		if err == nil {
+			err = l.Resign(ctx)
+		}
+		got <- err
+	}()
+	// The lease must come to the second Campaign's request, not to the
+	// first one's: wait until the queue shows that request for the node.
+	if err := holdfasttest.Poll(3*ttl, func() error {
+		if r, ok := queuedFor(); !ok || r == orphan {
+			return fmt.Errorf("%w: queued %v for request %d", holdfasttest.ErrNotYet, ok, r)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("the second Campaign never took the place of the first one's queue entry (request %d) in 3 × TTL: %v", orphan, err)
+	}
+	if err := held.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(3 * ttl):
+		h, _ := f.C().Leader("q")
+		t.Fatalf("the second Campaign is still blocked 3 × TTL after the lease was resigned; holder %+v (its own session %s)",
+			h, f.C().SessionID())
+	}
+}
+
+// TestResignWithCancelledContextReleasesOnFollower: Resign ends the local
+// belief at once and must still deliver the release when its context is
+// already cancelled.
+func TestResignWithCancelledContextReleasesOnFollower(t *testing.T) {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
+	leader := cl.WaitFormed(formTimeout)
+	f, other := followersOf(t, cl, leader)
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	l, err := f.C().Campaign(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, stop := context.WithCancel(context.Background())
+	stop()
+	err = l.Resign(done)
+	t.Logf("Resign with a cancelled context: %v", err)
+	if !errors.Is(l.Err(), coordinator.ErrResigned) {
+		t.Fatalf("the local belief did not end at Resign: %v", l.Err())
+	}
+	ttl := leader.Config.SessionTTL
+	if err := acquiredWithin(other.C(), "r", 3*ttl); err != nil {
+		h, _ := leader.C().Leader("r")
+		t.Fatalf("the release never reached the cluster: %v; holder %+v", err, h)
+	}
+}
