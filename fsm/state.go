@@ -30,6 +30,10 @@ type Session struct {
 	Weight float64 `msgpack:"weight,omitempty"`
 	// Drained sessions are granted no shards; the leader moves theirs away.
 	Drained bool `msgpack:"drained,omitempty"`
+	// LastRequest is the session's request mark: the highest request ID
+	// of its lease commands so far. An acquire at or below it that neither
+	// holds nor waits is stale and changes nothing.
+	LastRequest uint64 `msgpack:"last_req,omitempty"`
 }
 
 // Waiter is a session queued for a lease, with the request that queued it.
