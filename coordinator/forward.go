@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -26,6 +27,17 @@ func (c *Coordinator) serveApply(ctx context.Context, body []byte) ([]byte, erro
 	var req applyRequest
 	if err := transport.Decode(body, &req); err != nil {
 		return nil, err
+	}
+	if req.BudgetNanos > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.BudgetNanos))
+		defer cancel()
+	}
+	if ctx.Err() != nil {
+		// The sender has stopped waiting: it settles the request itself, so
+		// applying it now could only leave behind what nobody waits for.
+		c.metrics.forwardsExpired.Inc()
+		return nil, toRemote(fmt.Errorf("%w: the forwarded command's budget ran out before it was proposed", ErrBusy))
 	}
 	res, err := c.applyLocal(ctx, req.Data)
 	if err != nil {

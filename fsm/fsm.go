@@ -221,6 +221,9 @@ func fromWire(w wireSnapshot) (snapshotData, error) {
 		if !validWeight(s.Weight) {
 			return snapshotData{}, fmt.Errorf("%w: session %q has weight %v", ErrMalformed, s.ID, s.Weight)
 		}
+		if !marksSorted(s.Marks) {
+			return snapshotData{}, fmt.Errorf("%w: session %q has unsorted request marks", ErrMalformed, s.ID)
+		}
 	}
 	if err := shardsFromWire(&st, w.Shards); err != nil {
 		return snapshotData{}, err

@@ -237,3 +237,24 @@ func FuzzLeaseRequests(f *testing.F) {
 		}
 	})
 }
+
+// TestRequestMarksArePerName: one node numbers the requests of all its
+// names from one counter and they may commit in any order across names: a
+// request for one name is never stale because of a later one for another.
+func TestRequestMarksArePerName(t *testing.T) {
+	a := newLeaseApplier(t, "a")
+	a.do(acquire("a", "x", 6, true))
+	if r := a.do(acquire("a", "y", 5, true)); r.Stale || r.Holder != "a" || r.Request != 5 {
+		t.Fatalf("acquire of y request 5 after x request 6: %+v", r)
+	}
+	a.do(leave("a", "z", 9))
+	if r := a.do(acquire("a", "x", 7, false)); r.Stale {
+		t.Fatalf("a leave of z made x's request 7 stale: %+v", r)
+	}
+	if r := a.do(acquire("a", "z", 8, false)); !r.Stale {
+		t.Fatalf("acquire of z request 8 after its leave of 9 was not stale: %+v", r)
+	}
+	if r := a.restoredCopy().do(acquire("a", "z", 9, true)); !r.Stale {
+		t.Fatalf("a restored replica forgot z's mark: %+v", r)
+	}
+}

@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Lease commands act on requests. Every acquire carries its request ID,
@@ -13,10 +14,10 @@ import (
 //   - An acquire whose request already holds or waits is answered again
 //     (a retry of a committed request mints nothing new).
 //   - Every acquire and every request-carrying release raises the
-//     session's request mark (Session.LastRequest). An acquire at or below
-//     the mark that neither holds nor waits is stale (a late or duplicated
-//     copy, or one whose sender already gave it up): it changes nothing and
-//     says so (Result.Stale).
+//     session's request mark for its name (Session.Marks). An acquire at or
+//     below the mark that neither holds nor waits is stale (a late or
+//     duplicated copy, or one whose sender already gave it up): it changes
+//     nothing and says so (Result.Stale).
 //   - A newer acquire of a session that waits under an older request takes
 //     over that queue entry, keeping its place: the older request's caller
 //     has given up (one node asks for one name at a time).
@@ -65,15 +66,32 @@ func grantNext(st state, index uint64, l *Lease) state {
 	return st
 }
 
-// markRequest raises the session's request mark to req. It returns st
-// unchanged when the mark is already there.
-func markRequest(st state, sess *Session, req uint64) state {
-	if req <= sess.LastRequest {
+// marksSorted reports whether ms is strictly sorted by name (as
+// markRequest keeps it; a snapshot that is not was not written by Snapshot).
+func marksSorted(ms []RequestMark) bool {
+	for i := 1; i < len(ms); i++ {
+		if ms[i-1].Name >= ms[i].Name {
+			return false
+		}
+	}
+	return true
+}
+
+// markRequest raises the session's request mark for name to req. It
+// returns st unchanged when the mark is already there.
+func markRequest(st state, sess *Session, name string, req uint64) state {
+	i, found := slices.BinarySearchFunc(sess.Marks, name, func(m RequestMark, n string) int { return strings.Compare(m.Name, n) })
+	if found && req <= sess.Marks[i].Request {
 		return st
 	}
 	st.Sessions = cloneMap(st.Sessions)
 	ns := *sess
-	ns.LastRequest = req
+	if found {
+		ns.Marks = slices.Clone(sess.Marks)
+		ns.Marks[i].Request = req
+	} else {
+		ns.Marks = slices.Insert(slices.Clip(sess.Marks), i, RequestMark{Name: name, Request: req})
+	}
 	st.Sessions[ns.ID] = &ns
 	return st
 }
@@ -97,14 +115,14 @@ func applyAcquire(st state, index uint64, c *LeaseCmd) (state, Result, error) {
 			return st, Result{Token: l.Token, Holder: l.Holder, Request: l.Request, Queued: true, Noop: true}, nil
 		}
 	}
-	if c.Request != 0 && c.Request <= sess.LastRequest {
+	if c.Request != 0 && c.Request <= sess.mark(c.Name) {
 		res := Result{Noop: true, Stale: true}
 		if held {
 			res.Token, res.Holder, res.Request = l.Token, l.Holder, l.Request
 		}
 		return st, res, nil
 	}
-	st = markRequest(st, sess, c.Request)
+	st = markRequest(st, sess, c.Name, c.Request)
 	switch {
 	case !held:
 		st.Leases = cloneMap(st.Leases)
@@ -149,7 +167,7 @@ func applyRelease(st state, index uint64, c *LeaseCmd) (state, Result, error) {
 	if !ok {
 		return st, Result{Noop: true}, nil // the session is gone, and all it had
 	}
-	st = markRequest(st, sess, c.Request)
+	st = markRequest(st, sess, c.Name, c.Request)
 	l, ok := st.Leases[c.Name]
 	if !ok {
 		return st, Result{Noop: true}, nil
