@@ -13,9 +13,16 @@ import (
 // with ErrBusy, which the forwarding node retries with backoff.
 const MaxPendingForwards = 512
 
+// minForwardBudget is the least budget a forwarded command must have left
+// when the leader is about to propose it: with less, its sender stops
+// waiting before any commit could answer it, so the leader drops it.
+const minForwardBudget = time.Millisecond
+
 // serveApply commits a command forwarded by another node, within the
-// MaxPendingForwards bound.
+// MaxPendingForwards bound and the budget the sender gave it (counted from
+// the request's arrival: the nodes' clocks are not compared).
 func (c *Coordinator) serveApply(ctx context.Context, body []byte) ([]byte, error) {
+	arrived := time.Now()
 	select {
 	case c.forwards <- struct{}{}:
 		defer func() { <-c.forwards }()
@@ -29,15 +36,17 @@ func (c *Coordinator) serveApply(ctx context.Context, body []byte) ([]byte, erro
 		return nil, err
 	}
 	if req.BudgetNanos > 0 {
+		left := time.Duration(req.BudgetNanos) - time.Since(arrived)
+		if left < minForwardBudget || ctx.Err() != nil {
+			// The sender has stopped waiting (or will have before a commit
+			// could answer it): it settles the request itself, so applying
+			// it now could only leave behind what nobody waits for.
+			c.metrics.forwardsExpired.Inc()
+			return nil, toRemote(fmt.Errorf("%w: the forwarded command's budget ran out before it was proposed", ErrBusy))
+		}
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.BudgetNanos))
+		ctx, cancel = context.WithTimeout(ctx, left)
 		defer cancel()
-	}
-	if ctx.Err() != nil {
-		// The sender has stopped waiting: it settles the request itself, so
-		// applying it now could only leave behind what nobody waits for.
-		c.metrics.forwardsExpired.Inc()
-		return nil, toRemote(fmt.Errorf("%w: the forwarded command's budget ran out before it was proposed", ErrBusy))
 	}
 	res, err := c.applyLocal(ctx, req.Data)
 	if err != nil {

@@ -7,8 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/holdfast-go/holdfast/coordinator"
+	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/holdfasttest"
+	"github.com/holdfast-go/holdfast/transport"
 )
 
 // These tests pin down how a lease request ends when its caller gives up:
@@ -206,5 +210,49 @@ func TestResignWithCancelledContextReleasesOnFollower(t *testing.T) {
 	if err := acquiredWithin(other.C(), "r", 3*ttl); err != nil {
 		h, _ := leader.C().Leader("r")
 		t.Fatalf("the release never reached the cluster: %v; holder %+v", err, h)
+	}
+}
+
+// TestForwardedCommandPastItsBudgetIsDropped: a command forwarded with a
+// budget that has run out is not proposed, and the drop is counted.
+func TestForwardedCommandPastItsBudgetIsDropped(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1, Configure: func(_ int, c *coordinator.Config) { c.Registerer = reg }})
+	cl.WaitFormed(formTimeout)
+	c := cl.Node(0).C()
+	cl.WaitFor("a session", formTimeout, func() error {
+		if c.SessionID() == "" {
+			return holdfasttest.ErrNotYet
+		}
+		return nil
+	})
+	tr, err := transport.New(transport.Config{BindAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	forward := func(req uint64, budget time.Duration) error {
+		data, err := fsm.Encode(fsm.Command{Op: fsm.OpAcquire, Lease: &fsm.LeaseCmd{Name: "budget", Session: c.SessionID(), Request: req}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Call(ctx, c.RPCAddr(), "raft.apply", map[string]any{"data": data, "budget": int64(budget)}, nil)
+	}
+	if err := forward(1<<40, time.Nanosecond); err == nil {
+		t.Fatal("a forwarded command whose budget had run out was applied")
+	}
+	if h, ok := c.Leader("budget"); ok {
+		t.Fatalf("the dropped command took the lease: %+v", h)
+	}
+	if got := metricSum(t, reg, "holdfast_forwards_expired_total"); got != 1 {
+		t.Fatalf("holdfast_forwards_expired_total = %v, want 1", got)
+	}
+	if err := forward(1<<40+1, formTimeout); err != nil {
+		t.Fatalf("a forwarded command within its budget: %v", err)
+	}
+	if _, ok := c.Leader("budget"); !ok {
+		t.Fatal("the command within its budget did not take the lease")
 	}
 }

@@ -60,6 +60,7 @@ type applyResult struct {
 	Request uint64 `msgpack:"req"`
 	Queued  bool   `msgpack:"queued"`
 	Noop    bool   `msgpack:"noop"`
+	Stale   bool   `msgpack:"stale,omitempty"`
 	Count   int    `msgpack:"count"`
 }
 
@@ -215,7 +216,7 @@ func (c *Coordinator) applyLocal(ctx context.Context, data []byte) (applyResult,
 		return applyResult{}, err
 	}
 	r, _ := f.Response().(fsm.Result)
-	res := applyResult{Index: f.Index(), Token: r.Token, Holder: r.Holder, Request: r.Request, Queued: r.Queued, Noop: r.Noop, Count: r.Count}
+	res := applyResult{Index: f.Index(), Token: r.Token, Holder: r.Holder, Request: r.Request, Queued: r.Queued, Noop: r.Noop, Stale: r.Stale, Count: r.Count}
 	switch {
 	case r.Err == nil:
 		return res, nil
