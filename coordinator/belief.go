@@ -20,10 +20,12 @@ type belief struct {
 	once   sync.Once
 	start  time.Time // when this node began to believe
 
-	mu       sync.Mutex
-	endTime  time.Time   // when the belief ended by this node's own action
-	capUntil time.Time   // non-zero: the belief ends then, whatever the session
-	capTimer *time.Timer // fires at capUntil
+	mu        sync.Mutex
+	endTime   time.Time          // when the belief ended by this node's own action
+	capUntil  time.Time          // non-zero: the belief ends then, whatever the session
+	capUntilC time.Duration      // capUntil on the session's clock
+	onCap     func(at time.Time) // ends the belief at its cap
+	capTimer  *bootTimer         // fires at capUntilC
 }
 
 // newBelief starts a belief of the given kind (kindLeader or kindShard)
@@ -48,8 +50,10 @@ func (b *belief) Done() <-chan struct{} { return b.ctx.Done() }
 // ErrShutdown).
 func (b *belief) Context() context.Context { return b.ctx }
 
-// Err returns nil while the lease is held, then why it ended.
+// Err returns nil while the lease is held, then why it ended. It reads
+// the clock, so a holder resumed from suspend sees the lease ended at once.
 func (b *belief) Err() error {
+	b.checkClock()
 	if b.ctx.Err() == nil {
 		return nil
 	}
@@ -59,16 +63,33 @@ func (b *belief) Err() error {
 // Remaining returns how long this node may still believe it holds the
 // lease if no further keepalive is answered (0 once it ended).
 func (b *belief) Remaining() time.Duration {
+	b.checkClock()
 	if b.ctx.Err() != nil {
 		return 0
 	}
 	r := b.sess.remaining()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.capUntil.IsZero() {
-		r = min(r, max(time.Until(b.capUntil), 0))
+	if b.onCap != nil {
+		r = min(r, max(b.capUntilC-b.sess.clock.Now(), 0))
 	}
 	return r
+}
+
+// checkClock ends the belief if the session's clock shows its session
+// deadline or its cap passed (after a suspend, before the timers noticed).
+func (b *belief) checkClock() {
+	if b.ctx.Err() != nil {
+		return
+	}
+	b.sess.check()
+	b.mu.Lock()
+	onCap, at := b.onCap, b.capUntil
+	due := onCap != nil && b.sess.clock.Now() >= b.capUntilC
+	b.mu.Unlock()
+	if due {
+		onCap(at)
+	}
 }
 
 // Checkpoint returns nil if the lease is held with at least the margin
@@ -115,15 +136,15 @@ func (b *belief) end(cause error, at time.Time, after func()) bool {
 // runs when that instant comes first.
 func (b *belief) capAt(onCap func(at time.Time)) {
 	b.sess.mu.Lock()
-	until := b.sess.validUntil
+	until, untilC := b.sess.validUntil, b.sess.validUntilC
 	b.sess.mu.Unlock()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.capUntil.IsZero() {
+	if b.onCap != nil {
 		return
 	}
-	b.capUntil = until
-	b.capTimer = time.AfterFunc(time.Until(until), func() { onCap(until) })
+	b.capUntil, b.capUntilC, b.onCap = until, untilC, onCap
+	b.capTimer = afterBoot(b.sess.clock, untilC, b.sess.step, func() { onCap(until) })
 }
 
 // endedAt returns when the belief ended by this node's own action (resign,

@@ -146,6 +146,9 @@ type Config struct {
 	GossipKeys [][]byte
 	// TLS enables mutual TLS on the RPC/raft port. Nil: plaintext.
 	TLS *TLSConfig
+	// Clock measures how long this node may believe in its leases; it must
+	// count time the machine spends suspended. Nil: SystemClock().
+	Clock Clock
 	// Registerer receives holdfast's metrics. Nil: metrics are created but
 	// not registered.
 	Registerer prometheus.Registerer

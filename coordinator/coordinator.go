@@ -45,6 +45,7 @@ type Coordinator struct {
 	sess        *session      // current session (nil before the first)
 	sessChanged chan struct{} // closed and replaced when sess changes
 	reqSeq      reqCounter    // request IDs for lease commands
+	clock       Clock         // measures beliefs (Config.Clock or SystemClock)
 
 	leaseMu   sync.Mutex
 	leases    map[*Lease]struct{}      // held leases; nil once shutting down
@@ -90,6 +91,10 @@ func New(cfg Config) (*Coordinator, error) {
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.clock = cfg.Clock
+	if c.clock == nil {
+		c.clock = SystemClock()
 	}
 	c.log = c.log.With("node", cfg.NodeName)
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())

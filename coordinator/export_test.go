@@ -51,12 +51,12 @@ func (c *Coordinator) KeepAliveNow() error {
 	if s == nil {
 		return ErrNoSession
 	}
-	sent := time.Now()
+	sent, sentC := time.Now(), c.clock.Now()
 	index, err := c.sendKeepAlive(s)
 	if err != nil {
 		return err
 	}
-	c.renew(s, sent, index)
+	c.renew(s, sent, sentC, index)
 	return nil
 }
 
