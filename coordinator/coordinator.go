@@ -60,6 +60,9 @@ type Coordinator struct {
 	leaderCh  chan bool              // raft's NotifyCh
 	kick      chan struct{}          // wakes the leader reconciler
 	forwards  chan struct{}          // semaphore of forwarded commands being served
+	// dupForward, set only by tests, says whether to send a forwarded
+	// command once more (after the returned delay): a late duplicate.
+	dupForward atomic.Pointer[func() (time.Duration, bool)]
 
 	ctx      context.Context // ends when Shutdown or Close begins
 	cancel   context.CancelCauseFunc

@@ -54,3 +54,25 @@ func (c *Coordinator) serveApply(ctx context.Context, body []byte) ([]byte, erro
 	}
 	return transport.Encode(res)
 }
+
+// maybeDuplicate sends req to addr once more, later, when a test asked for
+// duplicated forwards (dupForward): the network may deliver a command
+// twice, and the second copy must change nothing. A no-op in production.
+func (c *Coordinator) maybeDuplicate(addr string, req applyRequest) {
+	hook := c.dupForward.Load()
+	if hook == nil {
+		return
+	}
+	delay, ok := (*hook)()
+	if !ok {
+		return
+	}
+	c.spawn(func() {
+		if !sleepCtx(c.ctx, delay) {
+			return
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.RPCTimeout)
+		defer cancel()
+		_ = c.trans.Call(ctx, addr, methodApply, req, nil)
+	})
+}
