@@ -154,7 +154,7 @@ type chaosRun struct {
 	cl   *holdfasttest.Cluster
 	h    *chaosHistory
 	sh   *chaosShards
-	req  *chaosRequests // calls in flight and live leases per node and name
+	req  *chaosRequests  // calls in flight and live leases per node and name
 	mem  *fence.Memory   // the fenced registers of the leases and the shards
 	ctx  context.Context // cancelled when the workers must stop
 	stop context.CancelFunc
