@@ -1,6 +1,8 @@
 package coordinator
 
 import (
+	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,5 +61,43 @@ func TestSystemClockAdvances(t *testing.T) {
 	}
 	if b := clk.Now(); b <= a {
 		t.Fatalf("clock went from %v to %v", a, b)
+	}
+}
+
+// TestCappedBeliefEndsAfterJump: a revoked shard lease's belief is capped
+// at its session's deadline of that moment; when the clock jumps past the
+// cap (a suspend) while the session itself was extended further, Err and
+// Checkpoint's reads see the cap passed at once, and the cap's timer ends
+// the belief even without a call.
+func TestCappedBeliefEndsAfterJump(t *testing.T) {
+	for _, call := range []bool{true, false} {
+		clk := &fakeClock{}
+		s := newSession(context.Background(), "s", time.Hour, clk, 5*time.Millisecond)
+		s.extend(time.Now().Add(time.Hour), 2*time.Hour)
+		ctx, cancel := context.WithCancelCause(s.ctx)
+		b := &belief{sess: s, ctx: ctx, cancel: cancel}
+		b.capAt(func(at time.Time) { b.end(ErrLeaseLost, at, nil) })
+		s.extend(time.Now().Add(10*time.Hour), 10*time.Hour) // keepalives go on; the cap stays
+		if err := b.Err(); err != nil {
+			t.Fatalf("capped belief ended early: %v", err)
+		}
+		clk.now.Store(int64(3 * time.Hour))
+		if call {
+			if err := b.Err(); !errors.Is(err, ErrLeaseLost) {
+				t.Fatalf("Err after the clock passed the cap: %v", err)
+			}
+			if r := b.Remaining(); r != 0 {
+				t.Fatalf("Remaining after the cap: %v", r)
+			}
+		}
+		select {
+		case <-b.Done():
+		case <-time.After(time.Minute):
+			t.Fatalf("capped belief did not end after the clock jumped past its cap (call %v)", call)
+		}
+		if s.ctx.Err() != nil {
+			t.Fatal("the session ended too: the cap alone should have ended the belief")
+		}
+		s.end(ErrShutdown)
 	}
 }
