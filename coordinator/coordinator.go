@@ -63,6 +63,7 @@ type Coordinator struct {
 	// dupForward, set only by tests, says whether to send a forwarded
 	// command once more (after the returned delay): a late duplicate.
 	dupForward atomic.Pointer[func() (time.Duration, bool)]
+	dupsSent   atomic.Int64 // duplicates whose call returned (tests)
 
 	ctx      context.Context // ends when Shutdown or Close begins
 	cancel   context.CancelCauseFunc

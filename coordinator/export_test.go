@@ -108,3 +108,7 @@ func (c *Coordinator) SetForwardDuplicator(dup func() (time.Duration, bool)) {
 	}
 	c.dupForward.Store(&dup)
 }
+
+// DuplicatesSent counts the duplicated forwards whose call has returned
+// (delivered and answered, refused, or timed out).
+func (c *Coordinator) DuplicatesSent() int64 { return c.dupsSent.Load() }

@@ -74,5 +74,6 @@ func (c *Coordinator) maybeDuplicate(addr string, req applyRequest) {
 		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.RPCTimeout)
 		defer cancel()
 		_ = c.trans.Call(ctx, addr, methodApply, req, nil)
+		c.dupsSent.Add(1)
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -254,5 +255,76 @@ func TestForwardedCommandPastItsBudgetIsDropped(t *testing.T) {
 	}
 	if _, ok := c.Leader("budget"); !ok {
 		t.Fatal("the command within its budget did not take the lease")
+	}
+}
+
+// TestLateCopiesOfGivenUpRequestsChangeNothing: every command a follower
+// forwards reaches the leader twice, the copy a second late: the copy of
+// a leave must not end the node's later grant, and the copy of a given-up
+// acquire must not queue or grant it again.
+func TestLateCopiesOfGivenUpRequestsChangeNothing(t *testing.T) {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
+	leader := cl.WaitFormed(formTimeout)
+	f, other := followersOf(t, cl, leader)
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	held, err := other.C().Campaign(ctx, "dup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dups atomic.Int64
+	f.C().SetForwardDuplicator(func() (time.Duration, bool) {
+		dups.Add(1)
+		return time.Second, true
+	})
+	defer f.C().SetForwardDuplicator(nil)
+	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
+	if _, err := f.C().Campaign(short, "dup"); err == nil {
+		t.Fatal("Campaign of a held lease succeeded")
+	}
+	cancelShort()
+	got := make(chan *coordinator.Lease, 1)
+	go func() {
+		l, err := f.C().Campaign(ctx, "dup")
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	sid := f.C().SessionID()
+	cl.WaitFor("the second Campaign queued", formTimeout, func() error {
+		for _, w := range leader.C().LeaseWaiters("dup") {
+			if w.Session == sid {
+				return nil
+			}
+		}
+		return holdfasttest.ErrNotYet
+	})
+	if err := held.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l := <-got
+	if l == nil {
+		t.FailNow()
+	}
+	// Wait until every copy sent so far has been delivered and answered.
+	cl.WaitFor("the late copies delivered", formTimeout, func() error {
+		if f.C().DuplicatesSent() < dups.Load() {
+			return holdfasttest.ErrNotYet
+		}
+		return nil
+	})
+	t.Logf("%d forwarded commands sent twice", dups.Load())
+	if err := l.Checkpoint(); err != nil {
+		t.Fatalf("a late copy ended the node's later grant: %v", err)
+	}
+	if h, ok := leader.C().Leader("dup"); !ok || h.Session != sid || h.Token != l.Token() {
+		t.Fatalf("after the late copies the leader shows %+v (ok %v), want the node's grant %d", h, ok, l.Token())
+	}
+	if n := len(leader.C().LeaseWaiters("dup")); n != 0 {
+		t.Fatalf("a late copy queued the node again: %+v", leader.C().LeaseWaiters("dup"))
+	}
+	if err := l.Resign(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
