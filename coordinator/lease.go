@@ -146,6 +146,9 @@ func (c *Coordinator) acquireSlotted(ctx context.Context, name string, wait bool
 		if err != nil {
 			return nil, err
 		}
+		if err := ctx.Err(); err != nil {
+			return nil, err // nothing sent: nothing to settle
+		}
 		req := c.reqSeq.Add(1)
 		cmd := fsm.Command{Op: fsm.OpAcquire, Lease: &fsm.LeaseCmd{Name: name, Session: s.id, Request: req, Wait: wait}}
 		res, err := c.applyRetry(ctx, cmd)

@@ -191,7 +191,11 @@ func (n *leaseNet) step(choice int, node, name string, wait bool) {
 // twice for a name, and that replicas (one restored from a snapshot
 // midway) agree byte for byte.
 func TestLeaseRequestsUnderLateAndDuplicateDelivery(t *testing.T) {
-	for seed := uint64(1); seed <= 300; seed++ {
+	seeds := uint64(300)
+	if testing.Short() {
+		seeds = 40
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 14))
 		n := newLeaseNet(t)
 		var restored *applier
