@@ -41,10 +41,14 @@ func (l *Lease) Resign(ctx context.Context) error {
 	// background: a later local Campaign that still finds this grant
 	// releases it by its request ID too.
 	defer func() { <-l.slot }()
-	if err := l.c.giveUp(ctx, l.sess, l.name, l.req, l.token, "resign"); err != nil {
-		return fmt.Errorf("holdfast: resign %q: the release goes on in the background: %w", l.name, err)
+	err := l.c.giveUp(ctx, l.sess, l.name, l.req, l.token, "resign")
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrShutdown):
+		return err // the session's close releases the lease
 	}
-	return nil
+	return fmt.Errorf("holdfast: resign %q: the release goes on in the background: %w", l.name, err)
 }
 
 // end cancels the lease with cause; it reports whether this call ended it.
