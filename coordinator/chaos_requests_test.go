@@ -25,11 +25,20 @@ import (
 //     (plus the expiry grace a leader change adds) of the faults stopping
 //     and the workers stopping, whichever is later;
 //   - no blocked Campaign: after the faults stop, no Campaign stays blocked
-//     for more than one TTL while its own node's session holds the name and
-//     no Lease of that node does.
+//     for more than chaosBlockedLimit while its own node's session holds the
+//     name and no Lease of that node does (a release in flight takes one
+//     round trip);
+//   - no orphan while the workers run: after the faults stop, no name stays
+//     held or queued for more than one TTL by a node's current session
+//     while that node has no live Lease and no call in flight for it.
 
 // chaosDupRatio is the share of forwarded commands sent twice.
 const chaosDupRatio = 0.1
+
+// chaosBlockedLimit is how long, once the faults stopped, a Campaign may
+// stay blocked while its own session holds the name (a release of the
+// node's earlier request is then in flight: one round trip).
+const chaosBlockedLimit = time.Second
 
 // chaosKey names one node's interest in one lease name.
 type chaosKey struct {
@@ -106,7 +115,7 @@ func callCtx(parent context.Context, rng *rand.Rand) (ctx context.Context, cance
 		ctx, cancel = context.WithCancel(parent)
 		cancel()
 		return ctx, cancel, "cancelled"
-	case p < 0.45:
+	case p < 0.5:
 		ctx, cancel = context.WithTimeout(parent, 3*chaosOpTimeout)
 		return ctx, cancel, "long"
 	}
@@ -167,9 +176,12 @@ func (r *chaosRun) slowForwards(rng *rand.Rand, victim int) {
 
 // monitorBlocked watches, from after (when the faults stopped) until ctx
 // ends, for Campaigns blocked more than ttl while their node's session
-// holds the name and no Lease of that node does.
+// holds the name and no Lease of that node does, and for orphans: a name
+// held or queued by a node's current session while that node has no live
+// Lease or call in flight for it, for more than ttl.
 func (r *chaosRun) monitorBlocked(ctx context.Context, after time.Time, ttl time.Duration) {
 	q := r.req
+	orphanSince := map[chaosOrphan]time.Time{}
 	tick := time.NewTicker(50 * time.Millisecond) // sampling period
 	defer tick.Stop()
 	for {
@@ -179,6 +191,7 @@ func (r *chaosRun) monitorBlocked(ctx context.Context, after time.Time, ttl time
 		case <-tick.C:
 		}
 		now := time.Now()
+		r.watchOrphans(now, after, ttl, orphanSince)
 		q.mu.Lock()
 		for k, calls := range q.pending {
 			c := r.cl.Node(k.node).C()
@@ -193,7 +206,7 @@ func (r *chaosRun) monitorBlocked(ctx context.Context, after time.Time, ttl time
 					call.heldSince = time.Time{}
 				case call.heldSince.IsZero():
 					call.heldSince = now
-				case !call.reported && now.Sub(later(call.heldSince, after)) > ttl:
+				case !call.reported && now.Sub(later(call.heldSince, after)) > chaosBlockedLimit:
 					call.reported = true
 					q.violations = append(q.violations, fmt.Sprintf(
 						"blocked Campaign: node%d's Campaign for %q (started %s) blocked since %s while its own session holds it and no Lease of the node does",
@@ -254,4 +267,72 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// chaosOrphan is one session's grant or queue entry for one name.
+type chaosOrphan struct {
+	name, session string
+	queued        bool
+}
+
+// watchOrphans samples the leader's replica for orphans (see
+// monitorBlocked); since remembers when each was first seen.
+func (r *chaosRun) watchOrphans(now, after time.Time, ttl time.Duration, since map[chaosOrphan]time.Time) {
+	leader, err := r.cl.Leader()
+	if err != nil || leader.C() == nil {
+		return
+	}
+	lc := leader.C()
+	nodeOf := map[string]int{}
+	for _, n := range r.cl.Running() {
+		if c := n.C(); c != nil && c.SessionID() != "" {
+			nodeOf[c.SessionID()] = n.Index
+		}
+	}
+	seen := map[chaosOrphan]bool{}
+	for _, name := range chaosNames {
+		var entries []chaosOrphan
+		if h, ok := lc.Leader(name); ok {
+			entries = append(entries, chaosOrphan{name: name, session: h.Session})
+		}
+		for _, w := range lc.LeaseWaiters(name) {
+			entries = append(entries, chaosOrphan{name: name, session: w.Session, queued: true})
+		}
+		for _, o := range entries {
+			i, ok := nodeOf[o.session]
+			if !ok {
+				continue // an old incarnation's session: it expires on its own
+			}
+			k := chaosKey{i, name}
+			r.req.mu.Lock()
+			busy := r.req.live[k] > 0 || len(r.req.pending[k]) > 0
+			r.req.mu.Unlock()
+			if busy {
+				continue
+			}
+			seen[o] = true
+			first, ok := since[o]
+			if !ok {
+				since[o] = now
+				continue
+			}
+			if !first.IsZero() && now.Sub(later(first, after)) > ttl {
+				since[o] = time.Time{} // reported
+				what := "held"
+				if o.queued {
+					what = "queued"
+				}
+				r.req.mu.Lock()
+				r.req.violations = append(r.req.violations, fmt.Sprintf(
+					"orphan: %q %s by node%d's session since %s with no Lease or call of the node for it",
+					name, what, i, r.h.ms(first)))
+				r.req.mu.Unlock()
+			}
+		}
+	}
+	for o, t := range since {
+		if !seen[o] && !t.IsZero() {
+			delete(since, o)
+		}
+	}
 }
