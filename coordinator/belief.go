@@ -53,7 +53,12 @@ func (b *belief) Context() context.Context { return b.ctx }
 // Err returns nil while the lease is held, then why it ended. It reads
 // the clock, so a holder resumed from suspend sees the lease ended at once.
 func (b *belief) Err() error {
-	b.checkClock()
+	b.observe()
+	return b.cause()
+}
+
+// cause is nil while the belief holds, then why it ended.
+func (b *belief) cause() error {
 	if b.ctx.Err() == nil {
 		return nil
 	}
@@ -62,34 +67,34 @@ func (b *belief) Err() error {
 
 // Remaining returns how long this node may still believe it holds the
 // lease if no further keepalive is answered (0 once it ended).
-func (b *belief) Remaining() time.Duration {
-	b.checkClock()
+func (b *belief) Remaining() time.Duration { return b.observe() }
+
+// observe reads the clock once, ends the belief if its session's deadline
+// or its cap has passed (after a suspend, before the timers noticed), and
+// returns how long the belief has left (0 once it ended).
+func (b *belief) observe() time.Duration {
 	if b.ctx.Err() != nil {
 		return 0
 	}
-	r := b.sess.remaining()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.onCap != nil {
-		r = min(r, max(b.capUntilC-b.sess.clock.Now(), 0))
+	now := b.sess.clock.Now()
+	left, ok := b.sess.leftAt(now)
+	if !ok {
+		return 0
 	}
-	return r
-}
-
-// checkClock ends the belief if the session's clock shows its session
-// deadline or its cap passed (after a suspend, before the timers noticed).
-func (b *belief) checkClock() {
-	if b.ctx.Err() != nil {
-		return
-	}
-	b.sess.check()
 	b.mu.Lock()
-	onCap, at := b.onCap, b.capUntil
-	due := onCap != nil && b.sess.clock.Now() >= b.capUntilC
+	onCap, at, capC := b.onCap, b.capUntil, b.capUntilC
 	b.mu.Unlock()
-	if due {
-		onCap(at)
+	if onCap != nil {
+		if now >= capC {
+			onCap(at)
+			return 0
+		}
+		left = min(left, capC-now)
 	}
+	if b.ctx.Err() != nil {
+		return 0
+	}
+	return left
 }
 
 // Checkpoint returns nil if the lease is held with at least the margin
@@ -97,10 +102,11 @@ func (b *belief) checkClock() {
 // ErrLeaseLost once the lease ended, or an *ExpiringError (ErrLeaseExpiring)
 // that says how much time is left when less than the margin is.
 func (b *belief) Checkpoint() error {
-	if err := b.Err(); err != nil {
+	r := b.observe()
+	if err := b.cause(); err != nil {
 		return fmt.Errorf("%w: %w", ErrLeaseLost, err)
 	}
-	if r := b.Remaining(); r < b.c.cfg.LeaseMargin {
+	if r < b.c.cfg.LeaseMargin {
 		return &ExpiringError{Remaining: r, Margin: b.c.cfg.LeaseMargin}
 	}
 	return nil

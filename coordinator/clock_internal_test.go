@@ -101,3 +101,19 @@ func TestCappedBeliefEndsAfterJump(t *testing.T) {
 		s.end(ErrShutdown)
 	}
 }
+
+// BenchmarkBeliefCheckpoint measures Checkpoint on the system clock (one
+// clock read per call).
+func BenchmarkBeliefCheckpoint(b *testing.B) {
+	clk := SystemClock()
+	s := newSession(context.Background(), "s", time.Hour, clk, time.Second)
+	s.extend(time.Now().Add(time.Hour), clk.Now()+time.Hour)
+	defer s.end(ErrShutdown)
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	bl := &belief{c: &Coordinator{cfg: Config{LeaseMargin: time.Second}}, sess: s, ctx: ctx, cancel: cancel}
+	for b.Loop() {
+		if err := bl.Checkpoint(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -65,27 +65,33 @@ func (s *session) extend(until time.Time, untilC time.Duration) bool {
 // from suspend, before the timer noticed); it reports whether the belief
 // still holds.
 func (s *session) check() bool {
-	if s.ctx.Err() != nil {
-		return false
-	}
-	s.mu.Lock()
-	until := s.validUntilC
-	s.mu.Unlock()
-	if until != 0 && s.clock.Now() >= until {
-		s.end(ErrSessionExpired)
-		return false
-	}
-	return true
+	_, ok := s.leftAt(s.clock.Now())
+	return ok
 }
 
 // remaining is how long the belief has left (0 once it lapsed).
 func (s *session) remaining() time.Duration {
-	if !s.check() {
-		return 0
+	left, _ := s.leftAt(s.clock.Now())
+	return left
+}
+
+// leftAt is how long the belief has left at now on the session's clock; it
+// ends the belief (false) once now is past its deadline.
+func (s *session) leftAt(now time.Duration) (time.Duration, bool) {
+	if s.ctx.Err() != nil {
+		return 0, false
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return max(s.validUntilC-s.clock.Now(), 0)
+	until := s.validUntilC
+	s.mu.Unlock()
+	if until == 0 {
+		return 0, true // not extended yet
+	}
+	if now >= until {
+		s.end(ErrSessionExpired)
+		return 0, false
+	}
+	return until - now, true
 }
 
 // end cancels the belief now with cause and stops the timer.
