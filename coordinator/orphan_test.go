@@ -204,6 +204,9 @@ func TestResignWithCancelledContextReleasesOnFollower(t *testing.T) {
 	stop()
 	err = l.Resign(done)
 	t.Logf("Resign with a cancelled context: %v", err)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Resign with a cancelled context returned %v, want an error wrapping context.Canceled", err)
+	}
 	if !errors.Is(l.Err(), coordinator.ErrResigned) {
 		t.Fatalf("the local belief did not end at Resign: %v", l.Err())
 	}
