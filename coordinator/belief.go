@@ -19,10 +19,12 @@ type belief struct {
 	once   sync.Once
 	start  time.Time // when this node began to believe
 
-	mu       sync.Mutex
-	endTime  time.Time   // when the belief ended by this node's own action
-	capUntil time.Time   // non-zero: the belief ends then, whatever the session
-	capTimer *time.Timer // fires at capUntil
+	mu        sync.Mutex
+	endTime   time.Time          // when the belief ended by this node's own action
+	capUntil  time.Time          // non-zero: the belief ends then, whatever the session
+	capUntilC time.Duration      // capUntil on the session's clock
+	onCap     func(at time.Time) // ends the belief at its cap
+	capTimer  *bootTimer         // fires at capUntilC
 }
 
 // newBelief starts a belief of the given kind (kindLeader or kindShard)
@@ -47,8 +49,15 @@ func (b *belief) Done() <-chan struct{} { return b.ctx.Done() }
 // ErrShutdown).
 func (b *belief) Context() context.Context { return b.ctx }
 
-// Err returns nil while the lease is held, then why it ended.
+// Err returns nil while the lease is held, then why it ended. It reads
+// the clock, so a holder resumed from suspend sees the lease ended at once.
 func (b *belief) Err() error {
+	b.observe()
+	return b.cause()
+}
+
+// cause is nil while the belief holds, then why it ended.
+func (b *belief) cause() error {
 	if b.ctx.Err() == nil {
 		return nil
 	}
@@ -57,17 +66,34 @@ func (b *belief) Err() error {
 
 // Remaining returns how long this node may still believe it holds the
 // lease if no further keepalive is answered (0 once it ended).
-func (b *belief) Remaining() time.Duration {
+func (b *belief) Remaining() time.Duration { return b.observe() }
+
+// observe reads the clock once, ends the belief if its session's deadline
+// or its cap has passed (after a suspend, before the timers noticed), and
+// returns how long the belief has left (0 once it ended).
+func (b *belief) observe() time.Duration {
 	if b.ctx.Err() != nil {
 		return 0
 	}
-	r := b.sess.remaining()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.capUntil.IsZero() {
-		r = min(r, max(time.Until(b.capUntil), 0))
+	now := b.sess.clock.Now()
+	left, ok := b.sess.leftAt(now)
+	if !ok {
+		return 0
 	}
-	return r
+	b.mu.Lock()
+	onCap, at, capC := b.onCap, b.capUntil, b.capUntilC
+	b.mu.Unlock()
+	if onCap != nil {
+		if now >= capC {
+			onCap(at)
+			return 0
+		}
+		left = min(left, capC-now)
+	}
+	if b.ctx.Err() != nil {
+		return 0
+	}
+	return left
 }
 
 // Checkpoint returns nil if the lease is held with at least the margin
@@ -75,10 +101,11 @@ func (b *belief) Remaining() time.Duration {
 // ErrLeaseLost once the lease ended, or an *ExpiringError (ErrLeaseExpiring)
 // that says how much time is left when less than the margin is.
 func (b *belief) Checkpoint() error {
-	if err := b.Err(); err != nil {
+	r := b.observe()
+	if err := b.cause(); err != nil {
 		return wrap(ErrLeaseLost, err)
 	}
-	if r := b.Remaining(); r < b.c.cfg.LeaseMargin {
+	if r < b.c.cfg.LeaseMargin {
 		return &ExpiringError{Remaining: r, Margin: b.c.cfg.LeaseMargin}
 	}
 	return nil
@@ -114,15 +141,15 @@ func (b *belief) end(cause error, at time.Time, after func()) bool {
 // runs when that instant comes first.
 func (b *belief) capAt(onCap func(at time.Time)) {
 	b.sess.mu.Lock()
-	until := b.sess.validUntil
+	until, untilC := b.sess.validUntil, b.sess.validUntilC
 	b.sess.mu.Unlock()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.capUntil.IsZero() {
+	if b.onCap != nil {
 		return
 	}
-	b.capUntil = until
-	b.capTimer = time.AfterFunc(time.Until(until), func() { onCap(until) })
+	b.capUntil, b.capUntilC, b.onCap = until, untilC, onCap
+	b.capTimer = afterBoot(b.sess.clock, untilC, b.sess.step, func() { onCap(until) })
 }
 
 // endedAt returns when the belief ended by this node's own action (resign,

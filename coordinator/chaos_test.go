@@ -24,10 +24,12 @@ import (
 // cluster while workers on every node campaign for named leases and write
 // to a fenced register, and every node owns some of the 16 shards through
 // its Config.Handler and writes to each owned shard's fenced register (see
-// chaos_shards_test.go). It then checks the recorded history for I1–I4 on
-// leases and shards, and I6 on shards after the last heal (see
-// /work/shared/FAULTS.md). Each seed is a subtest "seed=S"; a failing seed
-// is replayed with the command it logs.
+// chaos_shards_test.go). Lease calls are also cut short, cancelled and
+// duplicated (see chaos_requests_test.go). It then checks the recorded
+// history for I1–I4 on leases and shards, I6 on shards after the last
+// heal, and that no lease request leaves an orphan or a blocked Campaign.
+// Each seed is a subtest "seed=S"; a failing seed is replayed with the
+// command it logs.
 //
 //	go test ./coordinator -run TestChaos -chaos.seeds=100   # more seeds (or HOLDFAST_CHAOS_SEEDS=100)
 //	go test ./coordinator -run TestChaos -chaos.seed=17 -v  # exactly one seed
@@ -152,6 +154,7 @@ type chaosRun struct {
 	cl   *holdfasttest.Cluster
 	h    *chaosHistory
 	sh   *chaosShards
+	req  *chaosRequests  // calls in flight and live leases per node and name
 	mem  *fence.Memory   // the fenced registers of the leases and the shards
 	ctx  context.Context // cancelled when the workers must stop
 	stop context.CancelFunc
@@ -173,7 +176,7 @@ type chaosRun struct {
 func newChaosRun(t *testing.T, seed uint64) *chaosRun {
 	ctx, stop := context.WithCancel(context.Background())
 	r := &chaosRun{
-		t: t, seed: seed, h: newChaosHistory(), sh: newChaosShards(), mem: fence.NewMemory(), ctx: ctx, stop: stop,
+		t: t, seed: seed, h: newChaosHistory(), sh: newChaosShards(), req: newChaosRequests(), mem: fence.NewMemory(), ctx: ctx, stop: stop,
 		workers: make([]int, chaosNodes), incarnation: make([]int, chaosNodes),
 	}
 	r.busy = make([][]sync.Mutex, chaosNodes)
@@ -242,8 +245,20 @@ func runChaosSeed(t *testing.T, seed uint64) (chaosStats, chaosShardStats) {
 	cl.Net.SetLoss(0)
 	cl.WaitFormed(formTimeout)
 	formed := time.Now()
+	monCtx, stopMon := context.WithCancel(context.Background())
+	monDone := make(chan struct{})
+	go func() {
+		defer close(monDone)
+		r.monitorBlocked(monCtx, driven, cfg.SessionTTL)
+	}()
 	recovered, i6 := r.waitShardsOwned(formed)
+	// Let the workers run on for a TTL without faults, so that a Campaign
+	// blocked behind its own session's grant would show.
+	pace(context.Background(), max(cfg.SessionTTL-time.Since(formed), 0))
 	r.stopWorkers()
+	stopMon()
+	<-monDone
+	orphans := r.checkNoOrphans(time.Now().Add(settle))
 	t.Logf("seed %d: faults for %v, formed again after %v, every shard owned %v later, workers stopped after %v",
 		seed, driven.Sub(r.h.t0).Round(time.Millisecond), formed.Sub(driven).Round(time.Millisecond),
 		recovered.Round(time.Millisecond), time.Since(formed.Add(recovered)).Round(time.Millisecond))
@@ -253,6 +268,12 @@ func runChaosSeed(t *testing.T, seed uint64) (chaosStats, chaosShardStats) {
 	shardViolations, sst := r.checkShards(now, settle)
 	sst.recovered = recovered
 	violations = append(violations, shardViolations...)
+	violations = append(violations, orphans...)
+	r.req.mu.Lock()
+	violations = append(violations, r.req.violations...)
+	calls := fmt.Sprint(r.req.calls)
+	r.req.mu.Unlock()
+	t.Logf("seed %d requests: calls by bound %s", seed, calls)
 	if i6 != "" {
 		violations = append(violations, i6)
 	}
@@ -289,6 +310,7 @@ func (r *chaosRun) report(violations []string, st chaosStats, sst chaosShardStat
 // spawn starts node i's workers for the incarnation c.
 func (r *chaosRun) spawn(i int, c *coordinator.Coordinator) {
 	r.incarnation[i]++
+	c.SetForwardDuplicator(r.duplicator(i))
 	for k := range r.workers[i] {
 		wrng := rand.New(rand.NewPCG(r.seed, uint64(i)<<32|uint64(r.incarnation[i])<<8|uint64(k)))
 		r.wg.Add(1)
@@ -350,14 +372,30 @@ func (r *chaosRun) work(i int, c *coordinator.Coordinator, rng *rand.Rand) {
 // campaign runs one Campaign, hold and (maybe) zombie write; it reports
 // false when the worker must stop.
 func (r *chaosRun) campaign(i int, c *coordinator.Coordinator, nodeName, name string, rng *rand.Rand) bool {
-	opCtx, cancel := context.WithTimeout(r.ctx, chaosOpTimeout)
-	l, err := c.Campaign(opCtx, name)
+	opCtx, cancel, kind := callCtx(r.ctx, rng)
+	try := rng.Float64() < 0.2
+	if try {
+		kind = "try-" + kind
+	}
+	done := r.req.begin(i, name, kind, !try)
+	var l *coordinator.Lease
+	var err error
+	if try {
+		l, err = c.TryAcquire(opCtx, name)
+	} else {
+		l, err = c.Campaign(opCtx, name)
+	}
 	cancel()
+	if err == nil {
+		r.req.hold(i, name, l)
+	}
+	done()
 	if err != nil {
 		if errors.Is(err, coordinator.ErrShutdown) {
 			return false
 		}
-		if r.ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+		if r.ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) &&
+			!errors.Is(err, coordinator.ErrLeaseHeld) {
 			r.errors.Add(1)
 		}
 		return pace(r.ctx, between(rng, 10*time.Millisecond, 50*time.Millisecond))
@@ -389,7 +427,7 @@ func (r *chaosRun) hold(l *coordinator.Lease, g *chaosGrant, rng *rand.Rand) {
 	defer tick.Stop()
 	resign := func() {
 		r.h.resigning(g, time.Now())
-		ctx, cancel := context.WithTimeout(context.Background(), chaosOpTimeout)
+		ctx, cancel := resignCtx(rng)
 		defer cancel()
 		_ = l.Resign(ctx) // the local belief ends first whatever the outcome
 	}
@@ -460,7 +498,7 @@ func (r *chaosRun) zombie(l *coordinator.Lease, g *chaosGrant) {
 
 // chaosFaultKinds are the faults the driver picks from.
 var chaosFaultKinds = []string{"kill", "pause-short", "pause-long", "isolate", "isolate-leader", "partition", "delay-loss",
-	"fail-heal-fail"}
+	"fail-heal-fail", "slow-forwards"}
 
 // drive injects one fault at a time until deadline: pick a fault, hold it
 // for a while, undo it, wait 300–800 ms. The timers pace the scenario.
@@ -535,6 +573,8 @@ func (r *chaosRun) drive(rng *rand.Rand, deadline time.Time) {
 			cl.Net.SetDelay("", "", 0, 0)
 			cl.Net.SetLoss(0)
 			h.healFault(f)
+		case "slow-forwards":
+			r.slowForwards(rng, victim)
 		}
 	}
 }

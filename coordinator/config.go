@@ -179,6 +179,9 @@ type Config struct {
 	// keyring calls. Meant for tests and demos on one machine only;
 	// DefaultLocalConfig sets it. It has no effect when TLS is set.
 	Insecure bool
+	// Clock measures how long this node may believe in its leases; it must
+	// count time the machine spends suspended. Nil: SystemClock().
+	Clock Clock
 	// Registerer receives holdfast's metrics. Nil: metrics are created but
 	// not registered.
 	Registerer prometheus.Registerer

@@ -45,6 +45,7 @@ type Coordinator struct {
 	sess        *session      // current session (nil before the first)
 	sessChanged chan struct{} // closed and replaced when sess changes
 	reqSeq      reqCounter    // request IDs for lease commands
+	clock       Clock         // measures beliefs (Config.Clock or SystemClock)
 
 	leaseMu   sync.Mutex
 	leases    map[*Lease]struct{}      // held leases; nil once shutting down
@@ -64,6 +65,10 @@ type Coordinator struct {
 	forwards  chan struct{}                  // semaphore of forwarded commands being served
 	noLeader  leaderWatch                    // since when no raft leader is known (sync.go)
 	tlsReload tlsReloader                    // follows the TLS files (tlsreload.go)
+	// dupForward, set only by tests, says whether to send a forwarded
+	// command once more (after the returned delay): a late duplicate.
+	dupForward atomic.Pointer[func() (time.Duration, bool)]
+	dupsSent   atomic.Int64 // duplicates whose call returned (tests)
 
 	ctx      context.Context // ends when Shutdown or Close begins
 	cancel   context.CancelCauseFunc
@@ -95,6 +100,10 @@ func New(cfg Config) (*Coordinator, error) {
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.clock = cfg.Clock
+	if c.clock == nil {
+		c.clock = SystemClock()
 	}
 	c.log = c.log.With("node", cfg.NodeName)
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())

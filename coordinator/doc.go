@@ -51,7 +51,13 @@
 //     last answered keepalive's send time: sent + SessionTTL·(1 − MaxClockDrift)
 //     − LeaseMargin. At that instant its lease contexts are cancelled by a
 //     local timer, before the leader can expire the session and grant the
-//     lease to someone else.
+//     lease to someone else. The instant is measured on Config.Clock, which
+//     counts time the machine spends suspended (CLOCK_BOOTTIME on Linux).
+//   - A lease request whose caller stops waiting (its context ends) leaves
+//     nothing behind: the node settles it in the background by committing a
+//     release that names the request, and Resign always delivers its
+//     release. A command that reaches the leader late or twice changes
+//     nothing its own request did not create.
 //   - Every grant takes a new fencing token, strictly increasing per name
 //     across leader changes, restarts and snapshot restores.
 //

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"time"
 
+	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/transport"
 )
 
@@ -50,12 +51,12 @@ func (c *Coordinator) KeepAliveNow() error {
 	if s == nil {
 		return ErrNoSession
 	}
-	sent := time.Now()
+	sent, sentC := time.Now(), c.clock.Now()
 	index, err := c.sendKeepAlive(s)
 	if err != nil {
 		return err
 	}
-	c.renew(s, sent, index)
+	c.renew(s, sent, sentC, index)
 	return nil
 }
 
@@ -89,3 +90,25 @@ func ShardLeaseStart(l *ShardLease) time.Time { return l.start }
 
 // TransportStats returns the transport's counters of refused input.
 func (c *Coordinator) TransportStats() transport.Stats { return c.trans.Stats() }
+
+// LeaseWaiters returns the sessions queued for the named lease in the
+// local replica, with the requests that queued them.
+func (c *Coordinator) LeaseWaiters(name string) []fsm.Waiter {
+	l, _ := c.fsm.View().Lease(name)
+	return l.Waiters
+}
+
+// SetForwardDuplicator makes this node send every command it forwards to
+// the leader a second time when dup says so, after the delay it returns
+// (nil turns it off).
+func (c *Coordinator) SetForwardDuplicator(dup func() (time.Duration, bool)) {
+	if dup == nil {
+		c.dupForward.Store(nil)
+		return
+	}
+	c.dupForward.Store(&dup)
+}
+
+// DuplicatesSent counts the duplicated forwards whose call has returned
+// (delivered and answered, refused, or timed out).
+func (c *Coordinator) DuplicatesSent() int64 { return c.dupsSent.Load() }

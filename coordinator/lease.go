@@ -19,27 +19,36 @@ import (
 type Lease struct {
 	belief
 	name string
+	req  uint64        // the request the grant answered
 	slot chan struct{} // this node's slot for the name; see acquire
 }
 
 // Name returns the lease's name.
 func (l *Lease) Name() string { return l.name }
 
-// Resign ends the lease: the local context is cancelled first, then the
-// release is committed and the lease passes to the next waiter. It returns
-// nil if the lease had already ended.
+// Resign ends the lease: the local context is cancelled first (at once,
+// whatever ctx), then the release is committed and the lease passes to the
+// next waiter. The release is always delivered: if ctx ends before it
+// commits, Resign returns ctx's error and the node goes on delivering it
+// in the background for as long as its session lives (the session's end
+// releases the lease anyway). It returns nil if the lease had already
+// ended.
 func (l *Lease) Resign(ctx context.Context) error {
 	if !l.end(ErrResigned) {
 		return nil
 	}
+	// The slot frees once the release is committed or handed to the
+	// background: a later local Campaign that still finds this grant
+	// releases it by its request ID too.
 	defer func() { <-l.slot }()
-	_, err := l.c.applyRetry(ctx, fsm.Command{Op: fsm.OpRelease, Lease: &fsm.LeaseCmd{
-		Name: l.name, Session: l.sess.id, Token: l.token,
-	}})
-	if errors.Is(err, ErrNoSession) {
-		return nil // the session is gone: so is the lease
+	err := l.c.giveUp(ctx, l.sess, l.name, l.req, l.token, "resign")
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrShutdown):
+		return err // the session's close releases the lease
 	}
-	return err
+	return fmt.Errorf("holdfast: resign %q: the release goes on in the background: %w", l.name, err)
 }
 
 // end cancels the lease with cause; it reports whether this call ended it.
@@ -141,6 +150,9 @@ func (c *Coordinator) acquireSlotted(ctx context.Context, name string, wait bool
 		if err != nil {
 			return nil, err
 		}
+		if err := ctx.Err(); err != nil {
+			return nil, err // nothing sent: nothing to settle
+		}
 		req := c.reqSeq.Add(1)
 		cmd := fsm.Command{Op: fsm.OpAcquire, Lease: &fsm.LeaseCmd{Name: name, Session: s.id, Request: req, Wait: wait}}
 		res, err := c.applyRetry(ctx, cmd)
@@ -149,22 +161,29 @@ func (c *Coordinator) acquireSlotted(ctx context.Context, name string, wait bool
 			s.end(ErrSessionExpired)
 			continue
 		case err != nil:
+			if mayHaveCommitted(err) && !errors.Is(err, ErrShutdown) {
+				// The leader may have granted or queued it after all.
+				c.settle(s, name, req, 0, "acquire")
+			}
 			return nil, err
+		case res.Stale:
+			continue // an earlier attempt of this request was refused: ask anew
 		case !res.Queued && res.Holder == s.id && res.Request != req:
-			// This session still holds an earlier grant whose release did
-			// not commit (a Resign that failed): release it, then ask again.
-			c.release(ctx, s, name, res.Token)
+			// An earlier request of this session still holds the grant (a
+			// Resign whose release has not committed yet, or a given-up
+			// acquire): release that request, then ask again.
+			if err := c.giveUp(ctx, s, name, res.Request, res.Token, "acquire"); err != nil {
+				return nil, err
+			}
 			continue
 		case !res.Queued && res.Holder == s.id:
 			// Read your writes: the local replica shows the grant before
 			// Campaign returns.
 			if _, err := c.fsm.Wait(ctx, res.Index); err != nil {
-				rctx, cancel := context.WithTimeout(c.ctx, c.cfg.RPCTimeout)
-				c.release(rctx, s, name, res.Token)
-				cancel()
+				c.settle(s, name, req, res.Token, "acquire")
 				return nil, err
 			}
-			l, err := c.newLease(s, name, res.Token, res.Index)
+			l, err := c.newLease(s, name, res.Token, req, res.Index)
 			if errors.Is(err, errSessionEnded) {
 				continue // granted to a session that has just ended: its end releases it
 			}
@@ -175,16 +194,6 @@ func (c *Coordinator) acquireSlotted(ctx context.Context, name string, wait bool
 			continue
 		}
 		return l, err
-	}
-}
-
-// release commits the release of a grant this session holds (best effort).
-func (c *Coordinator) release(ctx context.Context, s *session, name string, token uint64) {
-	_, err := c.applyRetry(ctx, fsm.Command{Op: fsm.OpRelease, Lease: &fsm.LeaseCmd{
-		Name: name, Session: s.id, Token: token,
-	}})
-	if err != nil && !errors.Is(err, ErrNoSession) {
-		c.log.Warn("releasing a stale grant failed", "lease", name, "token", token, "error", err)
 	}
 }
 
@@ -214,32 +223,23 @@ func (c *Coordinator) applyRetry(ctx context.Context, cmd fsm.Command) (applyRes
 // the acquire that queued s (after), shows s holding name for request req.
 // Looking only at views from after the acquire, and only at the grant that
 // answers this request, keeps a lagging replica from handing back an older
-// grant of the same session.
+// grant of the same session. If ctx ends first, the request is settled in
+// the background (it leaves the queue, or releases a grant that came too
+// late) and ctx's error is returned at once.
 func (c *Coordinator) waitGrant(ctx context.Context, s *session, name string, req, after uint64) (*Lease, error) {
 	for {
 		v := c.fsm.View()
 		if holder, token, r, ok := v.Grant(name); ok && v.Index() >= after && holder == s.id && r == req {
-			return c.newLease(s, name, token, v.Index())
+			return c.newLease(s, name, token, req, v.Index())
 		}
 		select {
 		case <-v.Changed():
 		case <-s.ctx.Done():
 			return nil, errSessionEnded
 		case <-ctx.Done():
-			c.leaveQueue(s, name)
+			c.settle(s, name, req, 0, "acquire")
 			return nil, ctx.Err()
 		}
-	}
-}
-
-// leaveQueue takes s out of name's queue (or releases name if it was
-// granted meanwhile) after a cancelled Campaign.
-func (c *Coordinator) leaveQueue(s *session, name string) {
-	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.RPCTimeout)
-	defer cancel()
-	_, err := c.apply(ctx, fsm.Command{Op: fsm.OpRelease, Lease: &fsm.LeaseCmd{Name: name, Session: s.id}})
-	if err != nil && !errors.Is(err, ErrNoSession) {
-		c.log.Warn("leaving a lease queue failed; the session's end will", "lease", name, "error", err)
 	}
 }
 
@@ -247,11 +247,11 @@ func (c *Coordinator) leaveQueue(s *session, name string) {
 // watcher that ends it when the replica shows another holder. A grant to a
 // session whose belief has already ended is refused (errSessionEnded):
 // Campaign never returns a lease that is already over.
-func (c *Coordinator) newLease(s *session, name string, token, index uint64) (*Lease, error) {
+func (c *Coordinator) newLease(s *session, name string, token, req, index uint64) (*Lease, error) {
 	if s.ctx.Err() != nil {
 		return nil, errSessionEnded
 	}
-	l := &Lease{belief: newBelief(c, kindLeader, s, token, index), name: name}
+	l := &Lease{belief: newBelief(c, kindLeader, s, token, index), name: name, req: req}
 	c.leaseMu.Lock()
 	if c.leases == nil {
 		c.leaseMu.Unlock()

@@ -38,6 +38,8 @@ type metrics struct {
 	handoffDuration   prometheus.Histogram
 	unownedSeconds    prometheus.Counter
 	forwardsRefused   prometheus.Counter
+	forwardsExpired   prometheus.Counter
+	settlements       *prometheus.CounterVec
 }
 
 // latencyBuckets span 1ms to ~16s.
@@ -51,7 +53,7 @@ func newMetrics(c *Coordinator) *metrics {
 	m.newEventMetrics()
 	m.collectors = append(m.collectors, m.leaderChanges, m.healthy, m.failureTolerance, m.expiries,
 		m.keepAliveLatency, m.keepAliveFailures, m.acquireWait, m.holdTime, m.leasesEnded,
-		m.handoffs, m.forced, m.handoffDuration, m.unownedSeconds, m.forwardsRefused, &stateCollector{c: c},
+		m.handoffs, m.forced, m.handoffDuration, m.unownedSeconds, m.forwardsRefused, m.forwardsExpired, m.settlements, &stateCollector{c: c},
 		&transportCollector{c: c})
 	m.collectors = append(m.collectors, gaugeFuncs(c)...)
 	if m.reg != nil {
@@ -91,6 +93,14 @@ func (m *metrics) newEventMetrics() {
 		Help: "Raft leader: from a shard's revoke to its grant to the next owner.", Buckets: latencyBuckets})
 	m.forwardsRefused = counter("holdfast_forwards_refused_total",
 		"Commands forwarded to this node as raft leader that were refused because too many were pending.")
+	m.forwardsExpired = counter("holdfast_forwards_expired_total",
+		"Commands forwarded to this node as raft leader that it dropped unapplied because their sender's budget had run out.")
+	m.settlements = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holdfast_lease_settlements_total",
+		Help: "Lease requests this node settled in the background after their caller stopped waiting (acquire: a cancelled Campaign or TryAcquire; resign: a release Resign could not deliver in time)."},
+		[]string{"op"})
+	for _, op := range []string{"acquire", "resign"} {
+		m.settlements.WithLabelValues(op)
+	}
 	m.unownedSeconds = counter("holdfast_shards_unowned_seconds_total", "Raft leader: shard-seconds spent with no owner (summed over shards).")
 	for _, kind := range []string{kindLeader, kindShard} {
 		for _, reason := range []string{"expired", "revoked", "resigned", "shutdown", "lost"} {

@@ -45,6 +45,11 @@ type statsReply struct {
 
 type applyRequest struct {
 	Data []byte `msgpack:"data"`
+	// BudgetNanos is how long the sender still waited for the answer when
+	// it sent the request (a duration, not a deadline: clocks differ); 0
+	// means unbounded. The leader drops the command unapplied once that
+	// much time has passed since the request reached it.
+	BudgetNanos int64 `msgpack:"budget,omitempty"`
 }
 
 // applyResult is what a committed command returned.
@@ -55,6 +60,7 @@ type applyResult struct {
 	Request uint64 `msgpack:"req"`
 	Queued  bool   `msgpack:"queued"`
 	Noop    bool   `msgpack:"noop"`
+	Stale   bool   `msgpack:"stale,omitempty"`
 	Count   int    `msgpack:"count"`
 }
 
@@ -197,6 +203,9 @@ func (c *Coordinator) applyLocal(ctx context.Context, data []byte) (applyResult,
 		addr, _ := c.leaderRPCAddr()
 		return applyResult{}, &NotLeaderError{Leader: addr}
 	}
+	if err := ctx.Err(); err != nil {
+		return applyResult{}, err // nobody waits for the answer: do not propose
+	}
 	timeout := c.cfg.RPCTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
@@ -209,7 +218,7 @@ func (c *Coordinator) applyLocal(ctx context.Context, data []byte) (applyResult,
 		return applyResult{}, err
 	}
 	r, _ := f.Response().(fsm.Result)
-	res := applyResult{Index: f.Index(), Token: r.Token, Holder: r.Holder, Request: r.Request, Queued: r.Queued, Noop: r.Noop, Count: r.Count}
+	res := applyResult{Index: f.Index(), Token: r.Token, Holder: r.Holder, Request: r.Request, Queued: r.Queued, Noop: r.Noop, Stale: r.Stale, Count: r.Count}
 	switch {
 	case r.Err == nil:
 		return res, nil
@@ -242,8 +251,16 @@ func (c *Coordinator) apply(ctx context.Context, cmd fsm.Command) (applyResult, 
 				return res, err
 			}
 		case addr != "":
+			if err := ctx.Err(); err != nil {
+				return applyResult{}, err
+			}
 			var res applyResult
-			err := fromRemote(c.trans.Call(ctx, addr, methodApply, applyRequest{Data: data}, &res))
+			req := applyRequest{Data: data}
+			if dl, ok := ctx.Deadline(); ok {
+				req.BudgetNanos = max(int64(time.Until(dl)), 1)
+			}
+			err := fromRemote(c.trans.Call(ctx, addr, methodApply, req, &res))
+			c.maybeDuplicate(addr, req)
 			if !errors.Is(err, ErrNotLeader) {
 				return res, err
 			}

@@ -12,9 +12,11 @@ import (
 )
 
 // session is this node's current session incarnation as the node believes
-// it: valid until validUntil on the local monotonic clock. A timer cancels
-// ctx at that instant even if no message ever arrives (DESIGN.md §4 rule
-// 4); every lease context derives from ctx.
+// it: valid until validUntil, measured on the coordinator's Clock (which
+// counts suspended time). A timer cancels ctx at that instant even if no
+// message ever arrives (DESIGN.md §4 rule 4), and every read of the belief
+// (check) looks at the clock too, so a node resumed from suspend sees the
+// belief gone at once; every lease context derives from ctx.
 type session struct {
 	id      string
 	ttl     time.Duration
@@ -22,45 +24,75 @@ type session struct {
 	sent    time.Time // when the create command was sent: the belief's base
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
+	clock   Clock
+	step    time.Duration // how often the timer re-reads the clock
 
-	mu         sync.Mutex
-	validUntil time.Time
-	timer      *time.Timer
+	mu          sync.Mutex
+	validUntil  time.Time     // the deadline on Go's clock (for reports and waits)
+	validUntilC time.Duration // the deadline on clock: the one that counts
+	timer       *bootTimer
 }
 
-func newSession(parent context.Context, id string, ttl time.Duration) *session {
-	s := &session{id: id, ttl: ttl}
+func newSession(parent context.Context, id string, ttl time.Duration, clock Clock, step time.Duration) *session {
+	s := &session{id: id, ttl: ttl, clock: clock, step: step}
 	s.ctx, s.cancel = context.WithCancelCause(parent)
 	return s
 }
 
-// extend moves the belief forward to until (never back) and re-arms the
-// timer; it reports false when the belief had already lapsed.
-func (s *session) extend(until time.Time) bool {
+// extend moves the belief forward to until (never back), untilC being the
+// same instant on the session's clock, and re-arms the timer; it reports
+// false when the belief had already lapsed.
+func (s *session) extend(until time.Time, untilC time.Duration) bool {
+	if !s.check() {
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ctx.Err() != nil {
 		return false
 	}
-	if !until.After(s.validUntil) {
+	if untilC <= s.validUntilC {
 		return true
 	}
-	s.validUntil = until
+	s.validUntil, s.validUntilC = until, untilC
 	if s.timer != nil {
 		s.timer.Stop()
 	}
-	s.timer = time.AfterFunc(time.Until(until), func() { s.cancel(ErrSessionExpired) })
+	s.timer = afterBoot(s.clock, untilC, s.step, func() { s.cancel(ErrSessionExpired) })
 	return true
+}
+
+// check ends the belief if the clock has passed its deadline (a resume
+// from suspend, before the timer noticed); it reports whether the belief
+// still holds.
+func (s *session) check() bool {
+	_, ok := s.leftAt(s.clock.Now())
+	return ok
 }
 
 // remaining is how long the belief has left (0 once it lapsed).
 func (s *session) remaining() time.Duration {
+	left, _ := s.leftAt(s.clock.Now())
+	return left
+}
+
+// leftAt is how long the belief has left at now on the session's clock; it
+// ends the belief (false) once now is past its deadline.
+func (s *session) leftAt(now time.Duration) (time.Duration, bool) {
 	if s.ctx.Err() != nil {
-		return 0
+		return 0, false
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return max(time.Until(s.validUntil), 0)
+	until := s.validUntilC
+	s.mu.Unlock()
+	if until == 0 {
+		return 0, true // not extended yet
+	}
+	if now >= until {
+		s.end(ErrSessionExpired)
+		return 0, false
+	}
+	return until - now, true
 }
 
 // end cancels the belief now with cause and stops the timer.
@@ -76,8 +108,14 @@ func (s *session) end(cause error) {
 // beliefUntil is how long a keepalive sent at sent lets the holder believe:
 // sent + TTL·(1 − maxDrift) − margin (DESIGN.md §4 rule 4).
 func (c *Coordinator) beliefUntil(sent time.Time) time.Time {
+	return sent.Add(c.beliefSpan())
+}
+
+// beliefSpan is TTL·(1 − maxDrift) − margin: how long after a keepalive is
+// sent its answer lets the holder believe.
+func (c *Coordinator) beliefSpan() time.Duration {
 	ttl := c.cfg.SessionTTL
-	return sent.Add(time.Duration(float64(ttl)*(1-c.cfg.MaxClockDrift)) - c.cfg.LeaseMargin)
+	return time.Duration(float64(ttl)*(1-c.cfg.MaxClockDrift)) - c.cfg.LeaseMargin
 }
 
 // currentSession returns the session if its belief is valid, else nil,
@@ -153,8 +191,8 @@ func (c *Coordinator) openSession() *session {
 				return nil
 			}
 		}
-		s := newSession(c.sessCtx, newID(), c.cfg.SessionTTL)
-		sent := time.Now()
+		s := newSession(c.sessCtx, newID(), c.cfg.SessionTTL, c.clock, c.clockStep())
+		sent, sentC := time.Now(), c.clock.Now()
 		cmd := &fsm.SessionCmd{ID: s.id, Node: c.cfg.NodeName, NodeID: c.id, TTLNanos: int64(c.cfg.SessionTTL)}
 		c.shardSessionCmd(cmd)
 		ctx, cancel := context.WithTimeout(c.sessCtx, c.cfg.RPCTimeout)
@@ -162,7 +200,7 @@ func (c *Coordinator) openSession() *session {
 		cancel()
 		if err == nil && time.Until(c.beliefUntil(sent)) > c.cfg.LeaseMargin {
 			s.created, s.sent = res.Index, sent
-			s.extend(c.beliefUntil(sent))
+			s.extend(c.beliefUntil(sent), sentC+c.beliefSpan())
 			return s
 		}
 		if err == nil { // committed too late to be believed: let it go, open another
@@ -200,12 +238,12 @@ func (c *Coordinator) keepAlive(s *session) {
 		if !sleepUntil(s.ctx, next) {
 			return
 		}
-		sent := time.Now()
+		sent, sentC := time.Now(), c.clock.Now()
 		index, err := c.sendKeepAlive(s)
 		switch {
 		case err == nil:
 			c.metrics.keepAliveLatency.Observe(time.Since(sent).Seconds())
-			c.renew(s, sent, index)
+			c.renew(s, sent, sentC, index)
 			backoff = 20 * time.Millisecond
 			next = sent.Add(jitter(interval))
 		case errors.Is(err, ErrNoSession):
@@ -238,14 +276,15 @@ func (c *Coordinator) sendKeepAlive(s *session) (uint64, error) {
 	return rep.Index, err
 }
 
-// renew extends the belief after a keepalive sent at sent was answered by
+// renew extends the belief after a keepalive sent at sent (sentC on the
+// session's clock) was answered by
 // a leader whose replica had applied index. The extension waits until the
 // local replica has applied that index too and the shard leases have seen
 // it: a shard revoked before the answer is frozen first, so the answer
 // never extends it (this is how the owner "hears" of a revoke in its next
 // keepalive answer, DESIGN.md §4 rule 5). If the replica cannot catch up
 // before the current belief ends, the belief lapses.
-func (c *Coordinator) renew(s *session, sent time.Time, index uint64) {
+func (c *Coordinator) renew(s *session, sent time.Time, sentC time.Duration, index uint64) {
 	s.mu.Lock()
 	until := s.validUntil
 	s.mu.Unlock()
@@ -256,7 +295,7 @@ func (c *Coordinator) renew(s *session, sent time.Time, index uint64) {
 		return
 	}
 	c.shards.sync(v, s)
-	s.extend(c.beliefUntil(sent))
+	s.extend(c.beliefUntil(sent), sentC+c.beliefSpan())
 }
 
 type keepAliveRequest struct {

@@ -115,13 +115,16 @@ type LeaseCmd struct {
 	Name string `msgpack:"name"`
 	// Session is the requesting session.
 	Session string `msgpack:"session"`
-	// Request identifies the request within the session, so that a retried
-	// request whose first attempt committed is answered the same way.
+	// Request identifies the request within the session (increasing), so
+	// that a retried request whose first attempt committed is answered the
+	// same way. On release it names the request given up: only its grant
+	// or queue entry is touched. A release without one comes from an older
+	// release's log and keeps its old meaning (see leases.go).
 	Request uint64 `msgpack:"req"`
 	// Wait, on acquire, queues the session when the lease is held.
 	Wait bool `msgpack:"wait,omitempty"`
-	// Token, on release, is the token being released (0: any the session
-	// holds; a mismatch makes the release a no-op).
+	// Token, on release, is the token being released (0: whatever grant
+	// the request holds; a mismatch makes the release a no-op).
 	Token uint64 `msgpack:"token,omitempty"`
 }
 

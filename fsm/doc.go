@@ -34,6 +34,18 @@
 // bytes; EncodeShardCmds splits a batch of any size into the fewest
 // commands within both limits.
 //
+// # Lease requests
+//
+// Every acquire carries its session and a request ID (increasing per node);
+// its grant or queue entry remembers it, and a release names the request it
+// gives up. A command acts only on what its own request created: a late,
+// repeated or given-up acquire is stale (Result.Stale) and changes nothing,
+// a newer acquire of a waiting session takes over its older queue entry,
+// and a release touches only its request's grant or queue entry. Each
+// session keeps a request mark per lease name for this (Session.Marks). A
+// release without a request ID comes from an older log and keeps its old
+// meaning. leases.go states the rules in full.
+//
 // # Encoding
 //
 // A command is one version byte, one operation byte and a msgpack body (see

@@ -18,7 +18,9 @@ const MaxSnapshotSize = 1 << 30
 // Result is what Apply returns for each log entry (raft hands it back to
 // the proposer through ApplyFuture.Response).
 type Result struct {
-	// Err is non-nil when the command was rejected; the state is unchanged.
+	// Err is non-nil when the command was rejected. The state is unchanged,
+	// except that a refused acquire (ErrLeaseHeld) still raises its
+	// session's request mark.
 	Err error
 	// Noop is true when the command was valid but changed nothing (a
 	// repeated request, an expiry of a session already gone).
@@ -31,6 +33,9 @@ type Result struct {
 	Request uint64
 	// Queued is true when an acquire queued the session as a waiter.
 	Queued bool
+	// Stale is true when an acquire's request had already been given up or
+	// superseded (a late or repeated copy): nothing changed.
+	Stale bool
 	// Count is how many items of a shard command took effect.
 	Count int
 }
@@ -203,6 +208,9 @@ func fromWire(w wireSnapshot) (snapshotData, error) {
 	for _, s := range st.Sessions {
 		if !validWeight(s.Weight) {
 			return snapshotData{}, fmt.Errorf("%w: session %q has weight %v", ErrMalformed, s.ID, s.Weight)
+		}
+		if !marksSorted(s.Marks) {
+			return snapshotData{}, fmt.Errorf("%w: session %q has unsorted request marks", ErrMalformed, s.ID)
 		}
 	}
 	if err := shardsFromWire(&st, w.Shards); err != nil {

@@ -16,6 +16,7 @@ type applier struct {
 	t     testing.TB
 	f     *FSM
 	index uint64
+	log   []Command // every command applied, in order (index i+1 at log[i])
 }
 
 // restoredCopy returns a new replica restored from a's snapshot, at a's
@@ -26,7 +27,7 @@ func (a *applier) restoredCopy() *applier {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	r := &applier{t: a.t, f: New(), index: a.index}
+	r := &applier{t: a.t, f: New(), index: a.index, log: append([]Command(nil), a.log...)}
 	if err := r.f.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
 		a.t.Fatal(err)
 	}
@@ -40,6 +41,7 @@ func (a *applier) do(c Command) Result {
 		a.t.Fatal(err)
 	}
 	a.index++
+	a.log = append(a.log, c)
 	return a.f.Apply(&raft.Log{Index: a.index, Type: raft.LogCommand, Data: b}).(Result)
 }
 

@@ -1,5 +1,10 @@
 package fsm
 
+import (
+	"slices"
+	"strings"
+)
+
 // Cluster is the identity and creation parameters of a formed cluster.
 type Cluster struct {
 	// ID is empty until an InitCluster command is applied.
@@ -30,6 +35,26 @@ type Session struct {
 	Weight float64 `msgpack:"weight,omitempty"`
 	// Drained sessions are granted no shards; the leader moves theirs away.
 	Drained bool `msgpack:"drained,omitempty"`
+	// Marks are the session's request marks, one per lease name it used,
+	// sorted by name: the highest request ID of its commands for that name.
+	// An acquire at or below its mark that neither holds nor waits is stale
+	// and changes nothing. Shared between views: never modify in place.
+	Marks []RequestMark `msgpack:"marks,omitempty"`
+}
+
+// RequestMark is a session's highest request ID for one lease name.
+type RequestMark struct {
+	Name    string `msgpack:"name"`
+	Request uint64 `msgpack:"req"`
+}
+
+// mark returns the session's request mark for name (0: none).
+func (s *Session) mark(name string) uint64 {
+	i, ok := slices.BinarySearchFunc(s.Marks, name, func(m RequestMark, n string) int { return strings.Compare(m.Name, n) })
+	if !ok {
+		return 0
+	}
+	return s.Marks[i].Request
 }
 
 // Waiter is a session queued for a lease, with the request that queued it.

@@ -250,7 +250,10 @@ func shardsFromWire(st *state, shards []Shard) error {
 	if len(shards) != int(n) {
 		return fmt.Errorf("%w: %d shards in snapshot, want %d", ErrMalformed, len(shards), n)
 	}
-	var odd map[Session]*Session
+	// ownerKey is what a shard copies of its owner; Session itself is not
+	// comparable (its Marks are a slice).
+	type ownerKey struct{ id, node, nodeID, addr string }
+	var odd map[ownerKey]*Session
 	revs := map[revocation]*revocation{}
 	for i := range shards {
 		s := &shards[i]
@@ -261,13 +264,13 @@ func shardsFromWire(st *state, shards []Shard) error {
 		e := shardEntry{token: s.Token, granted: s.Granted}
 		if s.State != ShardFree {
 			e.owner = sess
-			if key := (Session{ID: s.Owner, Node: s.OwnerNode, NodeID: s.OwnerNodeID, Addr: s.OwnerAddr}); key.Node != sess.Node ||
-				key.NodeID != sess.NodeID || key.Addr != sess.Addr {
+			if key := (ownerKey{s.Owner, s.OwnerNode, s.OwnerNodeID, s.OwnerAddr}); key.node != sess.Node ||
+				key.nodeID != sess.NodeID || key.addr != sess.Addr {
 				if odd == nil {
-					odd = map[Session]*Session{}
+					odd = map[ownerKey]*Session{}
 				}
 				if odd[key] == nil {
-					odd[key] = &key
+					odd[key] = &Session{ID: key.id, Node: key.node, NodeID: key.nodeID, Addr: key.addr}
 				}
 				e.owner = odd[key]
 			}

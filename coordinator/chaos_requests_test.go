@@ -1,0 +1,338 @@
+package coordinator_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/holdfast-go/holdfast/coordinator"
+	"github.com/holdfast-go/holdfast/holdfasttest"
+)
+
+// Lease requests that end uncleanly, in TestChaos: workers bound their
+// calls by short deadlines or cancel them midway, call TryAcquire as well
+// as Campaign, and resign with expired contexts; nodes send some forwarded
+// commands twice (the copy late, sometimes past the RPC timeout); the
+// "slow-forwards" fault delays one node's traffic to the leader past the
+// RPC timeout, so its requests reach the leader after it gave up. After
+// every seed two more invariants are checked:
+//
+//   - no orphans: once the workers have stopped (every call returned, every
+//     lease resigned), no name is held or queued by anyone within one TTL
+//     (plus the expiry grace a leader change adds) of the faults stopping
+//     and the workers stopping, whichever is later;
+//   - no blocked Campaign: after the faults stop, no Campaign stays blocked
+//     for more than chaosBlockedLimit while its own node's session holds the
+//     name and no Lease of that node does (a release in flight takes one
+//     round trip);
+//   - no orphan while the workers run: after the faults stop, no name stays
+//     held or queued for more than one TTL by a node's current session
+//     while that node has no live Lease and no call in flight for it.
+
+// chaosDupRatio is the share of forwarded commands sent twice.
+const chaosDupRatio = 0.1
+
+// chaosBlockedLimit is how long, once the faults stopped, a Campaign may
+// stay blocked while its own session holds the name (a release of the
+// node's earlier request is then in flight: one round trip).
+const chaosBlockedLimit = time.Second
+
+// chaosKey names one node's interest in one lease name.
+type chaosKey struct {
+	node int
+	name string
+}
+
+// chaosCall is one Campaign or TryAcquire in flight.
+type chaosCall struct {
+	campaign  bool
+	start     time.Time
+	heldSince time.Time // since when the node's own session holds the name (monitor only)
+	reported  bool
+}
+
+// chaosRequests follows the calls in flight and the live leases per node
+// and name.
+type chaosRequests struct {
+	mu         sync.Mutex
+	pending    map[chaosKey]map[*chaosCall]bool
+	live       map[chaosKey]int
+	calls      map[string]int // call kinds made, for the summary
+	violations []string
+}
+
+func newChaosRequests() *chaosRequests {
+	return &chaosRequests{pending: map[chaosKey]map[*chaosCall]bool{}, live: map[chaosKey]int{}, calls: map[string]int{}}
+}
+
+// begin records a call in flight; the returned func ends it.
+func (q *chaosRequests) begin(node int, name, kind string, campaign bool) func() {
+	k := chaosKey{node, name}
+	call := &chaosCall{campaign: campaign, start: time.Now()}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.calls[kind]++
+	if q.pending[k] == nil {
+		q.pending[k] = map[*chaosCall]bool{}
+	}
+	q.pending[k][call] = true
+	return func() {
+		q.mu.Lock()
+		delete(q.pending[k], call)
+		q.mu.Unlock()
+	}
+}
+
+// hold counts l as live for its node and name until it ends.
+func (q *chaosRequests) hold(node int, name string, l *coordinator.Lease) {
+	k := chaosKey{node, name}
+	q.mu.Lock()
+	q.live[k]++
+	q.mu.Unlock()
+	context.AfterFunc(l.Context(), func() {
+		q.mu.Lock()
+		q.live[k]--
+		q.mu.Unlock()
+	})
+}
+
+// callCtx bounds one Campaign or TryAcquire: mostly the usual bound, but
+// also short deadlines, a cancel midway, an already cancelled context, or
+// a long wait. kind names the choice.
+func callCtx(parent context.Context, rng *rand.Rand) (ctx context.Context, cancel context.CancelFunc, kind string) {
+	switch p := rng.Float64(); {
+	case p < 0.2:
+		ctx, cancel = context.WithTimeout(parent, between(rng, time.Millisecond, 300*time.Millisecond))
+		return ctx, cancel, "short"
+	case p < 0.35:
+		c, stop := context.WithCancel(parent)
+		t := time.AfterFunc(between(rng, 0, 200*time.Millisecond), stop)
+		return c, func() { t.Stop(); stop() }, "cancelled-midway"
+	case p < 0.4:
+		ctx, cancel = context.WithCancel(parent)
+		cancel()
+		return ctx, cancel, "cancelled"
+	case p < 0.5:
+		ctx, cancel = context.WithTimeout(parent, 3*chaosOpTimeout)
+		return ctx, cancel, "long"
+	}
+	ctx, cancel = context.WithTimeout(parent, chaosOpTimeout)
+	return ctx, cancel, "normal"
+}
+
+// resignCtx bounds one Resign: mostly the usual bound, sometimes a short
+// deadline or an expired context (the release must still be delivered).
+func resignCtx(rng *rand.Rand) (context.Context, context.CancelFunc) {
+	switch p := rng.Float64(); {
+	case p < 0.15:
+		return context.WithTimeout(context.Background(), between(rng, time.Millisecond, 50*time.Millisecond))
+	case p < 0.3:
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return ctx, cancel
+	}
+	return context.WithTimeout(context.Background(), chaosOpTimeout)
+}
+
+// duplicator returns node i's forward duplicator: it sends chaosDupRatio
+// of the forwarded commands again after 0 to 3 s (past the RPC timeout
+// for some).
+func (r *chaosRun) duplicator(i int) func() (time.Duration, bool) {
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(r.seed, uint64(i)<<40|uint64(r.incarnation[i])))
+	return func() (time.Duration, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if rng.Float64() >= chaosDupRatio {
+			return 0, false
+		}
+		return between(rng, 0, 3*time.Second), true
+	}
+}
+
+// slowForwards delays all traffic from a random non-leader node to the
+// leader past the RPC timeout for a while.
+func (r *chaosRun) slowForwards(rng *rand.Rand, victim int) {
+	cl := r.cl
+	leader, err := cl.Leader()
+	if err != nil || leader.Index == victim {
+		return
+	}
+	from, to := cl.Node(victim).C(), leader.C()
+	if from == nil || to == nil {
+		return
+	}
+	rpcTimeout := cl.Node(victim).Config.RPCTimeout
+	d := between(rng, rpcTimeout+100*time.Millisecond, rpcTimeout+time.Second)
+	f := r.h.addFault(fmt.Sprintf("slow-forwards(%v)", d.Round(time.Millisecond)), []int{victim})
+	cl.Net.SetDelay(from.RPCAddr(), to.RPCAddr(), d, d)
+	pace(context.Background(), between(rng, time.Second, 3*time.Second))
+	cl.Net.SetDelay(from.RPCAddr(), to.RPCAddr(), 0, 0)
+	r.h.healFault(f)
+}
+
+// monitorBlocked watches, from after (when the faults stopped) until ctx
+// ends, for Campaigns blocked more than ttl while their node's session
+// holds the name and no Lease of that node does, and for orphans: a name
+// held or queued by a node's current session while that node has no live
+// Lease or call in flight for it, for more than ttl.
+func (r *chaosRun) monitorBlocked(ctx context.Context, after time.Time, ttl time.Duration) {
+	q := r.req
+	orphanSince := map[chaosOrphan]time.Time{}
+	tick := time.NewTicker(50 * time.Millisecond) // sampling period
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		now := time.Now()
+		r.watchOrphans(now, after, ttl, orphanSince)
+		q.mu.Lock()
+		for k, calls := range q.pending {
+			c := r.cl.Node(k.node).C()
+			own := false
+			if c != nil && q.live[k] == 0 {
+				h, ok := c.Leader(k.name)
+				own = ok && h.Session != "" && h.Session == c.SessionID()
+			}
+			for call := range calls {
+				switch {
+				case !call.campaign || !own:
+					call.heldSince = time.Time{}
+				case call.heldSince.IsZero():
+					call.heldSince = now
+				case !call.reported && now.Sub(later(call.heldSince, after)) > chaosBlockedLimit:
+					call.reported = true
+					q.violations = append(q.violations, fmt.Sprintf(
+						"blocked Campaign: node%d's Campaign for %q (started %s) blocked since %s while its own session holds it and no Lease of the node does",
+						k.node, k.name, r.h.ms(call.start), r.h.ms(call.heldSince)))
+				}
+			}
+		}
+		q.mu.Unlock()
+	}
+}
+
+// checkNoOrphans waits, once every worker stopped, until no lease name is
+// held or queued on the leader's replica; it returns a violation if one
+// still is at deadline.
+func (r *chaosRun) checkNoOrphans(deadline time.Time) []string {
+	var last string
+	err := holdfasttest.Poll(time.Until(deadline), func() error {
+		leader, err := r.cl.Leader()
+		if err != nil {
+			last = err.Error()
+			return holdfasttest.ErrNotYet
+		}
+		c := leader.C()
+		if c == nil {
+			return holdfasttest.ErrNotYet
+		}
+		last = ""
+		for _, info := range c.Leases() {
+			if !slices.Contains(chaosNames, info.Name) {
+				continue
+			}
+			last += fmt.Sprintf(" %s held by %s (session %s, current session of a node: %v) with %d waiting;",
+				info.Name, info.Holder, info.Session, r.currentSession(info.Session), info.Waiters)
+		}
+		if last != "" {
+			return holdfasttest.ErrNotYet
+		}
+		return nil
+	})
+	if err != nil {
+		return []string{"orphan: after every worker stopped, still held or queued:" + last}
+	}
+	return nil
+}
+
+// currentSession reports whether id is some running node's current session.
+func (r *chaosRun) currentSession(id string) bool {
+	for _, n := range r.cl.Running() {
+		if c := n.C(); c != nil && c.SessionID() == id {
+			return true
+		}
+	}
+	return false
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// chaosOrphan is one session's grant or queue entry for one name.
+type chaosOrphan struct {
+	name, session string
+	queued        bool
+}
+
+// watchOrphans samples the leader's replica for orphans (see
+// monitorBlocked); since remembers when each was first seen.
+func (r *chaosRun) watchOrphans(now, after time.Time, ttl time.Duration, since map[chaosOrphan]time.Time) {
+	leader, err := r.cl.Leader()
+	if err != nil || leader.C() == nil {
+		return
+	}
+	lc := leader.C()
+	nodeOf := map[string]int{}
+	for _, n := range r.cl.Running() {
+		if c := n.C(); c != nil && c.SessionID() != "" {
+			nodeOf[c.SessionID()] = n.Index
+		}
+	}
+	seen := map[chaosOrphan]bool{}
+	for _, name := range chaosNames {
+		var entries []chaosOrphan
+		if h, ok := lc.Leader(name); ok {
+			entries = append(entries, chaosOrphan{name: name, session: h.Session})
+		}
+		for _, w := range lc.LeaseWaiters(name) {
+			entries = append(entries, chaosOrphan{name: name, session: w.Session, queued: true})
+		}
+		for _, o := range entries {
+			i, ok := nodeOf[o.session]
+			if !ok {
+				continue // an old incarnation's session: it expires on its own
+			}
+			k := chaosKey{i, name}
+			r.req.mu.Lock()
+			busy := r.req.live[k] > 0 || len(r.req.pending[k]) > 0
+			r.req.mu.Unlock()
+			if busy {
+				continue
+			}
+			seen[o] = true
+			first, ok := since[o]
+			if !ok {
+				since[o] = now
+				continue
+			}
+			if !first.IsZero() && now.Sub(later(first, after)) > ttl {
+				since[o] = time.Time{} // reported
+				what := "held"
+				if o.queued {
+					what = "queued"
+				}
+				r.req.mu.Lock()
+				r.req.violations = append(r.req.violations, fmt.Sprintf(
+					"orphan: %q %s by node%d's session since %s with no Lease or call of the node for it",
+					name, what, i, r.h.ms(first)))
+				r.req.mu.Unlock()
+			}
+		}
+	}
+	for o, t := range since {
+		if !seen[o] && !t.IsZero() {
+			delete(since, o)
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeClock is a Clock that only moves when told.
+type fakeClock struct{ now atomic.Int64 }
+
+func (f *fakeClock) Now() time.Duration { return time.Duration(f.now.Load()) }
+
+// TestBootTimerSeesAJump: a deadline hours away on the clock fires within a
+// few steps of the clock jumping past it (as after a suspend), and not
+// before.
+func TestBootTimerSeesAJump(t *testing.T) {
+	clk := &fakeClock{}
+	fired := make(chan struct{})
+	bt := afterBoot(clk, time.Hour, 5*time.Millisecond, func() { close(fired) })
+	defer bt.Stop()
+	// Several steps pass on Go's clock while the fake clock stands still.
+	select {
+	case <-fired:
+		t.Fatal("fired before the clock reached the deadline")
+	case <-time.After(50 * time.Millisecond):
+	}
+	clk.now.Store(int64(2 * time.Hour))
+	select {
+	case <-fired:
+	case <-time.After(time.Minute):
+		t.Fatal("did not fire after the clock jumped past the deadline")
+	}
+}
+
+// TestBootTimerStop: a stopped timer never runs f.
+func TestBootTimerStop(t *testing.T) {
+	clk := &fakeClock{}
+	ran := make(chan struct{}, 1)
+	bt := afterBoot(clk, time.Hour, time.Millisecond, func() { ran <- struct{}{} })
+	bt.Stop()
+	clk.now.Store(int64(2 * time.Hour))
+	again := afterBoot(clk, 0, time.Millisecond, func() { ran <- struct{}{} }) // due at once
+	<-ran
+	again.Stop()
+	select {
+	case <-ran:
+		t.Fatal("a stopped timer ran")
+	case <-time.After(20 * time.Millisecond):
+	}
+}
+
+// TestSystemClockAdvances: the system clock moves forward with Go's clock.
+func TestSystemClockAdvances(t *testing.T) {
+	clk := SystemClock()
+	a := clk.Now()
+	start := time.Now()
+	for time.Since(start) < 5*time.Millisecond {
+	}
+	if b := clk.Now(); b <= a {
+		t.Fatalf("clock went from %v to %v", a, b)
+	}
+}
+
+// TestCappedBeliefEndsAfterJump: a revoked shard lease's belief is capped
+// at its session's deadline of that moment; when the clock jumps past the
+// cap (a suspend) while the session itself was extended further, Err and
+// Checkpoint's reads see the cap passed at once, and the cap's timer ends
+// the belief even without a call.
+func TestCappedBeliefEndsAfterJump(t *testing.T) {
+	for _, call := range []bool{true, false} {
+		clk := &fakeClock{}
+		s := newSession(context.Background(), "s", time.Hour, clk, 5*time.Millisecond)
+		s.extend(time.Now().Add(time.Hour), 2*time.Hour)
+		ctx, cancel := context.WithCancelCause(s.ctx)
+		b := &belief{sess: s, ctx: ctx, cancel: cancel}
+		b.capAt(func(at time.Time) { b.end(ErrLeaseLost, at, nil) })
+		s.extend(time.Now().Add(10*time.Hour), 10*time.Hour) // keepalives go on; the cap stays
+		if err := b.Err(); err != nil {
+			t.Fatalf("capped belief ended early: %v", err)
+		}
+		clk.now.Store(int64(3 * time.Hour))
+		if call {
+			if err := b.Err(); !errors.Is(err, ErrLeaseLost) {
+				t.Fatalf("Err after the clock passed the cap: %v", err)
+			}
+			if r := b.Remaining(); r != 0 {
+				t.Fatalf("Remaining after the cap: %v", r)
+			}
+		}
+		select {
+		case <-b.Done():
+		case <-time.After(time.Minute):
+			t.Fatalf("capped belief did not end after the clock jumped past its cap (call %v)", call)
+		}
+		if s.ctx.Err() != nil {
+			t.Fatal("the session ended too: the cap alone should have ended the belief")
+		}
+		s.end(ErrShutdown)
+	}
+}
+
+// BenchmarkBeliefCheckpoint measures Checkpoint on the system clock (one
+// clock read per call).
+func BenchmarkBeliefCheckpoint(b *testing.B) {
+	clk := SystemClock()
+	s := newSession(context.Background(), "s", time.Hour, clk, time.Second)
+	s.extend(time.Now().Add(time.Hour), clk.Now()+time.Hour)
+	defer s.end(ErrShutdown)
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	bl := &belief{c: &Coordinator{cfg: Config{LeaseMargin: time.Second}}, sess: s, ctx: ctx, cancel: cancel}
+	for b.Loop() {
+		if err := bl.Checkpoint(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
