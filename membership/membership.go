@@ -280,11 +280,26 @@ func (m *Membership) SetMeta(ctx context.Context, meta Meta) error {
 	m.mu.Lock()
 	m.metaBytes = b
 	m.mu.Unlock()
-	if err := m.ml.UpdateNode(timeoutOf(ctx)); err != nil {
-		return fmt.Errorf("membership: set meta: %w", err)
+	// memberlist drops an update whose incarnation a concurrent refutation
+	// (another node suspected this one: common under load) has already
+	// passed, and then never signals its broadcast; the refutation carries
+	// the old meta. So each attempt is bounded, and an update that did not
+	// get out is sent again, with a newer incarnation, until the deadline.
+	deadline := time.Now().Add(timeoutOf(ctx))
+	for {
+		err := m.ml.UpdateNode(min(time.Until(deadline), updateAttempt))
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || time.Until(deadline) <= 0 || m.isClosed() {
+			return fmt.Errorf("membership: set meta: %w", err)
+		}
+		m.logger.Debug("meta update not broadcast yet; sending it again", "error", err)
 	}
-	return nil
 }
+
+// updateAttempt bounds one attempt of SetMeta to broadcast the update.
+const updateAttempt = 2 * time.Second
 
 // timeoutOf returns the time left before ctx's deadline, or the default.
 func timeoutOf(ctx context.Context) time.Duration {
