@@ -172,10 +172,37 @@ func (c *Coordinator) sessionLoop() {
 			return
 		}
 		c.log.Warn("session ended; opening a new one", "session", s.id, "cause", cause)
-		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.RPCTimeout)
-		_, _ = c.apply(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: s.id}})
-		cancel()
+		c.closeEnded(s.id)
 	}
+}
+
+// closeEnded commits the close of a session this node no longer believes
+// in, retrying in the background until it commits or the node leaves. The
+// leader would otherwise keep the session, and its shards and leases,
+// until its deadline (up to SessionTTL + ExpiryGrace after an election),
+// long after this node is back under a new session. Closing is safe: the
+// node's belief in the session has ended, and closing a session that
+// already ended is a no-op.
+func (c *Coordinator) closeEnded(id string) {
+	c.spawn(func() {
+		backoff := 50 * time.Millisecond
+		for c.sessCtx.Err() == nil {
+			if addr, _ := c.leaderRPCAddr(); addr != "" {
+				ctx, cancel := context.WithTimeout(c.sessCtx, c.cfg.RPCTimeout)
+				_, err := c.apply(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: id}})
+				cancel()
+				if err == nil {
+					c.log.Debug("ended session closed", "session", id)
+					return
+				}
+				c.log.Debug("closing an ended session failed; retrying", "session", id, "error", err)
+			}
+			if !sleepCtx(c.sessCtx, jitter(backoff)) {
+				return
+			}
+			backoff = min(2*backoff, c.cfg.SessionTTL/3)
+		}
+	})
 }
 
 // openSession commits a new session, retrying until it succeeds or the
@@ -205,7 +232,7 @@ func (c *Coordinator) openSession() *session {
 		}
 		if err == nil { // committed too late to be believed: let it go, open another
 			err = fmt.Errorf("the create took %v to commit", time.Since(sent).Round(time.Millisecond))
-			c.closeSessionID(s.id)
+			c.closeEnded(s.id)
 		}
 		if c.sessCtx.Err() != nil {
 			return nil
@@ -216,13 +243,6 @@ func (c *Coordinator) openSession() *session {
 		}
 		backoff = min(2*backoff, c.cfg.SessionTTL/3)
 	}
-}
-
-// closeSessionID commits the close of session id, best effort.
-func (c *Coordinator) closeSessionID(id string) {
-	ctx, cancel := context.WithTimeout(c.sessCtx, c.cfg.RPCTimeout)
-	defer cancel()
-	_, _ = c.apply(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: id}})
 }
 
 // keepAlive renews s every TTL/3 (with jitter) until its belief lapses, the
