@@ -186,6 +186,7 @@ func (c *Coordinator) sessionLoop() {
 func (c *Coordinator) closeEnded(id string) {
 	c.spawn(func() {
 		backoff := 50 * time.Millisecond
+		var seen *session // the last session whose opening woke a retry
 		for c.sessCtx.Err() == nil {
 			if addr, _ := c.leaderRPCAddr(); addr != "" {
 				ctx, cancel := context.WithTimeout(c.sessCtx, c.cfg.RPCTimeout)
@@ -197,9 +198,20 @@ func (c *Coordinator) closeEnded(id string) {
 				}
 				c.log.Debug("closing an ended session failed; retrying", "session", id, "error", err)
 			}
-			if !sleepCtx(c.sessCtx, jitter(backoff)) {
-				return
+			// Retry after the backoff, or at once when a new session has
+			// opened: a leader is reachable then.
+			next, opened := c.currentSession()
+			if next != nil && next != seen {
+				seen = next
+				continue
 			}
+			t := time.NewTimer(jitter(backoff))
+			select {
+			case <-c.sessCtx.Done():
+			case <-opened:
+			case <-t.C:
+			}
+			t.Stop()
 			backoff = min(2*backoff, c.cfg.SessionTTL/3)
 		}
 	})
