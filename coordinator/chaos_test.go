@@ -171,6 +171,9 @@ type chaosRun struct {
 	// busy[i][name] is held by the worker of node i using name (only with
 	// -chaos.exclusive).
 	busy [][]sync.Mutex
+	// activated is the latest instant any node's lessor took over (I6
+	// counts from it when it follows the formation).
+	activated atomic.Pointer[time.Time]
 }
 
 func newChaosRun(t *testing.T, seed uint64) *chaosRun {
@@ -311,6 +314,7 @@ func (r *chaosRun) report(violations []string, st chaosStats, sst chaosShardStat
 func (r *chaosRun) spawn(i int, c *coordinator.Coordinator) {
 	r.incarnation[i]++
 	c.SetForwardDuplicator(r.duplicator(i))
+	c.SetLessorHooks(r.noteActivation, nil)
 	for k := range r.workers[i] {
 		wrng := rand.New(rand.NewPCG(r.seed, uint64(i)<<32|uint64(r.incarnation[i])<<8|uint64(k)))
 		r.wg.Add(1)

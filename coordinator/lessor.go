@@ -55,11 +55,14 @@ func (l *lessor) run(ctx context.Context) {
 	l.deadlines = map[string]time.Time{}
 	l.expiring = map[string]bool{}
 	l.heard = map[string]time.Time{}
-	for _, s := range v.Sessions() {
+	sessions := v.Sessions()
+	for _, s := range sessions {
 		l.deadlines[s.ID] = now.Add(time.Duration(s.TTLNanos) + l.c.cfg.ExpiryGrace)
 	}
 	hook := l.onActivate
 	l.mu.Unlock()
+	l.c.log.Info("lessor active: every session's deadline set to now + TTL + ExpiryGrace",
+		"sessions", len(sessions), "expiry_grace", l.c.cfg.ExpiryGrace)
 	if hook != nil {
 		hook(now)
 	}

@@ -172,10 +172,49 @@ func (c *Coordinator) sessionLoop() {
 			return
 		}
 		c.log.Warn("session ended; opening a new one", "session", s.id, "cause", cause)
-		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.RPCTimeout)
-		_, _ = c.apply(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: s.id}})
-		cancel()
+		c.closeEnded(s.id)
 	}
+}
+
+// closeEnded commits the close of a session this node no longer believes
+// in, retrying in the background until it commits or the node leaves. The
+// leader would otherwise keep the session, and its shards and leases,
+// until its deadline (up to SessionTTL + ExpiryGrace after an election),
+// long after this node is back under a new session. Closing is safe: the
+// node's belief in the session has ended, and closing a session that
+// already ended is a no-op.
+func (c *Coordinator) closeEnded(id string) {
+	c.spawn(func() {
+		backoff := 50 * time.Millisecond
+		var seen *session // the last session whose opening woke a retry
+		for c.sessCtx.Err() == nil {
+			if addr, _ := c.leaderRPCAddr(); addr != "" {
+				ctx, cancel := context.WithTimeout(c.sessCtx, c.cfg.RPCTimeout)
+				_, err := c.apply(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: id}})
+				cancel()
+				if err == nil {
+					c.log.Debug("ended session closed", "session", id)
+					return
+				}
+				c.log.Debug("closing an ended session failed; retrying", "session", id, "error", err)
+			}
+			// Retry after the backoff, or at once when a new session has
+			// opened: a leader is reachable then.
+			next, opened := c.currentSession()
+			if next != nil && next != seen {
+				seen = next
+				continue
+			}
+			t := time.NewTimer(jitter(backoff))
+			select {
+			case <-c.sessCtx.Done():
+			case <-opened:
+			case <-t.C:
+			}
+			t.Stop()
+			backoff = min(2*backoff, c.cfg.SessionTTL/3)
+		}
+	})
 }
 
 // openSession commits a new session, retrying until it succeeds or the
@@ -205,7 +244,7 @@ func (c *Coordinator) openSession() *session {
 		}
 		if err == nil { // committed too late to be believed: let it go, open another
 			err = fmt.Errorf("the create took %v to commit", time.Since(sent).Round(time.Millisecond))
-			c.closeSessionID(s.id)
+			c.closeEnded(s.id)
 		}
 		if c.sessCtx.Err() != nil {
 			return nil
@@ -216,13 +255,6 @@ func (c *Coordinator) openSession() *session {
 		}
 		backoff = min(2*backoff, c.cfg.SessionTTL/3)
 	}
-}
-
-// closeSessionID commits the close of session id, best effort.
-func (c *Coordinator) closeSessionID(id string) {
-	ctx, cancel := context.WithTimeout(c.sessCtx, c.cfg.RPCTimeout)
-	defer cancel()
-	_, _ = c.apply(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: id}})
 }
 
 // keepAlive renews s every TTL/3 (with jitter) until its belief lapses, the
