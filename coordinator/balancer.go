@@ -15,7 +15,7 @@ import (
 // ShardMaxMoves rebalancing handoffs in flight), and forces free a revoked
 // shard whose owner did not release it a full TTL after the revoke (plus
 // the expiry grace for revokes it inherited from an earlier leader), when
-// the owner's belief has ended by its own timer (DESIGN.md §4 rule 5).
+// the owner's belief has ended by its own timer (lease rule 5 in docs/ARCHITECTURE.md).
 type balancer struct {
 	c         *Coordinator
 	activated time.Time

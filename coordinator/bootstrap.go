@@ -14,7 +14,8 @@ import (
 	"github.com/holdfast-go/holdfast/transport"
 )
 
-// Bootstrap protocol (DESIGN.md §5). A fresh voter-eligible node waits until
+// Bootstrap protocol (docs/ARCHITECTURE.md, cluster formation). A fresh
+// voter-eligible node waits until
 // gossip shows BootstrapExpect eligible fresh members and no formed cluster.
 // The member with the smallest name among the first BootstrapExpect (by name)
 // proposes that set: it asks each member to promise (prepare); a member

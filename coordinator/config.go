@@ -129,7 +129,7 @@ type Config struct {
 	MaxClockDrift float64
 	// ExpiryGrace is added to every session's deadline when a node becomes
 	// raft leader, so no holder's belief can outlive the new deadline (see
-	// DESIGN.md §4 rule 3). At least the raft election timeout.
+	// lease rule 3 in docs/ARCHITECTURE.md). At least the raft election timeout.
 	ExpiryGrace time.Duration
 	// Raft holds the raft timeouts.
 	Raft RaftTimings

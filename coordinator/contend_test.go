@@ -109,7 +109,7 @@ func failoverSeeds() int {
 
 // TestRenewingHolderSurvivesFailover holds leases on followers, then kills
 // or isolates the raft leader: no holder that keeps renewing loses its lease
-// (FAULTS.md I3), over seeded runs.
+// (invariant I3 in docs/ARCHITECTURE.md), over seeded runs.
 func TestRenewingHolderSurvivesFailover(t *testing.T) {
 	sem := make(chan struct{}, 3) // seeds run three at a time
 	for seed := int64(1); seed <= int64(failoverSeeds()); seed++ {

@@ -10,8 +10,8 @@ import (
 	"github.com/holdfast-go/holdfast/holdfasttest"
 )
 
-// TestDeposedLeaderCannotExtendBelief reproduces the gap of DESIGN.md §4
-// rule 3: the leader L keeps receiving from its followers (their
+// TestDeposedLeaderCannotExtendBelief reproduces the gap that lease rule 3
+// in docs/ARCHITECTURE.md covers: the leader L keeps receiving from its followers (their
 // acknowledgements still arrive) but its own messages no longer reach them,
 // so they elect a new leader N while L still believes it leads and a holder
 // H, who only hears from L, keeps sending L keepalives. It checks that every

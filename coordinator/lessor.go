@@ -12,7 +12,7 @@ import (
 	"github.com/holdfast-go/holdfast/transport"
 )
 
-// lessor is the leader's side of sessions (DESIGN.md §4 rules 1–3). It
+// lessor is the leader's side of sessions (lease rules 1–3 in docs/ARCHITECTURE.md). It
 // keeps every session's deadline in memory on the leader's monotonic clock;
 // keepalives extend deadlines without touching the raft log; a passed
 // deadline is turned into a committed Expire command. It is active only

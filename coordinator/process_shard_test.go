@@ -225,7 +225,7 @@ type acquireRec struct {
 func newAcquireLog() *acquireLog { return &acquireLog{starts: map[acquireKey]acquireRec{}} }
 
 // activation is a node's lessor taking over as leader: it extends every
-// session's deadline to TTL + ExpiryGrace from then (DESIGN.md §4 rule 3).
+// session's deadline to TTL + ExpiryGrace from then (lease rule 3 in docs/ARCHITECTURE.md).
 type activation struct {
 	node string
 	at   time.Time

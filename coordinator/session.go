@@ -14,7 +14,7 @@ import (
 // session is this node's current session incarnation as the node believes
 // it: valid until validUntil, measured on the coordinator's Clock (which
 // counts suspended time). A timer cancels ctx at that instant even if no
-// message ever arrives (DESIGN.md §4 rule 4), and every read of the belief
+// message ever arrives (lease rule 4 in docs/ARCHITECTURE.md), and every read of the belief
 // (check) looks at the clock too, so a node resumed from suspend sees the
 // belief gone at once; every lease context derives from ctx.
 type session struct {
@@ -106,7 +106,7 @@ func (s *session) end(cause error) {
 }
 
 // beliefUntil is how long a keepalive sent at sent lets the holder believe:
-// sent + TTL·(1 − maxDrift) − margin (DESIGN.md §4 rule 4).
+// sent + TTL·(1 − maxDrift) − margin (lease rule 4 in docs/ARCHITECTURE.md).
 func (c *Coordinator) beliefUntil(sent time.Time) time.Time {
 	return sent.Add(c.beliefSpan())
 }
@@ -314,7 +314,7 @@ func (c *Coordinator) sendKeepAlive(s *session) (uint64, error) {
 // local replica has applied that index too and the shard leases have seen
 // it: a shard revoked before the answer is frozen first, so the answer
 // never extends it (this is how the owner "hears" of a revoke in its next
-// keepalive answer, DESIGN.md §4 rule 5). If the replica cannot catch up
+// keepalive answer, lease rule 5 in docs/ARCHITECTURE.md). If the replica cannot catch up
 // before the current belief ends, the belief lapses.
 func (c *Coordinator) renew(s *session, sent time.Time, sentC time.Duration, index uint64) {
 	s.mu.Lock()

@@ -12,7 +12,7 @@ import (
 // TestTokensSurviveSnapshotsAndRestarts takes tokens, snapshots and
 // compacts the log, restarts every node from its data dir, lets a node
 // without a data dir catch up by snapshot, and checks that tokens keep
-// increasing and the replicas agree (FAULTS.md I2, I5).
+// increasing and the replicas agree (invariants I2, I5 in docs/ARCHITECTURE.md).
 func TestTokensSurviveSnapshotsAndRestarts(t *testing.T) {
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, Configure: func(_ int, c *coordinator.Config) {
 		c.SnapshotThreshold, c.TrailingLogs = 8, 2
