@@ -1,0 +1,30 @@
+package coordinator
+
+import (
+	"context"
+
+	"github.com/holdfast-go/holdfast/fsm"
+)
+
+// WatchSemaphore calls f with the named semaphore's holders in every view
+// the local replica publishes (views published faster than f runs may be
+// skipped), until ctx ends.
+func (c *Coordinator) WatchSemaphore(ctx context.Context, name string, f func(index uint64, holders []fsm.SemHolder)) {
+	for {
+		v := c.fsm.View()
+		s, _ := v.Semaphore(name)
+		f(v.Index(), s.Holders)
+		select {
+		case <-ctx.Done():
+			return
+		case <-v.Changed():
+		}
+	}
+}
+
+// SemaphoreWaiters returns the requests queued for the named semaphore in
+// the local replica.
+func (c *Coordinator) SemaphoreWaiters(name string) []fsm.Waiter {
+	s, _ := c.fsm.View().Semaphore(name)
+	return s.Waiters
+}

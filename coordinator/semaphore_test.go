@@ -1,0 +1,222 @@
+package coordinator_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/holdfast-go/holdfast/coordinator"
+	"github.com/holdfast-go/holdfast/fence"
+	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/holdfasttest"
+)
+
+// semMonitor follows a semaphore on one node's replica and records every
+// violation of "at most limit holders" and "a new permit's token is above
+// every earlier one".
+type semMonitor struct {
+	mu      sync.Mutex
+	maxSeen int
+	lastTok uint64
+	seen    map[uint64]bool
+	errs    []string
+}
+
+func watchSem(ctx context.Context, c *coordinator.Coordinator, name string, limit int) (*semMonitor, func()) {
+	m := &semMonitor{seen: map[uint64]bool{}}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.WatchSemaphore(ctx, name, func(index uint64, hs []fsm.SemHolder) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.maxSeen = max(m.maxSeen, len(hs))
+			if len(hs) > limit {
+				m.errs = append(m.errs, fmt.Sprintf("index %d: %d holders", index, len(hs)))
+			}
+			for _, h := range hs {
+				if m.seen[h.Token] {
+					continue
+				}
+				if h.Token <= m.lastTok {
+					m.errs = append(m.errs, fmt.Sprintf("index %d: new permit token %d after %d", index, h.Token, m.lastTok))
+				}
+				m.seen[h.Token], m.lastTok = true, h.Token
+			}
+		})
+	}()
+	return m, func() { cancel(); <-done }
+}
+
+// TestSemaphoreCluster: three nodes share a semaphore of two permits. At
+// most two hold at once, tokens increase, a third waits and gets the
+// permit one releases, a killed holder's permit is freed once its session
+// expires, and a fenced resource accepts each permit's token in turn.
+func TestSemaphoreCluster(t *testing.T) {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3})
+	cl.WaitFormed(formTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*formTimeout)
+	defer cancel()
+	const name, limit = "workers", 2
+	mon, stopMon := watchSem(ctx, cl.Node(2).C(), name, limit)
+	res := fence.NewMemory()
+	write := func(p *coordinator.Permit) {
+		t.Helper()
+		if err := res.Do(name, p.Token(), func() error { return p.Checkpoint() }); err != nil {
+			t.Fatalf("fenced write with permit %d: %v", p.Token(), err)
+		}
+	}
+
+	a, b, c := cl.Node(0).C(), cl.Node(1).C(), cl.Node(2).C()
+	pa, err := a.AcquireSemaphore(ctx, name, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(pa)
+	pb, err := b.AcquireSemaphore(ctx, name, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(pb)
+	if pb.Token() <= pa.Token() {
+		t.Fatalf("tokens %d then %d", pa.Token(), pb.Token())
+	}
+	if _, err := c.TryAcquireSemaphore(ctx, name, limit); !errors.Is(err, coordinator.ErrSemaphoreFull) {
+		t.Fatalf("TryAcquireSemaphore of a full semaphore: %v", err)
+	}
+	if _, err := c.AcquireSemaphore(ctx, name, limit+1); !errors.Is(err, coordinator.ErrSemaphoreLimit) {
+		t.Fatalf("AcquireSemaphore with another limit: %v", err)
+	}
+	if hs := c.Semaphore(name); len(hs) != 2 || hs[0].Node != a.NodeName() || hs[1].Token != pb.Token() {
+		t.Fatalf("Semaphore: %+v", hs)
+	}
+
+	got := make(chan *coordinator.Permit, 1)
+	go func() {
+		p, err := c.AcquireSemaphore(ctx, name, limit)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- p
+	}()
+	cl.WaitFor("c queued", formTimeout, func() error {
+		if len(c.SemaphoreWaiters(name)) != 1 {
+			return holdfasttest.ErrNotYet
+		}
+		return nil
+	})
+	if err := pa.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(pa.Err(), coordinator.ErrResigned) {
+		t.Fatalf("released permit ends with %v", pa.Err())
+	}
+	pc := <-got
+	if pc == nil {
+		t.FailNow()
+	}
+	if pc.Token() <= pb.Token() {
+		t.Fatalf("c's token %d not above %d", pc.Token(), pb.Token())
+	}
+	write(pc)
+	if err := res.Check(name, pa.Token()); !errors.Is(err, fence.ErrFenced) {
+		t.Fatalf("the released permit's token is still accepted: %v", err)
+	}
+
+	// a waits again; b's node dies: its permit goes to a once b's session
+	// expires, and c keeps its own.
+	go func() {
+		p, err := a.AcquireSemaphore(ctx, name, limit)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- p
+	}()
+	cl.WaitFor("a queued", formTimeout, func() error {
+		if len(c.SemaphoreWaiters(name)) != 1 {
+			return holdfasttest.ErrNotYet
+		}
+		return nil
+	})
+	cl.Kill(1)
+	pa2 := <-got
+	if pa2 == nil {
+		t.FailNow()
+	}
+	if pa2.Token() <= pc.Token() {
+		t.Fatalf("a's new token %d not above %d", pa2.Token(), pc.Token())
+	}
+	write(pa2)
+	if err := pc.Checkpoint(); err != nil {
+		t.Fatalf("c's permit lost: %v", err)
+	}
+	if hs := c.Semaphore(name); len(hs) != 2 {
+		t.Fatalf("holders after b's expiry: %+v", hs)
+	}
+	for _, p := range []*coordinator.Permit{pc, pa2} {
+		if err := p.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.WaitFor("semaphore empty", formTimeout, func() error {
+		if hs := c.Semaphore(name); len(hs) != 0 {
+			return fmt.Errorf("%w: %+v", holdfasttest.ErrNotYet, hs)
+		}
+		return nil
+	})
+	stopMon()
+	mon.mu.Lock()
+	defer mon.mu.Unlock()
+	if len(mon.errs) > 0 {
+		t.Fatalf("monitor: %v", mon.errs)
+	}
+	if mon.maxSeen != limit {
+		t.Fatalf("monitor saw at most %d holders, want %d", mon.maxSeen, limit)
+	}
+}
+
+// TestSemaphoreCancelledAcquireHoldsNothing: a waiting AcquireSemaphore
+// whose context ends leaves the queue, so the permit a release frees goes
+// to the next live request, not to the cancelled one.
+func TestSemaphoreCancelledAcquireHoldsNothing(t *testing.T) {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1})
+	cl.WaitFormed(formTimeout)
+	c := cl.Node(0).C()
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	p, err := c.AcquireSemaphore(ctx, "s", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.AcquireSemaphore(wctx, "s", 1)
+		errc <- err
+	}()
+	cl.WaitFor("queued", formTimeout, func() error {
+		if len(c.SemaphoreWaiters("s")) != 1 {
+			return holdfasttest.ErrNotYet
+		}
+		return nil
+	})
+	wcancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled acquire: %v", err)
+	}
+	cl.WaitFor("queue left", formTimeout, func() error {
+		if len(c.SemaphoreWaiters("s")) != 0 {
+			return holdfasttest.ErrNotYet
+		}
+		return nil
+	})
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if hs := c.Semaphore("s"); len(hs) != 0 {
+		t.Fatalf("after the release, the semaphore is held by %+v", hs)
+	}
+}
