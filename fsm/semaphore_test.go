@@ -247,3 +247,11 @@ func TestSemaphoreSnapshotRoundTrip(t *testing.T) {
 		t.Fatalf("restored semaphore marks: %+v", s.SemMarks)
 	}
 }
+
+// FuzzSemaphoreHistories runs the random histories of
+// TestSemaphoreRandomHistories from fuzzed seeds.
+func FuzzSemaphoreHistories(f *testing.F) {
+	f.Add(uint64(1))
+	f.Add(uint64(1 << 40))
+	f.Fuzz(func(t *testing.T, seed uint64) { semHistory(t, seed) })
+}
