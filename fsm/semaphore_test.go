@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -254,4 +257,44 @@ func FuzzSemaphoreHistories(f *testing.F) {
 	f.Add(uint64(1))
 	f.Add(uint64(1 << 40))
 	f.Fuzz(func(t *testing.T, seed uint64) { semHistory(t, seed) })
+}
+
+// TestGoldenSemaphoreSnapshot pins the encoding of semaphores in a
+// snapshot (holders, waiters, limits and the sessions' semaphore request
+// marks) to testdata/snapshot-sem.golden, and checks that it restores to
+// the same bytes.
+func TestGoldenSemaphoreSnapshot(t *testing.T) {
+	a := newLeaseApplier(t, "a", "b", "c")
+	a.do(acquire("a", "l", 1, false))
+	a.do(semAcquire("a", "s", 2, 2, true))
+	a.do(semAcquire("b", "s", 1, 2, true))
+	a.do(semAcquire("c", "s", 4, 2, true))
+	a.do(semAcquire("c", "t", 5, 1, true))
+	b, err := a.f.EncodeSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "snapshot-sem.golden")
+	if *updateGolden {
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pinned, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, pinned) {
+		t.Fatal("semaphores now encode differently from testdata/snapshot-sem.golden")
+	}
+	r := New()
+	if err := r.Restore(io.NopCloser(bytes.NewReader(pinned))); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := r.EncodeSnapshot(); !bytes.Equal(again, pinned) {
+		t.Fatal("the restored semaphore snapshot encodes differently")
+	}
+	if s, ok := r.View().Semaphore("s"); !ok || s.Limit != 2 || len(s.Holders) != 2 || len(s.Waiters) != 1 {
+		t.Fatalf("semaphore s restored as %+v", s)
+	}
 }
