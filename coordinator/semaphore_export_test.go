@@ -28,3 +28,11 @@ func (c *Coordinator) SemaphoreWaiters(name string) []fsm.Waiter {
 	s, _ := c.fsm.View().Semaphore(name)
 	return s.Waiters
 }
+
+// CommitPermitRelease commits the release of p's request without ending
+// p's local belief (as a late settlement or another replica's view of it
+// would), so the permit's watcher must notice it.
+func (c *Coordinator) CommitPermitRelease(ctx context.Context, p *Permit) error {
+	_, err := c.applyRetry(ctx, semGiveUpCmd(p.sess, p.name, p.req, p.token))
+	return err
+}

@@ -226,3 +226,53 @@ func TestSemaphoreCancelledAcquireHoldsNothing(t *testing.T) {
 		t.Fatalf("after the release, the semaphore is held by %+v", hs)
 	}
 }
+
+// TestPermitEndsWhenReplicaDropsIt: a permit whose grant the replica no
+// longer shows ends with ErrLeaseLost, and its freed slot goes to the
+// waiter.
+func TestPermitEndsWhenReplicaDropsIt(t *testing.T) {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1})
+	cl.WaitFormed(formTimeout)
+	c := cl.Node(0).C()
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	p, err := c.AcquireSemaphore(ctx, "s", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *coordinator.Permit, 1)
+	go func() {
+		q, err := c.AcquireSemaphore(ctx, "s", 1)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- q
+	}()
+	cl.WaitFor("queued", formTimeout, func() error {
+		if len(c.SemaphoreWaiters("s")) != 1 {
+			return holdfasttest.ErrNotYet
+		}
+		return nil
+	})
+	if err := c.CommitPermitRelease(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	case <-ctx.Done():
+		t.Fatal("the permit did not end when the replica dropped it")
+	}
+	if err := p.Checkpoint(); !errors.Is(err, coordinator.ErrLeaseLost) {
+		t.Fatalf("dropped permit's checkpoint: %v", err)
+	}
+	q := <-got
+	if q == nil {
+		t.FailNow()
+	}
+	if q.Token() <= p.Token() {
+		t.Fatalf("tokens %d then %d", p.Token(), q.Token())
+	}
+	if err := q.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
