@@ -151,16 +151,31 @@ func (c *Coordinator) acquireSem(ctx context.Context, name string, limit int, wa
 }
 
 // semError maps a refusal of the state machine (read locally or from a
-// forwarded answer's text) to ErrSemaphoreFull or ErrSemaphoreLimit.
+// forwarded answer's text) to ErrSemaphoreFull or ErrSemaphoreLimit, with
+// the state machine's detail ("2 of 2 permits of x held") and ErrRejected
+// still in the chain.
 func semError(err error) error {
-	switch msg := err.Error(); {
-	case strings.Contains(msg, strings.TrimPrefix(fsm.ErrSemFull.Error(), "fsm: ")):
-		return wrap(ErrSemaphoreFull, err)
-	case strings.Contains(msg, strings.TrimPrefix(fsm.ErrSemLimit.Error(), "fsm: ")):
-		return wrap(ErrSemaphoreLimit, err)
+	msg := err.Error()
+	for _, k := range []struct{ fsmErr, ours error }{{fsm.ErrSemFull, ErrSemaphoreFull}, {fsm.ErrSemLimit, ErrSemaphoreLimit}} {
+		if i := strings.Index(msg, k.fsmErr.Error()); i >= 0 {
+			return &semRefusal{kind: k.ours, detail: msg[i+len(k.fsmErr.Error()):], err: err}
+		}
 	}
 	return err
 }
+
+// semRefusal is a refused semaphore acquire: kind, then the detail.
+type semRefusal struct {
+	kind   error
+	detail string
+	err    error // the refusal as the state machine or the leader gave it
+}
+
+func (e *semRefusal) Error() string { return e.kind.Error() + e.detail }
+
+// Unwrap returns the kind and the original refusal (which wraps
+// ErrRejected).
+func (e *semRefusal) Unwrap() []error { return []error{e.kind, e.err} }
 
 // waitPermit waits in the queue until the replica, at or past the index
 // of the acquire that queued request req (after), shows it holding a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/holdfast-go/holdfast/coordinator"
 	"github.com/holdfast-go/holdfast/fence"
@@ -273,6 +274,68 @@ func TestPermitEndsWhenReplicaDropsIt(t *testing.T) {
 		t.Fatalf("tokens %d then %d", p.Token(), q.Token())
 	}
 	if err := q.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTimedOutForwardedSemaphoreAcquireLeavesNoPermit: an acquire
+// forwarded by a follower whose answer arrives after the caller's deadline
+// (the leader committed the grant) must not leave the follower holding the
+// only permit: the node settles the request.
+func TestTimedOutForwardedSemaphoreAcquireLeavesNoPermit(t *testing.T) {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
+	leader := cl.WaitFormed(formTimeout)
+	f, other := followersOf(t, cl, leader)
+	heal := lateAnswers(cl, leader, f, 700*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	_, err := f.C().TryAcquireSemaphore(ctx, "orphan", 1)
+	cancel()
+	heal()
+	if err == nil {
+		t.Fatal("TryAcquireSemaphore succeeded although its answer was delayed past its deadline")
+	}
+	t.Logf("TryAcquireSemaphore: %v", err)
+	ttl := leader.Config.SessionTTL
+	var last error
+	err = holdfasttest.Poll(3*ttl, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		p, err := other.C().TryAcquireSemaphore(ctx, "orphan", 1)
+		if err != nil {
+			last = err
+			return fmt.Errorf("%w: %v", holdfasttest.ErrNotYet, err)
+		}
+		return p.Release(ctx)
+	})
+	if err != nil {
+		t.Fatalf("another node could not take the permit within 3 × TTL after a timed-out acquire: %v (last %v); holders %+v (follower's session %s)",
+			err, last, leader.C().Semaphore("orphan"), f.C().SessionID())
+	}
+}
+
+// TestSemaphoreRefusalMessages: a refused acquire says why once, with the
+// state machine's detail, and wraps both its kind and ErrRejected.
+func TestSemaphoreRefusalMessages(t *testing.T) {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1})
+	cl.WaitFormed(formTimeout)
+	c := cl.Node(0).C()
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	p, err := c.AcquireSemaphore(ctx, "s", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.TryAcquireSemaphore(ctx, "s", 1)
+	if want := "holdfast: semaphore has no free permit: 1 of 1 permits of s held"; err == nil || err.Error() != want ||
+		!errors.Is(err, coordinator.ErrRejected) || !errors.Is(err, coordinator.ErrSemaphoreFull) {
+		t.Errorf("full: %v, want %q wrapping ErrRejected", err, want)
+	}
+	_, err = c.TryAcquireSemaphore(ctx, "s", 3)
+	if want := "holdfast: semaphore limit differs from its holders': s has limit 1, not 3"; err == nil || err.Error() != want ||
+		!errors.Is(err, coordinator.ErrSemaphoreLimit) {
+		t.Errorf("limit: %v, want %q", err, want)
+	}
+	if err := p.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
