@@ -39,8 +39,10 @@
 // Each node keeps one session in the replicated state, renewed by keepalives
 // to the raft leader every SessionTTL/3 (keepalives are not written to the
 // raft log). Named leader leases (Campaign, TryAcquire, and RunLeader, which
-// runs callbacks for each term and campaigns again after a loss) hang off
-// the session. Guarantees:
+// runs callbacks for each term and campaigns again after a loss) and
+// semaphore permits (AcquireSemaphore: up to N holders of a name, each
+// permit with its own token, believed like a lease) hang off the session.
+// Guarantees:
 //
 //   - Only the leader expires a session, by a committed command, once its
 //     deadline on the leader's monotonic clock has passed. A keepalive is

@@ -96,13 +96,13 @@ func (m *metrics) newEventMetrics() {
 	m.forwardsExpired = counter("holdfast_forwards_expired_total",
 		"Commands forwarded to this node as raft leader that it dropped unapplied because their sender's budget had run out.")
 	m.settlements = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holdfast_lease_settlements_total",
-		Help: "Lease requests this node settled in the background after their caller stopped waiting (acquire: a cancelled Campaign or TryAcquire; resign: a release Resign could not deliver in time)."},
+		Help: "Lease requests this node settled in the background after their caller stopped waiting (acquire: a cancelled Campaign or TryAcquire; resign: a release Resign could not deliver in time; sem-acquire and sem-release: the same for semaphore permits)."},
 		[]string{"op"})
-	for _, op := range []string{"acquire", "resign"} {
+	for _, op := range []string{"acquire", "resign", "sem-acquire", "sem-release"} {
 		m.settlements.WithLabelValues(op)
 	}
 	m.unownedSeconds = counter("holdfast_shards_unowned_seconds_total", "Raft leader: shard-seconds spent with no owner (summed over shards).")
-	for _, kind := range []string{kindLeader, kindShard} {
+	for _, kind := range []string{kindLeader, kindShard, kindSemaphore} {
 		for _, reason := range []string{"expired", "revoked", "resigned", "shutdown", "lost"} {
 			m.leasesEnded.WithLabelValues(kind, reason)
 		}

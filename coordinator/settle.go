@@ -41,15 +41,20 @@ func (c *Coordinator) settle(s *session, name string, req, token uint64, op stri
 	if c.metrics != nil {
 		c.metrics.settlements.WithLabelValues(op).Inc()
 	}
-	cmd := giveUpCmd(s, name, req, token)
-	if !c.spawn(func() { c.settleLoop(s, cmd) }) {
+	c.settleCmd(s, giveUpCmd(s, name, req, token), name, req)
+}
+
+// settleCmd commits the give-up cmd of request req for name in the
+// background (see settleLoop).
+func (c *Coordinator) settleCmd(s *session, cmd fsm.Command, name string, req uint64) {
+	if !c.spawn(func() { c.settleLoop(s, cmd, name, req) }) {
 		c.log.Debug("not settling a lease request: shutting down (the session's end releases it)", "lease", name, "request", req)
 	}
 }
 
 // settleLoop commits cmd, retrying with backoff while its outcome is
 // unknown, until it commits, the session ends, or the node shuts down.
-func (c *Coordinator) settleLoop(s *session, cmd fsm.Command) {
+func (c *Coordinator) settleLoop(s *session, cmd fsm.Command, name string, req uint64) {
 	backoff := 20 * time.Millisecond
 	for {
 		ctx, cancel := context.WithTimeout(s.ctx, c.cfg.RPCTimeout)
@@ -57,11 +62,11 @@ func (c *Coordinator) settleLoop(s *session, cmd fsm.Command) {
 		cancel()
 		if !mayHaveCommitted(err) || errors.Is(err, ErrShutdown) || s.ctx.Err() != nil {
 			if err != nil && !errors.Is(err, ErrNoSession) && s.ctx.Err() == nil {
-				c.log.Warn("settling a lease request failed; the session's end releases it", "lease", cmd.Lease.Name, "request", cmd.Lease.Request, "error", err)
+				c.log.Warn("settling a lease request failed; the session's end releases it", "lease", name, "request", req, "error", err)
 			}
 			return
 		}
-		c.log.Debug("settling a lease request: outcome unknown; retrying", "lease", cmd.Lease.Name, "request", cmd.Lease.Request, "error", err)
+		c.log.Debug("settling a lease request: outcome unknown; retrying", "lease", name, "request", req, "error", err)
 		if !sleepCtx(s.ctx, jitter(backoff)) {
 			return
 		}

@@ -46,6 +46,11 @@ const (
 	OpShardRelease Op = 10
 	// OpSessionDrain sets or clears a session's drained flag.
 	OpSessionDrain Op = 11
+	// OpSemAcquire asks for a permit of a named semaphore (granting one,
+	// or queueing).
+	OpSemAcquire Op = 12
+	// OpSemRelease gives a semaphore permit up, or leaves its queue.
+	OpSemRelease Op = 13
 )
 
 // String returns the operation's name.
@@ -73,6 +78,10 @@ func (o Op) String() string {
 		return "shard-release"
 	case OpSessionDrain:
 		return "session-drain"
+	case OpSemAcquire:
+		return "sem-acquire"
+	case OpSemRelease:
+		return "sem-release"
 	default:
 		return fmt.Sprintf("op(%d)", uint8(o))
 	}
@@ -86,6 +95,7 @@ type Command struct {
 	Session *SessionCmd
 	Lease   *LeaseCmd
 	Shard   *ShardCmd
+	Sem     *SemCmd
 }
 
 // SessionCmd is the body of OpSessionCreate, OpSessionClose,
@@ -186,6 +196,11 @@ func Encode(c Command) ([]byte, error) {
 			return nil, fmt.Errorf("%w: %s without body", ErrMalformed, c.Op)
 		}
 		body = c.Shard
+	case OpSemAcquire, OpSemRelease:
+		if c.Sem == nil {
+			return nil, fmt.Errorf("%w: %s without body", ErrMalformed, c.Op)
+		}
+		body = c.Sem
 	default:
 		return nil, fmt.Errorf("%w: %d", ErrUnknownOp, c.Op)
 	}
@@ -240,6 +255,11 @@ func Decode(b []byte) (Command, error) {
 	case OpShardGrant, OpShardRevoke, OpShardRelease:
 		c.Shard = new(ShardCmd)
 		if err := decodeBody(body, c.Shard); err != nil {
+			return Command{}, err
+		}
+	case OpSemAcquire, OpSemRelease:
+		c.Sem = new(SemCmd)
+		if err := decodeBody(body, c.Sem); err != nil {
 			return Command{}, err
 		}
 	default:

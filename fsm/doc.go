@@ -46,6 +46,21 @@
 // release without a request ID comes from an older log and keeps its old
 // meaning. leases.go states the rules in full.
 //
+// # Semaphores
+//
+// A semaphore lets up to Limit requests hold a name at once, each permit
+// with its own fencing token from the one token counter (so a name's
+// tokens strictly increase). The first acquire of a free name fixes the
+// limit; an acquire with another limit is refused (ErrSemLimit). Permits
+// and queue entries are keyed by (session, request); waiters are served
+// first come first; a release names its request; a session's end frees
+// its permits and queue entries in the same command and grants the freed
+// slots. Stale, repeated and late commands change nothing, by the same
+// request marks as leases, kept per semaphore name (Session.SemMarks).
+// semaphore.go states the rules in full. Snapshots list semaphores after
+// the shard table; one written before semaphores existed restores with
+// none.
+//
 // # Encoding
 //
 // A command is one version byte, one operation byte and a msgpack body (see

@@ -134,6 +134,10 @@ func apply(st state, index uint64, c Command, changed *[]uint32) (state, Result,
 		return applyShardRelease(st, index, c.Shard, changed)
 	case OpSessionDrain:
 		return applySessionDrain(st, c.Session)
+	case OpSemAcquire:
+		return applySemAcquire(st, index, c.Sem)
+	case OpSemRelease:
+		return applySemRelease(st, index, c.Sem)
 	default:
 		return st, Result{}, fmt.Errorf("%w: %d", ErrUnknownOp, c.Op)
 	}
@@ -179,6 +183,9 @@ type wireSnapshot struct {
 	// Shards is the whole table in shard order (empty before InitCluster).
 	Shards      []Shard `msgpack:"shards"`
 	ShardsIndex uint64  `msgpack:"shards_index"`
+	// Semaphores are sorted by name; snapshots written before semaphores
+	// existed lack the field, and an empty list is omitted.
+	Semaphores []Semaphore `msgpack:"semaphores,omitempty"`
 }
 
 // fromWire rebuilds the state, rejecting duplicates and leases whose holder
@@ -209,7 +216,7 @@ func fromWire(w wireSnapshot) (snapshotData, error) {
 		if !validWeight(s.Weight) {
 			return snapshotData{}, fmt.Errorf("%w: session %q has weight %v", ErrMalformed, s.ID, s.Weight)
 		}
-		if !marksSorted(s.Marks) {
+		if !marksSorted(s.Marks) || !marksSorted(s.SemMarks) {
 			return snapshotData{}, fmt.Errorf("%w: session %q has unsorted request marks", ErrMalformed, s.ID)
 		}
 	}
@@ -217,6 +224,9 @@ func fromWire(w wireSnapshot) (snapshotData, error) {
 		return snapshotData{}, err
 	}
 	st.ShardsIndex = w.ShardsIndex
+	if err := semsFromWire(&st, w.Semaphores); err != nil {
+		return snapshotData{}, err
+	}
 	return snapshotData{Index: w.Index, State: st}, nil
 }
 

@@ -154,6 +154,8 @@ func FuzzDecodeCommand(f *testing.F) {
 		shardCmd(OpShardRevoke, false, ShardItem{Shard: 0, Session: "s", Token: 1, To: "s"}),
 		shardCmd(OpShardRelease, true, ShardItem{Shard: 0, Session: "s", Token: 1}),
 		{Op: OpSessionDrain, Session: &SessionCmd{ID: "s", Drain: true}},
+		semAcquire("s", "sem", 1, 2, true),
+		semRelease("s", "sem", 1, 0),
 	} {
 		f.Add(mustEncode(&testing.T{}, c))
 	}
@@ -196,6 +198,11 @@ func FuzzRestore(f *testing.F) {
 	b.do(initCluster(4))
 	b.do(createSession("s"))
 	b.do(shardCmd(OpShardGrant, false, ShardItem{Shard: 2, Session: "s"}))
+	s, _ = b.f.EncodeSnapshot()
+	f.Add(s)
+	b.do(semAcquire("s", "sem", 1, 1, true))
+	b.do(createSession("t"))
+	b.do(semAcquire("t", "sem", 1, 1, true))
 	s, _ = b.f.EncodeSnapshot()
 	f.Add(s)
 	f.Add([]byte{SnapshotVersion})

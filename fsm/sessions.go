@@ -89,5 +89,5 @@ func applySessionEnd(st state, index uint64, c *SessionCmd, expire bool, changed
 			st.Leases[name] = &nl
 		}
 	}
-	return st, Result{}, nil
+	return endSessionSems(st, index, c.ID), Result{}, nil
 }

@@ -13,13 +13,14 @@ import (
 // []Shard first. Its fields, names and order are wireSnapshot's, so the
 // bytes are the same as encoding wireSnapshot.
 type wireSnapshotOut struct {
-	Index       uint64     `msgpack:"index"`
-	Cluster     Cluster    `msgpack:"cluster"`
-	LastToken   uint64     `msgpack:"last_token"`
-	Sessions    []Session  `msgpack:"sessions"`
-	Leases      []Lease    `msgpack:"leases"`
-	Shards      wireShards `msgpack:"shards"`
-	ShardsIndex uint64     `msgpack:"shards_index"`
+	Index       uint64      `msgpack:"index"`
+	Cluster     Cluster     `msgpack:"cluster"`
+	LastToken   uint64      `msgpack:"last_token"`
+	Sessions    []Session   `msgpack:"sessions"`
+	Leases      []Lease     `msgpack:"leases"`
+	Shards      wireShards  `msgpack:"shards"`
+	ShardsIndex uint64      `msgpack:"shards_index"`
+	Semaphores  []Semaphore `msgpack:"semaphores,omitempty"`
 }
 
 // wireShards encodes a view's shard table as the msgpack array of Shard
@@ -95,7 +96,8 @@ func boolInt(b bool) int {
 func writeSnapshot(w io.Writer, d snapshotData) error {
 	v := &View{st: d.State}
 	out := wireSnapshotOut{Index: d.Index, Cluster: d.State.Cluster, LastToken: d.State.LastToken,
-		Sessions: v.Sessions(), Leases: v.Leases(), Shards: wireShards{v}, ShardsIndex: d.State.ShardsIndex}
+		Sessions: v.Sessions(), Leases: v.Leases(), Shards: wireShards{v}, ShardsIndex: d.State.ShardsIndex,
+		Semaphores: v.Semaphores()}
 	if _, err := w.Write([]byte{SnapshotVersion}); err != nil {
 		return err
 	}

@@ -40,6 +40,9 @@ type Session struct {
 	// An acquire at or below its mark that neither holds nor waits is stale
 	// and changes nothing. Shared between views: never modify in place.
 	Marks []RequestMark `msgpack:"marks,omitempty"`
+	// SemMarks are the session's request marks for semaphore names, kept
+	// like Marks (a semaphore and a lease may share a name).
+	SemMarks []RequestMark `msgpack:"sem_marks,omitempty"`
 }
 
 // RequestMark is a session's highest request ID for one lease name.
@@ -92,6 +95,8 @@ type state struct {
 	LastToken uint64
 	Sessions  map[string]*Session
 	Leases    map[string]*Lease
+	// Semaphores holds every semaphore with a holder or a waiter.
+	Semaphores map[string]*Semaphore
 	// Shards is the shard table in copy-on-write pages (nil before
 	// InitCluster); ShardsIndex is the index of its last change.
 	Shards      shardTable

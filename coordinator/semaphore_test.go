@@ -1,0 +1,341 @@
+package coordinator_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/holdfast-go/holdfast/coordinator"
+	"github.com/holdfast-go/holdfast/fence"
+	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/holdfasttest"
+)
+
+// semMonitor follows a semaphore on one node's replica and records every
+// violation of "at most limit holders" and "a new permit's token is above
+// every earlier one".
+type semMonitor struct {
+	mu      sync.Mutex
+	maxSeen int
+	lastTok uint64
+	seen    map[uint64]bool
+	errs    []string
+}
+
+func watchSem(ctx context.Context, c *coordinator.Coordinator, name string, limit int) (*semMonitor, func()) {
+	m := &semMonitor{seen: map[uint64]bool{}}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.WatchSemaphore(ctx, name, func(index uint64, hs []fsm.SemHolder) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.maxSeen = max(m.maxSeen, len(hs))
+			if len(hs) > limit {
+				m.errs = append(m.errs, fmt.Sprintf("index %d: %d holders", index, len(hs)))
+			}
+			for _, h := range hs {
+				if m.seen[h.Token] {
+					continue
+				}
+				if h.Token <= m.lastTok {
+					m.errs = append(m.errs, fmt.Sprintf("index %d: new permit token %d after %d", index, h.Token, m.lastTok))
+				}
+				m.seen[h.Token], m.lastTok = true, h.Token
+			}
+		})
+	}()
+	return m, func() { cancel(); <-done }
+}
+
+// TestSemaphoreCluster: three nodes share a semaphore of two permits. At
+// most two hold at once, tokens increase, a third waits and gets the
+// permit one releases, a killed holder's permit is freed once its session
+// expires, and a fenced resource accepts each permit's token in turn. A
+// monitor on a replica checks every view it sees.
+func TestSemaphoreCluster(t *testing.T) {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3})
+	cl.WaitFormed(formTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*formTimeout)
+	defer cancel()
+	const name, limit = "workers", 2
+	mon, stopMon := watchSem(ctx, cl.Node(0).C(), name, limit)
+	res := fence.NewMemory()
+	write := func(p *coordinator.Permit) {
+		t.Helper()
+		if err := res.Do(name, p.Token(), func() error { return nil }); err != nil {
+			t.Fatalf("fenced write with permit %d: %v", p.Token(), err)
+		}
+	}
+
+	a, b, c := cl.Node(0).C(), cl.Node(1).C(), cl.Node(2).C()
+	pa, err := a.AcquireSemaphore(ctx, name, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(pa)
+	pb, err := b.AcquireSemaphore(ctx, name, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(pb)
+	if pb.Token() <= pa.Token() {
+		t.Fatalf("tokens %d then %d", pa.Token(), pb.Token())
+	}
+	if _, err := c.TryAcquireSemaphore(ctx, name, limit); !errors.Is(err, coordinator.ErrSemaphoreFull) {
+		t.Fatalf("TryAcquireSemaphore of a full semaphore: %v", err)
+	}
+	if _, err := c.AcquireSemaphore(ctx, name, limit+1); !errors.Is(err, coordinator.ErrSemaphoreLimit) {
+		t.Fatalf("AcquireSemaphore with another limit: %v", err)
+	}
+	if hs := c.Semaphore(name); len(hs) != 2 || hs[0].Node != a.NodeName() || hs[1].Token != pb.Token() {
+		t.Fatalf("Semaphore: %+v", hs)
+	}
+
+	got := make(chan *coordinator.Permit, 1)
+	go func() {
+		p, err := c.AcquireSemaphore(ctx, name, limit)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- p
+	}()
+	cl.WaitFor("c queued", formTimeout, func() error {
+		if len(c.SemaphoreWaiters(name)) != 1 {
+			return holdfasttest.ErrNotYet
+		}
+		return nil
+	})
+	if err := pa.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(pa.Err(), coordinator.ErrResigned) {
+		t.Fatalf("released permit ends with %v", pa.Err())
+	}
+	pc := <-got
+	if pc == nil {
+		t.FailNow()
+	}
+	if pc.Token() <= pb.Token() {
+		t.Fatalf("c's token %d not above %d", pc.Token(), pb.Token())
+	}
+	write(pc)
+	if err := res.Check(name, pa.Token()); !errors.Is(err, fence.ErrFenced) {
+		t.Fatalf("the released permit's token is still accepted: %v", err)
+	}
+
+	// a waits again; the node of one holder (one that does not lead raft,
+	// so no election delays the others' keepalives) dies: its permit goes
+	// to a once its session expires.
+	go func() {
+		p, err := a.AcquireSemaphore(ctx, name, limit)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- p
+	}()
+	cl.WaitFor("a queued", formTimeout, func() error {
+		if len(c.SemaphoreWaiters(name)) != 1 {
+			return holdfasttest.ErrNotYet
+		}
+		return nil
+	})
+	victim, survivor := 1, pc
+	if l := cl.WaitLeader(formTimeout); l.Name == cl.Node(1).Name {
+		victim, survivor = 2, pb
+	}
+	dead := cl.Node(victim).Name
+	cl.Kill(victim)
+	pa2 := <-got
+	if pa2 == nil {
+		t.FailNow()
+	}
+	if pa2.Token() <= pc.Token() {
+		t.Fatalf("a's new token %d not above %d", pa2.Token(), pc.Token())
+	}
+	write(pa2)
+	for _, h := range a.Semaphore(name) {
+		if h.Node == dead {
+			t.Fatalf("the killed node %s still holds a permit: %+v", dead, h)
+		}
+	}
+	for _, p := range []*coordinator.Permit{survivor, pa2} {
+		if err := p.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.WaitFor("semaphore empty", formTimeout, func() error {
+		if hs := a.Semaphore(name); len(hs) != 0 {
+			return fmt.Errorf("%w: %+v", holdfasttest.ErrNotYet, hs)
+		}
+		return nil
+	})
+	stopMon()
+	mon.mu.Lock()
+	defer mon.mu.Unlock()
+	if len(mon.errs) > 0 {
+		t.Fatalf("monitor: %v", mon.errs)
+	}
+	if mon.maxSeen != limit {
+		t.Fatalf("monitor saw at most %d holders, want %d", mon.maxSeen, limit)
+	}
+}
+
+// TestSemaphoreCancelledAcquireHoldsNothing: a waiting AcquireSemaphore
+// whose context ends leaves the queue, so the permit a release frees goes
+// to the next live request, not to the cancelled one.
+func TestSemaphoreCancelledAcquireHoldsNothing(t *testing.T) {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1})
+	cl.WaitFormed(formTimeout)
+	c := cl.Node(0).C()
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	p, err := c.AcquireSemaphore(ctx, "s", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.AcquireSemaphore(wctx, "s", 1)
+		errc <- err
+	}()
+	cl.WaitFor("queued", formTimeout, func() error {
+		if len(c.SemaphoreWaiters("s")) != 1 {
+			return holdfasttest.ErrNotYet
+		}
+		return nil
+	})
+	wcancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled acquire: %v", err)
+	}
+	cl.WaitFor("queue left", formTimeout, func() error {
+		if len(c.SemaphoreWaiters("s")) != 0 {
+			return holdfasttest.ErrNotYet
+		}
+		return nil
+	})
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if hs := c.Semaphore("s"); len(hs) != 0 {
+		t.Fatalf("after the release, the semaphore is held by %+v", hs)
+	}
+}
+
+// TestPermitEndsWhenReplicaDropsIt: a permit whose grant the replica no
+// longer shows ends with ErrLeaseLost, and its freed slot goes to the
+// waiter.
+func TestPermitEndsWhenReplicaDropsIt(t *testing.T) {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1})
+	cl.WaitFormed(formTimeout)
+	c := cl.Node(0).C()
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	p, err := c.AcquireSemaphore(ctx, "s", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *coordinator.Permit, 1)
+	go func() {
+		q, err := c.AcquireSemaphore(ctx, "s", 1)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- q
+	}()
+	cl.WaitFor("queued", formTimeout, func() error {
+		if len(c.SemaphoreWaiters("s")) != 1 {
+			return holdfasttest.ErrNotYet
+		}
+		return nil
+	})
+	if err := c.CommitPermitRelease(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	case <-ctx.Done():
+		t.Fatal("the permit did not end when the replica dropped it")
+	}
+	if err := p.Checkpoint(); !errors.Is(err, coordinator.ErrLeaseLost) {
+		t.Fatalf("dropped permit's checkpoint: %v", err)
+	}
+	q := <-got
+	if q == nil {
+		t.FailNow()
+	}
+	if q.Token() <= p.Token() {
+		t.Fatalf("tokens %d then %d", p.Token(), q.Token())
+	}
+	if err := q.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTimedOutForwardedSemaphoreAcquireLeavesNoPermit: an acquire
+// forwarded by a follower whose answer arrives after the caller's deadline
+// (the leader committed the grant) must not leave the follower holding the
+// only permit: the node settles the request.
+func TestTimedOutForwardedSemaphoreAcquireLeavesNoPermit(t *testing.T) {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
+	leader := cl.WaitFormed(formTimeout)
+	f, other := followersOf(t, cl, leader)
+	heal := lateAnswers(cl, leader, f, 700*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	_, err := f.C().TryAcquireSemaphore(ctx, "orphan", 1)
+	cancel()
+	heal()
+	if err == nil {
+		t.Fatal("TryAcquireSemaphore succeeded although its answer was delayed past its deadline")
+	}
+	t.Logf("TryAcquireSemaphore: %v", err)
+	ttl := leader.Config.SessionTTL
+	var last error
+	err = holdfasttest.Poll(3*ttl, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		p, err := other.C().TryAcquireSemaphore(ctx, "orphan", 1)
+		if err != nil {
+			last = err
+			return fmt.Errorf("%w: %v", holdfasttest.ErrNotYet, err)
+		}
+		return p.Release(ctx)
+	})
+	if err != nil {
+		t.Fatalf("another node could not take the permit within 3 × TTL after a timed-out acquire: %v (last %v); holders %+v (follower's session %s)",
+			err, last, leader.C().Semaphore("orphan"), f.C().SessionID())
+	}
+}
+
+// TestSemaphoreRefusalMessages: a refused acquire says why once, with the
+// state machine's detail, and wraps both its kind and ErrRejected.
+func TestSemaphoreRefusalMessages(t *testing.T) {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1})
+	cl.WaitFormed(formTimeout)
+	c := cl.Node(0).C()
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	p, err := c.AcquireSemaphore(ctx, "s", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.TryAcquireSemaphore(ctx, "s", 1)
+	if want := "holdfast: semaphore has no free permit: 1 of 1 permits of s held"; err == nil || err.Error() != want ||
+		!errors.Is(err, coordinator.ErrRejected) || !errors.Is(err, coordinator.ErrSemaphoreFull) {
+		t.Errorf("full: %v, want %q wrapping ErrRejected", err, want)
+	}
+	_, err = c.TryAcquireSemaphore(ctx, "s", 3)
+	if want := "holdfast: semaphore limit differs from its holders': s has limit 1, not 3"; err == nil || err.Error() != want ||
+		!errors.Is(err, coordinator.ErrSemaphoreLimit) {
+		t.Errorf("limit: %v, want %q", err, want)
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
