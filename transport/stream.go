@@ -128,7 +128,7 @@ func (s *streamLayer) deliver(c net.Conn) {
 	timer := time.NewTimer(s.t.cfg.HandshakeTimeout)
 	defer timer.Stop()
 	select {
-	case s.conns <- c:
+	case s.conns <- &busyConn{Conn: c, h: &s.t.raftHandlers}:
 		return
 	case <-timer.C:
 		s.t.log.Debug("transport: raft connection not accepted in time", "remote", c.RemoteAddr().String())

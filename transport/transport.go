@@ -197,6 +197,8 @@ type Transport struct {
 	idle     map[string][]*trackedConn // pooled RPC client conns by address
 	closeErr error
 	once     sync.Once
+
+	raftHandlers handlers // inbound raft requests being handled (busyconn.go)
 }
 
 type handlerBox struct{ h Handler }
@@ -298,7 +300,10 @@ func (t *Transport) Stats() Stats {
 // Close stops the listener, closes every connection (inbound, pooled,
 // in-flight and raft connections in both directions), cancels the contexts of
 // running handlers and waits for the Transport's goroutines to end (so it
-// waits for handlers to return). It is idempotent and safe to call
+// waits for handlers to return), and for raft's readers of inbound raft
+// connections to finish the request each is handling (raft answers
+// heartbeats there and writes its stable store: close the stores only
+// after Close). It is idempotent and safe to call
 // concurrently; later calls return the first call's result.
 func (t *Transport) Close() error {
 	t.once.Do(func() {
@@ -319,6 +324,9 @@ func (t *Transport) Close() error {
 			_ = c.Close()
 		}
 		t.wg.Wait()
+		if !t.raftHandlers.wait(t.cfg.HandshakeTimeout) {
+			t.log.Warn("transport: raft requests still being handled at close")
+		}
 	})
 	return t.closeErr
 }
