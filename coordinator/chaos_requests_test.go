@@ -15,7 +15,7 @@ import (
 // Lease requests that end uncleanly, in TestChaos: workers bound their
 // calls by short deadlines or cancel them midway, call TryAcquire as well
 // as Campaign, and resign with expired contexts; nodes send some forwarded
-// commands twice (the copy late, sometimes past the RPC timeout); the
+// lease commands twice (the copy late, sometimes past the RPC timeout); the
 // "slow-forwards" fault delays one node's traffic to the leader past the
 // RPC timeout, so its requests reach the leader after it gave up. After
 // every seed two more invariants are checked:
