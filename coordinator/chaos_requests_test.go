@@ -15,7 +15,7 @@ import (
 // Lease requests that end uncleanly, in TestChaos: workers bound their
 // calls by short deadlines or cancel them midway, call TryAcquire as well
 // as Campaign, and resign with expired contexts; nodes send some forwarded
-// commands twice (the copy late, sometimes past the RPC timeout); the
+// lease commands twice (the copy late, sometimes past the RPC timeout); the
 // "slow-forwards" fault delays one node's traffic to the leader past the
 // RPC timeout, so its requests reach the leader after it gave up. After
 // every seed two more invariants are checked:
@@ -218,36 +218,46 @@ func (r *chaosRun) monitorBlocked(ctx context.Context, after time.Time, ttl time
 	}
 }
 
-// checkNoOrphans waits, once every worker stopped, until no lease name is
-// held or queued on the leader's replica; it returns a violation if one
-// still is at deadline.
-func (r *chaosRun) checkNoOrphans(deadline time.Time) []string {
+// checkNoOrphans waits, once every worker stopped and the cluster has a
+// leader again, until no lease name is held or queued on the leader's
+// replica. A node's current session must have let go within settle; the
+// session of a crashed incarnation goes when the leader expires it, which a
+// leader change may put off by another TTL and grace, so it gets twice
+// that. It returns the violation, if any.
+func (r *chaosRun) checkNoOrphans(settle time.Duration) []string {
+	r.cl.WaitFormed(formTimeout)
+	strict := time.Now().Add(settle)
 	var last string
-	err := holdfasttest.Poll(time.Until(deadline), func() error {
+	late := false
+	err := holdfasttest.Poll(2*settle, func() error {
 		leader, err := r.cl.Leader()
-		if err != nil {
-			last = err.Error()
+		if err != nil || leader.C() == nil {
+			last = fmt.Sprint("no leader: ", err)
 			return holdfasttest.ErrNotYet
 		}
-		c := leader.C()
-		if c == nil {
-			return holdfasttest.ErrNotYet
-		}
-		last = ""
-		for _, info := range c.Leases() {
+		last, late = "", false
+		for _, info := range leader.C().Leases() {
 			if !slices.Contains(chaosNames, info.Name) {
 				continue
 			}
+			current := r.currentSession(info.Session)
 			last += fmt.Sprintf(" %s held by %s (session %s, current session of a node: %v) with %d waiting;",
-				info.Name, info.Holder, info.Session, r.currentSession(info.Session), info.Waiters)
+				info.Name, info.Holder, info.Session, current, info.Waiters)
+			late = late || current
+			for _, w := range leader.C().LeaseWaiters(info.Name) {
+				late = late || r.currentSession(w.Session)
+			}
 		}
-		if last != "" {
-			return holdfasttest.ErrNotYet
+		switch {
+		case last == "":
+			return nil
+		case late && time.Now().After(strict):
+			return nil // reported below
 		}
-		return nil
+		return holdfasttest.ErrNotYet
 	})
-	if err != nil {
-		return []string{"orphan: after every worker stopped, still held or queued:" + last}
+	if err != nil || last != "" {
+		return []string{"orphan: after every worker stopped and the cluster formed again, still held or queued:" + last}
 	}
 	return nil
 }

@@ -261,7 +261,7 @@ func runChaosSeed(t *testing.T, seed uint64) (chaosStats, chaosShardStats) {
 	r.stopWorkers()
 	stopMon()
 	<-monDone
-	orphans := r.checkNoOrphans(time.Now().Add(settle))
+	orphans := r.checkNoOrphans(settle)
 	t.Logf("seed %d: faults for %v, formed again after %v, every shard owned %v later, workers stopped after %v",
 		seed, driven.Sub(r.h.t0).Round(time.Millisecond), formed.Sub(driven).Round(time.Millisecond),
 		recovered.Round(time.Millisecond), time.Since(formed.Add(recovered)).Round(time.Millisecond))

@@ -98,9 +98,9 @@ func (c *Coordinator) LeaseWaiters(name string) []fsm.Waiter {
 	return l.Waiters
 }
 
-// SetForwardDuplicator makes this node send every command it forwards to
-// the leader a second time when dup says so, after the delay it returns
-// (nil turns it off).
+// SetForwardDuplicator makes this node send every lease command it
+// forwards to the leader a second time when dup says so, after the delay
+// it returns (nil turns it off).
 func (c *Coordinator) SetForwardDuplicator(dup func() (time.Duration, bool)) {
 	if dup == nil {
 		c.dupForward.Store(nil)

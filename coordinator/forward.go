@@ -55,9 +55,10 @@ func (c *Coordinator) serveApply(ctx context.Context, body []byte) ([]byte, erro
 	return transport.Encode(res)
 }
 
-// maybeDuplicate sends req to addr once more, later, when a test asked for
-// duplicated forwards (dupForward): the network may deliver a command
-// twice, and the second copy must change nothing. A no-op in production.
+// maybeDuplicate sends req (a lease command) to addr once more, later,
+// when a test asked for duplicated forwards (dupForward): a lease command
+// may reach the leader twice or late, and the second copy must change
+// nothing. A no-op in production.
 func (c *Coordinator) maybeDuplicate(addr string, req applyRequest) {
 	hook := c.dupForward.Load()
 	if hook == nil {

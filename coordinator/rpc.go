@@ -260,7 +260,9 @@ func (c *Coordinator) apply(ctx context.Context, cmd fsm.Command) (applyResult, 
 				req.BudgetNanos = max(int64(time.Until(dl)), 1)
 			}
 			err := fromRemote(c.trans.Call(ctx, addr, methodApply, req, &res))
-			c.maybeDuplicate(addr, req)
+			if cmd.Op == fsm.OpAcquire || cmd.Op == fsm.OpRelease {
+				c.maybeDuplicate(addr, req)
+			}
 			if !errors.Is(err, ErrNotLeader) {
 				return res, err
 			}
