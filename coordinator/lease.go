@@ -144,16 +144,26 @@ func (c *Coordinator) localSlot(name string) chan struct{} {
 	return ch
 }
 
+// nextRequest waits for this node's session and numbers a new request on
+// it. It fails without numbering anything once ctx has ended: nothing was
+// sent, so nothing needs settling.
+func (c *Coordinator) nextRequest(ctx context.Context) (*session, uint64, error) {
+	s, err := c.waitSession(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	return s, c.reqSeq.Add(1), nil
+}
+
 func (c *Coordinator) acquireSlotted(ctx context.Context, name string, wait bool) (*Lease, error) {
 	for {
-		s, err := c.waitSession(ctx)
+		s, req, err := c.nextRequest(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if err := ctx.Err(); err != nil {
-			return nil, err // nothing sent: nothing to settle
-		}
-		req := c.reqSeq.Add(1)
 		cmd := fsm.Command{Op: fsm.OpAcquire, Lease: &fsm.LeaseCmd{Name: name, Session: s.id, Request: req, Wait: wait}}
 		res, err := c.applyRetry(ctx, cmd)
 		switch {

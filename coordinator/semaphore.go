@@ -106,14 +106,10 @@ func (c *Coordinator) acquireSem(ctx context.Context, name string, limit int, wa
 	}
 	start := time.Now()
 	for {
-		s, err := c.waitSession(ctx)
+		s, req, err := c.nextRequest(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if err := ctx.Err(); err != nil {
-			return nil, err // nothing sent: nothing to settle
-		}
-		req := c.reqSeq.Add(1)
 		cmd := fsm.Command{Op: fsm.OpSemAcquire, Sem: &fsm.SemCmd{Name: name, Session: s.id, Request: req,
 			Limit: uint32(limit), Wait: wait}}
 		res, err := c.applyRetry(ctx, cmd)

@@ -3,12 +3,8 @@ package coordinator_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/holdfast-go/holdfast/coordinator"
 	"github.com/holdfast-go/holdfast/holdfasttest"
@@ -44,35 +40,15 @@ func TestSevenNodesThreeVoters(t *testing.T) {
 	}
 }
 
-// configHistory reads every raft configuration in a stopped node's log and
-// returns the voter sets in log order.
+// configHistory returns the voter sets of every raft configuration in a
+// stopped node's log, in log order.
 func configHistory(t *testing.T, dataDir string) [][]string {
 	t.Helper()
-	store, err := raftboltdb.NewBoltStore(filepath.Join(dataDir, "raft", "raft.db"))
+	hist, err := holdfasttest.VoterHistory(dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
-	first, _ := store.FirstIndex()
-	last, _ := store.LastIndex()
-	var out [][]string
-	for i := first; i <= last && i > 0; i++ {
-		var l raft.Log
-		if err := store.GetLog(i, &l); err != nil {
-			t.Fatal(err)
-		}
-		if l.Type != raft.LogConfiguration {
-			continue
-		}
-		var voters []string
-		for _, s := range raft.DecodeConfiguration(l.Data).Servers {
-			if s.Suffrage == raft.Voter {
-				voters = append(voters, string(s.ID))
-			}
-		}
-		out = append(out, voters)
-	}
-	return out
+	return hist
 }
 
 // checkOneVoterChangeAtATime asserts that successive voter sets differ by

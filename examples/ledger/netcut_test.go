@@ -4,16 +4,13 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-
 	"github.com/holdfast-go/holdfast/admin"
+	"github.com/holdfast-go/holdfast/holdfasttest"
 	"github.com/holdfast-go/holdfast/internal/netns"
 )
 
@@ -217,35 +214,15 @@ func mustStatus(t *testing.T, p *proc) admin.Status {
 	return st
 }
 
-// configHistory reads every raft configuration in a stopped node's log and
-// returns the voter sets in log order.
+// configHistory returns the voter sets of every raft configuration in a
+// stopped node's log, in log order.
 func configHistory(t *testing.T, dataDir string) [][]string {
 	t.Helper()
-	store, err := raftboltdb.NewBoltStore(filepath.Join(dataDir, "raft", "raft.db"))
+	hist, err := holdfasttest.VoterHistory(dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
-	first, _ := store.FirstIndex()
-	last, _ := store.LastIndex()
-	var out [][]string
-	for i := first; i <= last && i > 0; i++ {
-		var l raft.Log
-		if err := store.GetLog(i, &l); err != nil {
-			t.Fatal(err)
-		}
-		if l.Type != raft.LogConfiguration {
-			continue
-		}
-		var voters []string
-		for _, s := range raft.DecodeConfiguration(l.Data).Servers {
-			if s.Suffrage == raft.Voter {
-				voters = append(voters, string(s.ID))
-			}
-		}
-		out = append(out, voters)
-	}
-	return out
+	return hist
 }
 
 func voterCounts(hist [][]string) []int {
