@@ -13,6 +13,8 @@ import (
 	autopilot "github.com/hashicorp/raft-autopilot"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/keyring"
+	"github.com/holdfast-go/holdfast/internal/tlsfiles"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -61,14 +63,17 @@ type Coordinator struct {
 	leaderCh  chan bool                      // raft's NotifyCh
 	kick      chan struct{}                  // wakes the leader reconciler
 	admitted  admission                      // members refused entry to raft (admit.go)
-	keyring   keyringStore                   // the persisted gossip keyring (keyringfile.go)
 	forwards  chan struct{}                  // semaphore of forwarded commands being served
 	noLeader  leaderWatch                    // since when no raft leader is known (sync.go)
-	tlsReload tlsReloader                    // follows the TLS files (tlsreload.go)
 	// dupForward, set only by tests, says whether to send a forwarded
 	// command once more (after the returned delay): a late duplicate.
 	dupForward atomic.Pointer[func() (time.Duration, bool)]
 	dupsSent   atomic.Int64 // duplicates whose call returned (tests)
+
+	keyStore   *keyring.Store     // the persisted gossip keyring (gossipkeys.go)
+	gossipKeys *keyring.Keyring   // cluster-wide gossip key rotation (gossipkeys.go)
+	tlsReload  *tlsfiles.Reloader // follows the TLS files; nil without TLS (tlsconfig.go)
+	tlsMetrics tlsfiles.Metrics   // counts TLS reloads
 
 	ctx      context.Context // ends when Shutdown or Close begins
 	cancel   context.CancelCauseFunc
@@ -142,6 +147,7 @@ func (c *Coordinator) start() error {
 	if err := c.startMembership(); err != nil {
 		return err
 	}
+	c.startKeyring()
 	c.warnLoopbackAdvertise()
 	c.metrics = newMetrics(c)
 	c.startTLSReload()
@@ -335,6 +341,9 @@ func (c *Coordinator) closeAll() error {
 	}
 	if c.raftTrans != nil {
 		errs = append(errs, c.raftTrans.Close())
+	}
+	if c.tlsReload != nil {
+		c.tlsReload.Stop()
 	}
 	if c.trans != nil {
 		errs = append(errs, c.trans.Close())

@@ -1,15 +1,10 @@
 package coordinator
 
 import (
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
-	"errors"
 	"fmt"
-	"os"
-	"slices"
 	"time"
 
+	"github.com/holdfast-go/holdfast/internal/tlsfiles"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -69,12 +64,6 @@ type TLSConfig struct {
 	RequireTLS bool
 }
 
-// tlsMaterial is a TLSConfig loaded and checked.
-type tlsMaterial struct {
-	cas  *x509.CertPool
-	cert tls.Certificate
-}
-
 // validateTLS checks Config.TLS: every file readable, every PEM well
 // formed, the key matching the certificate, the certificate signed by the
 // CA, valid for server and client auth, and naming NodeName.
@@ -88,121 +77,26 @@ func (c *Config) validateTLS() error {
 			"`holdfastctl cert create-node NAME -addr HOST` and set Config.TLS, or set Config.Insecure = true "+
 			"to run without TLS (tests and demos only)")
 	}
-	_, err := c.TLS.load(c.NodeName)
-	return err
+	_, err := tlsfiles.Load(c.TLS.source(), c.NodeName)
+	return configErr(err)
 }
 
-// source returns the PEM bytes and the name of the field they came from:
-// pemField when b is set, else the file's content. ok is false when
-// neither is set.
-func source(b []byte, file, pemField, fileField string) (data []byte, field string, ok bool, err error) {
-	switch {
-	case len(b) > 0:
-		return b, pemField, true, nil
-	case file == "":
-		return nil, fileField, false, nil
-	}
-	data, err = os.ReadFile(file)
-	if err != nil {
-		return nil, fileField, true, fieldErr(fileField, "cannot be read: %v", err)
-	}
-	return data, fileField, true, nil
+// DefaultTLSReloadInterval is how often the TLS files are checked for
+// changes when TLSConfig.ReloadInterval is zero.
+const DefaultTLSReloadInterval = 10 * time.Second
+
+// source is where the material comes from, for package tlsfiles.
+func (t *TLSConfig) source() tlsfiles.Source {
+	return tlsfiles.Source{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile,
+		CAPEM: t.CAPEM, CertPEM: t.CertPEM, KeyPEM: t.KeyPEM, RequireTLS: t.RequireTLS}
 }
 
-// load reads and checks the material for node nodeName; its errors wrap
-// ErrInvalidConfig and name the field at fault.
-func (t *TLSConfig) load(nodeName string) (*tlsMaterial, error) {
-	if t.RequireTLS && len(t.CertPEM) == 0 && t.CertFile == "" && len(t.KeyPEM) == 0 && t.KeyFile == "" {
-		return nil, fieldErr("TLS.RequireTLS", "is set but no certificate is configured (TLS.CertFile or TLS.CertPEM, TLS.KeyFile or TLS.KeyPEM)")
+// reloadInterval resolves ReloadInterval: 0 is the default, negative off.
+func (t *TLSConfig) reloadInterval() time.Duration {
+	if t.ReloadInterval == 0 {
+		return DefaultTLSReloadInterval
 	}
-	caPEM, caField, ok, err := source(t.CAPEM, t.CAFile, "TLS.CAPEM", "TLS.CAFile")
-	if err != nil {
-		return nil, err
-	} else if !ok {
-		return nil, fieldErr("TLS.CAFile", "must be set (or TLS.CAPEM): peers are verified against the CA")
-	}
-	cas, err := parseCerts(caPEM)
-	if err != nil {
-		return nil, fieldErr(caField, "%v", err)
-	}
-	certPEM, certField, ok, err := source(t.CertPEM, t.CertFile, "TLS.CertPEM", "TLS.CertFile")
-	if err != nil {
-		return nil, err
-	} else if !ok {
-		return nil, fieldErr("TLS.CertFile", "must be set (or TLS.CertPEM): every node presents a certificate")
-	}
-	chain, err := parseCerts(certPEM)
-	if err != nil {
-		return nil, fieldErr(certField, "%v", err)
-	}
-	keyPEM, keyField, ok, err := source(t.KeyPEM, t.KeyFile, "TLS.KeyPEM", "TLS.KeyFile")
-	if err != nil {
-		return nil, err
-	} else if !ok {
-		return nil, fieldErr("TLS.KeyFile", "must be set (or TLS.KeyPEM)")
-	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return nil, fieldErr(keyField, "cannot be used with the certificate in %s: %v", certField, err)
-	}
-	pool := x509.NewCertPool()
-	for _, c := range cas {
-		pool.AddCert(c)
-	}
-	if err := checkLeaf(chain, pool, nodeName, certField, caField); err != nil {
-		return nil, err
-	}
-	return &tlsMaterial{cas: pool, cert: pair}, nil
-}
-
-// parseCerts returns the certificates of the CERTIFICATE blocks in b; it
-// fails when there is none or one does not parse.
-func parseCerts(b []byte) ([]*x509.Certificate, error) {
-	var out []*x509.Certificate
-	for {
-		var blk *pem.Block
-		blk, b = pem.Decode(b)
-		if blk == nil {
-			break
-		}
-		if blk.Type != "CERTIFICATE" {
-			continue
-		}
-		c, err := x509.ParseCertificate(blk.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("holds a bad certificate: %v", err)
-		}
-		out = append(out, c)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("holds no PEM certificate")
-	}
-	return out, nil
-}
-
-// checkLeaf verifies the leaf of chain against pool for server and client
-// auth, and that it names nodeName.
-func checkLeaf(chain []*x509.Certificate, pool *x509.CertPool, nodeName, certField, caField string) error {
-	leaf := chain[0]
-	inter := x509.NewCertPool()
-	for _, c := range chain[1:] {
-		inter.AddCert(c)
-	}
-	for _, usage := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
-		_, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{usage}})
-		var unknown x509.UnknownAuthorityError
-		switch {
-		case errors.As(err, &unknown):
-			return fieldErr(certField, "is not signed by the CA in %s (mismatched CA): %v", caField, err)
-		case err != nil:
-			return fieldErr(certField, "is not valid for this node's TLS (it must be current and allow server and client auth): %v", err)
-		}
-	}
-	if !slices.Contains(leaf.DNSNames, nodeName) {
-		return fieldErr(certField, "names %q, not NodeName %q: the certificate must name the node (as a DNS subject alternative name)",
-			leaf.DNSNames, nodeName)
-	}
-	return nil
+	return t.ReloadInterval
 }
 
 // newTransport starts the listener carrying raft and RPC, with mutual TLS
@@ -217,15 +111,17 @@ func (c *Coordinator) newTransport() (*transport.Transport, error) {
 		Logger:             c.log.With("subsystem", "transport"),
 	}
 	if c.cfg.TLS != nil {
-		c.tlsReload.last = c.cfg.TLS.readTLSFiles() // before the load: a change after it is seen
-		m, err := c.cfg.TLS.load(c.cfg.NodeName)    // again: files may have changed since New validated them
+		// Loaded again: the files may have changed since New validated them.
+		r, m, err := tlsfiles.New(tlsfiles.Options{Source: c.cfg.TLS.source(), NodeName: c.cfg.NodeName,
+			Interval: c.cfg.TLS.reloadInterval(), Log: c.log, Metrics: &c.tlsMetrics})
 		if err != nil {
-			return nil, err
+			return nil, configErr(err)
 		}
+		c.tlsReload = r
 		tc.TLS = &transport.TLS{
 			NodeName:    c.cfg.NodeName,
-			Certificate: m.cert,
-			CAs:         m.cas,
+			Certificate: m.Cert,
+			CAs:         m.CAs,
 			Required:    c.cfg.TLS.RequireTLS,
 			PeerName:    c.peerName,
 		}
@@ -261,4 +157,19 @@ func (c *Coordinator) peerName(addr, id string) (string, bool) {
 		}
 	}
 	return name, found
+}
+
+// startTLSReload registers the reload metric (always, so that it exists
+// at 0 on every node) and starts following the TLS files when some
+// material comes from files and reloading is not turned off.
+func (c *Coordinator) startTLSReload() {
+	c.metrics.collectors = append(c.metrics.collectors, &c.tlsMetrics)
+	if c.metrics.reg != nil {
+		if err := c.metrics.reg.Register(&c.tlsMetrics); err != nil {
+			c.log.Warn("registering metric", "error", err)
+		}
+	}
+	if c.tlsReload != nil {
+		c.tlsReload.Start(c.trans)
+	}
 }
