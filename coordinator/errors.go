@@ -46,7 +46,7 @@ var (
 	ErrBusy = errors.New("holdfast: leader busy")
 	// ErrNoSession is returned when a request names a session the cluster
 	// no longer has.
-	ErrNoSession = errors.New("holdfast: no such session")
+	ErrNoSession = session.ErrNoSession
 )
 
 // ExpiringError is returned by Lease.Checkpoint when the time left is below

@@ -13,14 +13,12 @@ func (c *Coordinator) WrongTargetConns() uint64 { return c.trans.Stats().WrongTa
 
 // SetLessorHooks installs test hooks on the lessor (before it activates).
 func (c *Coordinator) SetLessorHooks(onActivate func(time.Time), onKeepAlive func(string, time.Time)) {
-	c.lessor.mu.Lock()
-	defer c.lessor.mu.Unlock()
-	c.lessor.onActivate, c.lessor.onKeepAlive = onActivate, onKeepAlive
+	c.lessor.SetTestHooks(onActivate, onKeepAlive)
 }
 
 // LessorDeadline returns the leader's deadline for a session.
 func (c *Coordinator) LessorDeadline(session string) (time.Time, bool) {
-	return c.lessor.deadline(session)
+	return c.lessor.Deadline(session)
 }
 
 // SessionID returns the current session's ID ("" if none).
@@ -49,13 +47,7 @@ func (c *Coordinator) KeepAliveNow() error {
 	if s == nil {
 		return ErrNoSession
 	}
-	sent, sentC := time.Now(), c.clock.Now()
-	index, err := c.sendKeepAlive(s)
-	if err != nil {
-		return err
-	}
-	c.renew(s, sent, sentC, index)
-	return nil
+	return c.sessions.KeepAliveOnce(s)
 }
 
 // Config returns the node's configuration.
