@@ -3,15 +3,9 @@ package session
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 )
-
-// fakeClock is a Clock that only moves when told.
-type fakeClock struct{ now atomic.Int64 }
-
-func (f *fakeClock) Now() time.Duration { return time.Duration(f.now.Load()) }
 
 // TestBootTimerSeesAJump: a deadline hours away on the clock fires within a
 // few steps of the clock jumping past it (as after a suspend), and not
