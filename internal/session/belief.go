@@ -59,7 +59,7 @@ func (b *Belief) Observe() time.Duration {
 		return 0
 	}
 	now := b.sess.clock.Now()
-	left, ok := b.sess.LeftAt(now)
+	left, ok := b.sess.leftAt(now)
 	if !ok {
 		return 0
 	}

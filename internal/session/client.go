@@ -106,10 +106,10 @@ func (c *Client) set(s *Session) {
 	c.mu.Unlock()
 }
 
-// Span is TTL·(1 − MaxDrift) − Margin: how long after a keepalive (or
+// span is TTL·(1 − MaxDrift) − Margin: how long after a keepalive (or
 // the create) is sent its answer lets the holder believe (lease rule 4 in
 // docs/ARCHITECTURE.md).
-func (c *Client) Span() time.Duration {
+func (c *Client) span() time.Duration {
 	return time.Duration(float64(c.o.TTL)*(1-c.o.MaxDrift)) - c.o.Margin
 }
 
@@ -194,9 +194,9 @@ func (c *Client) open(ctx context.Context) *Session {
 		cctx, cancel := context.WithTimeout(ctx, c.o.RPCTimeout)
 		index, err := c.o.Create(cctx, s.id)
 		cancel()
-		if err == nil && time.Until(sent.Add(c.Span())) > c.o.Margin {
-			s.SetOpened(index, sent)
-			s.Extend(sent.Add(c.Span()), sentC+c.Span())
+		if err == nil && time.Until(sent.Add(c.span())) > c.o.Margin {
+			s.opened(index, sent)
+			s.Extend(sent.Add(c.span()), sentC+c.span())
 			return s
 		}
 		if err == nil { // committed too late to be believed: let it go, open another
@@ -280,7 +280,7 @@ func (c *Client) send(s *Session) (uint64, error) {
 
 // renew extends the belief after a keepalive sent at sent (sentC on the
 // session's clock) was answered by a leader whose replica had applied
-// index: to sent + Span, measured from the send. The extension waits until
+// index: to sent + span, measured from the send. The extension waits until
 // the local replica has applied that index too and Renewing has seen it: a
 // shard revoked before the answer is frozen first, so the answer never
 // extends it (this is how the owner "hears" of a revoke in its next
@@ -296,7 +296,7 @@ func (c *Client) renew(s *Session, sent time.Time, sentC time.Duration, index ui
 	if c.o.Renewing != nil {
 		c.o.Renewing(v, s)
 	}
-	s.Extend(sent.Add(c.Span()), sentC+c.Span())
+	s.Extend(sent.Add(c.span()), sentC+c.span())
 }
 
 // jitter returns d ± 10%.

@@ -100,15 +100,15 @@ func TestOpenBeliefCountsFromSend(t *testing.T) {
 		t.Fatal("open returned no session")
 	}
 	defer s.End(context.Canceled)
-	span := r.c.Span()
+	span := r.c.span()
 	if want := time.Duration(float64(3*time.Second)*0.99) - 200*time.Millisecond; span != want {
 		t.Fatalf("Span = %v, want TTL·(1−drift)−margin = %v", span, want)
 	}
 	if got, want := s.Remaining(), sentC+span-r.clk.Now(); got != want {
 		t.Fatalf("remaining after a 1s create: %v, want %v (counted from the send)", got, want)
 	}
-	if s.Created() != r.rep.f.View().Index() || s.Sent().IsZero() {
-		t.Fatalf("opened session: created %d, sent %v", s.Created(), s.Sent())
+	if s.created != r.rep.f.View().Index() || s.sent.IsZero() {
+		t.Fatalf("opened session: created %d, sent %v", s.created, s.sent)
 	}
 	b := NewBelief(s)
 	r.clk.set(sentC + span - time.Nanosecond)
@@ -119,7 +119,7 @@ func TestOpenBeliefCountsFromSend(t *testing.T) {
 	if b.Observe() != 0 || !errors.Is(b.Cause(), ErrExpired) {
 		t.Fatalf("belief after the clock passed its end: %v left, cause %v", b.Observe(), b.Cause())
 	}
-	if s.Check() || !errors.Is(context.Cause(s.Context()), ErrExpired) {
+	if s.check() || !errors.Is(context.Cause(s.Context()), ErrExpired) {
 		t.Fatal("session still believed after the clock passed its end")
 	}
 	if s.Extend(time.Now().Add(time.Hour), r.clk.Now()+time.Hour) {
@@ -165,10 +165,10 @@ func TestRenewCountsFromSend(t *testing.T) {
 	if seen == nil || seen.Index() < target {
 		t.Fatalf("Renewing saw %v, want a view at index %d or later", seen, target)
 	}
-	if got, want := s.Remaining(), r.c.Span()-500*time.Millisecond; got != want {
+	if got, want := s.Remaining(), r.c.span()-500*time.Millisecond; got != want {
 		t.Fatalf("remaining after renew: %v, want send + Span − now = %v", got, want)
 	}
-	if got, want := s.ValidUntil(), sent.Add(r.c.Span()); !got.Equal(want) {
+	if got, want := s.ValidUntil(), sent.Add(r.c.span()); !got.Equal(want) {
 		t.Fatalf("ValidUntil = %v, want %v", got, want)
 	}
 }
@@ -191,7 +191,7 @@ func TestRenewLapsesWhileReplicaBehind(t *testing.T) {
 	}()
 	r.clk.set(sentC + 2*time.Second) // the belief's deadline passes
 	<-done
-	if called || s.Check() {
+	if called || s.check() {
 		t.Fatalf("belief renewed (Renewing called %v) although the replica never caught up", called)
 	}
 }
@@ -242,7 +242,7 @@ func TestKeepAliveLoopRetriesThenLapses(t *testing.T) {
 	var first *Session
 	waitFor(t, "a session", func() bool { first, _ = r.c.Current(); return first != nil })
 	waitFor(t, "three keepalive attempts", func() bool { return calls.Load() >= 3 })
-	if !first.Check() {
+	if !first.check() {
 		t.Fatal("the belief ended before its deadline on the clock")
 	}
 	r.clk.set(r.clk.Now() + time.Hour)

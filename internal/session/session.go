@@ -10,9 +10,9 @@ import (
 // it: valid until a deadline measured on a Clock (which counts suspended
 // time). A timer cancels its context at that instant even if no message
 // ever arrives (lease rule 4 in docs/ARCHITECTURE.md), and every read of
-// the belief (Check, Remaining, LeftAt) looks at the clock too, so a node
-// resumed from suspend sees the belief gone at once; every lease context
-// derives from the session's.
+// the belief (Remaining, Extend, a Belief's Observe) looks at the clock
+// too, so a node resumed from suspend sees the belief gone at once; every
+// lease context derives from the session's.
 type Session struct {
 	id      string
 	ttl     time.Duration
@@ -41,24 +41,13 @@ func New(parent context.Context, id string, ttl time.Duration, clock Clock, step
 // ID returns the session's ID.
 func (s *Session) ID() string { return s.id }
 
-// TTL returns the session's time to live.
-func (s *Session) TTL() time.Duration { return s.ttl }
-
 // Context returns a context cancelled when this node stops believing in
 // the session; context.Cause says why (ErrExpired, or the parent's cause).
 func (s *Session) Context() context.Context { return s.ctx }
 
-// Created returns the raft index at which the session's create committed
-// (0 until SetOpened).
-func (s *Session) Created() uint64 { return s.created }
-
-// Sent returns when the create command that opened the session was sent:
-// the base of its first belief (zero until SetOpened).
-func (s *Session) Sent() time.Time { return s.sent }
-
-// SetOpened records that the session's create, sent at sent, committed at
+// opened records that the session's create, sent at sent, committed at
 // raft index created. Call it before the session is shared.
-func (s *Session) SetOpened(created uint64, sent time.Time) {
+func (s *Session) opened(created uint64, sent time.Time) {
 	s.created, s.sent = created, sent
 }
 
@@ -82,7 +71,7 @@ func (s *Session) deadline() (time.Time, time.Duration) {
 // same instant on the session's clock, and re-arms the timer; it reports
 // false when the belief had already lapsed.
 func (s *Session) Extend(until time.Time, untilC time.Duration) bool {
-	if !s.Check() {
+	if !s.check() {
 		return false
 	}
 	s.mu.Lock()
@@ -101,23 +90,23 @@ func (s *Session) Extend(until time.Time, untilC time.Duration) bool {
 	return true
 }
 
-// Check ends the belief if the clock has passed its deadline (a resume
+// check ends the belief if the clock has passed its deadline (a resume
 // from suspend, before the timer noticed); it reports whether the belief
 // still holds.
-func (s *Session) Check() bool {
-	_, ok := s.LeftAt(s.clock.Now())
+func (s *Session) check() bool {
+	_, ok := s.leftAt(s.clock.Now())
 	return ok
 }
 
 // Remaining is how long the belief has left (0 once it lapsed).
 func (s *Session) Remaining() time.Duration {
-	left, _ := s.LeftAt(s.clock.Now())
+	left, _ := s.leftAt(s.clock.Now())
 	return left
 }
 
-// LeftAt is how long the belief has left at now on the session's clock; it
+// leftAt is how long the belief has left at now on the session's clock; it
 // ends the belief (false) once now is past its deadline.
-func (s *Session) LeftAt(now time.Duration) (time.Duration, bool) {
+func (s *Session) leftAt(now time.Duration) (time.Duration, bool) {
 	if s.ctx.Err() != nil {
 		return 0, false
 	}
