@@ -106,6 +106,7 @@ func New(cfg Config) (*Coordinator, error) {
 	c.log = c.log.With("node", cfg.NodeName)
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	c.sessCtx, c.sessCancel = context.WithCancelCause(c.ctx)
+	c.sessions = c.newSessionClient()
 	empty := ""
 	c.clusterID.Store(&empty)
 	c.noLeader.since = time.Now() // no leader is known at start
@@ -147,7 +148,6 @@ func (c *Coordinator) start() error {
 	c.boot = newBootstrapper(c)
 	c.lessor = c.newLessor()
 	c.shards = newShardMgr(c)
-	c.sessions = c.newSessionClient()
 	c.trans.SetHandler(transport.HandlerFunc(c.serveRPC))
 	c.goLoop(c.leaderLoop)
 	c.goLoop(c.memberLoop)

@@ -14,7 +14,7 @@ import (
 // to this node's raft, replica and transport. Its Run is the leader duty's
 // (leaderLoop), its ConfirmLoop one of the node's loops.
 func (c *Coordinator) newLessor() *session.Lessor {
-	o := session.LessorOptions{
+	return session.NewLessor(session.LessorOptions{
 		Log:  c.log,
 		View: c.fsm.View,
 		Expire: func(ctx context.Context, cmd fsm.Command) error {
@@ -29,11 +29,8 @@ func (c *Coordinator) newLessor() *session.Lessor {
 		ConfirmTimeout: min(c.cfg.RPCTimeout, c.cfg.SessionTTL/3),
 		ExpiryGrace:    c.cfg.ExpiryGrace,
 		NotLeader:      c.notLeaderHere,
-	}
-	if c.metrics != nil {
-		o.Expiries = c.metrics.expiries
-	}
-	return session.NewLessor(o)
+		Expired:        func() { c.metrics.expiries.Inc() },
+	})
 }
 
 // voterAddrs lists the raft configuration's voters with their RPC

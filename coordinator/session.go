@@ -11,9 +11,10 @@ import (
 
 // newSessionClient wires the holder's side of sessions
 // (internal/session.Client) to this node's raft, replica and transport.
-// Its Run is one of the node's loops, under sessCtx.
+// New makes it, so the node's current session can be read (metrics, API)
+// from the start; its Run is one of the loops start starts, under sessCtx.
 func (c *Coordinator) newSessionClient() *session.Client {
-	o := session.ClientOptions{
+	return session.NewClient(session.ClientOptions{
 		Log:         c.log,
 		Clock:       c.clock,
 		Step:        c.clockStep(),
@@ -37,11 +38,10 @@ func (c *Coordinator) newSessionClient() *session.Client {
 		Wait:      c.fsm.Wait,
 		Renewing:  func(v *fsm.View, s *session.Session) { c.shards.sync(v, s) },
 		Spawn:     c.spawn,
-	}
-	if c.metrics != nil {
-		o.KeepAliveLatency, o.KeepAliveFailures = c.metrics.keepAliveLatency, c.metrics.keepAliveFailures
-	}
-	return session.NewClient(o)
+		// The loop starts after the metrics exist (start).
+		Answered: func(rtt time.Duration) { c.metrics.keepAliveLatency.Observe(rtt.Seconds()) },
+		Failed:   func() { c.metrics.keepAliveFailures.Inc() },
+	})
 }
 
 // currentSession returns the session if its belief is valid, else nil,

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/holdfast-go/holdfast/fsm"
 )
 
@@ -51,10 +49,10 @@ type ClientOptions struct {
 	// Spawn runs f in a goroutine the node joins at shutdown; false: the
 	// node is closing and f did not run.
 	Spawn func(f func()) bool
-	// KeepAliveLatency and KeepAliveFailures observe keepalives (nil: not
-	// observed).
-	KeepAliveLatency  prometheus.Observer
-	KeepAliveFailures prometheus.Counter
+	// Answered sees each answered keepalive's round trip, send to answer;
+	// Failed each keepalive that failed or was refused (nil: not observed).
+	Answered func(rtt time.Duration)
+	Failed   func()
 }
 
 // Client is the holder's side of sessions: it keeps this node in a
@@ -231,8 +229,8 @@ func (c *Client) keepAlive(s *Session) {
 		index, err := c.send(s)
 		switch {
 		case err == nil:
-			if c.o.KeepAliveLatency != nil {
-				c.o.KeepAliveLatency.Observe(time.Since(sent).Seconds())
+			if c.o.Answered != nil {
+				c.o.Answered(time.Since(sent))
 			}
 			c.renew(s, sent, sentC, index)
 			backoff = 20 * time.Millisecond
@@ -251,8 +249,8 @@ func (c *Client) keepAlive(s *Session) {
 }
 
 func (c *Client) failed() {
-	if c.o.KeepAliveFailures != nil {
-		c.o.KeepAliveFailures.Inc()
+	if c.o.Failed != nil {
+		c.o.Failed()
 	}
 }
 

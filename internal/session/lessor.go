@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/holdfast-go/holdfast/fsm"
 )
 
@@ -43,8 +41,9 @@ type LessorOptions struct {
 	// NotLeader returns the error for a request this node cannot serve as
 	// leader (naming the leader, if one is known).
 	NotLeader func() error
-	// Expiries counts the sessions this lessor expired (nil: not counted).
-	Expiries prometheus.Counter
+	// Expired sees each session expiry this lessor committed (nil: not
+	// observed).
+	Expired func()
 }
 
 // Voter is one voter of the raft configuration, as a confirmation round
@@ -229,8 +228,8 @@ func (l *Lessor) expireDue(ctx context.Context) {
 			l.log.Warn("expiring session failed", "session", id, "error", err)
 			return
 		}
-		if l.o.Expiries != nil {
-			l.o.Expiries.Inc()
+		if l.o.Expired != nil {
+			l.o.Expired()
 		}
 	}
 }
