@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -187,5 +188,44 @@ func TestLessorNextDeadline(t *testing.T) {
 	r.step()
 	if got := r.l.nextDeadline(); got > 100*time.Millisecond {
 		t.Fatalf("next wake in %v after a failed expiry, want a retry within 100ms", got)
+	}
+}
+
+// TestLessorRunFollowsReplica: Run activates the lessor (grace for the
+// sessions it finds), picks up sessions the replica gains, expires the due
+// ones when it wakes, and deactivates when its context ends.
+func TestLessorRunFollowsReplica(t *testing.T) {
+	r := newLessorRig(t, 1)
+	r.rep.create(t, "old", testTTL)
+	activated := make(chan time.Time, 1)
+	r.l.SetTestHooks(func(at time.Time) { activated <- at }, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.l.Run(ctx)
+	}()
+	at := <-activated
+	if d, ok := r.l.Deadline("old"); !ok || !d.Equal(at.Add(testTTL+r.grace)) {
+		t.Fatalf("deadline of a session found at activation: %v %v", d, ok)
+	}
+	r.rep.create(t, "new", testTTL) // wakes Run through the view
+	waitFor(t, "Run to pick up the new session", func() bool {
+		_, ok := r.l.Deadline("new")
+		return ok
+	})
+	r.wall.advance(testTTL) // "new" is due, "old" (with grace) is not
+	r.rep.create(t, "wake", 2*testTTL)
+	waitFor(t, "Run to expire the due session", func() bool { return !r.rep.has("new") })
+	if !r.rep.has("old") {
+		t.Fatal("Run expired a session still within its grace")
+	}
+	cancel()
+	<-done
+	if _, ok := r.l.Deadline("old"); ok {
+		t.Fatal("the lessor still tracks deadlines after Run returned")
+	}
+	if _, err := r.keepAlive(t, "old"); !errors.Is(err, errNotLeaderTest) {
+		t.Fatalf("keepalive after Run returned: %v, want the not-leader error", err)
 	}
 }
