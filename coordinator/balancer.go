@@ -111,7 +111,7 @@ func (b *balancer) members(v *fsm.View, now time.Time, first bool) (map[string]s
 			}
 			b.firstSeen[s.ID] = t
 		}
-		if s.Drained || b.c.lessor.expiringOrDue(s.ID, now) {
+		if s.Drained || b.c.lessor.ExpiringOrDue(s.ID, now) {
 			continue
 		}
 		if ready := t.Add(stab); ready.After(now) && (next.IsZero() || ready.Before(next)) {
@@ -258,7 +258,7 @@ func (b *balancer) plan(v *fsm.View, members map[string]shardown.Member, now tim
 				revokes = append(revokes, fsm.ShardItem{Shard: cur.ID, Session: cur.Owner, Token: cur.Token, To: m.To})
 				revoked[cur.ID] = true
 			}
-		case !b.c.lessor.expiringOrDue(cur.Owner, now): // drained: not limited
+		case !b.c.lessor.ExpiringOrDue(cur.Owner, now): // drained: not limited
 			revokes = append(revokes, fsm.ShardItem{Shard: cur.ID, Session: cur.Owner, Token: cur.Token, To: m.To})
 			revoked[cur.ID] = true
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/keyring"
 	"github.com/holdfast-go/holdfast/internal/tlsfiles"
+	"github.com/holdfast-go/holdfast/internal/session"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -36,18 +37,16 @@ type Coordinator struct {
 	pilot      *autopilot.Autopilot
 	boot       *bootstrapper
 	metrics    *metrics
-	lessor     *lessor
+	lessor     *session.Lessor
 	shards     *shardMgr
 	drained    atomic.Bool  // Drain was called (and not Undrain): sessions start drained
 	shardCount atomic.Int64 // the cluster's shard count, once known
 
-	sessCtx     context.Context // parent of every session; ends at leave or close
-	sessCancel  context.CancelCauseFunc
-	sessMu      sync.Mutex
-	sess        *session      // current session (nil before the first)
-	sessChanged chan struct{} // closed and replaced when sess changes
-	reqSeq      reqCounter    // request IDs for lease commands
-	clock       Clock         // measures beliefs (Config.Clock or SystemClock)
+	sessCtx    context.Context // parent of every session; ends at leave or close
+	sessCancel context.CancelCauseFunc
+	sessions   *session.Client // keeps this node in a session
+	reqSeq     reqCounter      // request IDs for lease commands
+	clock      Clock           // measures beliefs (Config.Clock or SystemClock)
 
 	leaseMu   sync.Mutex
 	leases    map[*Lease]struct{}      // held leases; nil once shutting down
@@ -93,15 +92,14 @@ func New(cfg Config) (*Coordinator, error) {
 		return nil, err
 	}
 	c := &Coordinator{
-		cfg:         cfg,
-		log:         cfg.Logger,
-		fsm:         fsm.New(),
-		leaderCh:    make(chan bool, 16),
-		kick:        make(chan struct{}, 1),
-		sessChanged: make(chan struct{}),
-		leases:      map[*Lease]struct{}{},
-		leaseKick:   make(chan struct{}, 1),
-		forwards:    make(chan struct{}, MaxPendingForwards),
+		cfg:       cfg,
+		log:       cfg.Logger,
+		fsm:       fsm.New(),
+		leaderCh:  make(chan bool, 16),
+		kick:      make(chan struct{}, 1),
+		leases:    map[*Lease]struct{}{},
+		leaseKick: make(chan struct{}, 1),
+		forwards:  make(chan struct{}, MaxPendingForwards),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -113,6 +111,7 @@ func New(cfg Config) (*Coordinator, error) {
 	c.log = c.log.With("node", cfg.NodeName)
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	c.sessCtx, c.sessCancel = context.WithCancelCause(c.ctx)
+	c.sessions = c.newSessionClient()
 	empty := ""
 	c.clusterID.Store(&empty)
 	c.noLeader.since = time.Now() // no leader is known at start
@@ -153,14 +152,14 @@ func (c *Coordinator) start() error {
 	c.startTLSReload()
 	c.pilot = newAutopilot(c)
 	c.boot = newBootstrapper(c)
-	c.lessor = newLessor(c)
+	c.lessor = c.newLessor()
 	c.shards = newShardMgr(c)
 	c.trans.SetHandler(transport.HandlerFunc(c.serveRPC))
 	c.goLoop(c.leaderLoop)
 	c.goLoop(c.memberLoop)
 	c.goLoop(c.clusterIDLoop)
-	c.goLoop(c.lessor.confirmLoop)
-	c.goLoop(c.sessionLoop)
+	c.goLoop(func() { c.lessor.ConfirmLoop(c.ctx) })
+	c.goLoop(func() { c.sessions.Run(c.sessCtx) })
 	c.goLoop(c.leaseWatchLoop)
 	c.goLoop(c.shards.loop)
 	c.goLoop(c.formationLoop)
@@ -278,9 +277,10 @@ func (c *Coordinator) leave(ctx context.Context) error {
 // closeSession ends every lease and the session loop, then commits the
 // session's close so its leases pass to their next waiters at once.
 func (c *Coordinator) closeSession(ctx context.Context) error {
-	c.sessMu.Lock()
-	s := c.sess
-	c.sessMu.Unlock()
+	var s *session.Session
+	if c.sessions != nil {
+		s = c.sessions.Last()
+	}
 	c.sessCancel(ErrShutdown)
 	c.endLeases(ErrShutdown)
 	c.shards.close(ErrShutdown)
@@ -289,7 +289,7 @@ func (c *Coordinator) closeSession(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.RPCTimeout)
 	defer cancel()
-	_, err := c.apply(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: s.id}})
+	_, err := c.apply(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: s.ID()}})
 	return err
 }
 

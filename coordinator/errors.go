@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/holdfast-go/holdfast/internal/session"
 )
 
 var (
@@ -37,14 +39,14 @@ var (
 	ErrResigned = errors.New("holdfast: lease resigned")
 	// ErrSessionExpired is the cause when this node's belief in its session
 	// lapsed (no keepalive answered in time) or the leader expired it.
-	ErrSessionExpired = errors.New("holdfast: session expired")
+	ErrSessionExpired = session.ErrExpired
 	// ErrBusy is returned when the raft leader refused a forwarded command
 	// because MaxPendingForwards were already waiting; commands with a
 	// request ID are retried with backoff.
 	ErrBusy = errors.New("holdfast: leader busy")
 	// ErrNoSession is returned when a request names a session the cluster
 	// no longer has.
-	ErrNoSession = errors.New("holdfast: no such session")
+	ErrNoSession = session.ErrNoSession
 )
 
 // ExpiringError is returned by Lease.Checkpoint when the time left is below

@@ -13,14 +13,12 @@ func (c *Coordinator) WrongTargetConns() uint64 { return c.trans.Stats().WrongTa
 
 // SetLessorHooks installs test hooks on the lessor (before it activates).
 func (c *Coordinator) SetLessorHooks(onActivate func(time.Time), onKeepAlive func(string, time.Time)) {
-	c.lessor.mu.Lock()
-	defer c.lessor.mu.Unlock()
-	c.lessor.onActivate, c.lessor.onKeepAlive = onActivate, onKeepAlive
+	c.lessor.SetTestHooks(onActivate, onKeepAlive)
 }
 
 // LessorDeadline returns the leader's deadline for a session.
 func (c *Coordinator) LessorDeadline(session string) (time.Time, bool) {
-	return c.lessor.deadline(session)
+	return c.lessor.Deadline(session)
 }
 
 // SessionID returns the current session's ID ("" if none).
@@ -29,7 +27,7 @@ func (c *Coordinator) SessionID() string {
 	if s == nil {
 		return ""
 	}
-	return s.id
+	return s.ID()
 }
 
 // SessionValidUntil returns the instant this node's belief in its session
@@ -39,9 +37,7 @@ func (c *Coordinator) SessionValidUntil() time.Time {
 	if s == nil {
 		return time.Time{}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.validUntil
+	return s.ValidUntil()
 }
 
 // KeepAliveNow sends one keepalive for the current session at once and
@@ -51,13 +47,7 @@ func (c *Coordinator) KeepAliveNow() error {
 	if s == nil {
 		return ErrNoSession
 	}
-	sent, sentC := time.Now(), c.clock.Now()
-	index, err := c.sendKeepAlive(s)
-	if err != nil {
-		return err
-	}
-	c.renew(s, sent, sentC, index)
-	return nil
+	return c.sessions.KeepAliveOnce(s)
 }
 
 // Config returns the node's configuration.
@@ -80,13 +70,11 @@ func ShardLeaseEnd(l *ShardLease) time.Time {
 	if t := l.endedAt(); !t.IsZero() {
 		return t
 	}
-	l.sess.mu.Lock()
-	defer l.sess.mu.Unlock()
-	return l.sess.validUntil
+	return l.sess.ValidUntil()
 }
 
 // ShardLeaseStart returns when this node began to believe the shard lease.
-func ShardLeaseStart(l *ShardLease) time.Time { return l.start }
+func ShardLeaseStart(l *ShardLease) time.Time { return l.life.Start() }
 
 // TransportStats returns the transport's counters of refused input.
 func (c *Coordinator) TransportStats() transport.Stats { return c.trans.Stats() }

@@ -86,7 +86,7 @@ func (c *Coordinator) leaderDuties(ctx context.Context) {
 	lessorDone := make(chan struct{})
 	go func() {
 		defer close(lessorDone)
-		c.lessor.run(ctx)
+		c.lessor.Run(ctx)
 	}()
 	defer func() { <-lessorDone }()
 	balancerDone := make(chan struct{})

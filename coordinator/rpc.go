@@ -91,7 +91,7 @@ func (c *Coordinator) serveRPC(ctx context.Context, method string, body []byte) 
 		if err := transport.Decode(body, &req); err != nil {
 			return nil, err
 		}
-		index, err := c.lessor.keepAlive(ctx, req.Session)
+		index, err := c.lessor.KeepAlive(ctx, req.Session)
 		if err != nil {
 			return nil, toRemote(err)
 		}

@@ -83,36 +83,14 @@ func (c *Coordinator) serveSync(ctx context.Context) ([]byte, error) {
 	return transport.Encode(syncReply{Index: index})
 }
 
-// readIndex is the leader's side of Sync: it takes the commit index when
-// the request arrives (with the lessor active, so this term's barrier has
-// applied every earlier term's entries), waits for a confirmation round
-// that started after the arrival (no newer leader can have committed
-// anything then), and returns the index of the last command at or below
-// that commit index, once this node's replica has applied it.
+// readIndex is the leader's side of Sync: the lessor confirms the commit
+// index at the request's arrival (session.Lessor.ConfirmedCommit), and
+// readIndex returns the index of the last command at or below it, once
+// this node's replica has applied it.
 func (c *Coordinator) readIndex(ctx context.Context) (uint64, error) {
-	l := c.lessor
-	notLeader := func() error {
-		addr, self := c.leaderRPCAddr()
-		if self {
-			addr = ""
-		}
-		return &NotLeaderError{Leader: addr}
-	}
-	l.mu.Lock()
-	active, epoch := l.active, l.epoch
-	l.mu.Unlock()
-	if !active {
-		return 0, notLeader()
-	}
-	commit := c.raft.CommitIndex()
-	if err := l.verify(ctx); err != nil {
-		return 0, notLeader()
-	}
-	l.mu.Lock()
-	same := l.active && l.epoch == epoch
-	l.mu.Unlock()
-	if !same {
-		return 0, notLeader()
+	commit, err := c.lessor.ConfirmedCommit(ctx, c.raft.CommitIndex)
+	if err != nil {
+		return 0, err
 	}
 	index, err := c.lastCommandAtOrBefore(ctx, commit)
 	if err != nil {

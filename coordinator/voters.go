@@ -87,7 +87,7 @@ func (d *pilotDelegate) FetchServerStats(ctx context.Context, servers map[raft.S
 			st := &autopilot.ServerStats{LastContact: -1} // unreachable: unhealthy now
 			if err := c.trans.Call(ctx, addr, methodStats, req, &rep); err == nil {
 				st = toServerStats(rep)
-				c.lessor.noteHeard(string(id), time.Now())
+				c.lessor.NoteHeard(string(id), time.Now())
 			}
 			mu.Lock()
 			out[id] = st
@@ -158,7 +158,7 @@ func (d *pilotDelegate) failed(m membership.Member) bool {
 	if now.Sub(m.Since) < c.cfg.DeadServerStabilization {
 		return false
 	}
-	return !c.lessor.heardWithin(m.Meta.NodeID, c.cfg.DeadServerStabilization, now)
+	return !c.lessor.HeardWithin(m.Meta.NodeID, c.cfg.DeadServerStabilization, now)
 }
 
 // RemoveFailedServer removes a failed server from the raft configuration.

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/session"
 	"github.com/holdfast-go/holdfast/membership"
 )
 
@@ -14,8 +16,9 @@ import (
 func TestGossipFailedVoterKeptWhileHeard(t *testing.T) {
 	const dss = 2 * time.Second
 	now := time.Now()
-	c := &Coordinator{cfg: Config{DeadServerStabilization: dss}, lessor: &lessor{}}
-	c.lessor.c = c
+	lessor := session.NewLessor(session.LessorOptions{Term: func() uint64 { return 1 }})
+	c := &Coordinator{cfg: Config{DeadServerStabilization: dss}, lessor: lessor}
+	empty := fsm.New().View()
 	d := &pilotDelegate{c: c}
 	member := func(since time.Duration) membership.Member {
 		return membership.Member{Name: "n1", Meta: membership.Meta{NodeID: "id1"},
@@ -35,11 +38,11 @@ func TestGossipFailedVoterKeptWhileHeard(t *testing.T) {
 		{"old failure, heard long ago", true, 2 * dss, 2 * dss, true},
 	}
 	for _, tc := range cases {
-		c.lessor.heard = nil
+		lessor.Deactivate()
 		if tc.active {
-			c.lessor.heard = map[string]time.Time{}
+			lessor.Activate(empty) // forgets what it heard before
 			if tc.heard >= 0 {
-				c.lessor.heard["id1"] = now.Add(-tc.heard)
+				lessor.NoteHeard("id1", now.Add(-tc.heard))
 			}
 		}
 		if got := d.failed(member(tc.failed)); got != tc.want {
@@ -47,13 +50,13 @@ func TestGossipFailedVoterKeptWhileHeard(t *testing.T) {
 		}
 	}
 	// An answered stats poll proves the node alive as a keepalive does.
-	c.lessor.heard = map[string]time.Time{}
-	c.lessor.noteHeard("id1", now.Add(-dss/4))
+	lessor.Activate(empty)
+	lessor.NoteHeard("id1", now.Add(-dss/4))
 	if d.failed(member(2 * dss)) {
 		t.Error("old gossip failure, stats poll answered recently: counted failed")
 	}
-	c.lessor.heard = nil
-	c.lessor.noteHeard("id1", now) // not leading: nothing recorded
+	lessor.Deactivate()
+	lessor.NoteHeard("id1", now) // not leading: nothing recorded
 	if !d.failed(member(2 * dss)) {
 		t.Error("stats answer recorded while the lessor is inactive")
 	}

@@ -1,0 +1,135 @@
+package session
+
+import (
+	"context"
+	"errors"
+)
+
+// errNotConfirmed is a confirmation round's failure: this node is not the
+// leader of its term any more, or not enough voters said it still is.
+var errNotConfirmed = errors.New("holdfast: leadership not confirmed")
+
+// verify waits for a leadership confirmation round that started after the
+// call (see ConfirmLoop).
+func (l *Lessor) verify(ctx context.Context) error {
+	ch := make(chan error, 1)
+	select {
+	case l.verifyReq <- ch:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ConfirmLoop batches leadership confirmations until ctx ends: every
+// request queued when a round starts is answered by that round, so a
+// burst of keepalives costs one round.
+//
+// Why not raft's VerifyLeader: hashicorp/raft counts a heartbeat response
+// that arrives after VerifyLeader was called even when the heartbeat was
+// sent before, so a leader that was frozen (SIGSTOP, a long GC pause) can
+// resume, receive a keepalive, and have it "verified" by acknowledgements
+// its followers sent before they elected a new leader, however long ago.
+// Its answer would then let the holder believe past the new leader's
+// deadline, and no grace period bounds that. A round here sends a fresh
+// request to every voter after the keepalives it answers arrived; a voter
+// says yes only if its current raft term is still this leader's term. A
+// quorum of yes, this node included, proves that no newer leader had been
+// elected when they answered (a newer leader needs a quorum of voters that
+// moved to a later term, and quorums intersect).
+func (l *Lessor) ConfirmLoop(ctx context.Context) {
+	for {
+		var batch []chan error
+		select {
+		case <-ctx.Done():
+			return
+		case ch := <-l.verifyReq:
+			batch = append(batch, ch)
+		}
+	drain:
+		for {
+			select {
+			case ch := <-l.verifyReq:
+				batch = append(batch, ch)
+			default:
+				break drain
+			}
+		}
+		err := l.confirmRound(ctx)
+		for _, ch := range batch {
+			ch <- err
+		}
+	}
+}
+
+// confirmRound asks every voter whether it is still in this leader's term;
+// it succeeds once a majority of the voters (this node included) said yes.
+func (l *Lessor) confirmRound(ctx context.Context) error {
+	l.mu.Lock()
+	term, active := l.term, l.active
+	l.mu.Unlock()
+	if !active || !l.o.Leading() || l.o.Term() != term {
+		return errNotConfirmed
+	}
+	voters := l.o.Voters()
+	need := len(voters)/2 + 1
+	yes := make(chan bool, len(voters))
+	ctx, cancel := context.WithTimeout(ctx, l.o.ConfirmTimeout)
+	defer cancel()
+	for _, v := range voters {
+		if v.ID == l.o.Self {
+			yes <- true
+			continue
+		}
+		if v.Addr == "" {
+			yes <- false
+			continue
+		}
+		go func() {
+			ok, err := l.o.Confirm(ctx, v.Addr, term)
+			yes <- err == nil && ok
+		}()
+	}
+	got, answered := 0, 0
+	for answered < len(voters) && got < need {
+		if <-yes {
+			got++
+		}
+		answered++
+	}
+	if got < need {
+		return errNotConfirmed
+	}
+	return nil
+}
+
+// ConfirmedCommit is the leader's side of a consistent read: it takes
+// commitIndex() when the request arrives (with the lessor active, so this
+// term's barrier has applied every earlier term's entries), waits for a
+// confirmation round that started after the arrival (no newer leader can
+// have committed anything then), and returns that commit index. It fails
+// with NotLeader's error when this node cannot answer as leader.
+func (l *Lessor) ConfirmedCommit(ctx context.Context, commitIndex func() uint64) (uint64, error) {
+	l.mu.Lock()
+	active, epoch := l.active, l.epoch
+	l.mu.Unlock()
+	if !active {
+		return 0, l.o.NotLeader()
+	}
+	commit := commitIndex()
+	if err := l.verify(ctx); err != nil {
+		return 0, l.o.NotLeader()
+	}
+	l.mu.Lock()
+	same := l.active && l.epoch == epoch
+	l.mu.Unlock()
+	if !same {
+		return 0, l.o.NotLeader()
+	}
+	return commit, nil
+}

@@ -1,0 +1,241 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestConfirmRoundQuorum: a confirmation round succeeds only when a
+// majority of the voters (this node included) answer that they are in the
+// leader's term; a voter in another term, or one that cannot be reached,
+// counts as a no. So does the whole round when raft says this node does
+// not lead, or leads in another term than the lessor's.
+func TestConfirmRoundQuorum(t *testing.T) {
+	type voter struct {
+		term uint64
+		down bool
+	}
+	cases := []struct {
+		name   string
+		others []voter // the voters other than this node
+		ok     bool
+	}{
+		{"alone", nil, true},
+		{"3: both yes", []voter{{7, false}, {7, false}}, true},
+		{"3: one yes", []voter{{7, false}, {8, false}}, true},
+		{"3: one yes, one down", []voter{{7, false}, {7, true}}, true},
+		{"3: both in a later term", []voter{{8, false}, {8, false}}, false},
+		{"3: both down", []voter{{7, true}, {7, true}}, false},
+		{"3: an earlier term and a later one", []voter{{6, false}, {8, false}}, false},
+		{"5: two yes", []voter{{7, false}, {7, false}, {8, false}, {8, false}}, true},
+		{"5: one yes", []voter{{7, false}, {8, false}, {8, false}, {7, true}}, false},
+		{"4: one yes of four", []voter{{7, false}, {8, false}, {8, false}}, false},
+		{"4: two yes of four", []voter{{7, false}, {7, false}, {8, false}}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newLessorRig(t, 1+len(tc.others))
+			for i, v := range tc.others {
+				r.voters.set(r.voters.voters[i+1].Addr, v.term, v.down)
+			}
+			r.l.Activate(r.rep.f.View())
+			err := r.l.confirmRound(context.Background())
+			if (err == nil) != tc.ok {
+				t.Fatalf("round: %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+	t.Run("not leading", func(t *testing.T) {
+		r := newLessorRig(t, 3)
+		r.l.Activate(r.rep.f.View())
+		r.leading.Store(false)
+		if err := r.l.confirmRound(context.Background()); err == nil {
+			t.Fatal("round succeeded while raft says this node does not lead")
+		}
+	})
+	t.Run("term moved since activation", func(t *testing.T) {
+		r := newLessorRig(t, 3)
+		r.l.Activate(r.rep.f.View())
+		r.term.Store(8) // every voter would say yes to 8
+		for _, v := range r.voters.voters {
+			r.voters.set(v.Addr, 8, false)
+		}
+		if err := r.l.confirmRound(context.Background()); err == nil {
+			t.Fatal("round succeeded in a later term than the lessor's")
+		}
+	})
+	t.Run("inactive", func(t *testing.T) {
+		r := newLessorRig(t, 1)
+		if err := r.l.confirmRound(context.Background()); err == nil {
+			t.Fatal("round succeeded on an inactive lessor")
+		}
+	})
+}
+
+// TestKeepAliveWaitsForItsOwnRound: a keepalive is answered only after a
+// confirmation round that started after it arrived; one that arrives while
+// a round is under way waits for the next round. A keepalive whose round
+// fails is refused and extends nothing.
+func TestKeepAliveWaitsForItsOwnRound(t *testing.T) {
+	r := newLessorRig(t, 3)
+	r.rep.create(t, "s1", testTTL)
+	r.rep.create(t, "s2", testTTL)
+	r.l.Activate(r.rep.f.View())
+	gate := make(chan struct{})
+	r.voters.mu.Lock()
+	r.voters.gate = gate
+	r.voters.mu.Unlock()
+
+	type answer struct {
+		id  string
+		err error
+	}
+	answers := make(chan answer, 2)
+	send := func(id string) {
+		go func() {
+			_, err := r.keepAlive(t, id)
+			answers <- answer{id, err}
+		}()
+	}
+	send("s1")
+	waitFor(t, "the first round to ask the voters", func() bool { return r.voters.askedCount() == 2 })
+	send("s2") // arrives while the first round is under way
+	waitFor(t, "the second keepalive to queue", func() bool { return len(r.l.verifyReq) == 1 })
+	select {
+	case a := <-answers:
+		t.Fatalf("keepalive for %s answered (%v) before any voter confirmed", a.id, a.err)
+	default:
+	}
+	// The first round ends: only the keepalive that arrived before it
+	// started is answered; the second waits for a round of its own.
+	gate2 := make(chan struct{})
+	r.voters.mu.Lock()
+	r.voters.gate = gate2
+	r.voters.mu.Unlock()
+	close(gate)
+	if a := <-answers; a.id != "s1" || a.err != nil {
+		t.Fatalf("first answer: %s %v, want s1 answered", a.id, a.err)
+	}
+	waitFor(t, "the second round to ask the voters", func() bool { return r.voters.askedCount() == 4 })
+	select {
+	case a := <-answers:
+		t.Fatalf("keepalive for %s answered (%v) by the round under way when it arrived", a.id, a.err)
+	default:
+	}
+	r.voters.mu.Lock()
+	r.voters.gate = nil
+	r.voters.mu.Unlock()
+	close(gate2)
+	if a := <-answers; a.id != "s2" || a.err != nil {
+		t.Fatalf("second answer: %s %v, want s2 answered", a.id, a.err)
+	}
+
+	// Both other voters moved on to a later term: refused, not extended.
+	before, _ := r.l.Deadline("s1")
+	r.wall.advance(time.Second)
+	for _, v := range r.voters.voters[1:] {
+		r.voters.set(v.Addr, 8, false)
+	}
+	if _, err := r.keepAlive(t, "s1"); !errors.Is(err, errNotLeaderTest) {
+		t.Fatalf("keepalive without a quorum: %v, want the not-leader error", err)
+	}
+	if after, _ := r.l.Deadline("s1"); !after.Equal(before) {
+		t.Fatalf("a keepalive refused for want of a quorum moved the deadline from %v to %v", before, after)
+	}
+}
+
+// TestKeepAliveAcrossDeactivation: a keepalive whose round succeeded but
+// whose lessor was deactivated (and maybe reactivated in a later term)
+// meanwhile is refused: it arrived under another activation.
+func TestKeepAliveAcrossDeactivation(t *testing.T) {
+	r := newLessorRig(t, 3)
+	r.rep.create(t, "s1", testTTL)
+	r.l.Activate(r.rep.f.View())
+	gate := make(chan struct{})
+	r.voters.mu.Lock()
+	r.voters.gate = gate
+	r.voters.mu.Unlock()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := r.keepAlive(t, "s1")
+		errc <- err
+	}()
+	waitFor(t, "the round to ask the voters", func() bool { return r.voters.askedCount() == 2 })
+	r.l.Deactivate()
+	r.l.Activate(r.rep.f.View())
+	close(gate)
+	if err := <-errc; !errors.Is(err, errNotLeaderTest) {
+		t.Fatalf("keepalive across a re-activation: %v, want the not-leader error", err)
+	}
+}
+
+// TestKeepAliveRefusedWhenExpiryDecidedMidRound: a keepalive that arrived
+// before its session's deadline but whose confirmation round ends after
+// the lessor decided the expiry is refused: the expiry may commit, so the
+// holder must not be told it can go on believing.
+func TestKeepAliveRefusedWhenExpiryDecidedMidRound(t *testing.T) {
+	r := newLessorRig(t, 3)
+	r.rep.create(t, "s1", testTTL)
+	r.l.Activate(r.rep.f.View())
+	gate := make(chan struct{})
+	r.voters.mu.Lock()
+	r.voters.gate = gate
+	r.voters.mu.Unlock()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := r.keepAlive(t, "s1")
+		errc <- err
+	}()
+	waitFor(t, "the round to ask the voters", func() bool { return r.voters.askedCount() == 2 })
+	d, _ := r.l.Deadline("s1")
+	r.wall.advance(d.Sub(r.wall.Now()))
+	r.rep.setFail(errors.New("commit slow (test)")) // decided, not committed yet
+	r.step()
+	close(gate)
+	if err := <-errc; !errors.Is(err, ErrNoSession) {
+		t.Fatalf("keepalive answered after its expiry was decided: %v, want ErrNoSession", err)
+	}
+}
+
+// TestConfirmedCommit: the read index is the commit index taken when the
+// request arrived, returned only after a round confirms the leadership;
+// an inactive lessor, a failed round or a re-activation refuse it.
+func TestConfirmedCommit(t *testing.T) {
+	r := newLessorRig(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	commit := uint64(41)
+	commitIndex := func() uint64 { commit++; return commit }
+	if _, err := r.l.ConfirmedCommit(ctx, commitIndex); !errors.Is(err, errNotLeaderTest) {
+		t.Fatalf("inactive: %v", err)
+	}
+	r.l.Activate(r.rep.f.View())
+	got, err := r.l.ConfirmedCommit(ctx, commitIndex)
+	if err != nil || got != 42 {
+		t.Fatalf("ConfirmedCommit = %d, %v; want 42 (read once, at arrival)", got, err)
+	}
+	if r.voters.askedCount() == 0 {
+		t.Fatal("confirmed without asking the voters")
+	}
+	for _, v := range r.voters.voters[1:] {
+		r.voters.set(v.Addr, 7, true)
+	}
+	if _, err := r.l.ConfirmedCommit(ctx, commitIndex); !errors.Is(err, errNotLeaderTest) {
+		t.Fatalf("without a quorum: %v", err)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after a generous
+// deadline.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,13 @@
+package session
+
+import "errors"
+
+// ErrExpired is the cause a Session's context ends with when its deadline
+// passes (or the cluster reports it gone): this node no longer believes in
+// the session. The coordinator exports it as ErrSessionExpired.
+var ErrExpired = errors.New("holdfast: session expired")
+
+// ErrNoSession is returned for a keepalive that names a session the
+// cluster no longer has, or one whose expiry the leader has decided. The
+// coordinator exports it under the same name.
+var ErrNoSession = errors.New("holdfast: no such session")

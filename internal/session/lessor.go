@@ -1,0 +1,329 @@
+package session
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/holdfast-go/holdfast/fsm"
+)
+
+// LessorOptions are what a Lessor needs from the raft node it runs on.
+type LessorOptions struct {
+	// Log receives the lessor's logs (nil: discarded).
+	Log *slog.Logger
+	// Now is the leader's clock for session deadlines (nil: time.Now).
+	Now func() time.Time
+	// View returns the local replica's current view; its Changed channel
+	// wakes the lessor.
+	View func() *fsm.View
+	// Expire commits cmd (a session expiry) through raft on this node,
+	// which leads.
+	Expire func(ctx context.Context, cmd fsm.Command) error
+	// Term returns this node's current raft term.
+	Term func() uint64
+	// Leading reports whether raft says this node is the leader.
+	Leading func() bool
+	// Voters returns the voters of the raft configuration.
+	Voters func() []Voter
+	// Self is this node's raft server ID.
+	Self string
+	// Confirm asks the voter at addr whether its current raft term is term
+	// (the leader's side of a confirmation round).
+	Confirm func(ctx context.Context, addr string, term uint64) (bool, error)
+	// ConfirmTimeout bounds one confirmation round.
+	ConfirmTimeout time.Duration
+	// ExpiryGrace is added to every session's TTL when the lessor becomes
+	// active, on top of the TTL.
+	ExpiryGrace time.Duration
+	// NotLeader returns the error for a request this node cannot serve as
+	// leader (naming the leader, if one is known).
+	NotLeader func() error
+	// Expired sees each session expiry this lessor committed (nil: not
+	// observed).
+	Expired func()
+}
+
+// Voter is one voter of the raft configuration, as a confirmation round
+// needs it.
+type Voter struct {
+	// ID is the voter's raft server ID.
+	ID string
+	// Addr is the voter's RPC address ("" if it could not be parsed: the
+	// voter then counts as a no).
+	Addr string
+}
+
+// Lessor is the leader's side of sessions (lease rules 1–3 in
+// docs/ARCHITECTURE.md). It keeps every session's deadline in memory on the
+// leader's clock; keepalives extend deadlines without touching the raft
+// log; a passed deadline is turned into a committed expiry. It is active
+// only while Run runs, which the caller starts when this node leads and
+// the leader's barrier has applied every earlier entry.
+type Lessor struct {
+	o   LessorOptions
+	log *slog.Logger
+	now func() time.Time
+
+	mu        sync.Mutex
+	active    bool
+	epoch     uint64               // bumped on every activation and deactivation
+	term      uint64               // the raft term this node leads in, while active
+	deadlines map[string]time.Time // session → deadline
+	expiring  map[string]bool      // expiry decided: keepalives are refused
+	heard     map[string]time.Time // node ID → its last answered keepalive or stats poll
+
+	verifyReq chan chan error // batched confirmation requests
+
+	// Test hooks (nil in production): onActivate sees the instant the
+	// lessor took over; onKeepAlive sees each answered keepalive's arrival.
+	onActivate  func(at time.Time)
+	onKeepAlive func(session string, arrived time.Time)
+}
+
+// NewLessor returns an inactive lessor. Its confirmation loop
+// (ConfirmLoop) must run for KeepAlive and ConfirmedCommit to answer.
+func NewLessor(o LessorOptions) *Lessor {
+	l := &Lessor{o: o, log: o.Log, now: o.Now, verifyReq: make(chan chan error, 64)}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	return l
+}
+
+// SetTestHooks installs hooks for tests: onActivate sees the instant the
+// lessor takes over, onKeepAlive each answered keepalive's arrival (either
+// may be nil).
+func (l *Lessor) SetTestHooks(onActivate func(at time.Time), onKeepAlive func(session string, arrived time.Time)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.onActivate, l.onKeepAlive = onActivate, onKeepAlive
+}
+
+// Run is the lessor's duty while this node leads: it activates, extends
+// every session by TTL + ExpiryGrace (rule 3), follows sessions appearing
+// and disappearing in the replica, and expires the ones whose deadline
+// passed, until ctx ends; then it deactivates and returns.
+func (l *Lessor) Run(ctx context.Context) {
+	v := l.o.View()
+	l.Activate(v)
+	defer l.Deactivate()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		l.sync(v)
+		l.expireDue(ctx)
+		timer.Reset(l.nextDeadline())
+		select {
+		case <-ctx.Done():
+			return
+		case <-v.Changed():
+			v = l.o.View()
+		case <-timer.C:
+		}
+	}
+}
+
+// Activate makes the lessor serve keepalives in the current raft term,
+// every session in v given a deadline of now + its TTL + ExpiryGrace (so
+// no holder's belief from an earlier leader outlives it). Run calls it;
+// a caller driving the lessor itself calls it and Deactivate.
+func (l *Lessor) Activate(v *fsm.View) {
+	now := l.now()
+	term := l.o.Term()
+	l.mu.Lock()
+	l.active = true
+	l.epoch++
+	l.term = term
+	l.deadlines = map[string]time.Time{}
+	l.expiring = map[string]bool{}
+	l.heard = map[string]time.Time{}
+	sessions := v.Sessions()
+	for _, s := range sessions {
+		l.deadlines[s.ID] = now.Add(time.Duration(s.TTLNanos) + l.o.ExpiryGrace)
+	}
+	hook := l.onActivate
+	l.mu.Unlock()
+	l.log.Info("lessor active: every session's deadline set to now + TTL + ExpiryGrace",
+		"sessions", len(sessions), "expiry_grace", l.o.ExpiryGrace)
+	if hook != nil {
+		hook(now)
+	}
+}
+
+// Deactivate stops the lessor serving: keepalives are refused and every
+// deadline is forgotten.
+func (l *Lessor) Deactivate() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.active = false
+	l.epoch++
+	l.deadlines, l.expiring, l.heard = nil, nil, nil
+}
+
+// sync adds sessions new in v (deadline now + TTL) and forgets gone ones.
+func (l *Lessor) sync(v *fsm.View) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range v.Sessions() {
+		if _, ok := l.deadlines[s.ID]; !ok {
+			l.deadlines[s.ID] = now.Add(time.Duration(s.TTLNanos))
+		}
+	}
+	for id := range l.deadlines {
+		if _, ok := v.Session(id); !ok {
+			delete(l.deadlines, id)
+			delete(l.expiring, id)
+		}
+	}
+}
+
+// nextDeadline is how long until the earliest deadline; a session whose
+// expiry did not commit yet is retried after a short pause.
+func (l *Lessor) nextDeadline() time.Duration {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next := time.Hour
+	for id, d := range l.deadlines {
+		if l.expiring[id] {
+			next = min(next, 100*time.Millisecond)
+		} else {
+			next = min(next, d.Sub(now))
+		}
+	}
+	return max(next, time.Millisecond)
+}
+
+// expireDue commits an expiry for every session whose deadline passed. From
+// the moment one is chosen its keepalives are refused, so a keepalive can
+// never be answered for a session whose expiry is under way.
+func (l *Lessor) expireDue(ctx context.Context) {
+	now := l.now()
+	l.mu.Lock()
+	var due []string
+	for id, d := range l.deadlines {
+		if !now.Before(d) {
+			l.expiring[id] = true
+			due = append(due, id)
+		}
+	}
+	l.mu.Unlock()
+	sort.Strings(due)
+	for _, id := range due {
+		s, ok := l.o.View().Session(id)
+		if !ok {
+			continue
+		}
+		l.log.Info("expiring session", "session", id, "node", s.Node)
+		cmd := fsm.Command{Op: fsm.OpSessionExpire, Session: &fsm.SessionCmd{ID: id, Created: s.Created}}
+		if err := l.o.Expire(ctx, cmd); err != nil {
+			// Still refused: a later leader extends it (rule 3) or expires it.
+			l.log.Warn("expiring session failed", "session", id, "error", err)
+			return
+		}
+		if l.o.Expired != nil {
+			l.o.Expired()
+		}
+	}
+}
+
+// KeepAlive answers one keepalive for session id that arrived now: only
+// after a confirmation round that started after its arrival (ConfirmLoop),
+// and then the deadline becomes arrival + TTL. It returns the applied
+// index of the leader's replica at the answer: every revoke committed
+// before the answer is at or below it. It fails with ErrNoSession for a
+// session the replica does not have or whose expiry is decided, and with
+// NotLeader's error when this node cannot answer as leader.
+func (l *Lessor) KeepAlive(ctx context.Context, id string) (uint64, error) {
+	arrived := l.now()
+	epoch, err := l.check(id)
+	if err != nil {
+		return 0, err
+	}
+	if err := l.verify(ctx); err != nil {
+		return 0, l.o.NotLeader()
+	}
+	v := l.o.View()
+	s, ok := v.Session(id)
+	if !ok {
+		return 0, ErrNoSession
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.active || l.epoch != epoch {
+		return 0, l.o.NotLeader()
+	}
+	if l.expiring[id] {
+		return 0, ErrNoSession
+	}
+	if d := arrived.Add(time.Duration(s.TTLNanos)); d.After(l.deadlines[id]) {
+		l.deadlines[id] = d
+	}
+	if s.NodeID != "" && arrived.After(l.heard[s.NodeID]) {
+		l.heard[s.NodeID] = arrived
+	}
+	if l.onKeepAlive != nil {
+		l.onKeepAlive(id, arrived)
+	}
+	return v.Index(), nil
+}
+
+// check says whether a keepalive for id can be served now, and in which
+// activation.
+func (l *Lessor) check(id string) (uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.active {
+		return 0, l.o.NotLeader()
+	}
+	if _, ok := l.o.View().Session(id); !ok || l.expiring[id] {
+		return 0, ErrNoSession
+	}
+	return l.epoch, nil
+}
+
+// ExpiringOrDue reports whether the session's expiry is decided or its
+// deadline passed at now: the balancer gives it no shard.
+func (l *Lessor) ExpiringOrDue(id string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d, ok := l.deadlines[id]
+	return l.expiring[id] || (ok && !now.Before(d))
+}
+
+// Deadline returns the lessor's deadline for a session, if it tracks it.
+func (l *Lessor) Deadline(id string) (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d, ok := l.deadlines[id]
+	return d, ok
+}
+
+// HeardWithin reports whether, while this node leads, a keepalive from the
+// node with the given raft ID arrived within d before now and was answered
+// (or NoteHeard recorded it): the node reaches the leader over RPC whatever
+// gossip says of it.
+func (l *Lessor) HeardWithin(nodeID string, d time.Duration, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, ok := l.heard[nodeID]
+	return ok && now.Sub(t) < d
+}
+
+// NoteHeard records, while the lessor is active, that the node with the
+// given raft ID reached this leader over RPC at t (an answered stats poll);
+// it does nothing while inactive.
+func (l *Lessor) NoteHeard(nodeID string, t time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.heard != nil && t.After(l.heard[nodeID]) {
+		l.heard[nodeID] = t
+	}
+}
