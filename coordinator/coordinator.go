@@ -13,6 +13,7 @@ import (
 	autopilot "github.com/hashicorp/raft-autopilot"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/leases"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -47,10 +48,7 @@ type Coordinator struct {
 	reqSeq      reqCounter    // request IDs for lease commands
 	clock       Clock         // measures beliefs (Config.Clock or SystemClock)
 
-	leaseMu   sync.Mutex
-	leases    map[*Lease]struct{}      // held leases; nil once shutting down
-	slots     map[string]chan struct{} // one local contender per lease name
-	leaseKick chan struct{}
+	leases *leases.Part // this node's leases and semaphore permits
 
 	spawnMu  sync.Mutex
 	spawnOff bool
@@ -94,8 +92,6 @@ func New(cfg Config) (*Coordinator, error) {
 		leaderCh:    make(chan bool, 16),
 		kick:        make(chan struct{}, 1),
 		sessChanged: make(chan struct{}),
-		leases:      map[*Lease]struct{}{},
-		leaseKick:   make(chan struct{}, 1),
 		forwards:    make(chan struct{}, MaxPendingForwards),
 	}
 	if c.log == nil {
@@ -144,6 +140,7 @@ func (c *Coordinator) start() error {
 	}
 	c.warnLoopbackAdvertise()
 	c.metrics = newMetrics(c)
+	c.leases = newLeases(c)
 	c.startTLSReload()
 	c.pilot = newAutopilot(c)
 	c.boot = newBootstrapper(c)
@@ -155,7 +152,6 @@ func (c *Coordinator) start() error {
 	c.goLoop(c.clusterIDLoop)
 	c.goLoop(c.lessor.confirmLoop)
 	c.goLoop(c.sessionLoop)
-	c.goLoop(c.leaseWatchLoop)
 	c.goLoop(c.shards.loop)
 	c.goLoop(c.formationLoop)
 	c.goLoop(c.leaderWatchLoop)
@@ -276,7 +272,7 @@ func (c *Coordinator) closeSession(ctx context.Context) error {
 	s := c.sess
 	c.sessMu.Unlock()
 	c.sessCancel(ErrShutdown)
-	c.endLeases(ErrShutdown)
+	c.leases.EndAll(ErrShutdown)
 	c.shards.close(ErrShutdown)
 	if s == nil || c.raft == nil {
 		return nil
@@ -317,7 +313,9 @@ func (c *Coordinator) closeAll() error {
 	c.spawnMu.Lock()
 	c.spawnOff = true
 	c.spawnMu.Unlock()
-	c.endLeases(ErrShutdown)
+	if c.leases != nil {
+		c.leases.EndAll(ErrShutdown)
+	}
 	if c.shards != nil {
 		c.shards.close(ErrShutdown)
 	}
@@ -340,6 +338,9 @@ func (c *Coordinator) closeAll() error {
 		errs = append(errs, c.trans.Close())
 	}
 	c.wg.Wait()
+	if c.leases != nil {
+		c.leases.Close()
+	}
 	if c.pilot != nil {
 		<-c.pilot.Stop() // the leader loop may have restarted it before it saw the cancel
 	}
