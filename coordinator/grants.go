@@ -6,6 +6,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leases"
+	"github.com/holdfast-go/holdfast/internal/session"
 )
 
 // newLeases builds the part that holds this node's leases and semaphore
@@ -19,13 +20,11 @@ func newLeases(c *Coordinator) *leases.Part {
 		}
 	}
 	return leases.New(leases.Options{
-		View: c.fsm.View,
-		NextRequest: func(ctx context.Context) (leases.Session, uint64, error) {
-			s, req, err := c.nextRequest(ctx)
-			if err != nil {
-				return nil, 0, err
-			}
-			return grantSession{c: c, s: s}, req, nil
+		View:        c.fsm.View,
+		NextRequest: c.nextRequest,
+		Believe: func(s *session.Session, kind leases.Kind, token, index uint64) leases.Belief {
+			b := newBelief(c, kind.String(), s, token, index)
+			return grantBelief{&b}
 		},
 		Propose:      propose(c.apply),
 		ProposeRetry: propose(c.applyRetry),
@@ -35,21 +34,6 @@ func newLeases(c *Coordinator) *leases.Part {
 		Log:            c.log,
 		Metrics:        leases.Metrics{AcquireWait: c.metrics.acquireWait, Settlements: c.metrics.settlements},
 	})
-}
-
-// grantSession is this node's session as package leases sees it.
-type grantSession struct {
-	c *Coordinator
-	s *session
-}
-
-func (g grantSession) ID() string               { return g.s.id }
-func (g grantSession) Context() context.Context { return g.s.ctx }
-func (g grantSession) Lost()                    { g.s.end(ErrSessionExpired) }
-
-func (g grantSession) Believe(kind leases.Kind, token, index uint64) leases.Belief {
-	b := newBelief(g.c, kind.String(), g.s, token, index)
-	return grantBelief{&b}
 }
 
 // grantBelief is a lease's or permit's belief as package leases sees it.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leases"
+	"github.com/holdfast-go/holdfast/internal/session"
 )
 
 // Lease is a named leader lease held by this node. Its context is
@@ -77,7 +78,7 @@ func (c *Coordinator) acquire(ctx context.Context, name string, wait bool) (*Lea
 // nextRequest waits for this node's session and numbers a new request on
 // it. It fails without numbering anything once ctx has ended: nothing was
 // sent, so nothing needs settling.
-func (c *Coordinator) nextRequest(ctx context.Context) (*session, uint64, error) {
+func (c *Coordinator) nextRequest(ctx context.Context) (*session.Session, uint64, error) {
 	s, err := c.waitSession(ctx)
 	if err != nil {
 		return nil, 0, err

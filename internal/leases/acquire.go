@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/holdfast-go/holdfast/internal/session"
 )
 
 // Grant is this node's handle on one grant: a lease or a permit.
@@ -15,12 +17,12 @@ type Grant struct {
 	req    uint64 // the request the grant answered
 	token  uint64
 	index  uint64 // the raft index at which the grant was seen
-	sess   Session
+	sess   *session.Session
 	belief Belief
 	slot   chan struct{} // the local slot of a lease name; see Acquire
 }
 
-// Belief returns this node's belief in the grant (from Session.Believe).
+// Belief returns this node's belief in the grant (made by Options.Believe).
 func (g *Grant) Belief() Belief { return g.belief }
 
 // Name returns the lease's or semaphore's name.
@@ -158,7 +160,7 @@ func (p *Part) acquire(ctx context.Context, r Request) (*Grant, error) {
 		res, err := p.o.ProposeRetry(ctx, r.Kind.acquireCmd(r, s.ID(), req))
 		switch {
 		case errors.Is(err, p.o.Errors.NoSession):
-			s.Lost()
+			s.End(session.ErrExpired) // the cluster no longer has the session
 			continue
 		case err != nil:
 			if p.mayHaveCommitted(err) && !errors.Is(err, p.o.Errors.Shutdown) {
@@ -203,7 +205,7 @@ func (p *Part) acquire(ctx context.Context, r Request) (*Grant, error) {
 // handing back an older grant of the same session. If ctx ends first, the
 // request is settled in the background (it leaves the queue, or releases a
 // grant that came too late) and ctx's error is returned at once.
-func (p *Part) waitGrant(ctx context.Context, r Request, s Session, req, after uint64) (*Grant, error) {
+func (p *Part) waitGrant(ctx context.Context, r Request, s *session.Session, req, after uint64) (*Grant, error) {
 	for {
 		v := p.o.View()
 		if token, ok := r.Kind.granted(v, r.Name, s.ID(), req); ok && v.Index() >= after {
@@ -224,7 +226,7 @@ func (p *Part) waitGrant(ctx context.Context, r Request, s Session, req, after u
 // watch loop. A grant to a session whose belief has already ended is
 // refused (errSessionEnded): an acquire never returns a grant that is
 // already over.
-func (p *Part) newGrant(r Request, s Session, token, req, index uint64) (*Grant, error) {
+func (p *Part) newGrant(r Request, s *session.Session, token, req, index uint64) (*Grant, error) {
 	if s.Context().Err() != nil {
 		return nil, errSessionEnded
 	}
@@ -232,7 +234,7 @@ func (p *Part) newGrant(r Request, s Session, token, req, index uint64) (*Grant,
 	if r.Kind == Semaphore {
 		g.limit = r.Limit
 	}
-	g.belief = s.Believe(r.Kind, token, index)
+	g.belief = p.o.Believe(s, r.Kind, token, index)
 	if !p.register(g) {
 		g.end(p.o.Errors.Shutdown)
 		return nil, p.o.Errors.Shutdown

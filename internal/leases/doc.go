@@ -15,7 +15,7 @@
 // one that retries while an outcome is unknown), request numbering on this
 // node's current session, the error values it returns and recognises, and
 // its metrics. A grant's belief (its context, token and deadline) comes from
-// the session through Session.Believe.
+// the coordinator through Options.Believe.
 //
 // Goroutines: New starts the watch loop; settlements run in goroutines of
 // their own. Close ends every grant and joins them all.

@@ -10,26 +10,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/session"
 )
 
-// Session is this node's session as a grant needs it. Its methods must be
-// safe for concurrent use.
-type Session interface {
-	// ID is the session's ID in the replicated state.
-	ID() string
-	// Context ends when this node's belief in the session ends.
-	Context() context.Context
-	// Lost ends this node's belief in the session: the cluster answered
-	// that it no longer has it.
-	Lost()
-	// Believe starts this node's belief in a grant of kind to the session,
-	// seen in the replica at index.
-	Believe(kind Kind, token, index uint64) Belief
-}
-
-// Belief is this node's belief in one grant: a context that ends the moment
-// the node stops believing it holds the grant. Its methods must be safe for
-// concurrent use.
+// Belief is this node's belief in one grant (made by Options.Believe): a
+// context that ends the moment the node stops believing it holds the
+// grant. Its methods must be safe for concurrent use.
 type Belief interface {
 	// Context ends when the belief ends; its cause says why.
 	Context() context.Context
@@ -85,7 +71,10 @@ type Options struct {
 	// NextRequest waits for this node's current session and numbers a new
 	// request on it; it fails without numbering anything once ctx has
 	// ended. Required.
-	NextRequest func(ctx context.Context) (Session, uint64, error)
+	NextRequest func(ctx context.Context) (*session.Session, uint64, error)
+	// Believe starts this node's belief in a grant of kind to session s,
+	// seen in the replica at index. Required.
+	Believe func(s *session.Session, kind Kind, token, index uint64) Belief
 	// Propose commits cmd once (locally or forwarded to the leader); an
 	// error other than a refusal may leave the outcome unknown. Required.
 	Propose func(ctx context.Context, cmd fsm.Command) (Result, error)

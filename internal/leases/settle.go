@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/session"
 )
 
 // Settlement (see the package doc) runs in the background on a goroutine
@@ -27,7 +28,7 @@ func (p *Part) mayHaveCommitted(err error) bool {
 // settle gives request req of session s for name up in the background
 // (token: only that grant, or 0 for whatever the request holds); o labels
 // the metric.
-func (p *Part) settle(k Kind, s Session, name string, req, token uint64, o op) {
+func (p *Part) settle(k Kind, s *session.Session, name string, req, token uint64, o op) {
 	if m := p.o.Metrics.Settlements; m != nil {
 		m.WithLabelValues(k.label(o)).Inc()
 	}
@@ -40,7 +41,7 @@ func (p *Part) settle(k Kind, s Session, name string, req, token uint64, o op) {
 // settleLoop commits the give-up cmd, retrying with backoff while its
 // outcome is unknown, until it commits, the session ends, or the node
 // shuts down.
-func (p *Part) settleLoop(s Session, cmd fsm.Command, name string, req uint64) {
+func (p *Part) settleLoop(s *session.Session, cmd fsm.Command, name string, req uint64) {
 	sctx := s.Context()
 	backoff := 20 * time.Millisecond
 	for {
@@ -64,7 +65,7 @@ func (p *Part) settleLoop(s Session, cmd fsm.Command, name string, req uint64) {
 // giveUp releases request req under ctx (retrying while its outcome is
 // unknown); if that is not confirmed before ctx ends, it goes on in the
 // background. It returns the error of the attempt under ctx.
-func (p *Part) giveUp(ctx context.Context, k Kind, s Session, name string, req, token uint64, o op) error {
+func (p *Part) giveUp(ctx context.Context, k Kind, s *session.Session, name string, req, token uint64, o op) error {
 	_, err := p.o.ProposeRetry(ctx, k.ReleaseCmd(name, s.ID(), req, token))
 	if p.mayHaveCommitted(err) && !errors.Is(err, p.o.Errors.Shutdown) && s.Context().Err() == nil {
 		p.settle(k, s, name, req, token, o)
