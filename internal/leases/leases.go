@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -100,6 +101,8 @@ type Part struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	kick   chan struct{} // wakes the watch loop for a new grant
+	// settling counts settlements in flight.
+	settling atomic.Int64
 
 	mu     sync.Mutex
 	closed bool                     // Close began: no new goroutine

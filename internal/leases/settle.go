@@ -39,10 +39,14 @@ func (p *Part) settle(k Kind, s *session.Session, name string, req, token uint64
 }
 
 // settleLoop commits the give-up cmd, retrying with backoff while its
-// outcome is unknown, until it commits, the session ends, or the node
-// shuts down.
+// outcome is unknown, until it commits, the session ends, or the part ends
+// (EndAll or Close).
 func (p *Part) settleLoop(s *session.Session, cmd fsm.Command, name string, req uint64) {
-	sctx := s.Context()
+	p.settling.Add(1)
+	defer p.settling.Add(-1)
+	sctx, stop := context.WithCancel(s.Context())
+	defer stop()
+	defer context.AfterFunc(p.ctx, stop)()
 	backoff := 20 * time.Millisecond
 	for {
 		ctx, cancel := context.WithTimeout(sctx, p.o.AttemptTimeout)
