@@ -18,8 +18,8 @@ import (
 // under the lease should run under Context() and pass Token() to every
 // protected resource.
 type Lease struct {
-	*belief
-	g *leases.Grant
+	belief // a copy of the grant's (they share its life)
+	g      *leases.Grant
 }
 
 // Name returns the lease's name.
@@ -72,7 +72,7 @@ func (c *Coordinator) acquire(ctx context.Context, name string, wait bool) (*Lea
 	if err != nil {
 		return nil, err
 	}
-	return &Lease{belief: beliefOf(g), g: g}, nil
+	return &Lease{belief: *beliefOf(g), g: g}, nil
 }
 
 // nextRequest waits for this node's session and numbers a new request on

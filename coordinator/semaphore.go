@@ -29,8 +29,8 @@ var (
 // Release, or on Shutdown. Each permit has its own fencing token: pass
 // Token() to every protected resource.
 type Permit struct {
-	*belief
-	g *leases.Grant
+	belief // a copy of the grant's (they share its life)
+	g      *leases.Grant
 }
 
 // Name returns the semaphore's name.
@@ -87,7 +87,7 @@ func (c *Coordinator) acquireSem(ctx context.Context, name string, limit int, wa
 	if err != nil {
 		return nil, semError(err)
 	}
-	return &Permit{belief: beliefOf(g), g: g}, nil
+	return &Permit{belief: *beliefOf(g), g: g}, nil
 }
 
 // semError maps a refusal of the state machine (read locally or from a

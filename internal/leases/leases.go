@@ -97,7 +97,7 @@ type Options struct {
 // safe for concurrent use.
 type Part struct {
 	o      Options
-	ctx    context.Context // ends at Close
+	ctx    context.Context // ends at EndAll (or Close)
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	kick   chan struct{} // wakes the watch loop for a new grant
