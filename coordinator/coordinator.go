@@ -14,6 +14,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/keyring"
+	"github.com/holdfast-go/holdfast/internal/leases"
 	"github.com/holdfast-go/holdfast/internal/session"
 	"github.com/holdfast-go/holdfast/internal/tlsfiles"
 	"github.com/holdfast-go/holdfast/membership"
@@ -48,10 +49,7 @@ type Coordinator struct {
 	reqSeq     reqCounter      // request IDs for lease commands
 	clock      Clock           // measures beliefs (Config.Clock or SystemClock)
 
-	leaseMu   sync.Mutex
-	leases    map[*Lease]struct{}      // held leases; nil once shutting down
-	slots     map[string]chan struct{} // one local contender per lease name
-	leaseKick chan struct{}
+	leases *leases.Part // this node's leases and semaphore permits
 
 	spawnMu  sync.Mutex
 	spawnOff bool
@@ -92,14 +90,12 @@ func New(cfg Config) (*Coordinator, error) {
 		return nil, err
 	}
 	c := &Coordinator{
-		cfg:       cfg,
-		log:       cfg.Logger,
-		fsm:       fsm.New(),
-		leaderCh:  make(chan bool, 16),
-		kick:      make(chan struct{}, 1),
-		leases:    map[*Lease]struct{}{},
-		leaseKick: make(chan struct{}, 1),
-		forwards:  make(chan struct{}, MaxPendingForwards),
+		cfg:      cfg,
+		log:      cfg.Logger,
+		fsm:      fsm.New(),
+		leaderCh: make(chan bool, 16),
+		kick:     make(chan struct{}, 1),
+		forwards: make(chan struct{}, MaxPendingForwards),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -149,6 +145,7 @@ func (c *Coordinator) start() error {
 	c.startKeyring()
 	c.warnLoopbackAdvertise()
 	c.metrics = newMetrics(c)
+	c.leases = newLeases(c)
 	c.startTLSReload()
 	c.pilot = newAutopilot(c)
 	c.boot = newBootstrapper(c)
@@ -160,7 +157,6 @@ func (c *Coordinator) start() error {
 	c.goLoop(c.clusterIDLoop)
 	c.goLoop(func() { c.lessor.ConfirmLoop(c.ctx) })
 	c.goLoop(func() { c.sessions.Run(c.sessCtx) })
-	c.goLoop(c.leaseWatchLoop)
 	c.goLoop(c.shards.loop)
 	c.goLoop(c.formationLoop)
 	c.goLoop(c.leaderWatchLoop)
@@ -282,7 +278,7 @@ func (c *Coordinator) closeSession(ctx context.Context) error {
 		s = c.sessions.Last()
 	}
 	c.sessCancel(ErrShutdown)
-	c.endLeases(ErrShutdown)
+	c.leases.EndAll(ErrShutdown)
 	c.shards.close(ErrShutdown)
 	if s == nil || c.raft == nil {
 		return nil
@@ -323,7 +319,9 @@ func (c *Coordinator) closeAll() error {
 	c.spawnMu.Lock()
 	c.spawnOff = true
 	c.spawnMu.Unlock()
-	c.endLeases(ErrShutdown)
+	if c.leases != nil {
+		c.leases.EndAll(ErrShutdown)
+	}
 	if c.shards != nil {
 		c.shards.close(ErrShutdown)
 	}
@@ -349,6 +347,9 @@ func (c *Coordinator) closeAll() error {
 		errs = append(errs, c.trans.Close())
 	}
 	c.wg.Wait()
+	if c.leases != nil {
+		c.leases.Close()
+	}
 	if c.pilot != nil {
 		<-c.pilot.Stop() // the leader loop may have restarted it before it saw the cancel
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/leases"
 )
 
 // Lease kinds, the "kind" label of lease metrics.
@@ -166,9 +167,10 @@ func sessionRemaining(c *Coordinator) time.Duration {
 }
 
 func (c *Coordinator) heldLeases() int {
-	c.leaseMu.Lock()
-	defer c.leaseMu.Unlock()
-	return len(c.leases)
+	if c.leases == nil {
+		return 0
+	}
+	return c.leases.Held(leases.Leader)
 }
 
 func freeShards(v *fsm.View) int {

@@ -3,12 +3,10 @@ package coordinator
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
-	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
-	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/leases"
 )
 
 // kindSemaphore labels semaphore permits in the lease metrics.
@@ -31,17 +29,15 @@ var (
 // Release, or on Shutdown. Each permit has its own fencing token: pass
 // Token() to every protected resource.
 type Permit struct {
-	belief
-	name  string
-	limit int
-	req   uint64 // the request the grant answered
+	belief // a copy of the grant's (they share its life)
+	g      *leases.Grant
 }
 
 // Name returns the semaphore's name.
-func (p *Permit) Name() string { return p.name }
+func (p *Permit) Name() string { return p.g.Name() }
 
 // Limit returns the semaphore's number of permits.
-func (p *Permit) Limit() int { return p.limit }
+func (p *Permit) Limit() int { return p.g.Limit() }
 
 // Release gives the permit up: the local context is cancelled first (cause
 // ErrResigned), then the release is committed and the freed permit goes to
@@ -49,19 +45,7 @@ func (p *Permit) Limit() int { return p.limit }
 // returns ctx's error and the node goes on delivering it in the background
 // for as long as its session lives. It returns nil if the permit had
 // already ended.
-func (p *Permit) Release(ctx context.Context) error {
-	if !p.belief.end(ErrResigned, time.Time{}, nil) {
-		return nil
-	}
-	err := p.c.giveUpSem(ctx, p.sess, p.name, p.req, p.token)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, ErrShutdown):
-		return err // the session's close frees the permit
-	}
-	return fmt.Errorf("holdfast: release permit of %q: the release goes on in the background: %w", p.name, err)
-}
+func (p *Permit) Release(ctx context.Context) error { return p.g.Release(ctx) }
 
 // AcquireSemaphore blocks until this node holds one of the limit permits
 // of the named semaphore, or ctx ends. Waiters are served first come,
@@ -99,52 +83,11 @@ func (c *Coordinator) Semaphore(name string) []Holder {
 }
 
 func (c *Coordinator) acquireSem(ctx context.Context, name string, limit int, wait bool) (*Permit, error) {
-	if name == "" || len(name) > fsm.MaxNameLength {
-		return nil, fmt.Errorf("holdfast: semaphore name must have 1 to %d bytes", fsm.MaxNameLength)
+	g, err := c.leases.Acquire(ctx, leases.Request{Kind: leases.Semaphore, Name: name, Limit: limit, Wait: wait})
+	if err != nil {
+		return nil, semError(err)
 	}
-	if limit < 1 || limit > fsm.MaxSemLimit {
-		return nil, fmt.Errorf("holdfast: semaphore limit must be 1 to %d", fsm.MaxSemLimit)
-	}
-	start := time.Now()
-	for {
-		s, req, err := c.nextRequest(ctx)
-		if err != nil {
-			return nil, err
-		}
-		cmd := fsm.Command{Op: fsm.OpSemAcquire, Sem: &fsm.SemCmd{Name: name, Session: s.ID(), Request: req,
-			Limit: uint32(limit), Wait: wait}}
-		res, err := c.applyRetry(ctx, cmd)
-		var p *Permit
-		switch {
-		case errors.Is(err, ErrNoSession):
-			s.End(ErrSessionExpired)
-			continue
-		case err != nil:
-			if mayHaveCommitted(err) && !errors.Is(err, ErrShutdown) {
-				c.settleSem(s, name, req, 0, "sem-acquire") // it may have been granted or queued after all
-			}
-			return nil, semError(err)
-		case res.Stale:
-			continue // a newer request of this node came first: ask anew
-		case !res.Queued:
-			// Read your writes: the local replica shows the permit before
-			// the call returns.
-			if _, err := c.fsm.Wait(ctx, res.Index); err != nil {
-				c.settleSem(s, name, req, res.Token, "sem-acquire")
-				return nil, err
-			}
-			p, err = c.newPermit(s, name, limit, res.Token, req, res.Index)
-		default:
-			p, err = c.waitPermit(ctx, s, name, limit, req, res.Index)
-		}
-		if errors.Is(err, errSessionEnded) {
-			continue // the session's end freed the request
-		}
-		if err == nil {
-			c.metrics.acquireWait.WithLabelValues(kindSemaphore).Observe(time.Since(start).Seconds())
-		}
-		return p, err
-	}
+	return &Permit{belief: *beliefOf(g), g: g}, nil
 }
 
 // semError maps a refusal of the state machine (read locally or from a
@@ -173,91 +116,3 @@ func (e *semRefusal) Error() string { return e.kind.Error() + e.detail }
 // Unwrap returns the kind and the original refusal (which wraps
 // ErrRejected).
 func (e *semRefusal) Unwrap() []error { return []error{e.kind, e.err} }
-
-// waitPermit waits in the queue until the replica, at or past the index
-// of the acquire that queued request req (after), shows it holding a
-// permit. If ctx ends first, the request is settled in the background (it
-// leaves the queue, or frees a permit that came too late) and ctx's error
-// is returned at once.
-func (c *Coordinator) waitPermit(ctx context.Context, s *session.Session, name string, limit int, req, after uint64) (*Permit, error) {
-	for {
-		v := c.fsm.View()
-		if token, ok := v.SemPermit(name, s.ID(), req); ok && v.Index() >= after {
-			return c.newPermit(s, name, limit, token, req, v.Index())
-		}
-		select {
-		case <-v.Changed():
-		case <-s.Context().Done():
-			return nil, errSessionEnded
-		case <-ctx.Done():
-			c.settleSem(s, name, req, 0, "sem-acquire")
-			return nil, ctx.Err()
-		}
-	}
-}
-
-// newPermit makes the local handle of a grant and starts the watcher that
-// ends it when the replica no longer shows it. A grant to a session whose
-// belief has already ended is refused (errSessionEnded).
-func (c *Coordinator) newPermit(s *session.Session, name string, limit int, token, req, index uint64) (*Permit, error) {
-	if s.Context().Err() != nil {
-		return nil, errSessionEnded
-	}
-	p := &Permit{belief: newBelief(c, kindSemaphore, s, token, index), name: name, limit: limit, req: req}
-	if !c.spawn(func() { c.watchPermit(p) }) {
-		p.belief.end(ErrShutdown, time.Time{}, nil)
-		return nil, ErrShutdown
-	}
-	return p, nil
-}
-
-// watchPermit ends p once the replica, at or past p's grant, no longer
-// shows it (released, freed with an expired session), or at shutdown.
-func (c *Coordinator) watchPermit(p *Permit) {
-	for {
-		v := c.fsm.View()
-		if v.Index() >= p.index {
-			if token, ok := v.SemPermit(p.name, p.sess.ID(), p.req); !ok || token != p.token {
-				p.belief.end(ErrLeaseLost, time.Time{}, nil)
-				return
-			}
-		}
-		select {
-		case <-p.Context().Done():
-			return
-		case <-c.ctx.Done():
-			p.belief.end(ErrShutdown, time.Time{}, nil)
-			return
-		case <-v.Changed():
-		}
-	}
-}
-
-// semGiveUpCmd is the release of request req of session s for the named
-// semaphore (token: only that permit, or 0 for whatever it holds).
-func semGiveUpCmd(s *session.Session, name string, req, token uint64) fsm.Command {
-	return fsm.Command{Op: fsm.OpSemRelease, Sem: &fsm.SemCmd{Name: name, Session: s.ID(), Request: req, Token: token}}
-}
-
-// settleSem gives request req up in the background (see settle.go); op
-// labels the metric.
-func (c *Coordinator) settleSem(s *session.Session, name string, req, token uint64, op string) {
-	if c.metrics != nil {
-		c.metrics.settlements.WithLabelValues(op).Inc()
-	}
-	c.settleCmd(s, semGiveUpCmd(s, name, req, token), name, req)
-}
-
-// giveUpSem releases request req under ctx (retrying while its outcome is
-// unknown); if that is not confirmed before ctx ends, it goes on in the
-// background.
-func (c *Coordinator) giveUpSem(ctx context.Context, s *session.Session, name string, req, token uint64) error {
-	_, err := c.applyRetry(ctx, semGiveUpCmd(s, name, req, token))
-	if mayHaveCommitted(err) && !errors.Is(err, ErrShutdown) && s.Context().Err() == nil {
-		c.settleSem(s, name, req, token, "sem-release")
-	}
-	if errors.Is(err, ErrNoSession) {
-		return nil // the session is gone: so is everything it held
-	}
-	return err
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/leases"
 )
 
 // WatchSemaphore calls f with the named semaphore's holders in every view
@@ -33,6 +34,6 @@ func (c *Coordinator) SemaphoreWaiters(name string) []fsm.Waiter {
 // p's local belief (as a late settlement or another replica's view of it
 // would), so the permit's watcher must notice it.
 func (c *Coordinator) CommitPermitRelease(ctx context.Context, p *Permit) error {
-	_, err := c.applyRetry(ctx, semGiveUpCmd(p.sess, p.name, p.req, p.token))
+	_, err := c.applyRetry(ctx, leases.Semaphore.ReleaseCmd(p.Name(), p.g.SessionID(), p.g.Request(), p.Token()))
 	return err
 }

@@ -1,0 +1,243 @@
+package leases
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/holdfast-go/holdfast/internal/session"
+)
+
+// Grant is this node's handle on one grant: a lease or a permit.
+type Grant struct {
+	p      *Part
+	kind   Kind
+	name   string
+	limit  int
+	req    uint64 // the request the grant answered
+	token  uint64
+	index  uint64 // the raft index at which the grant was seen
+	sess   *session.Session
+	belief Belief
+	slot   chan struct{} // the local slot of a lease name; see Acquire
+}
+
+// Belief returns this node's belief in the grant (made by Options.Believe).
+func (g *Grant) Belief() Belief { return g.belief }
+
+// Name returns the lease's or semaphore's name.
+func (g *Grant) Name() string { return g.name }
+
+// Limit returns the semaphore's number of permits (0 for a lease).
+func (g *Grant) Limit() int { return g.limit }
+
+// Token returns the grant's fencing token.
+func (g *Grant) Token() uint64 { return g.token }
+
+// SessionID returns the ID of the session the grant belongs to.
+func (g *Grant) SessionID() string { return g.sess.ID() }
+
+// Request returns the request the grant answered.
+func (g *Grant) Request() uint64 { return g.req }
+
+// end ends the belief with cause; it reports whether this call ended it.
+func (g *Grant) end(cause error) bool { return g.belief.End(cause) }
+
+// Release gives the grant up: the belief ends first (cause
+// Errors.Resigned, at once, whatever ctx), then the release is committed.
+// The release is always delivered: if ctx ends before it commits, Release
+// returns an error wrapping ctx's and the release goes on in the
+// background for as long as the session lives (the session's end frees
+// the grant anyway). It returns nil if the grant had already ended, and
+// Errors.Shutdown (the session's close frees the grant) once the node
+// shuts down.
+func (g *Grant) Release(ctx context.Context) error {
+	if !g.end(g.p.o.Errors.Resigned) {
+		return nil
+	}
+	if g.slot != nil {
+		// The slot frees once the release is committed or handed to the
+		// background: a later local acquire that still finds this grant
+		// releases it by its request ID too.
+		defer func() { <-g.slot }()
+	}
+	err := g.p.giveUp(ctx, g.kind, g.sess, g.name, g.req, g.token, opRelease)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, g.p.o.Errors.Shutdown):
+		return err
+	case g.kind == Semaphore:
+		return fmt.Errorf("holdfast: release permit of %q: the release goes on in the background: %w", g.name, err)
+	}
+	return fmt.Errorf("holdfast: resign %q: the release goes on in the background: %w", g.name, err)
+}
+
+// Acquire blocks until this node holds a grant for r, or (r.Wait false)
+// fails at once when none is free; it also fails when ctx ends. Waiters are
+// served first come, first served. If this node's session ends while the
+// request waits, it asks again with the next session. If ctx ends while
+// the request may have been committed, the request is settled in the
+// background, so a cancelled call never leaves a grant held.
+func (p *Part) Acquire(ctx context.Context, r Request) (*Grant, error) {
+	if err := r.validate(); err != nil {
+		return nil, err
+	}
+	start := p.o.Now()
+	var slot chan struct{}
+	if r.Kind == Leader {
+		// One local contender per name at a time: the cluster sees one
+		// session per node, so two local callers must not share one grant.
+		slot = p.localSlot(r.Name)
+		if err := p.takeSlot(ctx, slot, r.Wait); err != nil {
+			return nil, err
+		}
+	}
+	g, err := p.acquire(ctx, r)
+	if err != nil {
+		if slot != nil {
+			<-slot
+		}
+		return nil, err
+	}
+	if m := p.o.Metrics.AcquireWait; m != nil {
+		m.WithLabelValues(r.Kind.String()).Observe(p.o.Now().Sub(start).Seconds())
+	}
+	if slot != nil {
+		g.slot = slot
+		ctx := g.belief.Context()
+		context.AfterFunc(ctx, func() {
+			// After a Release the slot stays taken until the release is
+			// applied, so the next local acquire cannot find the old grant.
+			if !errors.Is(context.Cause(ctx), p.o.Errors.Resigned) {
+				<-slot
+			}
+		})
+	}
+	return g, nil
+}
+
+// localSlot returns the per-name semaphore local contenders queue on.
+func (p *Part) localSlot(name string) chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ch, ok := p.slots[name]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		p.slots[name] = ch
+	}
+	return ch
+}
+
+// takeSlot takes slot, waiting for it if wait (until ctx ends or the part
+// closes), else failing at once with Errors.Held.
+func (p *Part) takeSlot(ctx context.Context, slot chan struct{}, wait bool) error {
+	if !wait {
+		select {
+		case slot <- struct{}{}:
+			return nil
+		default:
+			return fmt.Errorf("%w (by this node)", p.o.Errors.Held)
+		}
+	}
+	select {
+	case slot <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-p.ctx.Done():
+		return p.o.Errors.Shutdown
+	}
+}
+
+// acquire asks for r until it is granted or fails, once per session.
+func (p *Part) acquire(ctx context.Context, r Request) (*Grant, error) {
+	for {
+		s, req, err := p.o.NextRequest(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res, err := p.o.ProposeRetry(ctx, r.Kind.acquireCmd(r, s.ID(), req))
+		switch {
+		case errors.Is(err, p.o.Errors.NoSession):
+			s.End(session.ErrExpired) // the cluster no longer has the session
+			continue
+		case err != nil:
+			if p.mayHaveCommitted(err) && !errors.Is(err, p.o.Errors.Shutdown) {
+				// The leader may have granted or queued it after all.
+				p.settle(r.Kind, s, r.Name, req, 0, opAcquire)
+			}
+			return nil, err
+		case res.Stale:
+			continue // an earlier attempt of this request was refused: ask anew
+		case r.Kind == Leader && !res.Queued && res.Holder == s.ID() && res.Request != req:
+			// An earlier request of this session still holds the lease (a
+			// Release whose release has not committed yet, or a given-up
+			// acquire): release that request, then ask again.
+			if err := p.giveUp(ctx, r.Kind, s, r.Name, res.Request, res.Token, opAcquire); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		var g *Grant
+		if r.Kind.grantedNow(res, s.ID()) {
+			// Read your writes: the local replica shows the grant before
+			// the call returns.
+			if err := p.waitIndex(ctx, res.Index); err != nil {
+				p.settle(r.Kind, s, r.Name, req, res.Token, opAcquire)
+				return nil, err
+			}
+			g, err = p.newGrant(r, s, res.Token, req, res.Index)
+		} else {
+			g, err = p.waitGrant(ctx, r, s, req, res.Index)
+		}
+		if errors.Is(err, errSessionEnded) {
+			continue // the session's end freed the request
+		}
+		return g, err
+	}
+}
+
+// waitGrant waits in the queue until the replica, at or past the index of
+// the acquire that queued request req (after), shows the grant that
+// answers it. Looking only at views from after the acquire, and only at
+// the grant that answers this request, keeps a lagging replica from
+// handing back an older grant of the same session. If ctx ends first, the
+// request is settled in the background (it leaves the queue, or releases a
+// grant that came too late) and ctx's error is returned at once.
+func (p *Part) waitGrant(ctx context.Context, r Request, s *session.Session, req, after uint64) (*Grant, error) {
+	for {
+		v := p.o.View()
+		if token, ok := r.Kind.granted(v, r.Name, s.ID(), req); ok && v.Index() >= after {
+			return p.newGrant(r, s, token, req, v.Index())
+		}
+		select {
+		case <-v.Changed():
+		case <-s.Context().Done():
+			return nil, errSessionEnded
+		case <-ctx.Done():
+			p.settle(r.Kind, s, r.Name, req, 0, opAcquire)
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// newGrant makes the local handle of a grant and registers it with the
+// watch loop. A grant to a session whose belief has already ended is
+// refused (errSessionEnded): an acquire never returns a grant that is
+// already over.
+func (p *Part) newGrant(r Request, s *session.Session, token, req, index uint64) (*Grant, error) {
+	if s.Context().Err() != nil {
+		return nil, errSessionEnded
+	}
+	g := &Grant{p: p, kind: r.Kind, name: r.Name, req: req, token: token, index: index, sess: s}
+	if r.Kind == Semaphore {
+		g.limit = r.Limit
+	}
+	g.belief = p.o.Believe(s, r.Kind, token, index)
+	if !p.register(g) {
+		g.end(p.o.Errors.Shutdown)
+		return nil, p.o.Errors.Shutdown
+	}
+	return g, nil
+}

@@ -1,0 +1,295 @@
+package leases
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/session"
+)
+
+// The error values the part is given in these tests.
+var (
+	errShutdown  = errors.New("test: shutdown")
+	errRejected  = errors.New("test: rejected")
+	errNoSession = errors.New("test: no session")
+	errHeld      = errors.New("test: held")
+	errResigned  = errors.New("test: resigned")
+	errLost      = errors.New("test: lost")
+	// errUnknown is a failure whose outcome is unknown (a lost answer).
+	errUnknown = errors.New("test: outcome unknown")
+)
+
+// waitFor bounds every wait of these tests; generous for a loaded machine.
+const waitFor = 10 * time.Second
+
+// fault is what the fake proposer does with one command.
+type fault int
+
+const (
+	pass        fault = iota // apply it and answer
+	drop                     // fail with errUnknown without applying it
+	loseAnswer               // apply it, then fail with errUnknown
+	cancelAfter              // apply it, then cancel the caller's context (see harness.cancel)
+)
+
+// harness is a Part over fake neighbours: a real fsm.FSM the fake
+// proposer applies commands to in order, real sessions numbered by the
+// harness, and real session beliefs.
+type harness struct {
+	t    *testing.T
+	fsm  *fsm.FSM
+	part *Part
+	reg  *prometheus.Registry
+	m    Metrics
+
+	mu       sync.Mutex
+	index    uint64
+	sess     *session.Session
+	all      []*session.Session // every session opened
+	sessN    int
+	proposed []fsm.Command
+	// fault decides what happens to each command (nil: pass).
+	fault func(cmd fsm.Command) fault
+	// cancel is the caller context's cancel used by cancelAfter.
+	cancel context.CancelFunc
+
+	reqSeq atomic.Uint64
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{t: t, fsm: fsm.New(), reg: prometheus.NewRegistry()}
+	h.m = Metrics{
+		AcquireWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "acquire_wait"}, []string{"kind"}),
+		Settlements: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "settlements"}, []string{"op"}),
+	}
+	h.newSession()
+	h.part = New(Options{
+		View:        h.fsm.View,
+		NextRequest: h.nextRequest,
+		Believe: func(s *session.Session, _ Kind, _, _ uint64) Belief {
+			return testBelief{session.NewBelief(s)}
+		},
+		Propose:        h.propose,
+		ProposeRetry:   h.proposeRetry,
+		Errors:         Errors{Shutdown: errShutdown, Rejected: errRejected, NoSession: errNoSession, Held: errHeld, Resigned: errResigned, Lost: errLost},
+		AttemptTimeout: time.Second,
+		Metrics:        h.m,
+	})
+	t.Cleanup(func() {
+		h.part.Close()
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, s := range h.all {
+			s.End(errShutdown)
+		}
+	})
+	return h
+}
+
+// testBelief is a real session belief as the part sees it.
+type testBelief struct{ *session.Belief }
+
+func (b testBelief) End(cause error) bool { return b.Belief.End(cause, time.Time{}, nil) }
+
+// newSession opens a session in the replica and makes it this node's
+// current one; the caller ends the previous one (every session ends at
+// cleanup).
+func (h *harness) newSession() *session.Session {
+	h.mu.Lock()
+	h.sessN++
+	id := fmt.Sprintf("s%d", h.sessN)
+	h.sess = session.New(context.Background(), id, time.Minute, session.SystemClock(), time.Second)
+	h.all = append(h.all, h.sess)
+	s := h.sess
+	h.mu.Unlock()
+	h.commit(fsm.Command{Op: fsm.OpSessionCreate, Session: &fsm.SessionCmd{ID: id, Node: "n-" + id, NodeID: "id-" + id, TTLNanos: int64(time.Minute)}})
+	return s
+}
+
+// other opens a session of another node in the replica (not this node's).
+func (h *harness) other(id string) {
+	h.commit(fsm.Command{Op: fsm.OpSessionCreate, Session: &fsm.SessionCmd{ID: id, Node: "n-" + id, NodeID: "id-" + id, TTLNanos: int64(time.Minute)}})
+}
+
+func (h *harness) session() *session.Session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sess
+}
+
+func (h *harness) nextRequest(ctx context.Context) (*session.Session, uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	if h.part != nil && h.part.ctx.Err() != nil {
+		return nil, 0, errShutdown
+	}
+	return h.session(), h.reqSeq.Add(1), nil
+}
+
+// commit applies cmd to the replica at the next index, as raft would, and
+// returns the state machine's result.
+func (h *harness) commit(cmd fsm.Command) (fsm.Result, uint64) {
+	h.t.Helper()
+	data, err := fsm.Encode(cmd)
+	if err != nil {
+		h.t.Fatalf("encode %v: %v", cmd.Op, err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.index++
+	r, _ := h.fsm.Apply(&raft.Log{Type: raft.LogCommand, Index: h.index, Data: data}).(fsm.Result)
+	return r, h.index
+}
+
+// propose is the fake one-attempt proposer: it applies the command to the
+// replica (unless the fault says otherwise) and maps refusals the way the
+// coordinator does.
+func (h *harness) propose(ctx context.Context, cmd fsm.Command) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, err // nobody waits for the answer: not proposed
+	}
+	h.mu.Lock()
+	h.proposed = append(h.proposed, cmd)
+	faultOf, cancel := h.fault, h.cancel
+	h.mu.Unlock()
+	f := pass
+	if faultOf != nil {
+		f = faultOf(cmd)
+	}
+	if f == drop {
+		return Result{}, errUnknown
+	}
+	r, index := h.commit(cmd)
+	switch f {
+	case loseAnswer:
+		return Result{}, errUnknown
+	case cancelAfter:
+		cancel()
+		return Result{}, ctx.Err()
+	}
+	res := Result{Index: index, Token: r.Token, Holder: r.Holder, Request: r.Request, Queued: r.Queued, Stale: r.Stale}
+	switch {
+	case r.Err == nil:
+		return res, nil
+	case errors.Is(r.Err, fsm.ErrNoSession):
+		return res, fmt.Errorf("%w: %w: %w", errRejected, errNoSession, r.Err)
+	case errors.Is(r.Err, fsm.ErrLeaseHeld):
+		return res, fmt.Errorf("%w: %w: %w", errRejected, errHeld, r.Err)
+	}
+	return res, fmt.Errorf("%w: %w", errRejected, r.Err)
+}
+
+// proposeRetry retries propose while the outcome is unknown, as the
+// coordinator's applyRetry does.
+func (h *harness) proposeRetry(ctx context.Context, cmd fsm.Command) (Result, error) {
+	for {
+		res, err := h.propose(ctx, cmd)
+		if !errors.Is(err, errUnknown) || ctx.Err() != nil {
+			return res, err
+		}
+		if !sleepCtx(ctx, time.Millisecond) {
+			return res, err
+		}
+	}
+}
+
+// count returns how many commands with op were proposed.
+func (h *harness) count(op fsm.Op) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, c := range h.proposed {
+		if c.Op == op {
+			n++
+		}
+	}
+	return n
+}
+
+func (h *harness) setFault(f func(cmd fsm.Command) fault) {
+	h.mu.Lock()
+	h.fault = f
+	h.mu.Unlock()
+}
+
+// settled returns the settlement counter for op label.
+func (h *harness) settled(label string) float64 {
+	return testutil.ToFloat64(h.m.Settlements.WithLabelValues(label))
+}
+
+// waits returns how many acquire waits of kind were observed.
+func (h *harness) waits(k Kind) uint64 {
+	h.t.Helper()
+	var m dto.Metric
+	if err := h.m.AcquireWait.WithLabelValues(k.String()).(prometheus.Metric).Write(&m); err != nil {
+		h.t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
+}
+
+// poll waits until cond returns nil, failing the test with its last error
+// after waitFor.
+func poll(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// ended waits until g's belief ends and returns its cause.
+func ended(t *testing.T, g *Grant) error {
+	t.Helper()
+	ctx := g.Belief().Context()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-time.After(waitFor):
+		t.Fatalf("%s %q token %d: belief did not end", g.kind, g.name, g.token)
+		return nil
+	}
+}
+
+// free reports an error while the replica shows anything held or queued
+// under name.
+func free(v *fsm.View, k Kind, name string) error {
+	if k == Semaphore {
+		if s, ok := v.Semaphore(name); ok && (len(s.Holders) > 0 || len(s.Waiters) > 0) {
+			return fmt.Errorf("semaphore %q: holders %v, waiters %v", name, s.Holders, s.Waiters)
+		}
+		return nil
+	}
+	if l, ok := v.Lease(name); ok {
+		return fmt.Errorf("lease %q: held by %s (request %d), waiters %v", name, l.Holder, l.Request, l.Waiters)
+	}
+	return nil
+}
+
+// req is a request of kind k for name (a semaphore of limit 2).
+func req(k Kind, name string, wait bool) Request {
+	r := Request{Kind: k, Name: name, Wait: wait}
+	if k == Semaphore {
+		r.Limit = 2
+	}
+	return r
+}

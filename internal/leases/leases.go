@@ -1,0 +1,254 @@
+package leases
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/session"
+)
+
+// Belief is this node's belief in one grant (made by Options.Believe): a
+// context that ends the moment the node stops believing it holds the
+// grant. Its methods must be safe for concurrent use.
+type Belief interface {
+	// Context ends when the belief ends; its cause says why.
+	Context() context.Context
+	// End ends the belief with cause now; it reports whether this call
+	// ended it.
+	End(cause error) bool
+}
+
+// Result is what a committed acquire or release returned.
+type Result struct {
+	Index   uint64 // the raft index the command was applied at
+	Token   uint64 // the holder's token after an acquire
+	Holder  string // the holder's session after an acquire (leases)
+	Request uint64 // the holder's request that its grant answered (leases)
+	Queued  bool   // the acquire queued the request
+	Stale   bool   // the request had already been given up or superseded
+}
+
+// Errors are the error values the part returns and recognises in the
+// proposer's errors (matched with errors.Is).
+type Errors struct {
+	// Shutdown: the node is shutting down (returned, and recognised).
+	Shutdown error
+	// Rejected: the state machine refused the command (recognised).
+	Rejected error
+	// NoSession: the cluster no longer has the session (recognised).
+	NoSession error
+	// Held: the lease is held by another session (recognised), and the
+	// refusal of a TryAcquire while a local caller holds the name.
+	Held error
+	// Resigned: the cause of a grant its holder gave up.
+	Resigned error
+	// Lost: the cause of a grant the replica no longer shows.
+	Lost error
+}
+
+// Metrics are the part's collectors (either may be nil). The part only
+// uses them; the caller registers them.
+type Metrics struct {
+	// AcquireWait observes, by kind label, the time from an acquire call to
+	// its grant.
+	AcquireWait *prometheus.HistogramVec
+	// Settlements counts settled requests by op label ("acquire", "resign",
+	// "sem-acquire", "sem-release").
+	Settlements *prometheus.CounterVec
+}
+
+// Options are the part's dependencies.
+type Options struct {
+	// View returns the local replica's current view (its Changed channel
+	// is the change notification). Required.
+	View func() *fsm.View
+	// NextRequest waits for this node's current session and numbers a new
+	// request on it; it fails without numbering anything once ctx has
+	// ended. Required.
+	NextRequest func(ctx context.Context) (*session.Session, uint64, error)
+	// Believe starts this node's belief in a grant of kind to session s,
+	// seen in the replica at index. Required.
+	Believe func(s *session.Session, kind Kind, token, index uint64) Belief
+	// Propose commits cmd once (locally or forwarded to the leader); an
+	// error other than a refusal may leave the outcome unknown. Required.
+	Propose func(ctx context.Context, cmd fsm.Command) (Result, error)
+	// ProposeRetry commits cmd, retrying while its outcome is unknown, until
+	// it commits, is refused, or ctx ends. Required.
+	ProposeRetry func(ctx context.Context, cmd fsm.Command) (Result, error)
+	// Errors are the error values to return and recognise.
+	Errors Errors
+	// AttemptTimeout bounds each settlement attempt.
+	AttemptTimeout time.Duration
+	// Now reads the clock for the acquire-wait metric (nil: time.Now).
+	Now func() time.Time
+	// Log receives the part's logs (nil: discarded).
+	Log     *slog.Logger
+	Metrics Metrics
+}
+
+// Part holds this node's grants of leases and permits. All methods are
+// safe for concurrent use.
+type Part struct {
+	o      Options
+	ctx    context.Context // ends at EndAll (or Close)
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	kick   chan struct{} // wakes the watch loop for a new grant
+	// settling counts settlements in flight.
+	settling atomic.Int64
+
+	mu     sync.Mutex
+	closed bool                     // Close began: no new goroutine
+	grants map[*Grant]struct{}      // held grants; nil once EndAll ran
+	slots  map[string]chan struct{} // one local contender per lease name
+}
+
+// New returns the part and starts its watch loop; Close stops it.
+func New(o Options) *Part {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	p := &Part{o: o, kick: make(chan struct{}, 1), grants: map[*Grant]struct{}{}, slots: map[string]chan struct{}{}}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.spawn(p.watchLoop)
+	return p
+}
+
+// spawn runs f in a goroutine Close joins; it reports false (and does not
+// run f) once Close has begun.
+func (p *Part) spawn(f func()) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// EndAll ends every grant with cause, stops the watch loop and refuses
+// new grants (an acquire then fails with Errors.Shutdown, at once if it
+// waits for its local slot). Settlements go on until Close.
+func (p *Part) EndAll(cause error) {
+	p.cancel()
+	p.mu.Lock()
+	all := make([]*Grant, 0, len(p.grants))
+	for g := range p.grants {
+		all = append(all, g)
+	}
+	p.grants = nil
+	p.mu.Unlock()
+	for _, g := range all {
+		g.end(cause)
+	}
+}
+
+// Close ends every grant with Errors.Shutdown, stops the watch loop and
+// waits for it and for every settlement (which end with their session or
+// once the proposer answers Errors.Shutdown). It is safe to call twice.
+func (p *Part) Close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.EndAll(p.o.Errors.Shutdown)
+	p.wg.Wait()
+}
+
+// Held returns how many grants of kind this node holds now.
+func (p *Part) Held(kind Kind) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for g := range p.grants {
+		if g.kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// register adds g to the grants the watch loop checks; it reports false
+// once EndAll has run.
+func (p *Part) register(g *Grant) bool {
+	p.mu.Lock()
+	if p.grants == nil {
+		p.mu.Unlock()
+		return false
+	}
+	p.grants[g] = struct{}{}
+	p.mu.Unlock()
+	context.AfterFunc(g.belief.Context(), func() { p.forget(g) })
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (p *Part) forget(g *Grant) {
+	p.mu.Lock()
+	delete(p.grants, g)
+	p.mu.Unlock()
+}
+
+// watchLoop ends every grant the replica, at or past the index the grant
+// was seen at, no longer shows with the same token (it was released, freed
+// with an expired session, or granted to another session).
+func (p *Part) watchLoop() {
+	for {
+		v := p.o.View()
+		p.mu.Lock()
+		var lost []*Grant
+		for g := range p.grants {
+			if v.Index() < g.index {
+				continue // this replica has not applied the grant yet
+			}
+			if token, ok := g.kind.granted(v, g.name, g.sess.ID(), g.req); !ok || token != g.token {
+				lost = append(lost, g)
+			}
+		}
+		p.mu.Unlock()
+		for _, g := range lost {
+			g.end(p.o.Errors.Lost)
+		}
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-v.Changed():
+		case <-p.kick:
+		}
+	}
+}
+
+// waitIndex waits until the local replica has applied index.
+func (p *Part) waitIndex(ctx context.Context, index uint64) error {
+	for {
+		v := p.o.View()
+		if v.Index() >= index {
+			return nil
+		}
+		select {
+		case <-v.Changed():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// errSessionEnded: the session ended while its request waited, or before
+// its grant was believed; the acquire asks again with the next session.
+var errSessionEnded = errors.New("session ended while waiting")

@@ -1,0 +1,101 @@
+package leases
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/session"
+)
+
+// Settlement (see the package doc) runs in the background on a goroutine
+// Close joins, retried until it commits, for as long as the session lives.
+
+// settleMaxBackoff bounds the pause between settlement attempts, so a
+// settlement commits within about one round trip of the node reaching the
+// leader again.
+const settleMaxBackoff = 250 * time.Millisecond
+
+// mayHaveCommitted reports whether a command that failed with err may
+// still have been (or still be) applied.
+func (p *Part) mayHaveCommitted(err error) bool {
+	e := p.o.Errors
+	return err != nil && !errors.Is(err, e.Rejected) && !errors.Is(err, e.NoSession) && !errors.Is(err, e.Held)
+}
+
+// settle gives request req of session s for name up in the background
+// (token: only that grant, or 0 for whatever the request holds); o labels
+// the metric.
+func (p *Part) settle(k Kind, s *session.Session, name string, req, token uint64, o op) {
+	if m := p.o.Metrics.Settlements; m != nil {
+		m.WithLabelValues(k.label(o)).Inc()
+	}
+	cmd := k.ReleaseCmd(name, s.ID(), req, token)
+	if !p.spawn(func() { p.settleLoop(s, cmd, name, req) }) {
+		p.o.Log.Debug("not settling a lease request: shutting down (the session's end releases it)", "lease", name, "request", req)
+	}
+}
+
+// settleLoop commits the give-up cmd, retrying with backoff while its
+// outcome is unknown, until it commits, the session ends, or the part ends
+// (EndAll or Close).
+func (p *Part) settleLoop(s *session.Session, cmd fsm.Command, name string, req uint64) {
+	p.settling.Add(1)
+	defer p.settling.Add(-1)
+	sctx, stop := context.WithCancel(s.Context())
+	defer stop()
+	defer context.AfterFunc(p.ctx, stop)()
+	backoff := 20 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(sctx, p.o.AttemptTimeout)
+		_, err := p.o.Propose(ctx, cmd)
+		cancel()
+		if !p.mayHaveCommitted(err) || errors.Is(err, p.o.Errors.Shutdown) || sctx.Err() != nil {
+			if err != nil && !errors.Is(err, p.o.Errors.NoSession) && sctx.Err() == nil {
+				p.o.Log.Warn("settling a lease request failed; the session's end releases it", "lease", name, "request", req, "error", err)
+			}
+			return
+		}
+		p.o.Log.Debug("settling a lease request: outcome unknown; retrying", "lease", name, "request", req, "error", err)
+		if !sleepCtx(sctx, jitter(backoff)) {
+			return
+		}
+		backoff = min(2*backoff, settleMaxBackoff)
+	}
+}
+
+// giveUp releases request req under ctx (retrying while its outcome is
+// unknown); if that is not confirmed before ctx ends, it goes on in the
+// background. It returns the error of the attempt under ctx.
+func (p *Part) giveUp(ctx context.Context, k Kind, s *session.Session, name string, req, token uint64, o op) error {
+	_, err := p.o.ProposeRetry(ctx, k.ReleaseCmd(name, s.ID(), req, token))
+	if p.mayHaveCommitted(err) && !errors.Is(err, p.o.Errors.Shutdown) && s.Context().Err() == nil {
+		p.settle(k, s, name, req, token, o)
+	}
+	if errors.Is(err, p.o.Errors.NoSession) {
+		return nil // the session is gone: so is everything it held
+	}
+	return err
+}
+
+// jitter returns d ± 10%.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return d - d/10 + rand.N(d/5+1)
+}
+
+// sleepCtx waits d or until ctx ends; it reports whether d elapsed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
