@@ -148,3 +148,29 @@ func failedServers(known map[raft.ServerID]*autopilot.Server, servers []raft.Ser
 	}
 	return f
 }
+
+// TestMembersSuffrage: each gossip member carries its place in the raft
+// configuration (voter, non-voter, or none); Voters lists the voters.
+func TestMembersSuffrage(t *testing.T) {
+	n := newTestNode(t, "a", newFakeNet(), newFakeClock(), nil)
+	leaderOf(n, "a")
+	n.raft.servers = append(n.raft.servers, raft.Server{ID: "id-b", Suffrage: raft.Nonvoter})
+	n.members.set(member("a", membership.Alive, true, ""), member("b", membership.Alive, true, ""),
+		member("c", membership.Alive, true, ""))
+	got := map[string][2]bool{}
+	for _, m := range n.Members() {
+		got[m.Name] = [2]bool{m.InConfig, m.Voter}
+	}
+	want := map[string][2]bool{"a": {true, true}, "b": {true, false}, "c": {false, false}}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: in config, voter = %v, want %v", name, got[name], w)
+		}
+	}
+	if v := n.Voters(); !slices.Equal(v, []string{"id-a"}) {
+		t.Errorf("Voters() = %v, want [id-a]", v)
+	}
+	if name := n.NameOf("id-b"); name != "b" {
+		t.Errorf("NameOf(id-b) = %q", name)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/holdfast-go/holdfast/membership"
 )
 
@@ -164,4 +166,48 @@ func (cl *Cluster) kickReconcile() {
 	case cl.kick <- struct{}{}:
 	default:
 	}
+}
+
+// MemberInfo is a gossip member and its place in the raft configuration.
+type MemberInfo struct {
+	membership.Member
+	InConfig bool // in the raft configuration
+	Voter    bool // ... as a voter
+}
+
+// Members lists every member gossip knows of (failed and left ones until
+// gossip forgets them), in gossip's order, each with its raft suffrage.
+func (cl *Cluster) Members() []MemberInfo {
+	voter := map[string]bool{}
+	for _, s := range cl.servers() {
+		voter[string(s.ID)] = s.Suffrage == raft.Voter
+	}
+	var out []MemberInfo
+	for _, m := range cl.members.Members() {
+		v, in := voter[m.Meta.NodeID]
+		out = append(out, MemberInfo{Member: m, InConfig: in, Voter: v})
+	}
+	return out
+}
+
+// Voters returns the raft IDs of the current voters.
+func (cl *Cluster) Voters() []string {
+	var out []string
+	for _, s := range cl.servers() {
+		if s.Suffrage == raft.Voter {
+			out = append(out, string(s.ID))
+		}
+	}
+	return out
+}
+
+// NameOf returns the gossip name of the member with raft ID id, or "".
+func (cl *Cluster) NameOf(id string) string {
+	name := ""
+	for _, m := range cl.members.Members() {
+		if m.Meta.NodeID == id {
+			name = m.Name
+		}
+	}
+	return name
 }
