@@ -31,6 +31,7 @@ func (c *Coordinator) newCluster() *cluster.Cluster {
 		RPCTimeout:              c.cfg.RPCTimeout,
 		HeartbeatTimeout:        c.cfg.Raft.HeartbeatTimeout,
 		CommitTimeout:           c.cfg.Raft.CommitTimeout,
+		FormationLogInterval:    FormationLogInterval,
 		TLS:                     c.cfg.TLS != nil,
 		RequireTLS:              c.cfg.TLS != nil && c.cfg.TLS.RequireTLS,
 		Raft:                    c.raft,

@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/holdfast-go/holdfast/internal/cluster"
 )
 
 // FormationLogInterval is how often a node that is not yet a member of a
 // formed cluster logs its progress (see Formation) when nothing changes; a
 // change is logged at once.
-const FormationLogInterval = cluster.FormationLogInterval
+const FormationLogInterval = 5 * time.Second
 
 // Formation describes how far this node is in forming or joining a
 // cluster, as Coordinator.Formation reports it.

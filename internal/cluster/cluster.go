@@ -74,6 +74,7 @@ type Options struct {
 	RPCTimeout              time.Duration
 	HeartbeatTimeout        time.Duration // raft's
 	CommitTimeout           time.Duration // raft's
+	FormationLogInterval    time.Duration // progress logged this often before the cluster forms
 	TLS                     bool          // members must prove their identity before raft admits them
 	RequireTLS              bool          // ... and plaintext members are refused
 

@@ -9,11 +9,6 @@ import (
 	"github.com/holdfast-go/holdfast/membership"
 )
 
-// FormationLogInterval is how often a node that is not yet a member of a
-// formed cluster logs its progress when nothing changes; a change is
-// logged at once.
-const FormationLogInterval = 5 * time.Second
-
 // Formation describes how far this node is in forming or joining a
 // cluster (the facade's Formation has the same fields and meaning).
 type Formation struct {
@@ -76,8 +71,8 @@ func (cl *Cluster) freshEligible() []membership.Member {
 }
 
 // formationLoop logs formation progress until this node is a member of a
-// formed cluster: at once when it changes, and every FormationLogInterval
-// otherwise.
+// formed cluster: at once when it changes, and every
+// Options.FormationLogInterval otherwise.
 func (cl *Cluster) formationLoop() {
 	var last string
 	var logged time.Time
@@ -88,7 +83,7 @@ func (cl *Cluster) formationLoop() {
 		if f.Formed {
 			return
 		}
-		if f.Progress != last || time.Since(logged) >= FormationLogInterval {
+		if f.Progress != last || time.Since(logged) >= cl.o.FormationLogInterval {
 			cl.log.Info(f.Progress, "expect", f.Expect, "seen", len(f.Seen))
 			last, logged = f.Progress, time.Now()
 		}
