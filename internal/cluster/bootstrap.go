@@ -302,6 +302,9 @@ func (cl *Cluster) ServeBootstrap(method string, body []byte) ([]byte, error) {
 	return cl.boot.serve(method, body)
 }
 
+// serve answers one bootstrap RPC: a prepare promises (if this node is in
+// the set and free to), an abort releases, a commit bootstraps only the
+// proposal this node promised.
 func (b *bootstrapper) serve(method string, body []byte) ([]byte, error) {
 	var p bootProposal
 	if err := transport.Decode(body, &p); err != nil {
