@@ -29,7 +29,7 @@ func (c *Coordinator) startMembership() error {
 	if c.cfg.Gossip == GossipLocal {
 		mc.Profile = membership.Local
 	}
-	mc.AdvertiseAddr = c.cfg.AdvertiseGossipAddr // set by resolveAdvertise too when GossipAddr binds every interface
+	mc.AdvertiseAddr = c.cfg.AdvertiseGossipAddr // set by cluster.ResolveAdvertise too when GossipAddr binds every interface
 	if gn, ok := c.cfg.Network.(transport.GossipNetwork); ok {
 		t, err := gn.GossipTransport(c.cfg.GossipAddr)
 		if err != nil {

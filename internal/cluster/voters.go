@@ -56,7 +56,7 @@ func (d *pilotDelegate) NotifyState(s *autopilot.State) {
 }
 
 // FetchServerStats asks every server for its raft progress, and hands each
-// the group's health as this leader last judged it (see groupHealth). A
+// the group's health as this leader last judged it (see leaderHealth). A
 // server that does not answer gets stats that make it unhealthy at once
 // (autopilot would otherwise keep its last answer); one that answers
 // proves it reaches the leader, whatever gossip says (see failed).
