@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	autopilot "github.com/hashicorp/raft-autopilot"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/cluster"
 	"github.com/holdfast-go/holdfast/internal/keyring"
 	"github.com/holdfast-go/holdfast/internal/leases"
 	"github.com/holdfast-go/holdfast/internal/session"
@@ -35,8 +35,7 @@ type Coordinator struct {
 	raftTrans  *raft.NetworkTransport
 	raft       *raft.Raft
 	members    *membership.Membership
-	pilot      *autopilot.Autopilot
-	boot       *bootstrapper
+	cluster    *cluster.Cluster // formation, membership of the raft group, autopilot
 	metrics    *metrics
 	lessor     *session.Lessor
 	shards     *shardMgr
@@ -55,13 +54,9 @@ type Coordinator struct {
 	spawnOff bool
 	futs     futures // raft futures in flight
 
-	clusterID atomic.Pointer[string]         // the formed cluster's ID, once known
-	health    atomic.Pointer[receivedHealth] // the leader's last health judgement (see Health)
-	leaderCh  chan bool                      // raft's NotifyCh
-	kick      chan struct{}                  // wakes the leader reconciler
-	admitted  admission                      // members refused entry to raft (admit.go)
-	forwards  chan struct{}                  // semaphore of forwarded commands being served
-	noLeader  leaderWatch                    // since when no raft leader is known (sync.go)
+	leaderCh chan bool     // raft's NotifyCh
+	forwards chan struct{} // semaphore of forwarded commands being served
+	noLeader leaderWatch   // since when no raft leader is known (sync.go)
 	// dupForward, set only by tests, says whether to send a forwarded
 	// command once more (after the returned delay): a late duplicate.
 	dupForward atomic.Pointer[func() (time.Duration, bool)]
@@ -94,7 +89,6 @@ func New(cfg Config) (*Coordinator, error) {
 		log:      cfg.Logger,
 		fsm:      fsm.New(),
 		leaderCh: make(chan bool, 16),
-		kick:     make(chan struct{}, 1),
 		forwards: make(chan struct{}, MaxPendingForwards),
 	}
 	if c.log == nil {
@@ -108,8 +102,6 @@ func New(cfg Config) (*Coordinator, error) {
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	c.sessCtx, c.sessCancel = context.WithCancelCause(c.ctx)
 	c.sessions = c.newSessionClient()
-	empty := ""
-	c.clusterID.Store(&empty)
 	c.noLeader.since = time.Now() // no leader is known at start
 	if err := c.start(); err != nil {
 		c.cancel(ErrShutdown)
@@ -131,7 +123,7 @@ func (c *Coordinator) start() error {
 		c.log.Warn("data dir renamed (Config.AllowRename): keeping its identity under this name", "previous_name", ident.renamedFrom, "id", c.id)
 	}
 	c.log.Info("starting", "id", c.id, "new_identity", ident.fresh, "voter_eligible", c.cfg.DataDir != "")
-	c.resolveAdvertise()
+	cluster.ResolveAdvertise(c.log, c.cfg.RPCAddr, &c.cfg.AdvertiseRPCAddr, c.cfg.GossipAddr, &c.cfg.AdvertiseGossipAddr)
 	c.trans, err = c.newTransport()
 	if err != nil {
 		return err
@@ -139,30 +131,24 @@ func (c *Coordinator) start() error {
 	if err := c.startRaft(); err != nil {
 		return err
 	}
+	c.cluster = c.newCluster()
 	if err := c.startMembership(); err != nil {
 		return err
 	}
 	c.startKeyring()
-	c.warnLoopbackAdvertise()
+	cluster.WarnLoopbackAdvertise(c.log, c.cfg.Join, c.RPCAddr(), c.GossipAddr())
 	c.metrics = newMetrics(c)
 	c.leases = newLeases(c)
 	c.startTLSReload()
-	c.pilot = newAutopilot(c)
-	c.boot = newBootstrapper(c)
 	c.lessor = c.newLessor()
 	c.shards = newShardMgr(c)
 	c.trans.SetHandler(transport.HandlerFunc(c.serveRPC))
 	c.goLoop(c.leaderLoop)
-	c.goLoop(c.memberLoop)
-	c.goLoop(c.clusterIDLoop)
+	c.cluster.Start()
 	c.goLoop(func() { c.lessor.ConfirmLoop(c.ctx) })
 	c.goLoop(func() { c.sessions.Run(c.sessCtx) })
 	c.goLoop(c.shards.loop)
-	c.goLoop(c.formationLoop)
 	c.goLoop(c.leaderWatchLoop)
-	if c.cfg.BootstrapExpect > 0 {
-		c.goLoop(c.boot.run)
-	}
 	return nil
 }
 
@@ -204,7 +190,7 @@ func (c *Coordinator) GossipAddr() string { return c.members.Addr() }
 
 // ClusterID returns the formed cluster's ID, or "" before this node has
 // learned it.
-func (c *Coordinator) ClusterID() string { return *c.clusterID.Load() }
+func (c *Coordinator) ClusterID() string { return c.cluster.ClusterID() }
 
 // Shutdown leaves the cluster gracefully: it hands every shard it owns to
 // other nodes (waiting at most 2 × SessionTTL + ShardDrainTimeout, and only
@@ -246,13 +232,16 @@ func (c *Coordinator) leave(ctx context.Context) error {
 	if err := c.closeSession(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("closing the session: %w", err))
 	}
-	others, alive := c.otherVoters()
-	if c.raft != nil && c.raft.State() == raft.Leader && alive > 0 {
+	var transfer, remove bool
+	if c.cluster != nil {
+		transfer, remove = c.cluster.LeavePlan()
+	}
+	if transfer {
 		if _, err := issue(ctx, &c.futs, c.raft.LeadershipTransfer); err != nil {
 			errs = append(errs, fmt.Errorf("leadership transfer: %w", err))
 		}
 	}
-	if c.raft != nil && others > 0 && alive >= others/2+1 {
+	if remove {
 		rctx, cancel := context.WithTimeout(ctx, 2*c.cfg.RPCTimeout)
 		if err := c.removeSelf(rctx); err != nil {
 			errs = append(errs, fmt.Errorf("leaving the raft configuration: %w", err))
@@ -289,29 +278,6 @@ func (c *Coordinator) closeSession(ctx context.Context) error {
 	return err
 }
 
-// otherVoters counts the voters in the raft configuration other than this
-// node, and how many of them gossip reports alive.
-func (c *Coordinator) otherVoters() (voters, alive int) {
-	if c.raft == nil || c.members == nil {
-		return 0, 0
-	}
-	live := map[string]bool{}
-	for _, m := range c.members.Members() {
-		if m.State == membership.Alive {
-			live[m.Meta.NodeID] = true
-		}
-	}
-	for _, s := range c.raftServers() {
-		if s.Suffrage == raft.Voter && string(s.ID) != c.id {
-			voters++
-			if live[string(s.ID)] {
-				alive++
-			}
-		}
-	}
-	return voters, alive
-}
-
 // closeAll stops every part that was started, in reverse order, and waits
 // for every goroutine.
 func (c *Coordinator) closeAll() error {
@@ -325,8 +291,8 @@ func (c *Coordinator) closeAll() error {
 	if c.shards != nil {
 		c.shards.close(ErrShutdown)
 	}
-	if c.pilot != nil {
-		<-c.pilot.Stop()
+	if c.cluster != nil {
+		c.cluster.Close() // autopilot stopped for good, the part's loops joined
 	}
 	if c.members != nil {
 		errs = append(errs, c.members.Shutdown())
@@ -349,9 +315,6 @@ func (c *Coordinator) closeAll() error {
 	c.wg.Wait()
 	if c.leases != nil {
 		c.leases.Close()
-	}
-	if c.pilot != nil {
-		<-c.pilot.Stop() // the leader loop may have restarted it before it saw the cancel
 	}
 	if c.stores != nil && c.stores.closer != nil {
 		errs = append(errs, c.stores.closer.Close())

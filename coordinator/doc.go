@@ -11,10 +11,11 @@
 // Fresh voter-eligible nodes started with the same BootstrapExpect find each
 // other by gossip; when BootstrapExpect of them see each other and none
 // belongs to a cluster yet, they agree on one configuration and bootstrap
-// raft with it (see the protocol in bootstrap.go). The first leader records
-// a new cluster ID in the replicated state; from then on the ID travels in
-// gossip metadata, nodes never bootstrap next to it, and members of another
-// cluster are refused. New members join as raft non-voters; the leader keeps
+// raft with it (each promises one proposal at a time, so one cluster forms).
+// The first leader records a new cluster ID in the replicated state; from
+// then on the ID travels in gossip metadata, nodes never bootstrap next to
+// it, and members of another cluster are refused. New members join as raft
+// non-voters; the leader keeps
 // Config.Voters voters, promoting a healthy eligible non-voter after
 // ServerStabilization, one change at a time. A failure never shrinks the
 // configuration: a voter down for DeadServerStabilization (gossip reports it

@@ -3,11 +3,7 @@ package coordinator
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
-
-	"github.com/holdfast-go/holdfast/membership"
 )
 
 // FormationLogInterval is how often a node that is not yet a member of a
@@ -36,80 +32,7 @@ type Formation struct {
 
 // Formation reports how far this node is in forming or joining a
 // cluster. It reads gossip and the local replica only.
-func (c *Coordinator) Formation() Formation {
-	f := Formation{Expect: c.cfg.BootstrapExpect, Seen: []string{}}
-	for _, m := range c.freshEligible() {
-		f.Seen = append(f.Seen, m.Name)
-	}
-	id := c.ClusterID()
-	_, leader := c.RaftLeader()
-	switch {
-	case id != "" && leader:
-		f.Formed, f.Progress = true, "member of cluster "+id
-	case id != "":
-		f.Formed, f.Progress = true, "member of cluster "+id+"; no raft leader known"
-	case c.hasRaftState():
-		f.Progress = "has raft state; waiting for a leader to replay the log"
-	default:
-		f.Progress = c.joinProgress(f)
-	}
-	return f
-}
-
-// joinProgress describes a node without raft state: bootstrapping, or
-// waiting to be added to a cluster it sees, or to see one.
-func (c *Coordinator) joinProgress(f Formation) string {
-	members := c.members.Members()
-	for _, m := range members {
-		if (m.State == membership.Alive || m.State == membership.Suspect) && m.Meta.ClusterID != "" {
-			return fmt.Sprintf("joining cluster %s (seen via %s): waiting for its leader to add this node", m.Meta.ClusterID, m.Name)
-		}
-	}
-	if f.Expect > 0 {
-		return fmt.Sprintf("bootstrap: %d of %d eligible nodes seen (%s)", len(f.Seen), f.Expect, strings.Join(f.Seen, ", "))
-	}
-	return fmt.Sprintf("waiting to join a cluster: no member of one seen among %d gossip members (BootstrapExpect is 0: this node never bootstraps)", len(members))
-}
-
-// freshEligible returns the members, sorted by name, that could take part
-// in a bootstrap: alive (or suspect), voter-eligible, in no cluster yet,
-// and announcing their identity and RPC address.
-func (c *Coordinator) freshEligible() []membership.Member {
-	var fresh []membership.Member
-	for _, m := range c.members.Members() {
-		if (m.State == membership.Alive || m.State == membership.Suspect) && m.Meta.Voter &&
-			m.Meta.ClusterID == "" && m.Meta.NodeID != "" && m.Meta.RPCAddr != "" {
-			fresh = append(fresh, m)
-		}
-	}
-	sort.Slice(fresh, func(i, j int) bool { return fresh[i].Name < fresh[j].Name })
-	return fresh
-}
-
-// formationLoop logs formation progress until this node is a member of a
-// formed cluster: at once when it changes, and every FormationLogInterval
-// otherwise.
-func (c *Coordinator) formationLoop() {
-	var last string
-	var logged time.Time
-	tick := time.NewTicker(min(c.cfg.Raft.HeartbeatTimeout, time.Second))
-	defer tick.Stop()
-	for {
-		f := c.Formation()
-		if f.Formed {
-			return
-		}
-		if f.Progress != last || time.Since(logged) >= FormationLogInterval {
-			c.log.Info(f.Progress, "expect", f.Expect, "seen", len(f.Seen))
-			last, logged = f.Progress, time.Now()
-		}
-		select {
-		case <-c.ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
-}
+func (c *Coordinator) Formation() Formation { return Formation(c.cluster.Formation()) }
 
 // WaitReady blocks until Ready returns nil, and returns nil then; or until
 // ctx ends or the node shuts down, and returns Ready's last error.

@@ -1,13 +1,7 @@
 package coordinator
 
 import (
-	"cmp"
-	"slices"
 	"time"
-
-	autopilot "github.com/hashicorp/raft-autopilot"
-
-	"github.com/holdfast-go/holdfast/transport"
 )
 
 // GroupHealth is the raft group's health as the leader's autopilot last
@@ -62,90 +56,14 @@ func (g GroupHealth) Degraded() bool {
 // Health returns the group's health as this node last learned it (see
 // GroupHealth).
 func (c *Coordinator) Health() GroupHealth {
-	r := c.health.Load()
-	if r == nil {
+	rep, at, ok := c.cluster.Health()
+	if !ok {
 		return GroupHealth{Wanted: c.cfg.Voters}
 	}
-	g := GroupHealth{Wanted: c.cfg.Voters, Leader: r.rep.Leader, FailureTolerance: r.rep.FailureTolerance, Age: time.Since(r.at)}
+	g := GroupHealth{Wanted: c.cfg.Voters, Leader: rep.Leader, FailureTolerance: rep.FailureTolerance, Age: time.Since(at)}
 	g.Known = g.Age <= 2*c.cfg.ReconcileInterval+c.cfg.RPCTimeout
-	for _, v := range r.rep.Voters {
-		g.Voters = append(g.Voters, VoterHealth{ID: v.ID, Name: v.Name, Zone: v.Zone, Healthy: v.Healthy, Leader: v.ID == r.rep.Leader})
+	for _, v := range rep.Voters {
+		g.Voters = append(g.Voters, VoterHealth{ID: v.ID, Name: v.Name, Zone: v.Zone, Healthy: v.Healthy, Leader: v.ID == rep.Leader})
 	}
 	return g
-}
-
-// statsRequest is autopilot's stats poll; it carries the leader's health
-// judgement (nil before the leader has one). Older leaders send an empty
-// request, which decodes to a nil Health.
-type statsRequest struct {
-	Health *healthReport `msgpack:"health,omitempty"`
-}
-
-// healthReport is the wire form of a GroupHealth.
-type healthReport struct {
-	Term             uint64        `msgpack:"term"`
-	Leader           string        `msgpack:"leader"`
-	FailureTolerance int           `msgpack:"ft"`
-	Voters           []voterReport `msgpack:"voters"`
-}
-
-type voterReport struct {
-	ID      string `msgpack:"id"`
-	Name    string `msgpack:"name"`
-	Zone    string `msgpack:"zone"`
-	Healthy bool   `msgpack:"healthy"`
-}
-
-// receivedHealth is a healthReport and when this node got it.
-type receivedHealth struct {
-	rep healthReport
-	at  time.Time
-}
-
-// reportFromState turns the leader's autopilot state into a report.
-func reportFromState(s *autopilot.State, term uint64) *healthReport {
-	if s == nil {
-		return nil
-	}
-	r := &healthReport{Term: term, Leader: string(s.Leader), FailureTolerance: s.FailureTolerance}
-	for _, id := range s.Voters {
-		srv, ok := s.Servers[id]
-		if !ok {
-			continue
-		}
-		r.Voters = append(r.Voters, voterReport{ID: string(id), Name: srv.Server.Name,
-			Zone: srv.Server.Meta[metaZone], Healthy: srv.Health.Healthy})
-	}
-	slices.SortFunc(r.Voters, func(a, b voterReport) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID)) })
-	return r
-}
-
-// leaderHealth is this leader's latest judgement (kept by NotifyState), to
-// hand to the servers; nil when it has none in the current term.
-func (c *Coordinator) leaderHealth() *healthReport {
-	r := c.health.Load()
-	if r == nil || r.rep.Leader != c.id || r.rep.Term != c.raft.CurrentTerm() {
-		return nil
-	}
-	rep := r.rep
-	return &rep
-}
-
-// noteHealth keeps a report from the leader of this node's current term
-// (or a later one); a report from a deposed leader is ignored.
-func (c *Coordinator) noteHealth(r *healthReport) {
-	if r == nil || r.Term < c.raft.CurrentTerm() {
-		return
-	}
-	c.health.Store(&receivedHealth{rep: *r, at: time.Now()})
-}
-
-// serveStats answers autopilot's stats poll and keeps the leader's health
-// judgement that came with it.
-func (c *Coordinator) serveStats(body []byte) ([]byte, error) {
-	var req statsRequest
-	if err := transport.Decode(body, &req); err == nil {
-		c.noteHealth(req.Health)
-	}
-	return transport.Encode(c.localStats())
 }

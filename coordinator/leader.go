@@ -2,13 +2,10 @@ package coordinator
 
 import (
 	"context"
-	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/holdfast-go/holdfast/fsm"
-	"github.com/holdfast-go/holdfast/membership"
-	"github.com/holdfast-go/holdfast/transport"
 )
 
 // leaderLoop follows raft's leadership notifications and runs the leader's
@@ -62,8 +59,8 @@ func (d *runningDuties) stop() {
 }
 
 // leaderDuties runs while this node leads: it makes sure the log is applied
-// (barrier), that the cluster is initialised, runs autopilot, and
-// reconciles gossip members into the raft configuration.
+// (barrier), that the cluster is initialised, runs the lessor and the
+// balancer, and the cluster part's autopilot and member reconciler.
 func (c *Coordinator) leaderDuties(ctx context.Context) {
 	for {
 		barrier := func() raft.Future { return c.raft.Barrier(c.cfg.RPCTimeout) }
@@ -78,11 +75,9 @@ func (c *Coordinator) leaderDuties(ctx context.Context) {
 			return
 		}
 	}
-	if !c.ensureClusterInit(ctx) {
+	if !c.cluster.InitCluster(ctx) {
 		return
 	}
-	c.pilot.Start(ctx)
-	defer func() { <-c.pilot.Stop() }()
 	lessorDone := make(chan struct{})
 	go func() {
 		defer close(lessorDone)
@@ -95,44 +90,7 @@ func (c *Coordinator) leaderDuties(ctx context.Context) {
 		newBalancer(c).run(ctx)
 	}()
 	defer func() { <-balancerDone }()
-	t := time.NewTicker(c.cfg.ReconcileInterval)
-	defer t.Stop()
-	for {
-		c.reconcileMembers()
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-c.kick:
-		}
-	}
-}
-
-// ensureClusterInit commits InitCluster when the replicated state has no
-// cluster ID yet (the first leader of a new cluster).
-func (c *Coordinator) ensureClusterInit(ctx context.Context) bool {
-	for c.fsm.View().Cluster().ID == "" {
-		id := newID()
-		_, err := c.applyLocal(ctx, mustEncode(fsm.Command{Op: fsm.OpInitCluster, Init: &fsm.InitCluster{
-			ClusterID: id,
-			Shards:    uint32(c.cfg.Shards),
-			Voters:    uint8(c.cfg.Voters),
-			CreatedBy: c.cfg.NodeName,
-		}}))
-		if err == nil {
-			c.log.Info("initialised new cluster", "cluster", id, "shards", c.cfg.Shards)
-			break
-		}
-		c.log.Warn("initialising the cluster failed; retrying", "error", err)
-		if !sleepCtx(ctx, c.cfg.Raft.CommitTimeout*10) {
-			return false
-		}
-	}
-	if cl := c.fsm.View().Cluster(); int(cl.Shards) != c.cfg.Shards {
-		c.log.Warn("configured shard count differs from the cluster's; the cluster's wins",
-			"configured", c.cfg.Shards, "cluster", cl.Shards)
-	}
-	return true
+	c.cluster.Lead(ctx) // autopilot and the member reconciler, until ctx ends
 }
 
 func mustEncode(cmd fsm.Command) []byte {
@@ -141,39 +99,4 @@ func mustEncode(cmd fsm.Command) []byte {
 		panic(err) // only for commands built in this package
 	}
 	return b
-}
-
-// reconcileMembers adds every live gossip member that is not yet in the raft
-// configuration, and that proves its identity (admit), as a non-voter.
-// Autopilot promotes and removes.
-func (c *Coordinator) reconcileMembers() {
-	servers := c.raftServers()
-	if servers == nil || c.raft.State() != raft.Leader {
-		return
-	}
-	inConfig := make(map[string]bool, len(servers))
-	for _, s := range servers {
-		inConfig[string(s.ID)] = true
-	}
-	ours := c.ClusterID()
-	for _, m := range c.members.Members() {
-		if m.State != membership.Alive || m.Meta.NodeID == "" || inConfig[m.Meta.NodeID] {
-			continue
-		}
-		if m.Meta.ClusterID != "" && m.Meta.ClusterID != ours {
-			continue
-		}
-		if !c.admit(c.ctx, m) {
-			continue
-		}
-		addr := transport.RaftAddress(m.Meta.RPCAddr, m.Meta.NodeID)
-		c.log.Info("adding member as non-voter", "member", m.Name, "id", m.Meta.NodeID, "addr", m.Meta.RPCAddr)
-		add := func() raft.IndexFuture {
-			return c.raft.AddNonvoter(raft.ServerID(m.Meta.NodeID), addr, 0, c.cfg.RPCTimeout)
-		}
-		if _, err := issue(c.ctx, &c.futs, add); err != nil {
-			c.log.Warn("adding non-voter failed", "member", m.Name, "error", err)
-			return
-		}
-	}
 }

@@ -71,6 +71,14 @@ func counter(name, help string) prometheus.Counter {
 	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 }
 
+// boolFloat is 1 for true, 0 for false.
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 func (m *metrics) newEventMetrics() {
 	m.leaderChanges = counter("holdfast_raft_leadership_changes_total", "Times this node gained or lost raft leadership.")
 	m.healthy = prometheus.NewGauge(prometheus.GaugeOpts{Name: "holdfast_autopilot_healthy",

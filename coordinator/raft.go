@@ -90,16 +90,6 @@ func (c *Coordinator) startRaft() error {
 	return nil
 }
 
-// hasRaftState reports whether this node has ever been part of a raft
-// configuration (bootstrapped, or replicated to).
-func (c *Coordinator) hasRaftState() bool {
-	if c.raft.LastIndex() > 0 {
-		return true
-	}
-	f := c.raft.GetConfiguration()
-	return f.Error() == nil && len(f.Configuration().Servers) > 0
-}
-
 // raftAddress is this node's address as raft knows it.
 func (c *Coordinator) raftAddress() raft.ServerAddress {
 	return transport.RaftAddress(c.trans.Addr(), c.id)

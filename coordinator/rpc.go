@@ -10,20 +10,18 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/cluster"
 	"github.com/holdfast-go/holdfast/transport"
 )
 
 // RPC method names. They are part of the wire protocol.
 const (
-	methodStats            = "raft.stats"
-	methodApply            = "raft.apply"
-	methodRemove           = "raft.remove"
-	methodBootstrapPrepare = "bootstrap.prepare"
-	methodBootstrapCommit  = "bootstrap.commit"
-	methodBootstrapAbort   = "bootstrap.abort"
-	methodKeepAlive        = "session.keepalive"
-	methodConfirm          = "raft.confirm"
-	methodGossipKeyring    = "gossip.keyring"
+	methodApply         = "raft.apply"
+	methodRemove        = "raft.remove"
+	methodKeepAlive     = "session.keepalive"
+	methodConfirm       = "raft.confirm"
+	methodGossipKeyring = "gossip.keyring"
+	// raft.stats and bootstrap.*: see internal/cluster.
 )
 
 // Remote error codes.
@@ -36,12 +34,6 @@ const (
 	codeLeaseHeld = "lease_held"
 	codeBusy      = "busy"
 )
-
-type statsReply struct {
-	LastContactNs int64  `msgpack:"contact"` // -1: never
-	LastTerm      uint64 `msgpack:"term"`
-	LastIndex     uint64 `msgpack:"index"`
-}
 
 type applyRequest struct {
 	Data []byte `msgpack:"data"`
@@ -74,8 +66,8 @@ func (c *Coordinator) serveRPC(ctx context.Context, method string, body []byte) 
 		return nil, &transport.RemoteError{Code: codeShutdown, Message: ErrShutdown.Error()}
 	}
 	switch method {
-	case methodStats:
-		return c.serveStats(body)
+	case cluster.MethodStats:
+		return c.cluster.ServeStats(body)
 	case methodApply:
 		return c.serveApply(ctx, body)
 	case methodSync:
@@ -104,8 +96,8 @@ func (c *Coordinator) serveRPC(ctx context.Context, method string, body []byte) 
 		return nil, toRemote(c.removeServerLocal(ctx, req.ID))
 	case methodGossipKeyring:
 		return c.serveKeyring(body)
-	case methodBootstrapPrepare, methodBootstrapCommit, methodBootstrapAbort:
-		return c.boot.serve(method, body)
+	case cluster.MethodBootstrapPrepare, cluster.MethodBootstrapCommit, cluster.MethodBootstrapAbort:
+		return c.cluster.ServeBootstrap(method, body)
 	default:
 		return nil, &transport.RemoteError{Code: codeBadMethod, Message: "unknown method " + strconv.Quote(method)}
 	}
@@ -155,27 +147,6 @@ func fromRemote(err error) error {
 		return fmt.Errorf("%w (%s)", ErrBusy, re.Message)
 	}
 	return err
-}
-
-// localStats reads this node's raft progress for autopilot.
-func (c *Coordinator) localStats() statsReply {
-	s := c.raft.Stats()
-	r := statsReply{LastContactNs: -1}
-	r.LastTerm, _ = strconv.ParseUint(s["last_log_term"], 10, 64)
-	r.LastIndex, _ = strconv.ParseUint(s["last_log_index"], 10, 64)
-	switch lc := s["last_contact"]; lc {
-	case "never", "":
-	case "0":
-		r.LastContactNs = 0
-	default:
-		if d, err := time.ParseDuration(lc); err == nil {
-			r.LastContactNs = int64(d)
-		}
-	}
-	if c.raft.State() == raft.Leader {
-		r.LastContactNs = 0
-	}
-	return r
 }
 
 // leaderRPCAddr returns the current leader's RPC address, or "" if unknown.

@@ -84,13 +84,7 @@ func (c *Coordinator) RaftLeader() (NodeInfo, bool) {
 		return NodeInfo{}, false
 	}
 	addr, _, _ := transport.SplitRaftAddress(a)
-	info := NodeInfo{ID: string(id), RPCAddr: addr}
-	for _, m := range c.members.Members() {
-		if m.Meta.NodeID == string(id) {
-			info.Name = m.Name
-		}
-	}
-	return info, true
+	return NodeInfo{ID: string(id), RPCAddr: addr, Name: c.cluster.NameOf(string(id))}, true
 }
 
 // AppliedIndex returns the raft index of the last entry applied to this
@@ -101,19 +95,14 @@ func (c *Coordinator) AppliedIndex() uint64 { return c.fsm.View().Index() }
 // gossip forgets them), sorted by name, with each one's raft suffrage. A
 // member of the raft configuration that gossip does not know is not listed.
 func (c *Coordinator) Members() []Member {
-	suffrage := map[string]Suffrage{}
-	for _, s := range c.raftServers() {
-		if s.Suffrage == raft.Voter {
-			suffrage[string(s.ID)] = SuffrageVoter
-		} else {
-			suffrage[string(s.ID)] = SuffrageNonVoter
-		}
-	}
 	var out []Member
-	for _, m := range c.members.Members() {
-		s, ok := suffrage[m.Meta.NodeID]
-		if !ok {
-			s = SuffrageNone
+	for _, m := range c.cluster.Members() {
+		s := SuffrageNone
+		switch {
+		case m.Voter:
+			s = SuffrageVoter
+		case m.InConfig:
+			s = SuffrageNonVoter
 		}
 		out = append(out, Member{
 			Name:       m.Name,
@@ -132,15 +121,7 @@ func (c *Coordinator) Members() []Member {
 }
 
 // Voters returns the raft IDs of the current voters.
-func (c *Coordinator) Voters() []string {
-	var out []string
-	for _, s := range c.raftServers() {
-		if s.Suffrage == raft.Voter {
-			out = append(out, string(s.ID))
-		}
-	}
-	return out
-}
+func (c *Coordinator) Voters() []string { return c.cluster.Voters() }
 
 func memberState(s membership.State) MemberState {
 	switch s {

@@ -1,4 +1,4 @@
-package coordinator
+package cluster
 
 import (
 	"context"
@@ -20,27 +20,28 @@ const nodeNonVoter autopilot.NodeType = "non-voter"
 // metaZone is the key of a member's zone in autopilot.Server.Meta.
 const metaZone = "zone"
 
-func newAutopilot(c *Coordinator) *autopilot.Autopilot {
-	d := &pilotDelegate{c: c}
-	return autopilot.New(c.raft, d,
-		autopilot.WithLogger(logbridge.HCLog(c.log.With("subsystem", "autopilot"), "autopilot", c.closing)),
-		autopilot.WithPromoter(newPromoter(c)),
-		autopilot.WithReconcileInterval(c.cfg.ReconcileInterval),
-		autopilot.WithUpdateInterval(c.cfg.ReconcileInterval),
+func newAutopilot(cl *Cluster) *autopilot.Autopilot {
+	d := &pilotDelegate{cl: cl}
+	return autopilot.New(cl.o.Raft, d,
+		autopilot.WithLogger(logbridge.HCLog(cl.log.With("subsystem", "autopilot"), "autopilot", cl.o.Closing)),
+		autopilot.WithPromoter(newPromoter(cl)),
+		autopilot.WithReconcileInterval(cl.o.ReconcileInterval),
+		autopilot.WithUpdateInterval(cl.o.ReconcileInterval),
 	)
 }
 
 // pilotDelegate is autopilot's view of the application.
-type pilotDelegate struct{ c *Coordinator }
+type pilotDelegate struct{ cl *Cluster }
 
+// AutopilotConfig is autopilot's configuration, from Options.
 func (d *pilotDelegate) AutopilotConfig() *autopilot.Config {
-	c := d.c
+	o := d.cl.o
 	return &autopilot.Config{
 		CleanupDeadServers:      true,
-		LastContactThreshold:    4 * c.cfg.Raft.HeartbeatTimeout,
-		MaxTrailingLogs:         max(c.cfg.SnapshotThreshold/4, 64),
-		MinQuorum:               uint(c.cfg.Voters/2 + 1),
-		ServerStabilizationTime: c.cfg.ServerStabilization,
+		LastContactThreshold:    4 * o.HeartbeatTimeout,
+		MaxTrailingLogs:         max(o.SnapshotThreshold/4, 64),
+		MinQuorum:               uint(o.Voters/2 + 1),
+		ServerStabilizationTime: o.ServerStabilization,
 	}
 }
 
@@ -48,27 +49,26 @@ func (d *pilotDelegate) AutopilotConfig() *autopilot.Config {
 // exports it as metrics. It runs under autopilot's state lock: it must not
 // call back into autopilot.
 func (d *pilotDelegate) NotifyState(s *autopilot.State) {
-	d.c.noteHealth(reportFromState(s, d.c.raft.CurrentTerm()))
-	if d.c.metrics != nil {
-		d.c.metrics.healthy.Set(boolFloat(s.Healthy))
-		d.c.metrics.failureTolerance.Set(float64(s.FailureTolerance))
+	d.cl.noteHealth(reportFromState(s, d.cl.o.Raft.CurrentTerm()))
+	if d.cl.o.OnHealth != nil {
+		d.cl.o.OnHealth(s.Healthy, s.FailureTolerance)
 	}
 }
 
 // FetchServerStats asks every server for its raft progress, and hands each
-// the group's health as this leader last judged it (see groupHealth). A
+// the group's health as this leader last judged it (see leaderHealth). A
 // server that does not answer gets stats that make it unhealthy at once
 // (autopilot would otherwise keep its last answer); one that answers
 // proves it reaches the leader, whatever gossip says (see failed).
 func (d *pilotDelegate) FetchServerStats(ctx context.Context, servers map[raft.ServerID]*autopilot.Server) map[raft.ServerID]*autopilot.ServerStats {
-	c := d.c
+	cl := d.cl
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	out := make(map[raft.ServerID]*autopilot.ServerStats, len(servers))
-	req := statsRequest{Health: c.leaderHealth()}
+	req := statsRequest{Health: cl.leaderHealth()}
 	for id, srv := range servers {
-		if string(id) == c.id {
-			st := toServerStats(c.localStats())
+		if string(id) == cl.o.ID {
+			st := toServerStats(cl.localStats())
 			mu.Lock()
 			out[id] = st
 			mu.Unlock()
@@ -81,13 +81,13 @@ func (d *pilotDelegate) FetchServerStats(ctx context.Context, servers map[raft.S
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(ctx, c.cfg.RPCTimeout)
+			ctx, cancel := context.WithTimeout(ctx, cl.o.RPCTimeout)
 			defer cancel()
 			var rep statsReply
 			st := &autopilot.ServerStats{LastContact: -1} // unreachable: unhealthy now
-			if err := c.trans.Call(ctx, addr, methodStats, req, &rep); err == nil {
+			if err := cl.o.Caller.Call(ctx, addr, MethodStats, req, &rep); err == nil {
 				st = toServerStats(rep)
-				c.lessor.NoteHeard(string(id), time.Now())
+				cl.o.Heard.NoteHeard(string(id), cl.o.Now())
 			}
 			mu.Lock()
 			out[id] = st
@@ -111,10 +111,10 @@ func toServerStats(s statsReply) *autopilot.ServerStats {
 // DeadServerStabilization, so a short gossip hiccup removes nobody, and
 // only while its keepalives do not reach this leader (see failed).
 func (d *pilotDelegate) KnownServers() map[raft.ServerID]*autopilot.Server {
-	c := d.c
-	ours := c.ClusterID()
+	cl := d.cl
+	ours := cl.ClusterID()
 	out := map[raft.ServerID]*autopilot.Server{}
-	for _, m := range c.members.Members() {
+	for _, m := range cl.members.Members() {
 		if m.Meta.NodeID == "" || (m.Meta.ClusterID != "" && m.Meta.ClusterID != ours) {
 			continue
 		}
@@ -124,7 +124,7 @@ func (d *pilotDelegate) KnownServers() map[raft.ServerID]*autopilot.Server {
 			Address:     transport.RaftAddress(m.Meta.RPCAddr, m.Meta.NodeID),
 			NodeStatus:  autopilot.NodeAlive,
 			RaftVersion: raft.ProtocolVersionMax,
-			IsLeader:    m.Meta.NodeID == c.id && c.raft.State() == raft.Leader,
+			IsLeader:    m.Meta.NodeID == cl.o.ID && cl.o.Raft.State() == raft.Leader,
 			NodeType:    autopilot.NodeVoter,
 			Meta:        map[string]string{metaZone: m.Meta.Zone},
 		}
@@ -153,28 +153,21 @@ func (d *pilotDelegate) KnownServers() map[raft.ServerID]*autopilot.Server {
 // removing it from the voters would only stall its replica and cost its
 // session.
 func (d *pilotDelegate) failed(m membership.Member) bool {
-	c := d.c
-	now := time.Now()
-	if now.Sub(m.Since) < c.cfg.DeadServerStabilization {
+	o := d.cl.o
+	now := o.Now()
+	if now.Sub(m.Since) < o.DeadServerStabilization {
 		return false
 	}
-	return !c.lessor.HeardWithin(m.Meta.NodeID, c.cfg.DeadServerStabilization, now)
+	return !o.Heard.HeardWithin(m.Meta.NodeID, o.DeadServerStabilization, now)
 }
 
 // RemoveFailedServer removes a failed server from the raft configuration.
 // The promoter lets a voter go only once its replacement is a voter.
 func (d *pilotDelegate) RemoveFailedServer(s *autopilot.Server) {
-	c := d.c
-	c.log.Info("removing failed server", "member", s.Name, "id", s.ID)
-	remove := func() raft.IndexFuture { return c.raft.RemoveServer(s.ID, 0, c.cfg.RPCTimeout) }
-	if _, err := issue(c.ctx, &c.futs, remove); err != nil {
-		c.log.Warn("removing failed server", "member", s.Name, "error", err)
+	cl := d.cl
+	cl.log.Info("removing failed server", "member", s.Name, "id", s.ID)
+	remove := func() raft.Future { return cl.o.Raft.RemoveServer(s.ID, 0, cl.o.RPCTimeout) }
+	if err := cl.o.Issue(cl.ctx, remove); err != nil {
+		cl.log.Warn("removing failed server", "member", s.Name, "error", err)
 	}
-}
-
-func boolFloat(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -1,4 +1,4 @@
-package coordinator
+package cluster
 
 import (
 	"fmt"
@@ -11,9 +11,10 @@ import (
 )
 
 // fakeGroup is a raft configuration and autopilot state built by hand for
-// the promoter, with a fixed clock.
+// the promoter, with a fake clock.
 type fakeGroup struct {
-	now     time.Time
+	clk     *fakeClock
+	now     time.Time // when the group was built: StableSince is relative to it
 	state   *autopilot.State
 	servers []raft.Server
 }
@@ -24,7 +25,8 @@ const (
 )
 
 func newFakeGroup() *fakeGroup {
-	return &fakeGroup{now: time.Unix(1_000_000, 0), state: &autopilot.State{Servers: map[raft.ServerID]*autopilot.ServerState{}}}
+	clk := newFakeClock()
+	return &fakeGroup{clk: clk, now: clk.Now(), state: &autopilot.State{Servers: map[raft.ServerID]*autopilot.ServerState{}}}
 }
 
 // add puts a server in both the raft configuration and the state. role is
@@ -53,7 +55,7 @@ func (g *fakeGroup) add(id, role, status, zone string, healthy bool, since time.
 }
 
 func (g *fakeGroup) promoter(voters int) *promoter {
-	return &promoter{voters: voters, dead: testDead, now: func() time.Time { return g.now },
+	return &promoter{voters: voters, dead: testDead, now: g.clk.Now,
 		servers: func() []raft.Server { return g.servers }}
 }
 
@@ -239,5 +241,89 @@ func TestPromoterZones(t *testing.T) {
 		add("e", "nonvoter", "alive", "z2", true, long)
 	if got := g.changes(3); got != "promote [] demote []" {
 		t.Errorf("no free zone to move to: %s, want no change", got)
+	}
+}
+
+// TestPromoterWaitsForStabilisation: a joining node is promoted only once
+// it has been healthy for ServerStabilization, even while the group is
+// short of voters; a healthy voter is then never demoted to make room.
+func TestPromoterWaitsForStabilisation(t *testing.T) {
+	g := newFakeGroup().add("a", "leader", "alive", "", true, long).
+		add("b", "voter", "alive", "", true, long).
+		add("c", "nonvoter", "alive", "", true, 0) // just joined
+	if got := g.changes(3); got != "promote [] demote []" {
+		t.Fatalf("just joined: %s, want no promotion before stabilisation", got)
+	}
+	g.clk.Advance(testStable / 2)
+	if got := g.changes(3); got != "promote [] demote []" {
+		t.Fatalf("half stabilised: %s, want no promotion", got)
+	}
+	g.clk.Advance(testStable / 2)
+	if got := g.changes(3); got != "promote [c] demote []" {
+		t.Fatalf("stable for ServerStabilization: %s, want c promoted", got)
+	}
+	// A node that failed while joining is not promoted however long it has
+	// been known.
+	g = newFakeGroup().add("a", "leader", "alive", "", true, long).
+		add("c", "nonvoter", "failed", "", true, long)
+	if got := g.changes(3); got != "promote [] demote []" {
+		t.Errorf("failed candidate: %s, want no promotion", got)
+	}
+}
+
+// TestReplacementNeverDropsBelowVoters plays autopilot's rounds over a
+// group of three voters where one fails and two non-voters can replace it:
+// each round applies the promoter's changes and the removals it lets
+// through. The voters never fall below three, the failed voter is gone at
+// the end, and exactly one replacement was promoted.
+func TestReplacementNeverDropsBelowVoters(t *testing.T) {
+	g := newFakeGroup().add("a", "leader", "alive", "", true, long).
+		add("b", "voter", "alive", "", true, long).
+		add("c", "voter", "failed", "", false, long).
+		add("d", "nonvoter", "alive", "", true, long).
+		add("e", "nonvoter", "alive", "", true, long)
+	voters := func() (n int, ids []raft.ServerID) {
+		for _, s := range g.servers {
+			if s.Suffrage == raft.Voter {
+				n++
+				ids = append(ids, s.ID)
+			}
+		}
+		return n, ids
+	}
+	setVoter := func(id raft.ServerID, voter bool) {
+		for i, s := range g.servers {
+			if s.ID == id {
+				g.servers[i].Suffrage, g.state.Servers[id].State = raft.Nonvoter, autopilot.RaftNonVoter
+				if voter {
+					g.servers[i].Suffrage, g.state.Servers[id].State = raft.Voter, autopilot.RaftVoter
+				}
+			}
+		}
+	}
+	for round := 0; round < 6; round++ {
+		// Removals run first in autopilot's round, against the live
+		// configuration.
+		for _, id := range g.removals(3) {
+			g.servers = slices.DeleteFunc(g.servers, func(s raft.Server) bool { return s.ID == id })
+			delete(g.state.Servers, id)
+		}
+		if n, ids := voters(); n < 3 {
+			t.Fatalf("round %d: voters %v, fewer than 3", round, ids)
+		}
+		ch := g.promoter(3).CalculatePromotionsAndDemotions(&autopilot.Config{ServerStabilizationTime: testStable}, g.state)
+		for _, id := range ch.Promotions {
+			setVoter(id, true)
+		}
+		for _, id := range ch.Demotions {
+			setVoter(id, false)
+		}
+		if n, ids := voters(); n < 3 {
+			t.Fatalf("round %d: voters %v after %+v, fewer than 3", round, ids, ch)
+		}
+	}
+	_, ids := voters()
+	if slices.Contains(ids, "c") || len(ids) != 3 || !slices.Contains(ids, "d") {
+		t.Errorf("at rest: voters %v, want [a b d] (the failed voter replaced by the first candidate)", ids)
 	}
 }

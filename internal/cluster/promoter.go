@@ -1,4 +1,4 @@
-package coordinator
+package cluster
 
 import (
 	"cmp"
@@ -28,12 +28,12 @@ type promoter struct {
 	servers func() []raft.Server
 }
 
-func newPromoter(c *Coordinator) *promoter {
+func newPromoter(cl *Cluster) *promoter {
 	return &promoter{
-		voters:  c.cfg.Voters,
-		dead:    c.cfg.DeadServerStabilization,
-		now:     time.Now,
-		servers: c.raftServers,
+		voters:  cl.o.Voters,
+		dead:    cl.o.DeadServerStabilization,
+		now:     cl.o.Now,
+		servers: cl.servers,
 	}
 }
 

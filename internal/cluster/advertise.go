@@ -1,6 +1,8 @@
-package coordinator
+package cluster
 
 import (
+	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 )
@@ -13,21 +15,21 @@ import (
 // dial, so in its place the node advertises an address of one of its
 // network interfaces, and says so in a warning.
 
-// validateAdvertise checks an advertised address field: host:port with a
-// host other nodes can dial (port 0 stands for the bound port), an IP
-// address when ipOnly.
-func validateAdvertise(field, addr string, ipOnly bool) error {
+// CheckAdvertise checks an advertised address: host:port with a host
+// other nodes can dial (port 0 stands for the bound port), an IP address
+// when ipOnly. "" is accepted (nothing set).
+func CheckAdvertise(addr string, ipOnly bool) error {
 	if addr == "" {
 		return nil
 	}
 	host, _, err := net.SplitHostPort(addr)
 	switch {
 	case err != nil:
-		return fieldErr(field, "%q is not host:port: %v", addr, err)
+		return fmt.Errorf("%q is not host:port: %v", addr, err)
 	case unspecifiedHost(host):
-		return fieldErr(field, "%q has an unspecified host, which no other node can dial: give this node's reachable address", addr)
+		return fmt.Errorf("%q has an unspecified host, which no other node can dial: give this node's reachable address", addr)
 	case ipOnly && net.ParseIP(host) == nil:
-		return fieldErr(field, "%q: the host must be an IP address (gossip advertises IPs)", addr)
+		return fmt.Errorf("%q: the host must be an IP address (gossip advertises IPs)", addr)
 	}
 	return nil
 }
@@ -102,39 +104,42 @@ func interfaceIP(preferV4 bool) net.IP {
 	return net.IPv4(127, 0, 0, 1)
 }
 
-// resolveAdvertise fills c.cfg's advertised addresses for unspecified
-// bind hosts, warning that it did.
-func (c *Coordinator) resolveAdvertise() {
+// ResolveAdvertise sets *advRPC and *advGossip (Config.AdvertiseRPCAddr and
+// AdvertiseGossipAddr) for listeners bound at rpcBind and gossipBind: kept
+// when set, an interface address in place of an unspecified bind host
+// (with a warning to log), else "" (the bound address is advertised).
+func ResolveAdvertise(log *slog.Logger, rpcBind string, advRPC *string, gossipBind string, advGossip *string) {
 	for _, f := range []struct {
 		name, bindField, flag string
 		bind                  string
 		adv                   *string
 	}{
-		{"AdvertiseRPCAddr", "RPCAddr", "-advertise-rpc", c.cfg.RPCAddr, &c.cfg.AdvertiseRPCAddr},
-		{"AdvertiseGossipAddr", "GossipAddr", "-advertise-gossip", c.cfg.GossipAddr, &c.cfg.AdvertiseGossipAddr},
+		{"AdvertiseRPCAddr", "RPCAddr", "-advertise-rpc", rpcBind, advRPC},
+		{"AdvertiseGossipAddr", "GossipAddr", "-advertise-gossip", gossipBind, advGossip},
 	} {
 		addr, picked := advertiseFor(f.bind, *f.adv)
 		*f.adv = addr
 		if picked {
-			c.log.Warn(f.bindField+" binds every interface; advertising an interface address in its place: set Config."+
+			log.Warn(f.bindField+" binds every interface; advertising an interface address in its place: set Config."+
 				f.name+" (ledger "+f.flag+") to choose", "bind", f.bind, "advertise", addr)
 		}
 	}
 }
 
-// warnLoopbackAdvertise warns when this node advertises a loopback address
-// while a join seed is on another host, which cannot reach it there.
-func (c *Coordinator) warnLoopbackAdvertise() {
-	seed := remoteSeed(c.cfg.Join)
+// WarnLoopbackAdvertise logs a warning when this node advertises a
+// loopback address (rpcAddr, gossipAddr) while a join seed is on another
+// host, which cannot reach it there.
+func WarnLoopbackAdvertise(log *slog.Logger, seeds []string, rpcAddr, gossipAddr string) {
+	seed := remoteSeed(seeds)
 	if seed == "" {
 		return
 	}
 	for _, f := range []struct{ name, bindField, flag, addr string }{
-		{"AdvertiseRPCAddr", "RPCAddr", "-advertise-rpc", c.RPCAddr()},
-		{"AdvertiseGossipAddr", "GossipAddr", "-advertise-gossip", c.GossipAddr()},
+		{"AdvertiseRPCAddr", "RPCAddr", "-advertise-rpc", rpcAddr},
+		{"AdvertiseGossipAddr", "GossipAddr", "-advertise-gossip", gossipAddr},
 	} {
 		if host, _, err := net.SplitHostPort(f.addr); err == nil && loopbackHost(host) {
-			c.log.Warn("advertising a loopback address while joining another host: that host cannot reach this node; bind "+
+			log.Warn("advertising a loopback address while joining another host: that host cannot reach this node; bind "+
 				f.bindField+" to a reachable address or set Config."+f.name+" (ledger "+f.flag+")",
 				"advertise", f.addr, "seed", seed)
 		}

@@ -1,4 +1,4 @@
-package coordinator
+package cluster
 
 import (
 	"context"
@@ -46,8 +46,15 @@ type bootReply struct {
 	Reason string `msgpack:"reason"`
 }
 
+// The bootstrap RPC methods. They are part of the wire protocol.
+const (
+	MethodBootstrapPrepare = "bootstrap.prepare"
+	MethodBootstrapCommit  = "bootstrap.commit"
+	MethodBootstrapAbort   = "bootstrap.abort"
+)
+
 type bootstrapper struct {
-	c    *Coordinator
+	cl   *Cluster
 	wake chan struct{}
 
 	mu       sync.Mutex
@@ -56,8 +63,8 @@ type bootstrapper struct {
 	done     bool      // bootstrapped, or a cluster was found
 }
 
-func newBootstrapper(c *Coordinator) *bootstrapper {
-	return &bootstrapper{c: c, wake: make(chan struct{}, 1)}
+func newBootstrapper(cl *Cluster) *bootstrapper {
+	return &bootstrapper{cl: cl, wake: make(chan struct{}, 1)}
 }
 
 // poke re-evaluates soon (membership changed).
@@ -82,26 +89,26 @@ func (b *bootstrapper) setDone() {
 
 // run is the bootstrap loop of a fresh voter-eligible node.
 func (b *bootstrapper) run() {
-	c := b.c
+	cl := b.cl
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
-	interval := c.cfg.Raft.HeartbeatTimeout
-	for c.ctx.Err() == nil && !b.isDone() {
+	interval := cl.o.HeartbeatTimeout
+	for cl.ctx.Err() == nil && !b.isDone() {
 		if reason := b.ineligible(); reason != "" {
-			c.log.Debug("not bootstrapping", "reason", reason)
+			cl.log.Debug("not bootstrapping", "reason", reason)
 			b.setDone()
 			return
 		}
 		if set := b.proposalSet(); set != nil {
 			if err := b.propose(set); memberStarting(err) {
-				c.log.Debug("bootstrap proposal deferred: a member is still starting; retrying", "error", err)
+				cl.log.Debug("bootstrap proposal deferred: a member is still starting; retrying", "error", err)
 			} else if err != nil {
-				c.log.Info("bootstrap proposal failed; retrying", "error", err)
+				cl.log.Info("bootstrap proposal failed; retrying", "error", err)
 			}
 		}
 		jitter := time.Duration(rng.Int64N(int64(interval)))
 		t := time.NewTimer(interval + jitter)
 		select {
-		case <-c.ctx.Done():
+		case <-cl.ctx.Done():
 		case <-b.wake:
 		case <-t.C:
 		}
@@ -132,14 +139,14 @@ func memberStarting(err error) bool {
 
 // ineligible says why this node must not bootstrap, or "".
 func (b *bootstrapper) ineligible() string {
-	c := b.c
-	if c.hasRaftState() {
+	cl := b.cl
+	if cl.hasRaftState() {
 		return "has raft state"
 	}
-	if id := c.ClusterID(); id != "" {
+	if id := cl.ClusterID(); id != "" {
 		return "member of cluster " + id
 	}
-	for _, m := range c.members.Members() {
+	for _, m := range cl.members.Members() {
 		if m.State != membership.Alive && m.State != membership.Suspect {
 			continue
 		}
@@ -153,13 +160,13 @@ func (b *bootstrapper) ineligible() string {
 // proposalSet returns the servers to propose when this node is the
 // proposer, or nil.
 func (b *bootstrapper) proposalSet() []bootServer {
-	c := b.c
-	fresh := c.freshEligible()
-	if len(fresh) < c.cfg.BootstrapExpect {
+	cl := b.cl
+	fresh := cl.freshEligible()
+	if len(fresh) < cl.o.BootstrapExpect {
 		return nil
 	}
-	fresh = fresh[:c.cfg.BootstrapExpect]
-	if fresh[0].Name != c.cfg.NodeName {
+	fresh = fresh[:cl.o.BootstrapExpect]
+	if fresh[0].Name != cl.o.NodeName {
 		return nil
 	}
 	set := make([]bootServer, len(fresh))
@@ -171,26 +178,26 @@ func (b *bootstrapper) proposalSet() []bootServer {
 
 // propose runs one prepare/commit round for set.
 func (b *bootstrapper) propose(set []bootServer) error {
-	c := b.c
-	p := bootProposal{ID: newID(), By: c.cfg.NodeName, Servers: set}
+	cl := b.cl
+	p := bootProposal{ID: cl.o.NewID(), By: cl.o.NodeName, Servers: set}
 	if reason := b.promise(p); reason != "" {
 		return errors.New(reason)
 	}
-	start := time.Now()
-	accepted, err := b.broadcast(methodBootstrapPrepare, p)
-	if err != nil || time.Since(start) > c.cfg.BootstrapPromiseTTL/2 {
-		b.broadcastTo(accepted, methodBootstrapAbort, p)
+	start := cl.o.Now()
+	accepted, err := b.broadcast(MethodBootstrapPrepare, p)
+	if err != nil || cl.o.Now().Sub(start) > cl.o.BootstrapPromiseTTL/2 {
+		b.broadcastTo(accepted, MethodBootstrapAbort, p)
 		b.release(p.ID)
 		if err == nil {
 			err = errors.New("promises arrived too late")
 		}
 		return err
 	}
-	c.log.Info("bootstrapping a new cluster", "servers", len(set), "proposal", p.ID)
+	cl.log.Info("bootstrapping a new cluster", "servers", len(set), "proposal", p.ID)
 	if err := b.bootstrap(p); err != nil {
 		return err
 	}
-	b.broadcastTo(accepted, methodBootstrapCommit, p)
+	b.broadcastTo(accepted, MethodBootstrapCommit, p)
 	return nil
 }
 
@@ -199,7 +206,7 @@ func (b *bootstrapper) propose(set []bootServer) error {
 func (b *bootstrapper) broadcast(method string, p bootProposal) ([]string, error) {
 	var others []string
 	for _, s := range p.Servers {
-		if s.Name != b.c.cfg.NodeName {
+		if s.Name != b.cl.o.NodeName {
 			others = append(others, s.Name)
 		}
 	}
@@ -207,7 +214,7 @@ func (b *bootstrapper) broadcast(method string, p bootProposal) ([]string, error
 }
 
 func (b *bootstrapper) broadcastTo(names []string, method string, p bootProposal) ([]string, error) {
-	c := b.c
+	cl := b.cl
 	type result struct {
 		name string
 		err  error
@@ -221,10 +228,10 @@ func (b *bootstrapper) broadcastTo(names []string, method string, p bootProposal
 			}
 		}
 		go func() {
-			ctx, cancel := context.WithTimeout(c.ctx, c.cfg.RPCTimeout)
+			ctx, cancel := context.WithTimeout(cl.ctx, cl.o.RPCTimeout)
 			defer cancel()
 			var rep bootReply
-			err := c.trans.Call(ctx, addr, method, p, &rep)
+			err := cl.o.Caller.Call(ctx, addr, method, p, &rep)
 			if err == nil && !rep.OK {
 				err = fmt.Errorf("%s refused: %s", name, rep.Reason)
 			}
@@ -254,11 +261,12 @@ func (b *bootstrapper) promise(p bootProposal) string {
 	if b.done {
 		return "already bootstrapped"
 	}
-	if b.promised != "" && b.promised != p.ID && time.Now().Before(b.expires) {
+	now := b.cl.o.Now()
+	if b.promised != "" && b.promised != p.ID && now.Before(b.expires) {
 		return "promised to proposal " + b.promised
 	}
 	b.promised = p.ID
-	b.expires = time.Now().Add(b.c.cfg.BootstrapPromiseTTL)
+	b.expires = now.Add(b.cl.o.BootstrapPromiseTTL)
 	return ""
 }
 
@@ -280,7 +288,7 @@ func (b *bootstrapper) bootstrap(p bootProposal) error {
 			Address:  transport.RaftAddress(s.Addr, s.ID),
 		})
 	}
-	err := b.c.raft.BootstrapCluster(conf).Error()
+	err := b.cl.o.Raft.BootstrapCluster(conf).Error()
 	if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 		return fmt.Errorf("holdfast: bootstrap: %w", err)
 	}
@@ -288,7 +296,15 @@ func (b *bootstrapper) bootstrap(p bootProposal) error {
 	return nil
 }
 
-// serve answers the bootstrap RPCs of another node's proposal.
+// ServeBootstrap answers the bootstrap RPCs (MethodBootstrapPrepare,
+// MethodBootstrapCommit, MethodBootstrapAbort) of another node's proposal.
+func (cl *Cluster) ServeBootstrap(method string, body []byte) ([]byte, error) {
+	return cl.boot.serve(method, body)
+}
+
+// serve answers one bootstrap RPC: a prepare promises (if this node is in
+// the set and free to), an abort releases, a commit bootstraps only the
+// proposal this node promised.
 func (b *bootstrapper) serve(method string, body []byte) ([]byte, error) {
 	var p bootProposal
 	if err := transport.Decode(body, &p); err != nil {
@@ -296,15 +312,15 @@ func (b *bootstrapper) serve(method string, body []byte) ([]byte, error) {
 	}
 	rep := bootReply{OK: true}
 	switch method {
-	case methodBootstrapPrepare:
+	case MethodBootstrapPrepare:
 		if !b.inSet(p) {
 			rep = bootReply{Reason: "not in the proposed set, or not voter-eligible"}
 		} else if reason := b.promise(p); reason != "" {
 			rep = bootReply{Reason: reason}
 		}
-	case methodBootstrapAbort:
+	case MethodBootstrapAbort:
 		b.release(p.ID)
-	case methodBootstrapCommit:
+	case MethodBootstrapCommit:
 		b.mu.Lock()
 		ours := b.promised == p.ID
 		b.mu.Unlock()
@@ -313,7 +329,7 @@ func (b *bootstrapper) serve(method string, body []byte) ([]byte, error) {
 		} else if err := b.bootstrap(p); err != nil {
 			rep = bootReply{Reason: err.Error()}
 		} else {
-			b.c.log.Info("bootstrapped with proposal", "proposal", p.ID, "by", p.By)
+			b.cl.log.Info("bootstrapped with proposal", "proposal", p.ID, "by", p.By)
 		}
 	}
 	return transport.Encode(rep)
@@ -321,11 +337,12 @@ func (b *bootstrapper) serve(method string, body []byte) ([]byte, error) {
 
 // inSet reports whether this node (by name and identity) is in p.
 func (b *bootstrapper) inSet(p bootProposal) bool {
-	if b.c.cfg.DataDir == "" || b.c.cfg.BootstrapExpect == 0 {
+	o := b.cl.o
+	if !o.Eligible || o.BootstrapExpect == 0 {
 		return false
 	}
 	for _, s := range p.Servers {
-		if s.Name == b.c.cfg.NodeName && s.ID == b.c.id {
+		if s.Name == o.NodeName && s.ID == o.ID {
 			return true
 		}
 	}

@@ -1,4 +1,4 @@
-package coordinator
+package cluster
 
 import (
 	"context"
@@ -12,13 +12,13 @@ import (
 // admission decides whether the leader may add a gossip member to the raft
 // configuration. Gossip alone proves nothing about a member: without gossip
 // keys anyone who reaches the gossip port can announce any name and RPC
-// address, and with them anyone who holds the key can. With Config.TLS the
+// address, and with them anyone who holds the key can. With TLS (Options.TLS) the
 // leader therefore first completes a TLS handshake with the member's RPC
 // address, in which the member must present a certificate that chains to
 // the cluster's CA and names the member (transport.VerifyPeer). A member
 // that fails is not added, and is retried at the next reconciliation.
 //
-// Without TLS (Config.Insecure) there is no identity to check and every
+// Without TLS there is no identity to check and every
 // live member of the cluster is added, as before. With TLS that does not
 // require it (a cluster migrating from plaintext), a member that does not
 // speak TLS at all is added with a warning, so the migration keeps working;
@@ -29,27 +29,27 @@ type admission struct {
 }
 
 // admit reports whether member m may enter the raft configuration.
-func (c *Coordinator) admit(ctx context.Context, m membership.Member) bool {
-	if c.cfg.TLS == nil {
+func (cl *Cluster) admit(ctx context.Context, m membership.Member) bool {
+	if !cl.o.TLS {
 		return true
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.RPCTimeout)
+	ctx, cancel := context.WithTimeout(ctx, cl.o.RPCTimeout)
 	defer cancel()
-	err := c.trans.VerifyPeer(ctx, m.Meta.RPCAddr, m.Name)
+	err := cl.o.Caller.VerifyPeer(ctx, m.Meta.RPCAddr, m.Name)
 	if err == nil {
-		c.admitted.forget(m.Meta.NodeID)
+		cl.admitted.forget(m.Meta.NodeID)
 		return true
 	}
-	if errors.Is(err, transport.ErrPlaintextPeer) && !c.cfg.TLS.RequireTLS {
-		c.log.Warn("adding a member that does not speak TLS (TLS.RequireTLS is false: migration)", "member", m.Name)
+	if errors.Is(err, transport.ErrPlaintextPeer) && !cl.o.RequireTLS {
+		cl.log.Warn("adding a member that does not speak TLS (TLS.RequireTLS is false: migration)", "member", m.Name)
 		return true
 	}
 	reason := err.Error()
-	if c.admitted.note(m.Meta.NodeID, reason) {
-		c.log.Warn("not adding member to the raft configuration: its RPC address did not prove, by a certificate of the cluster's CA, that it is the node",
+	if cl.admitted.note(m.Meta.NodeID, reason) {
+		cl.log.Warn("not adding member to the raft configuration: its RPC address did not prove, by a certificate of the cluster's CA, that it is the node",
 			"member", m.Name, "id", m.Meta.NodeID, "addr", m.Meta.RPCAddr, "error", err)
 	} else {
-		c.log.Debug("member still not verified", "member", m.Name, "error", err)
+		cl.log.Debug("member still not verified", "member", m.Name, "error", err)
 	}
 	return false
 }

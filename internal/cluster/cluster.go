@@ -1,0 +1,272 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	autopilot "github.com/hashicorp/raft-autopilot"
+
+	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/membership"
+)
+
+// Raft is what the part uses of the raft instance: what autopilot drives
+// (configuration, AddVoter/AddNonvoter/DemoteVoter/RemoveServer, stats,
+// leadership), the first bootstrap and the current term.
+type Raft interface {
+	autopilot.Raft
+	BootstrapCluster(raft.Configuration) raft.Future
+	CurrentTerm() uint64
+}
+
+// Members is what the part uses of the gossip member.
+type Members interface {
+	Members() []membership.Member
+	Join(ctx context.Context, seeds []string) (int, error)
+	SetMeta(ctx context.Context, meta membership.Meta) error
+	Events() <-chan membership.Event
+	Encrypted() bool
+}
+
+// Caller reaches other nodes over the RPC transport.
+type Caller interface {
+	// Call sends req to method at addr and decodes the answer into rep.
+	Call(ctx context.Context, addr, method string, req, rep any) error
+	// VerifyPeer checks, by a TLS handshake, that addr is the node named
+	// name (see admission).
+	VerifyPeer(ctx context.Context, addr, name string) error
+}
+
+// Heard is the leader's record of which nodes reach it over RPC (their
+// keepalives, and their answers to autopilot's stats poll).
+type Heard interface {
+	// HeardWithin reports whether the node with raft ID id reached this
+	// leader within d before now.
+	HeardWithin(id string, d time.Duration, now time.Time) bool
+	// NoteHeard records that the node with raft ID id reached this leader
+	// at t.
+	NoteHeard(id string, t time.Time)
+}
+
+// Options are the part's configuration and its narrow view of its
+// neighbours. Every field without a stated default is required.
+type Options struct {
+	NodeName string
+	ID       string // raft server ID of this node
+	RPCAddr  string // the RPC address this node advertises
+	Zone     string
+	Eligible bool     // voter-eligible: has a data dir
+	Join     []string // gossip seeds
+
+	Voters                  int
+	Shards                  int
+	BootstrapExpect         int
+	SnapshotThreshold       uint64
+	ServerStabilization     time.Duration
+	DeadServerStabilization time.Duration
+	ReconcileInterval       time.Duration
+	BootstrapPromiseTTL     time.Duration
+	RPCTimeout              time.Duration
+	HeartbeatTimeout        time.Duration // raft's
+	CommitTimeout           time.Duration // raft's
+	FormationLogInterval    time.Duration // progress logged this often before the cluster forms
+	TLS                     bool          // members must prove their identity before raft admits them
+	RequireTLS              bool          // ... and plaintext members are refused
+
+	Raft   Raft
+	Caller Caller
+	Heard  Heard
+	// View returns the local replica's current state.
+	View func() *fsm.View
+	// ApplyLocal commits an encoded command on this node, which leads.
+	ApplyLocal func(ctx context.Context, cmd []byte) error
+	// Issue starts a raft request with mk and waits for its future or ctx.
+	Issue func(ctx context.Context, mk func() raft.Future) error
+	// OnHealth receives the leader's autopilot verdict (metrics); may be nil.
+	OnHealth func(healthy bool, failureTolerance int)
+	// NewID returns a fresh random identifier (proposals, cluster IDs).
+	NewID func() string
+	// Now is the clock of the part's decisions; nil means time.Now.
+	Now func() time.Time
+	// Log receives the part's logs; nil discards them.
+	Log *slog.Logger
+	// Closing reports whether the node is closing (quiets autopilot's logs
+	// at shutdown); nil means never.
+	Closing func() bool
+}
+
+// Cluster forms and keeps the raft group of one node: it joins the gossip
+// pool, bootstraps a new cluster, learns and gossips the cluster ID, and,
+// while the node leads, admits members to raft and runs autopilot. Build it
+// with New, attach gossip with Join, start its loops with Start, and end
+// them with Close.
+type Cluster struct {
+	o       Options
+	log     *slog.Logger
+	members Members
+
+	clusterID atomic.Pointer[string]
+	health    atomic.Pointer[receivedHealth]
+	kick      chan struct{}
+	admitted  admission
+	boot      *bootstrapper
+
+	pilotMu sync.Mutex
+	pilot   *autopilot.Autopilot
+	closed  bool
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New builds the part; it starts no goroutine.
+func New(o Options) *Cluster {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Closing == nil {
+		o.Closing = func() bool { return false }
+	}
+	cl := &Cluster{o: o, log: o.Log, kick: make(chan struct{}, 1)}
+	empty := ""
+	cl.clusterID.Store(&empty)
+	cl.ctx, cl.cancel = context.WithCancel(context.Background())
+	cl.boot = newBootstrapper(cl)
+	cl.pilot = newAutopilot(cl)
+	return cl
+}
+
+// go runs f in a goroutine Close waits for.
+func (cl *Cluster) goLoop(f func()) {
+	cl.wg.Add(1)
+	go func() {
+		defer cl.wg.Done()
+		f()
+	}()
+}
+
+// Start runs the part's loops: member events, the cluster ID in gossip,
+// formation progress logs, and the bootstrap loop when BootstrapExpect is
+// set. Call it once, after Join.
+func (cl *Cluster) Start() {
+	cl.goLoop(cl.memberLoop)
+	cl.goLoop(cl.clusterIDLoop)
+	cl.goLoop(cl.formationLoop)
+	if cl.o.BootstrapExpect > 0 {
+		cl.goLoop(cl.boot.run)
+	}
+}
+
+// Close stops autopilot for good and ends every goroutine of the part,
+// waiting for them. A Lead running in the caller's goroutine returns once
+// its context ends. Safe to call more than once.
+func (cl *Cluster) Close() {
+	cl.cancel()
+	cl.pilotMu.Lock()
+	cl.closed = true
+	cl.pilotMu.Unlock()
+	<-cl.pilot.Stop()
+	cl.wg.Wait()
+}
+
+// ClusterID returns the formed cluster's ID, or "" before this node has
+// learned it.
+func (cl *Cluster) ClusterID() string { return *cl.clusterID.Load() }
+
+// protocolVersion is gossiped in node metadata.
+const protocolVersion = 1
+
+// LocalMeta is what this node gossips about itself.
+func (cl *Cluster) LocalMeta() membership.Meta {
+	return membership.Meta{
+		Version:   protocolVersion,
+		NodeID:    cl.o.ID,
+		RPCAddr:   cl.o.RPCAddr,
+		Voter:     cl.o.Eligible,
+		ClusterID: cl.ClusterID(),
+		Zone:      cl.o.Zone,
+	}
+}
+
+// Accept refuses gossip members that belong to another cluster or speak
+// another protocol version (membership.Config.Accept).
+func (cl *Cluster) Accept(m membership.Member) error {
+	ours := cl.ClusterID()
+	if ours != "" && m.Meta.ClusterID != "" && m.Meta.ClusterID != ours {
+		cl.log.Warn("refusing member of a foreign cluster", "member", m.Name, "foreign_cluster", m.Meta.ClusterID, "cluster", ours)
+		return fmt.Errorf("member %s belongs to cluster %s, not %s", m.Name, m.Meta.ClusterID, ours)
+	}
+	if m.Meta.Version != protocolVersion {
+		return fmt.Errorf("member %s speaks protocol %d, not %d", m.Name, m.Meta.Version, protocolVersion)
+	}
+	return nil
+}
+
+// servers returns the current raft configuration, or nil when it cannot be
+// read (shutting down).
+func (cl *Cluster) servers() []raft.Server {
+	f := cl.o.Raft.GetConfiguration()
+	if f.Error() != nil {
+		return nil
+	}
+	return f.Configuration().Servers
+}
+
+// hasRaftState reports whether this node has ever been part of a raft
+// configuration (bootstrapped, or replicated to).
+func (cl *Cluster) hasRaftState() bool {
+	if cl.o.Raft.LastIndex() > 0 {
+		return true
+	}
+	f := cl.o.Raft.GetConfiguration()
+	return f.Error() == nil && len(f.Configuration().Servers) > 0
+}
+
+// LeavePlan says what a graceful leave may do to the raft configuration:
+// transfer leadership first (this node leads and another voter is alive),
+// and remove this node, which it may only do when the voters left behind
+// that gossip sees alive form a quorum of the new configuration; otherwise
+// the node leaves as a crash would, and autopilot removes it later.
+func (cl *Cluster) LeavePlan() (transfer, remove bool) {
+	if cl.members == nil {
+		return false, false
+	}
+	live := map[string]bool{}
+	for _, m := range cl.members.Members() {
+		if m.State == membership.Alive {
+			live[m.Meta.NodeID] = true
+		}
+	}
+	others, alive := 0, 0
+	for _, s := range cl.servers() {
+		if s.Suffrage == raft.Voter && string(s.ID) != cl.o.ID {
+			others++
+			if live[string(s.ID)] {
+				alive++
+			}
+		}
+	}
+	transfer = cl.o.Raft.State() == raft.Leader && alive > 0
+	return transfer, others > 0 && alive >= others/2+1
+}
+
+// sleepCtx waits d or until ctx ends; it reports whether d elapsed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,108 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/membership"
+	"github.com/holdfast-go/holdfast/transport"
+)
+
+// InitCluster commits InitCluster when the replicated state has no cluster
+// ID yet (the first leader of a new cluster), retrying until it commits; it
+// reports false when ctx ended first. Call it on each leadership gain,
+// after the leader's barrier.
+func (cl *Cluster) InitCluster(ctx context.Context) bool {
+	for cl.o.View().Cluster().ID == "" {
+		id := cl.o.NewID()
+		cmd, err := fsm.Encode(fsm.Command{Op: fsm.OpInitCluster, Init: &fsm.InitCluster{
+			ClusterID: id,
+			Shards:    uint32(cl.o.Shards),
+			Voters:    uint8(cl.o.Voters),
+			CreatedBy: cl.o.NodeName,
+		}})
+		if err == nil {
+			err = cl.o.ApplyLocal(ctx, cmd)
+		}
+		if err == nil {
+			cl.log.Info("initialised new cluster", "cluster", id, "shards", cl.o.Shards)
+			break
+		}
+		cl.log.Warn("initialising the cluster failed; retrying", "error", err)
+		if !sleepCtx(ctx, cl.o.CommitTimeout*10) {
+			return false
+		}
+	}
+	if c := cl.o.View().Cluster(); int(c.Shards) != cl.o.Shards {
+		cl.log.Warn("configured shard count differs from the cluster's; the cluster's wins",
+			"configured", cl.o.Shards, "cluster", c.Shards)
+	}
+	return true
+}
+
+// Lead runs this leader's share of formation until ctx ends (leadership
+// lost) or Close: autopilot, and the reconciler that adds live gossip
+// members to the raft configuration as non-voters, every
+// ReconcileInterval and at once on a membership event. It runs in the
+// caller's goroutine and returns once autopilot has stopped.
+func (cl *Cluster) Lead(ctx context.Context) {
+	cl.pilotMu.Lock()
+	if cl.closed {
+		cl.pilotMu.Unlock()
+		return
+	}
+	cl.pilot.Start(ctx)
+	cl.pilotMu.Unlock()
+	defer func() { <-cl.pilot.Stop() }()
+	t := time.NewTicker(cl.o.ReconcileInterval)
+	defer t.Stop()
+	for {
+		cl.reconcileMembers()
+		select {
+		case <-ctx.Done():
+			return
+		case <-cl.ctx.Done():
+			return
+		case <-t.C:
+		case <-cl.kick:
+		}
+	}
+}
+
+// reconcileMembers adds every live gossip member that is not yet in the raft
+// configuration, and that proves its identity (admit), as a non-voter.
+// Autopilot promotes and removes.
+func (cl *Cluster) reconcileMembers() {
+	servers := cl.servers()
+	if servers == nil || cl.o.Raft.State() != raft.Leader {
+		return
+	}
+	inConfig := make(map[string]bool, len(servers))
+	for _, s := range servers {
+		inConfig[string(s.ID)] = true
+	}
+	ours := cl.ClusterID()
+	for _, m := range cl.members.Members() {
+		if m.State != membership.Alive || m.Meta.NodeID == "" || inConfig[m.Meta.NodeID] {
+			continue
+		}
+		if m.Meta.ClusterID != "" && m.Meta.ClusterID != ours {
+			continue
+		}
+		if !cl.admit(cl.ctx, m) {
+			continue
+		}
+		addr := transport.RaftAddress(m.Meta.RPCAddr, m.Meta.NodeID)
+		cl.log.Info("adding member as non-voter", "member", m.Name, "id", m.Meta.NodeID, "addr", m.Meta.RPCAddr)
+		add := func() raft.Future {
+			return cl.o.Raft.AddNonvoter(raft.ServerID(m.Meta.NodeID), addr, 0, cl.o.RPCTimeout)
+		}
+		if err := cl.o.Issue(cl.ctx, add); err != nil {
+			cl.log.Warn("adding non-voter failed", "member", m.Name, "error", err)
+			return
+		}
+	}
+}

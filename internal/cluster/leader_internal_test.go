@@ -1,0 +1,176 @@
+package cluster
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	autopilot "github.com/hashicorp/raft-autopilot"
+
+	"github.com/holdfast-go/holdfast/membership"
+	"github.com/holdfast-go/holdfast/transport"
+)
+
+// leaderOf makes n the leader of a configuration of voters.
+func leaderOf(n *testNode, voters ...string) {
+	n.raft.state = raft.Leader
+	for _, v := range voters {
+		n.raft.servers = append(n.raft.servers, raft.Server{ID: raft.ServerID("id-" + v), Suffrage: raft.Voter,
+			Address: transport.RaftAddress(addrOf(v), "id-"+v)})
+	}
+}
+
+// TestReconcileAddsLiveMembersOnly: the leader adds live gossip members of
+// its cluster (or fresh ones) as non-voters, never one that left, failed,
+// belongs to another cluster, or is already in the configuration; a
+// follower adds nobody.
+func TestReconcileAddsLiveMembersOnly(t *testing.T) {
+	n := newTestNode(t, "a", newFakeNet(), newFakeClock(), nil)
+	leaderOf(n, "a")
+	n.members.set(member("a", membership.Alive, true, ""), member("new", membership.Alive, true, ""),
+		member("nv", membership.Alive, false, ""), member("gone", membership.Left, true, ""),
+		member("dead", membership.Failed, true, ""), member("x", membership.Alive, true, "other"))
+	n.raft.state = raft.Follower
+	n.reconcileMembers()
+	if len(n.raft.added) != 0 {
+		t.Fatalf("a follower added %v", n.raft.added)
+	}
+	n.raft.state = raft.Leader
+	n.reconcileMembers()
+	n.reconcileMembers() // a second pass adds nobody twice
+	if want := []raft.ServerID{"id-new", "id-nv"}; !slices.Equal(n.raft.added, want) {
+		t.Errorf("added %v, want %v", n.raft.added, want)
+	}
+}
+
+// TestReconcileAdmitsOnlyVerifiedMembers: with TLS, a member whose RPC
+// address does not prove its identity is not added; one that speaks no
+// TLS is added only while plaintext is allowed.
+func TestReconcileAdmitsOnlyVerifiedMembers(t *testing.T) {
+	for _, require := range []bool{false, true} {
+		net := newFakeNet()
+		n := newTestNode(t, "a", net, newFakeClock(), func(o *Options) { o.TLS, o.RequireTLS = true, require })
+		leaderOf(n, "a")
+		n.members.set(member("good", membership.Alive, true, ""), member("bad", membership.Alive, true, ""),
+			member("plain", membership.Alive, true, ""))
+		net.verify[addrOf("bad")] = errors.New("certificate names someone else")
+		net.verify[addrOf("plain")] = transport.ErrPlaintextPeer
+		n.reconcileMembers()
+		want := []raft.ServerID{"id-good", "id-plain"}
+		if require {
+			want = want[:1]
+		}
+		if !slices.Equal(n.raft.added, want) {
+			t.Errorf("RequireTLS %v: added %v, want %v", require, n.raft.added, want)
+		}
+	}
+}
+
+// TestLeavePlan: a graceful leave removes the leaver only while the voters
+// left behind that gossip sees alive form a quorum of the configuration
+// without it, and transfers leadership first when it leads.
+func TestLeavePlan(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		leads           bool
+		voters          []string // other voters
+		alive           []string // of those, alive in gossip
+		transfer, leave bool
+	}{
+		{"follower, both others alive", false, []string{"b", "c"}, []string{"b", "c"}, false, true},
+		{"leader, both others alive", true, []string{"b", "c"}, []string{"b", "c"}, true, true},
+		{"one other alive of two", false, []string{"b", "c"}, []string{"b"}, false, false},
+		{"leader, one other alive of two", true, []string{"b", "c"}, []string{"b"}, true, false},
+		{"two alive of four", false, []string{"b", "c", "d", "e"}, []string{"b", "c"}, false, false},
+		{"three alive of four", false, []string{"b", "c", "d", "e"}, []string{"b", "c", "d"}, false, true},
+		{"last voter", true, nil, nil, false, false},
+	} {
+		n := newTestNode(t, "a", newFakeNet(), newFakeClock(), nil)
+		leaderOf(n, append([]string{"a"}, tc.voters...)...)
+		if !tc.leads {
+			n.raft.state = raft.Follower
+		}
+		ms := []membership.Member{member("a", membership.Alive, true, "")}
+		for _, v := range tc.voters {
+			st := membership.Failed
+			if slices.Contains(tc.alive, v) {
+				st = membership.Alive
+			}
+			ms = append(ms, member(v, st, true, ""))
+		}
+		n.members.set(ms...)
+		if transfer, leave := n.LeavePlan(); transfer != tc.transfer || leave != tc.leave {
+			t.Errorf("%s: transfer %v, remove %v; want %v, %v", tc.name, transfer, leave, tc.transfer, tc.leave)
+		}
+	}
+}
+
+// TestLeftMemberRemoved: a member that left gossip is handed to autopilot
+// as left, and the removal filter lets it go: a non-voter at once, a voter
+// once the configuration holds a voter beyond Voters.
+func TestLeftMemberRemoved(t *testing.T) {
+	n := newTestNode(t, "a", newFakeNet(), newFakeClock(), nil)
+	leaderOf(n, "a", "b", "c", "gone")
+	n.raft.servers = append(n.raft.servers, raft.Server{ID: "id-nvgone", Suffrage: raft.Nonvoter})
+	n.members.set(member("a", membership.Alive, true, ""), member("b", membership.Alive, true, ""),
+		member("c", membership.Alive, true, ""), member("gone", membership.Left, true, ""),
+		member("nvgone", membership.Left, true, ""))
+	known := (&pilotDelegate{cl: n.Cluster}).KnownServers()
+	failed := failedServers(known, n.raft.servers)
+	out := newPromoter(n.Cluster).FilterFailedServerRemovals(nil, nil, failed)
+	var removed []raft.ServerID
+	for _, s := range out.FailedNonVoters {
+		removed = append(removed, s.ID)
+	}
+	for _, s := range out.FailedVoters {
+		removed = append(removed, s.ID)
+	}
+	if want := []raft.ServerID{"id-nvgone", "id-gone"}; !slices.Equal(removed, want) {
+		t.Errorf("removed %v, want %v (four voters, Voters 3: the left voter may go)", removed, want)
+	}
+}
+
+// failedServers sorts the configuration's servers that gossip reports
+// left or failed as autopilot does before it asks for removals.
+func failedServers(known map[raft.ServerID]*autopilot.Server, servers []raft.Server) *autopilot.FailedServers {
+	f := &autopilot.FailedServers{}
+	for _, s := range servers {
+		k := known[s.ID]
+		if k == nil || (k.NodeStatus != autopilot.NodeLeft && k.NodeStatus != autopilot.NodeFailed) {
+			continue
+		}
+		if s.Suffrage == raft.Voter {
+			f.FailedVoters = append(f.FailedVoters, k)
+		} else {
+			f.FailedNonVoters = append(f.FailedNonVoters, k)
+		}
+	}
+	return f
+}
+
+// TestMembersSuffrage: each gossip member carries its place in the raft
+// configuration (voter, non-voter, or none); Voters lists the voters.
+func TestMembersSuffrage(t *testing.T) {
+	n := newTestNode(t, "a", newFakeNet(), newFakeClock(), nil)
+	leaderOf(n, "a")
+	n.raft.servers = append(n.raft.servers, raft.Server{ID: "id-b", Suffrage: raft.Nonvoter})
+	n.members.set(member("a", membership.Alive, true, ""), member("b", membership.Alive, true, ""),
+		member("c", membership.Alive, true, ""))
+	got := map[string][2]bool{}
+	for _, m := range n.Members() {
+		got[m.Name] = [2]bool{m.InConfig, m.Voter}
+	}
+	want := map[string][2]bool{"a": {true, true}, "b": {true, false}, "c": {false, false}}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: in config, voter = %v, want %v", name, got[name], w)
+		}
+	}
+	if v := n.Voters(); !slices.Equal(v, []string{"id-a"}) {
+		t.Errorf("Voters() = %v, want [id-a]", v)
+	}
+	if name := n.NameOf("id-b"); name != "b" {
+		t.Errorf("NameOf(id-b) = %q", name)
+	}
+}

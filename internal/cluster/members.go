@@ -1,0 +1,213 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/holdfast-go/holdfast/membership"
+)
+
+// Join attaches the gossip member m and makes a first join attempt at the
+// seeds (Options.Join). A duplicate name is returned (an error wrapping
+// membership.ErrDuplicateName); other join failures are logged and retried
+// in the background, by a goroutine Close waits for, while this node is
+// alone in the gossip pool. Call it once, before Start.
+func (cl *Cluster) Join(ctx context.Context, m Members) error {
+	cl.members = m
+	if len(cl.o.Join) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, cl.o.RPCTimeout)
+	defer cancel()
+	if _, err := m.Join(ctx, cl.o.Join); err != nil {
+		if errors.Is(err, membership.ErrDuplicateName) {
+			return err
+		}
+		cl.logJoinFailure(err, 1, joinLogFirst)
+		cl.goLoop(cl.retryJoin)
+	}
+	return nil
+}
+
+// Join retry pacing: attempts back off from joinRetryFirst to
+// joinRetryMax; failures are logged at warning level at once, then with a
+// backoff of their own from joinLogFirst to joinLogMax.
+const (
+	joinRetryFirst = 200 * time.Millisecond
+	joinRetryMax   = 5 * time.Second
+	joinLogFirst   = time.Second
+	joinLogMax     = time.Minute
+)
+
+// jitter spreads d by ±10%.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return d - d/10 + rand.N(d/5+1)
+}
+
+// retryJoin keeps trying the seeds with backoff while this node is alone
+// in the gossip pool: until a seed answers, or another member reaches it.
+func (cl *Cluster) retryJoin() {
+	backoff, logEvery := joinRetryFirst, joinLogFirst
+	lastLog := time.Now()
+	for attempt := 2; sleepCtx(cl.ctx, jitter(backoff)); attempt++ {
+		if n := cl.aliveMembers(); n > 1 {
+			cl.log.Info("in the gossip pool: another member reached this node; no longer retrying the seeds", "seeds", cl.o.Join, "alive", n)
+			return
+		}
+		ctx, cancel := context.WithTimeout(cl.ctx, cl.o.RPCTimeout)
+		_, err := cl.members.Join(ctx, cl.o.Join)
+		cancel()
+		switch {
+		case err == nil:
+			cl.log.Info("joined the gossip pool", "seeds", cl.o.Join, "attempts", attempt)
+			return
+		case errors.Is(err, membership.ErrDuplicateName):
+			cl.log.Error("cannot join: node name in use", "error", err)
+			return
+		case cl.ctx.Err() != nil:
+			return
+		case time.Since(lastLog) >= logEvery:
+			logEvery = min(2*logEvery, joinLogMax)
+			cl.logJoinFailure(err, attempt, logEvery)
+			lastLog = time.Now()
+		default:
+			cl.log.Debug("join failed; retrying", "seeds", cl.o.Join, "attempt", attempt, "error", err)
+		}
+		backoff = min(backoff*2, joinRetryMax)
+	}
+}
+
+// logJoinFailure logs a failed join as a warning: the error on one line
+// and a hint (wrong port, nothing listening, other gossip keys...).
+func (cl *Cluster) logJoinFailure(err error, attempt int, next time.Duration) {
+	line, hint := describeJoinError(err)
+	args := []any{"seeds", cl.o.Join, "attempt", attempt, "error", line}
+	if hint != "" {
+		args = append(args, "hint", hint)
+	}
+	if cl.members.Encrypted() || strings.Contains(hint, "gossip keys") {
+		args = append(args, "encrypted", cl.members.Encrypted())
+	}
+	args = append(args, "next_report", next)
+	if strings.Contains(line, "only this node") {
+		// A DNS name that lists only this node so far (the first pod of a
+		// StatefulSet): a normal start, the others appear soon.
+		cl.log.Info("join: the seeds name only this node so far; retrying while this node is alone", args...)
+		return
+	}
+	cl.log.Warn("cannot join the gossip pool; retrying while this node is alone", args...)
+}
+
+// aliveMembers counts the members gossip shows alive, this node included.
+func (cl *Cluster) aliveMembers() int {
+	n := 0
+	for _, m := range cl.members.Members() {
+		if m.State == membership.Alive {
+			n++
+		}
+	}
+	return n
+}
+
+// memberLoop turns membership events into work: the leader reconciles the
+// raft configuration, the bootstrapper re-evaluates.
+func (cl *Cluster) memberLoop() {
+	for {
+		select {
+		case <-cl.ctx.Done():
+			return
+		case ev, ok := <-cl.members.Events():
+			if !ok {
+				return
+			}
+			cl.log.Debug("member event", "kind", ev.Kind.String(), "member", ev.Member.Name)
+			cl.kickReconcile()
+			cl.boot.poke()
+		}
+	}
+}
+
+// clusterIDLoop publishes the cluster ID in gossip as soon as this node's
+// replica has it.
+func (cl *Cluster) clusterIDLoop() {
+	for {
+		v := cl.o.View()
+		if id := v.Cluster().ID; id != "" && id != cl.ClusterID() {
+			cl.clusterID.Store(&id)
+			cl.log.Info("member of cluster", "cluster", id)
+			ctx, cancel := context.WithTimeout(cl.ctx, cl.o.RPCTimeout)
+			err := cl.members.SetMeta(ctx, cl.LocalMeta())
+			cancel()
+			if err != nil {
+				// The new metadata is set locally and still gossiped; only
+				// the wait for its first broadcast timed out.
+				cl.log.Debug("gossiping the cluster ID", "error", err)
+			}
+		}
+		select {
+		case <-cl.ctx.Done():
+			return
+		case <-v.Changed():
+		}
+	}
+}
+
+// kickReconcile wakes the leader's reconciler without blocking.
+func (cl *Cluster) kickReconcile() {
+	select {
+	case cl.kick <- struct{}{}:
+	default:
+	}
+}
+
+// MemberInfo is a gossip member and its place in the raft configuration.
+type MemberInfo struct {
+	membership.Member
+	InConfig bool // in the raft configuration
+	Voter    bool // ... as a voter
+}
+
+// Members lists every member gossip knows of (failed and left ones until
+// gossip forgets them), in gossip's order, each with its raft suffrage.
+func (cl *Cluster) Members() []MemberInfo {
+	voter := map[string]bool{}
+	for _, s := range cl.servers() {
+		voter[string(s.ID)] = s.Suffrage == raft.Voter
+	}
+	var out []MemberInfo
+	for _, m := range cl.members.Members() {
+		v, in := voter[m.Meta.NodeID]
+		out = append(out, MemberInfo{Member: m, InConfig: in, Voter: v})
+	}
+	return out
+}
+
+// Voters returns the raft IDs of the current voters.
+func (cl *Cluster) Voters() []string {
+	var out []string
+	for _, s := range cl.servers() {
+		if s.Suffrage == raft.Voter {
+			out = append(out, string(s.ID))
+		}
+	}
+	return out
+}
+
+// NameOf returns the gossip name of the member with raft ID id, or "".
+func (cl *Cluster) NameOf(id string) string {
+	name := ""
+	for _, m := range cl.members.Members() {
+		if m.Meta.NodeID == id {
+			name = m.Name
+		}
+	}
+	return name
+}
