@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/shards"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -92,7 +93,7 @@ func (c *Coordinator) leaderDuties(ctx context.Context) {
 	balancerDone := make(chan struct{})
 	go func() {
 		defer close(balancerDone)
-		newBalancer(c).run(ctx)
+		shards.NewBalancer(c.balancerOptions()).Run(ctx)
 	}()
 	defer func() { <-balancerDone }()
 	t := time.NewTicker(c.cfg.ReconcileInterval)

@@ -7,7 +7,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/shards"
 )
 
 // Lease kinds, the "kind" label of lease metrics.
@@ -141,7 +141,7 @@ func gaugeFuncs(c *Coordinator) []prometheus.Collector {
 		g("holdfast_shards_owned", "Shards this node owns now (live shard leases).",
 			func() float64 { return float64(c.shards.count()) }),
 		g("holdfast_shards_unowned", "Shards with no owner in this node's replica.",
-			func() float64 { return float64(freeShards(c.fsm.View())) }),
+			func() float64 { return float64(shards.FreeShards(c.fsm.View())) }),
 		g("holdfast_shards", "The cluster's shard count (0 before this node knows it).",
 			func() float64 { return float64(c.fsm.View().ShardCount()) }),
 	}
@@ -169,17 +169,6 @@ func (c *Coordinator) heldLeases() int {
 	c.leaseMu.Lock()
 	defer c.leaseMu.Unlock()
 	return len(c.leases)
-}
-
-func freeShards(v *fsm.View) int {
-	n := 0
-	v.EachShard(func(s fsm.Shard) bool {
-		if s.State == fsm.ShardFree {
-			n++
-		}
-		return true
-	})
-	return n
 }
 
 // stateCollector reports the members by gossip state and the raft state,

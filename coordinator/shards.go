@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/viewstream"
 	"github.com/holdfast-go/holdfast/shardown"
 )
 
@@ -111,33 +112,10 @@ func (c *Coordinator) watch(ctx context.Context, ch chan *ShardTable) {
 	})
 }
 
-// streamViews feeds ch (capacity 1) until ctx or the coordinator ends, then
-// closes it. It calls next on the current replica view and on every later
-// one; a value next reports ok is sent if it is the first or its key
-// differs from the last one sent. A value not yet received is replaced, so
-// a slow reader may miss values but always receives the latest.
+// streamViews feeds ch until ctx or the coordinator ends (see
+// viewstream.Stream).
 func streamViews[T any, K comparable](ctx context.Context, c *Coordinator, ch chan T, next func(*fsm.View) (T, K, bool)) {
-	defer close(ch)
-	var last K
-	first := true
-	for {
-		v := c.fsm.View()
-		if val, key, ok := next(v); ok && (first || key != last) {
-			select { // keep only the newest undelivered value
-			case <-ch:
-			default:
-			}
-			ch <- val
-			last, first = key, false
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.ctx.Done():
-			return
-		case <-v.Changed():
-		}
-	}
+	viewstream.Stream(ctx, c.ctx.Done(), c.fsm.View, ch, next)
 }
 
 // Drain moves every shard this node owns to other nodes and keeps it from
