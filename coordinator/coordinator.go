@@ -13,6 +13,7 @@ import (
 	autopilot "github.com/hashicorp/raft-autopilot"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/session"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -42,10 +43,10 @@ type Coordinator struct {
 	sessCtx     context.Context // parent of every session; ends at leave or close
 	sessCancel  context.CancelCauseFunc
 	sessMu      sync.Mutex
-	sess        *session      // current session (nil before the first)
-	sessChanged chan struct{} // closed and replaced when sess changes
-	reqSeq      reqCounter    // request IDs for lease commands
-	clock       Clock         // measures beliefs (Config.Clock or SystemClock)
+	sess        *session.Session // current session (nil before the first)
+	sessChanged chan struct{}    // closed and replaced when sess changes
+	reqSeq      reqCounter       // request IDs for lease commands
+	clock       Clock            // measures beliefs (Config.Clock or SystemClock)
 
 	leaseMu   sync.Mutex
 	leases    map[*Lease]struct{}      // held leases; nil once shutting down
@@ -283,7 +284,7 @@ func (c *Coordinator) closeSession(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.RPCTimeout)
 	defer cancel()
-	_, err := c.apply(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: s.id}})
+	_, err := c.apply(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: s.ID()}})
 	return err
 }
 

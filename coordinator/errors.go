@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/holdfast-go/holdfast/internal/session"
 )
 
 var (
@@ -37,7 +39,7 @@ var (
 	ErrResigned = errors.New("holdfast: lease resigned")
 	// ErrSessionExpired is the cause when this node's belief in its session
 	// lapsed (no keepalive answered in time) or the leader expired it.
-	ErrSessionExpired = errors.New("holdfast: session expired")
+	ErrSessionExpired = session.ErrExpired
 	// ErrBusy is returned when the raft leader refused a forwarded command
 	// because MaxPendingForwards were already waiting; commands with a
 	// request ID are retried with backoff.

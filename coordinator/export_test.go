@@ -29,7 +29,7 @@ func (c *Coordinator) SessionID() string {
 	if s == nil {
 		return ""
 	}
-	return s.id
+	return s.ID()
 }
 
 // SessionValidUntil returns the instant this node's belief in its session
@@ -39,9 +39,7 @@ func (c *Coordinator) SessionValidUntil() time.Time {
 	if s == nil {
 		return time.Time{}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.validUntil
+	return s.ValidUntil()
 }
 
 // KeepAliveNow sends one keepalive for the current session at once and
@@ -80,13 +78,11 @@ func ShardLeaseEnd(l *ShardLease) time.Time {
 	if t := l.endedAt(); !t.IsZero() {
 		return t
 	}
-	l.sess.mu.Lock()
-	defer l.sess.mu.Unlock()
-	return l.sess.validUntil
+	return l.sess.ValidUntil()
 }
 
 // ShardLeaseStart returns when this node began to believe the shard lease.
-func ShardLeaseStart(l *ShardLease) time.Time { return l.start }
+func ShardLeaseStart(l *ShardLease) time.Time { return l.life.Start() }
 
 // TransportStats returns the transport's counters of refused input.
 func (c *Coordinator) TransportStats() transport.Stats { return c.trans.Stats() }

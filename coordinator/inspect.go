@@ -89,8 +89,8 @@ func (c *Coordinator) Session() (SessionInfo, bool) {
 	if s == nil {
 		return SessionInfo{}, false
 	}
-	info := SessionInfo{ID: s.id, Remaining: s.remaining()}
-	if fs, ok := c.fsm.View().Session(s.id); ok {
+	info := SessionInfo{ID: s.ID(), Remaining: s.Remaining()}
+	if fs, ok := c.fsm.View().Session(s.ID()); ok {
 		info.Drained = fs.Drained
 	}
 	return info, true

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/session"
 )
 
 // Lease is a named leader lease held by this node. Its context is
@@ -119,10 +120,10 @@ func (c *Coordinator) acquire(ctx context.Context, name string, wait bool) (*Lea
 	}
 	l.slot = slot
 	c.metrics.acquireWait.WithLabelValues(kindLeader).Observe(time.Since(start).Seconds())
-	context.AfterFunc(l.ctx, func() {
+	context.AfterFunc(l.Context(), func() {
 		// After a Resign the slot stays taken until the release is
 		// applied, so the next local Campaign cannot find the old grant.
-		if !errors.Is(context.Cause(l.ctx), ErrResigned) {
+		if !errors.Is(context.Cause(l.Context()), ErrResigned) {
 			<-slot
 		}
 	})
@@ -147,7 +148,7 @@ func (c *Coordinator) localSlot(name string) chan struct{} {
 // nextRequest waits for this node's session and numbers a new request on
 // it. It fails without numbering anything once ctx has ended: nothing was
 // sent, so nothing needs settling.
-func (c *Coordinator) nextRequest(ctx context.Context) (*session, uint64, error) {
+func (c *Coordinator) nextRequest(ctx context.Context) (*session.Session, uint64, error) {
 	s, err := c.waitSession(ctx)
 	if err != nil {
 		return nil, 0, err
@@ -164,11 +165,11 @@ func (c *Coordinator) acquireSlotted(ctx context.Context, name string, wait bool
 		if err != nil {
 			return nil, err
 		}
-		cmd := fsm.Command{Op: fsm.OpAcquire, Lease: &fsm.LeaseCmd{Name: name, Session: s.id, Request: req, Wait: wait}}
+		cmd := fsm.Command{Op: fsm.OpAcquire, Lease: &fsm.LeaseCmd{Name: name, Session: s.ID(), Request: req, Wait: wait}}
 		res, err := c.applyRetry(ctx, cmd)
 		switch {
 		case errors.Is(err, ErrNoSession):
-			s.end(ErrSessionExpired)
+			s.End(ErrSessionExpired)
 			continue
 		case err != nil:
 			if mayHaveCommitted(err) && !errors.Is(err, ErrShutdown) {
@@ -178,7 +179,7 @@ func (c *Coordinator) acquireSlotted(ctx context.Context, name string, wait bool
 			return nil, err
 		case res.Stale:
 			continue // an earlier attempt of this request was refused: ask anew
-		case !res.Queued && res.Holder == s.id && res.Request != req:
+		case !res.Queued && res.Holder == s.ID() && res.Request != req:
 			// An earlier request of this session still holds the grant (a
 			// Resign whose release has not committed yet, or a given-up
 			// acquire): release that request, then ask again.
@@ -186,7 +187,7 @@ func (c *Coordinator) acquireSlotted(ctx context.Context, name string, wait bool
 				return nil, err
 			}
 			continue
-		case !res.Queued && res.Holder == s.id:
+		case !res.Queued && res.Holder == s.ID():
 			// Read your writes: the local replica shows the grant before
 			// Campaign returns.
 			if _, err := c.fsm.Wait(ctx, res.Index); err != nil {
@@ -236,15 +237,15 @@ func (c *Coordinator) applyRetry(ctx context.Context, cmd fsm.Command) (applyRes
 // grant of the same session. If ctx ends first, the request is settled in
 // the background (it leaves the queue, or releases a grant that came too
 // late) and ctx's error is returned at once.
-func (c *Coordinator) waitGrant(ctx context.Context, s *session, name string, req, after uint64) (*Lease, error) {
+func (c *Coordinator) waitGrant(ctx context.Context, s *session.Session, name string, req, after uint64) (*Lease, error) {
 	for {
 		v := c.fsm.View()
-		if holder, token, r, ok := v.Grant(name); ok && v.Index() >= after && holder == s.id && r == req {
+		if holder, token, r, ok := v.Grant(name); ok && v.Index() >= after && holder == s.ID() && r == req {
 			return c.newLease(s, name, token, req, v.Index())
 		}
 		select {
 		case <-v.Changed():
-		case <-s.ctx.Done():
+		case <-s.Context().Done():
 			return nil, errSessionEnded
 		case <-ctx.Done():
 			c.settle(s, name, req, 0, "acquire")
@@ -257,20 +258,20 @@ func (c *Coordinator) waitGrant(ctx context.Context, s *session, name string, re
 // watcher that ends it when the replica shows another holder. A grant to a
 // session whose belief has already ended is refused (errSessionEnded):
 // Campaign never returns a lease that is already over.
-func (c *Coordinator) newLease(s *session, name string, token, req, index uint64) (*Lease, error) {
-	if s.ctx.Err() != nil {
+func (c *Coordinator) newLease(s *session.Session, name string, token, req, index uint64) (*Lease, error) {
+	if s.Context().Err() != nil {
 		return nil, errSessionEnded
 	}
 	l := &Lease{belief: newBelief(c, kindLeader, s, token, index), name: name, req: req}
 	c.leaseMu.Lock()
 	if c.leases == nil {
 		c.leaseMu.Unlock()
-		l.cancel(ErrShutdown)
+		l.life.Cancel(ErrShutdown)
 		return nil, ErrShutdown
 	}
 	c.leases[l] = struct{}{}
 	c.leaseMu.Unlock()
-	context.AfterFunc(l.ctx, func() { c.forgetLease(l) })
+	context.AfterFunc(l.Context(), func() { c.forgetLease(l) })
 	c.kickLeases()
 	return l, nil
 }
@@ -300,7 +301,7 @@ func (c *Coordinator) leaseWatchLoop() {
 			if v.Index() < l.index {
 				continue // this replica has not applied the grant yet
 			}
-			if holder, token, ok := v.Holder(l.name); !ok || holder != l.sess.id || token != l.token {
+			if holder, token, ok := v.Holder(l.name); !ok || holder != l.sess.ID() || token != l.token {
 				lost = append(lost, l)
 			}
 		}

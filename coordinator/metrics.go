@@ -160,7 +160,7 @@ func lastContact(c *Coordinator) float64 {
 
 func sessionRemaining(c *Coordinator) time.Duration {
 	if s, _ := c.currentSession(); s != nil {
-		return s.remaining()
+		return s.Remaining()
 	}
 	return 0
 }

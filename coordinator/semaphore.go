@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/session"
 )
 
 // kindSemaphore labels semaphore permits in the lease metrics.
@@ -110,13 +111,13 @@ func (c *Coordinator) acquireSem(ctx context.Context, name string, limit int, wa
 		if err != nil {
 			return nil, err
 		}
-		cmd := fsm.Command{Op: fsm.OpSemAcquire, Sem: &fsm.SemCmd{Name: name, Session: s.id, Request: req,
+		cmd := fsm.Command{Op: fsm.OpSemAcquire, Sem: &fsm.SemCmd{Name: name, Session: s.ID(), Request: req,
 			Limit: uint32(limit), Wait: wait}}
 		res, err := c.applyRetry(ctx, cmd)
 		var p *Permit
 		switch {
 		case errors.Is(err, ErrNoSession):
-			s.end(ErrSessionExpired)
+			s.End(ErrSessionExpired)
 			continue
 		case err != nil:
 			if mayHaveCommitted(err) && !errors.Is(err, ErrShutdown) {
@@ -178,15 +179,15 @@ func (e *semRefusal) Unwrap() []error { return []error{e.kind, e.err} }
 // permit. If ctx ends first, the request is settled in the background (it
 // leaves the queue, or frees a permit that came too late) and ctx's error
 // is returned at once.
-func (c *Coordinator) waitPermit(ctx context.Context, s *session, name string, limit int, req, after uint64) (*Permit, error) {
+func (c *Coordinator) waitPermit(ctx context.Context, s *session.Session, name string, limit int, req, after uint64) (*Permit, error) {
 	for {
 		v := c.fsm.View()
-		if token, ok := v.SemPermit(name, s.id, req); ok && v.Index() >= after {
+		if token, ok := v.SemPermit(name, s.ID(), req); ok && v.Index() >= after {
 			return c.newPermit(s, name, limit, token, req, v.Index())
 		}
 		select {
 		case <-v.Changed():
-		case <-s.ctx.Done():
+		case <-s.Context().Done():
 			return nil, errSessionEnded
 		case <-ctx.Done():
 			c.settleSem(s, name, req, 0, "sem-acquire")
@@ -198,8 +199,8 @@ func (c *Coordinator) waitPermit(ctx context.Context, s *session, name string, l
 // newPermit makes the local handle of a grant and starts the watcher that
 // ends it when the replica no longer shows it. A grant to a session whose
 // belief has already ended is refused (errSessionEnded).
-func (c *Coordinator) newPermit(s *session, name string, limit int, token, req, index uint64) (*Permit, error) {
-	if s.ctx.Err() != nil {
+func (c *Coordinator) newPermit(s *session.Session, name string, limit int, token, req, index uint64) (*Permit, error) {
+	if s.Context().Err() != nil {
 		return nil, errSessionEnded
 	}
 	p := &Permit{belief: newBelief(c, kindSemaphore, s, token, index), name: name, limit: limit, req: req}
@@ -216,13 +217,13 @@ func (c *Coordinator) watchPermit(p *Permit) {
 	for {
 		v := c.fsm.View()
 		if v.Index() >= p.index {
-			if token, ok := v.SemPermit(p.name, p.sess.id, p.req); !ok || token != p.token {
+			if token, ok := v.SemPermit(p.name, p.sess.ID(), p.req); !ok || token != p.token {
 				p.belief.end(ErrLeaseLost, time.Time{}, nil)
 				return
 			}
 		}
 		select {
-		case <-p.ctx.Done():
+		case <-p.Context().Done():
 			return
 		case <-c.ctx.Done():
 			p.belief.end(ErrShutdown, time.Time{}, nil)
@@ -234,13 +235,13 @@ func (c *Coordinator) watchPermit(p *Permit) {
 
 // semGiveUpCmd is the release of request req of session s for the named
 // semaphore (token: only that permit, or 0 for whatever it holds).
-func semGiveUpCmd(s *session, name string, req, token uint64) fsm.Command {
-	return fsm.Command{Op: fsm.OpSemRelease, Sem: &fsm.SemCmd{Name: name, Session: s.id, Request: req, Token: token}}
+func semGiveUpCmd(s *session.Session, name string, req, token uint64) fsm.Command {
+	return fsm.Command{Op: fsm.OpSemRelease, Sem: &fsm.SemCmd{Name: name, Session: s.ID(), Request: req, Token: token}}
 }
 
 // settleSem gives request req up in the background (see settle.go); op
 // labels the metric.
-func (c *Coordinator) settleSem(s *session, name string, req, token uint64, op string) {
+func (c *Coordinator) settleSem(s *session.Session, name string, req, token uint64, op string) {
 	if c.metrics != nil {
 		c.metrics.settlements.WithLabelValues(op).Inc()
 	}
@@ -250,9 +251,9 @@ func (c *Coordinator) settleSem(s *session, name string, req, token uint64, op s
 // giveUpSem releases request req under ctx (retrying while its outcome is
 // unknown); if that is not confirmed before ctx ends, it goes on in the
 // background.
-func (c *Coordinator) giveUpSem(ctx context.Context, s *session, name string, req, token uint64) error {
+func (c *Coordinator) giveUpSem(ctx context.Context, s *session.Session, name string, req, token uint64) error {
 	_, err := c.applyRetry(ctx, semGiveUpCmd(s, name, req, token))
-	if mayHaveCommitted(err) && !errors.Is(err, ErrShutdown) && s.ctx.Err() == nil {
+	if mayHaveCommitted(err) && !errors.Is(err, ErrShutdown) && s.Context().Err() == nil {
 		c.settleSem(s, name, req, token, "sem-release")
 	}
 	if errors.Is(err, ErrNoSession) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/session"
 )
 
 // ShardHandler is told about this node's shard leases. Both methods are
@@ -111,7 +112,7 @@ func (m *shardMgr) loop() {
 // longer shows, starts the handoff of revoked ones, and creates leases for
 // shards newly granted to s. Views older than one already synced are
 // ignored, so a lease is never recreated from stale state.
-func (m *shardMgr) sync(v *fsm.View, s *session) {
+func (m *shardMgr) sync(v *fsm.View, s *session.Session) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed || v.Index() < m.synced {
@@ -124,7 +125,7 @@ func (m *shardMgr) sync(v *fsm.View, s *session) {
 		}
 		cur, _ := v.Shard(uint32(id))
 		switch {
-		case cur.State == fsm.ShardFree || cur.Owner != l.sess.id || cur.Token != l.token:
+		case cur.State == fsm.ShardFree || cur.Owner != l.sess.ID() || cur.Token != l.token:
 			l.end(ErrLeaseLost)
 		case cur.State == fsm.ShardRevoking:
 			m.revokeLocked(l)
@@ -132,7 +133,7 @@ func (m *shardMgr) sync(v *fsm.View, s *session) {
 	}
 	sid := ""
 	if s != nil {
-		sid = s.id
+		sid = s.ID()
 	}
 	if v.ShardsIndex() == m.scanned && sid == m.scanSess {
 		return
@@ -147,7 +148,7 @@ func (m *shardMgr) sync(v *fsm.View, s *session) {
 			}
 			return true
 		}
-		if s == nil || sh.Owner != s.id {
+		if s == nil || sh.Owner != s.ID() {
 			delete(m.freeSeen, id)
 			return true
 		}
@@ -169,23 +170,23 @@ func (m *shardMgr) sync(v *fsm.View, s *session) {
 
 // startLocked creates the lease of a shard granted to s and runs the
 // handler's Acquire.
-func (m *shardMgr) startLocked(s *session, id ShardID, token, index uint64) {
+func (m *shardMgr) startLocked(s *session.Session, id ShardID, token, index uint64) {
 	l := &ShardLease{belief: newBelief(m.c, kindShard, s, token, index), shard: id,
 		revoked: make(chan struct{}), hookDone: make(chan struct{})}
 	wait := time.Duration(0)
 	if t, ok := m.freeSeen[id]; ok {
-		wait = l.start.Sub(t)
+		wait = l.life.Start().Sub(t)
 		delete(m.freeSeen, id)
 	}
 	m.c.metrics.acquireWait.WithLabelValues(kindShard).Observe(wait.Seconds())
 	m.leases[id] = l
 	m.notifyLocked()
-	context.AfterFunc(l.ctx, func() { m.forget(l) })
+	context.AfterFunc(l.Context(), func() { m.forget(l) })
 	h := m.c.cfg.Handler
 	if !m.c.spawn(func() {
 		defer close(l.hookDone)
 		if h != nil {
-			h.Acquire(l.ctx, l)
+			h.Acquire(l.Context(), l)
 		}
 	}) {
 		close(l.hookDone)
@@ -235,7 +236,7 @@ func (m *shardMgr) revokeLocked(l *ShardLease) {
 // commits the release.
 func (m *shardMgr) handoff(l *ShardLease) {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(l.ctx, m.c.cfg.ShardDrainTimeout)
+	ctx, cancel := context.WithTimeout(l.Context(), m.c.cfg.ShardDrainTimeout)
 	if h := m.c.cfg.Handler; h != nil {
 		if err := h.Release(ctx, l); err != nil {
 			m.c.log.Warn("shard release hook failed", "shard", l.shard, "token", l.token, "error", err)
@@ -254,14 +255,14 @@ func (m *shardMgr) handoff(l *ShardLease) {
 }
 
 // releaseLocked commits the release of a shard this node never believed.
-func (m *shardMgr) releaseLocked(s *session, id ShardID, token uint64) {
+func (m *shardMgr) releaseLocked(s *session.Session, id ShardID, token uint64) {
 	m.releases[id] = token
 	m.c.spawn(func() { m.commitRelease(s, id, token) })
 }
 
 // commitRelease commits the release of (id, token) by s, retrying while
 // the outcome is unknown; the session's end makes it moot.
-func (m *shardMgr) commitRelease(s *session, id ShardID, token uint64) {
+func (m *shardMgr) commitRelease(s *session.Session, id ShardID, token uint64) {
 	defer func() {
 		m.mu.Lock()
 		if m.releases[id] == token {
@@ -272,10 +273,10 @@ func (m *shardMgr) commitRelease(s *session, id ShardID, token uint64) {
 		}
 		m.mu.Unlock()
 	}()
-	_, err := m.c.applyRetry(s.ctx, fsm.Command{Op: fsm.OpShardRelease, Shard: &fsm.ShardCmd{
-		Items: []fsm.ShardItem{{Shard: uint32(id), Session: s.id, Token: token}},
+	_, err := m.c.applyRetry(s.Context(), fsm.Command{Op: fsm.OpShardRelease, Shard: &fsm.ShardCmd{
+		Items: []fsm.ShardItem{{Shard: uint32(id), Session: s.ID(), Token: token}},
 	}})
-	if err != nil && !errors.Is(err, ErrNoSession) && s.ctx.Err() == nil {
+	if err != nil && !errors.Is(err, ErrNoSession) && s.Context().Err() == nil {
 		m.c.log.Warn("committing a shard release failed; the leader forces it after a TTL",
 			"shard", id, "token", token, "error", err)
 	}
@@ -287,7 +288,7 @@ func (m *shardMgr) owned() []*ShardLease {
 	defer m.mu.Unlock()
 	out := make([]*ShardLease, 0, len(m.leases))
 	for _, l := range m.leases {
-		if l.ctx.Err() == nil {
+		if l.Context().Err() == nil {
 			out = append(out, l)
 		}
 	}
@@ -301,7 +302,7 @@ func (m *shardMgr) count() int {
 	defer m.mu.Unlock()
 	n := 0
 	for _, l := range m.leases {
-		if l.ctx.Err() == nil {
+		if l.Context().Err() == nil {
 			n++
 		}
 	}

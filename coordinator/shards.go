@@ -148,9 +148,9 @@ func (c *Coordinator) setDrained(ctx context.Context, drained bool) error {
 		if err != nil {
 			return err
 		}
-		_, err = c.applyRetry(ctx, fsm.Command{Op: fsm.OpSessionDrain, Session: &fsm.SessionCmd{ID: s.id, Drain: drained}})
+		_, err = c.applyRetry(ctx, fsm.Command{Op: fsm.OpSessionDrain, Session: &fsm.SessionCmd{ID: s.ID(), Drain: drained}})
 		if errors.Is(err, ErrNoSession) {
-			s.end(ErrSessionExpired)
+			s.End(ErrSessionExpired)
 			continue // the next session is created with the flag
 		}
 		return err

@@ -1,6 +1,6 @@
 //go:build darwin
 
-package coordinator
+package session
 
 import (
 	"time"

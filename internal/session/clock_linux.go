@@ -1,6 +1,6 @@
 //go:build linux
 
-package coordinator
+package session
 
 import (
 	"time"

@@ -1,4 +1,4 @@
-package coordinator
+package session
 
 import (
 	"context"
@@ -64,56 +64,57 @@ func TestSystemClockAdvances(t *testing.T) {
 	}
 }
 
+// errCapped is the cause the tests end a capped belief with.
+var errCapped = errors.New("capped")
+
 // TestCappedBeliefEndsAfterJump: a revoked shard lease's belief is capped
 // at its session's deadline of that moment; when the clock jumps past the
-// cap (a suspend) while the session itself was extended further, Err and
-// Checkpoint's reads see the cap passed at once, and the cap's timer ends
-// the belief even without a call.
+// cap (a suspend) while the session itself was extended further, reads
+// (Observe, as Err and Checkpoint do) see the cap passed at once, and the
+// cap's timer ends the belief even without a read.
 func TestCappedBeliefEndsAfterJump(t *testing.T) {
 	for _, call := range []bool{true, false} {
 		clk := &fakeClock{}
-		s := newSession(context.Background(), "s", time.Hour, clk, 5*time.Millisecond)
-		s.extend(time.Now().Add(time.Hour), 2*time.Hour)
-		ctx, cancel := context.WithCancelCause(s.ctx)
-		b := &belief{sess: s, ctx: ctx, cancel: cancel}
-		b.capAt(func(at time.Time) { b.end(ErrLeaseLost, at, nil) })
-		s.extend(time.Now().Add(10*time.Hour), 10*time.Hour) // keepalives go on; the cap stays
-		if err := b.Err(); err != nil {
-			t.Fatalf("capped belief ended early: %v", err)
+		s := New(context.Background(), "s", time.Hour, clk, 5*time.Millisecond)
+		s.Extend(time.Now().Add(time.Hour), 2*time.Hour)
+		b := NewBelief(s)
+		b.CapAt(func(at time.Time) { b.End(errCapped, at, nil) })
+		s.Extend(time.Now().Add(10*time.Hour), 10*time.Hour) // keepalives go on; the cap stays
+		if b.Observe(); b.Cause() != nil {
+			t.Fatalf("capped belief ended early: %v", b.Cause())
 		}
 		clk.now.Store(int64(3 * time.Hour))
 		if call {
-			if err := b.Err(); !errors.Is(err, ErrLeaseLost) {
-				t.Fatalf("Err after the clock passed the cap: %v", err)
+			if r := b.Observe(); r != 0 {
+				t.Fatalf("Observe after the cap: %v", r)
 			}
-			if r := b.Remaining(); r != 0 {
-				t.Fatalf("Remaining after the cap: %v", r)
+			if err := b.Cause(); !errors.Is(err, errCapped) {
+				t.Fatalf("cause after the clock passed the cap: %v", err)
 			}
 		}
 		select {
-		case <-b.Done():
+		case <-b.Context().Done():
 		case <-time.After(time.Minute):
 			t.Fatalf("capped belief did not end after the clock jumped past its cap (call %v)", call)
 		}
-		if s.ctx.Err() != nil {
+		if s.Context().Err() != nil {
 			t.Fatal("the session ended too: the cap alone should have ended the belief")
 		}
-		s.end(ErrShutdown)
+		s.End(context.Canceled)
 	}
 }
 
-// BenchmarkBeliefCheckpoint measures Checkpoint on the system clock (one
-// clock read per call).
-func BenchmarkBeliefCheckpoint(b *testing.B) {
+// BenchmarkBeliefObserve measures Observe (what Checkpoint costs) on the
+// system clock (one clock read per call).
+func BenchmarkBeliefObserve(b *testing.B) {
 	clk := SystemClock()
-	s := newSession(context.Background(), "s", time.Hour, clk, time.Second)
-	s.extend(time.Now().Add(time.Hour), clk.Now()+time.Hour)
-	defer s.end(ErrShutdown)
-	ctx, cancel := context.WithCancelCause(s.ctx)
-	bl := &belief{c: &Coordinator{cfg: Config{LeaseMargin: time.Second}}, sess: s, ctx: ctx, cancel: cancel}
+	s := New(context.Background(), "s", time.Hour, clk, time.Second)
+	s.Extend(time.Now().Add(time.Hour), clk.Now()+time.Hour)
+	defer s.End(context.Canceled)
+	bl := NewBelief(s)
 	for b.Loop() {
-		if err := bl.Checkpoint(); err != nil {
-			b.Fatal(err)
+		if bl.Observe() < time.Second || bl.Cause() != nil {
+			b.Fatal("belief ended")
 		}
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !linux && !darwin
 
-package coordinator
+package session
 
 import "time"
 
