@@ -14,6 +14,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/shards"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -36,8 +37,7 @@ type Coordinator struct {
 	boot       *bootstrapper
 	metrics    *metrics
 	lessor     *lessor
-	shards     *shardMgr
-	drained    atomic.Bool  // Drain was called (and not Undrain): sessions start drained
+	shards     *shards.Manager[*ShardLease]
 	shardCount atomic.Int64 // the cluster's shard count, once known
 
 	sessCtx     context.Context // parent of every session; ends at leave or close
@@ -149,7 +149,7 @@ func (c *Coordinator) start() error {
 	c.pilot = newAutopilot(c)
 	c.boot = newBootstrapper(c)
 	c.lessor = newLessor(c)
-	c.shards = newShardMgr(c)
+	c.shards = c.newShardManager()
 	c.trans.SetHandler(transport.HandlerFunc(c.serveRPC))
 	c.goLoop(c.leaderLoop)
 	c.goLoop(c.memberLoop)
@@ -157,7 +157,7 @@ func (c *Coordinator) start() error {
 	c.goLoop(c.lessor.confirmLoop)
 	c.goLoop(c.sessionLoop)
 	c.goLoop(c.leaseWatchLoop)
-	c.goLoop(c.shards.loop)
+	c.shards.Start()
 	c.goLoop(c.formationLoop)
 	c.goLoop(c.leaderWatchLoop)
 	if c.cfg.BootstrapExpect > 0 {
@@ -240,7 +240,7 @@ func (c *Coordinator) Close() error {
 // crash would, and autopilot removes it later.
 func (c *Coordinator) leave(ctx context.Context) error {
 	var errs []error
-	if err := c.handOffShards(ctx); err != nil {
+	if err := c.shards.HandOff(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("handing shards off: %w", err))
 	}
 	if err := c.closeSession(ctx); err != nil {
@@ -278,7 +278,7 @@ func (c *Coordinator) closeSession(ctx context.Context) error {
 	c.sessMu.Unlock()
 	c.sessCancel(ErrShutdown)
 	c.endLeases(ErrShutdown)
-	c.shards.close(ErrShutdown)
+	c.shards.End(ErrShutdown)
 	if s == nil || c.raft == nil {
 		return nil
 	}
@@ -320,7 +320,7 @@ func (c *Coordinator) closeAll() error {
 	c.spawnMu.Unlock()
 	c.endLeases(ErrShutdown)
 	if c.shards != nil {
-		c.shards.close(ErrShutdown)
+		c.shards.End(ErrShutdown)
 	}
 	if c.pilot != nil {
 		<-c.pilot.Stop()
@@ -339,6 +339,9 @@ func (c *Coordinator) closeAll() error {
 	}
 	if c.trans != nil {
 		errs = append(errs, c.trans.Close())
+	}
+	if c.shards != nil {
+		c.shards.Close()
 	}
 	c.wg.Wait()
 	if c.pilot != nil {

@@ -230,7 +230,7 @@ func (c *Coordinator) renew(s *session.Session, sent time.Time, sentC time.Durat
 	if err != nil {
 		return
 	}
-	c.shards.sync(v, s)
+	c.shards.Sync(v, s)
 	s.Extend(c.beliefUntil(sent), sentC+c.beliefSpan())
 }
 

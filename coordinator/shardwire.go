@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/shards"
@@ -33,4 +34,42 @@ func (c *Coordinator) balancerOptions() shards.BalancerOptions {
 		MaxMoves:          c.cfg.ShardMaxMoves,
 		Epsilon:           c.cfg.ShardEpsilon,
 	}
+}
+
+// newShardManager wires the owner side of shard ownership to this node.
+func (c *Coordinator) newShardManager() *shards.Manager[*ShardLease] {
+	addr := c.cfg.ServiceAddr
+	if addr == "" {
+		addr = c.trans.Addr()
+	}
+	return shards.NewManager(shards.Options[*ShardLease]{
+		View:    c.fsm.View,
+		Session: c.currentSession,
+		Commit: func(ctx context.Context, cmd fsm.Command) error {
+			_, err := c.applyRetry(ctx, cmd)
+			return err
+		},
+		IsNoSession: func(err error) bool { return errors.Is(err, ErrNoSession) },
+		Stop:        c.ctx.Done(),
+		Wrap:        c.wrapShardLease,
+		Acquire: func(ctx context.Context, l *ShardLease) {
+			if h := c.cfg.Handler; h != nil {
+				h.Acquire(ctx, l)
+			}
+		},
+		Release: func(ctx context.Context, l *ShardLease) error {
+			if h := c.cfg.Handler; h != nil {
+				return h.Release(ctx, l)
+			}
+			return nil
+		},
+		DrainTimeout: c.cfg.ShardDrainTimeout,
+		NodeID:       c.id,
+		Addr:         addr,
+		Weight:       c.cfg.ShardWeight,
+		SessionTTL:   c.cfg.SessionTTL,
+		Errors:       shards.Errors{Lost: ErrLeaseLost, Revoked: ErrRevoked, Shutdown: ErrShutdown},
+		Log:          c.log,
+		Metrics:      c.shardMetrics(),
+	})
 }
