@@ -56,6 +56,7 @@ func (m *Manager[W]) commitRelease(s *session.Session, id ShardID, token uint64)
 		m.mu.Lock()
 		if m.releases[id] == token {
 			delete(m.releases, id)
+			m.notifyLocked() // WaitNoShards counts releases under way
 		}
 		if m.ended[id] < token {
 			m.ended[id] = token

@@ -73,7 +73,7 @@ type Manager[W any] struct {
 	synced   uint64                // index of the newest view synced
 	scanned  uint64                // ShardsIndex of the last full scan
 	scanSess string                // session of the last full scan
-	changed  chan struct{}         // closed and replaced when leases change
+	changed  chan struct{}         // closed and replaced when leases or releases change
 }
 
 // NewManager returns a Manager; call Start to have it follow the replica.
@@ -259,7 +259,7 @@ func (m *Manager[W]) Count() int {
 }
 
 // state returns the number of leases and releases under way, and a channel
-// closed when the leases change.
+// closed when either changes.
 func (m *Manager[W]) state() (leases, releasing int, changed <-chan struct{}) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
