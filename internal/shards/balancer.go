@@ -9,8 +9,8 @@ import (
 	"github.com/holdfast-go/holdfast/shardown"
 )
 
-// Balancer is the leader's side of shard ownership. It plans with
-// shardown.Plan over the live, undrained sessions and drives every handoff:
+// Balancer is the leader's side of shard ownership. It plans with a
+// shardown.Planner (exactly as shardown.Plan) over the live, undrained sessions and drives every handoff:
 // it grants free shards, revokes shards that should move (at most
 // MaxMoves rebalancing handoffs in flight), and forces free a revoked
 // shard whose owner did not release it a full TTL after the revoke (plus
@@ -20,6 +20,7 @@ import (
 // each time this node becomes leader.
 type Balancer struct {
 	o         BalancerOptions
+	planner   shardown.Planner // plans as shardown.Plan does, reusing its buffers
 	activated time.Time
 	epoch     time.Time            // origin of the planner's logical clock
 	firstSeen map[string]time.Time // session → when this leader first saw it
@@ -236,7 +237,7 @@ func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, now tim
 			ms = append(ms, m)
 		}
 		var err error
-		_, moves, err = shardown.Plan(ms, current, shardown.Params{
+		moves, err = b.planner.Plan(ms, current, shardown.Params{
 			Shards: n, Epsilon: b.o.Epsilon, MaxMovesInFlight: -1,
 			Now: uint64(now.Sub(b.epoch)), JoinStabilization: uint64(b.o.JoinStabilization),
 		})
