@@ -16,6 +16,7 @@ import (
 	"github.com/holdfast-go/holdfast/internal/keyring"
 	"github.com/holdfast-go/holdfast/internal/leases"
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/shards"
 	"github.com/holdfast-go/holdfast/internal/tlsfiles"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
@@ -38,8 +39,7 @@ type Coordinator struct {
 	cluster    *cluster.Cluster // formation, membership of the raft group, autopilot
 	metrics    *metrics
 	lessor     *session.Lessor
-	shards     *shardMgr
-	drained    atomic.Bool  // Drain was called (and not Undrain): sessions start drained
+	shards     *shards.Manager[*ShardLease]
 	shardCount atomic.Int64 // the cluster's shard count, once known
 
 	sessCtx    context.Context // parent of every session; ends at leave or close
@@ -141,13 +141,13 @@ func (c *Coordinator) start() error {
 	c.leases = newLeases(c)
 	c.startTLSReload()
 	c.lessor = c.newLessor()
-	c.shards = newShardMgr(c)
+	c.shards = c.newShardManager()
 	c.trans.SetHandler(transport.HandlerFunc(c.serveRPC))
 	c.goLoop(c.leaderLoop)
 	c.cluster.Start()
 	c.goLoop(func() { c.lessor.ConfirmLoop(c.ctx) })
 	c.goLoop(func() { c.sessions.Run(c.sessCtx) })
-	c.goLoop(c.shards.loop)
+	c.shards.Start()
 	c.goLoop(c.leaderWatchLoop)
 	return nil
 }
@@ -226,7 +226,7 @@ func (c *Coordinator) Close() error {
 // crash would, and autopilot removes it later.
 func (c *Coordinator) leave(ctx context.Context) error {
 	var errs []error
-	if err := c.handOffShards(ctx); err != nil {
+	if err := c.shards.HandOff(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("handing shards off: %w", err))
 	}
 	if err := c.closeSession(ctx); err != nil {
@@ -268,7 +268,7 @@ func (c *Coordinator) closeSession(ctx context.Context) error {
 	}
 	c.sessCancel(ErrShutdown)
 	c.leases.EndAll(ErrShutdown)
-	c.shards.close(ErrShutdown)
+	c.shards.End(ErrShutdown)
 	if s == nil || c.raft == nil {
 		return nil
 	}
@@ -289,7 +289,7 @@ func (c *Coordinator) closeAll() error {
 		c.leases.EndAll(ErrShutdown)
 	}
 	if c.shards != nil {
-		c.shards.close(ErrShutdown)
+		c.shards.End(ErrShutdown)
 	}
 	if c.cluster != nil {
 		c.cluster.Close() // autopilot stopped for good, the part's loops joined
@@ -311,6 +311,9 @@ func (c *Coordinator) closeAll() error {
 	}
 	if c.trans != nil {
 		errs = append(errs, c.trans.Close())
+	}
+	if c.shards != nil {
+		c.shards.Close()
 	}
 	c.wg.Wait()
 	if c.leases != nil {

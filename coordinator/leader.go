@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/shards"
 )
 
 // leaderLoop follows raft's leadership notifications and runs the leader's
@@ -87,7 +88,7 @@ func (c *Coordinator) leaderDuties(ctx context.Context) {
 	balancerDone := make(chan struct{})
 	go func() {
 		defer close(balancerDone)
-		newBalancer(c).run(ctx)
+		shards.NewBalancer(c.balancerOptions()).Run(ctx)
 	}()
 	defer func() { <-balancerDone }()
 	c.cluster.Lead(ctx) // autopilot and the member reconciler, until ctx ends

@@ -7,8 +7,8 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leases"
+	"github.com/holdfast-go/holdfast/internal/shards"
 )
 
 // Lease kinds, the "kind" label of lease metrics.
@@ -146,11 +146,11 @@ func gaugeFuncs(c *Coordinator) []prometheus.Collector {
 		g("holdfast_session_remaining_seconds", "How long this node may still believe in its session without another answered keepalive.",
 			func() float64 { return sessionRemaining(c).Seconds() }),
 		held(kindLeader, func() float64 { return float64(c.heldLeases()) }),
-		held(kindShard, func() float64 { return float64(c.shards.count()) }),
+		held(kindShard, func() float64 { return float64(c.shards.Count()) }),
 		g("holdfast_shards_owned", "Shards this node owns now (live shard leases).",
-			func() float64 { return float64(c.shards.count()) }),
+			func() float64 { return float64(c.shards.Count()) }),
 		g("holdfast_shards_unowned", "Shards with no owner in this node's replica.",
-			func() float64 { return float64(freeShards(c.fsm.View())) }),
+			func() float64 { return float64(shards.FreeShards(c.fsm.View())) }),
 		g("holdfast_shards", "The cluster's shard count (0 before this node knows it).",
 			func() float64 { return float64(c.fsm.View().ShardCount()) }),
 	}
@@ -179,17 +179,6 @@ func (c *Coordinator) heldLeases() int {
 		return 0
 	}
 	return c.leases.Held(leases.Leader)
-}
-
-func freeShards(v *fsm.View) int {
-	n := 0
-	v.EachShard(func(s fsm.Shard) bool {
-		if s.State == fsm.ShardFree {
-			n++
-		}
-		return true
-	})
-	return n
 }
 
 // stateCollector reports the members by gossip state and the raft state,

@@ -36,7 +36,7 @@ func (c *Coordinator) newSessionClient() *session.Client {
 		},
 		KeepAlive: c.sendKeepAlive,
 		Wait:      c.fsm.Wait,
-		Renewing:  func(v *fsm.View, s *session.Session) { c.shards.sync(v, s) },
+		Renewing:  func(v *fsm.View, s *session.Session) { c.shards.Sync(v, s) },
 		Spawn:     c.spawn,
 		// The loop starts after the metrics exist (start).
 		Answered: func(rtt time.Duration) { c.metrics.keepAliveLatency.Observe(rtt.Seconds()) },

@@ -2,10 +2,9 @@ package coordinator
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/viewstream"
 	"github.com/holdfast-go/holdfast/shardown"
 )
 
@@ -76,7 +75,7 @@ func ownerOf(sh *fsm.Shard) (ShardOwner, bool) {
 }
 
 // Owned returns this node's live shard leases, sorted by shard.
-func (c *Coordinator) Owned() []*ShardLease { return c.shards.owned() }
+func (c *Coordinator) Owned() []*ShardLease { return c.shards.Owned() }
 
 // ShardTable is one version of the shard table, as a replica applied it. It
 // is immutable.
@@ -111,33 +110,10 @@ func (c *Coordinator) watch(ctx context.Context, ch chan *ShardTable) {
 	})
 }
 
-// streamViews feeds ch (capacity 1) until ctx or the coordinator ends, then
-// closes it. It calls next on the current replica view and on every later
-// one; a value next reports ok is sent if it is the first or its key
-// differs from the last one sent. A value not yet received is replaced, so
-// a slow reader may miss values but always receives the latest.
+// streamViews feeds ch until ctx or the coordinator ends (see
+// viewstream.Stream).
 func streamViews[T any, K comparable](ctx context.Context, c *Coordinator, ch chan T, next func(*fsm.View) (T, K, bool)) {
-	defer close(ch)
-	var last K
-	first := true
-	for {
-		v := c.fsm.View()
-		if val, key, ok := next(v); ok && (first || key != last) {
-			select { // keep only the newest undelivered value
-			case <-ch:
-			default:
-			}
-			ch <- val
-			last, first = key, false
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.ctx.Done():
-			return
-		case <-v.Changed():
-		}
-	}
+	viewstream.Stream(ctx, c.ctx.Done(), c.fsm.View, ch, next)
 }
 
 // Drain moves every shard this node owns to other nodes and keeps it from
@@ -146,103 +122,23 @@ func streamViews[T any, K comparable](ctx context.Context, c *Coordinator, ch ch
 // shard, or with ctx's error. The drained state survives session changes
 // until Undrain.
 func (c *Coordinator) Drain(ctx context.Context) error {
-	if err := c.setDrained(ctx, true); err != nil {
+	if c.closing() {
+		return ErrShutdown
+	}
+	if err := c.shards.SetDrained(ctx, true); err != nil {
 		return err
 	}
-	return c.waitNoShards(ctx)
+	return c.shards.WaitNoShards(ctx)
 }
 
 // Undrain lets this node own shards again after Drain; the leader hands it
 // shards as balance requires.
 func (c *Coordinator) Undrain(ctx context.Context) error {
-	return c.setDrained(ctx, false)
-}
-
-// setDrained records the flag locally (for later sessions) and commits it
-// for the current session.
-func (c *Coordinator) setDrained(ctx context.Context, drained bool) error {
 	if c.closing() {
 		return ErrShutdown
 	}
-	c.drained.Store(drained)
-	for {
-		s, err := c.waitSession(ctx)
-		if err != nil {
-			return err
-		}
-		_, err = c.applyRetry(ctx, fsm.Command{Op: fsm.OpSessionDrain, Session: &fsm.SessionCmd{ID: s.ID(), Drain: drained}})
-		if errors.Is(err, ErrNoSession) {
-			s.End(ErrSessionExpired)
-			continue // the next session is created with the flag
-		}
-		return err
-	}
-}
-
-// waitNoShards waits until the replica shows no shard owned by this node
-// (any of its sessions) and no local lease or release is left.
-func (c *Coordinator) waitNoShards(ctx context.Context) error {
-	for {
-		v := c.fsm.View()
-		leases, releasing, changed := c.shards.state()
-		if leases == 0 && releasing == 0 && !c.ownsAny(v) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("holdfast: %d shards still owned: %w", leases, ctx.Err())
-		case <-c.ctx.Done():
-			return ErrShutdown
-		case <-v.Changed():
-		case <-changed:
-		}
-	}
-}
-
-// ownsAny reports whether v shows a shard owned by this node.
-func (c *Coordinator) ownsAny(v *fsm.View) bool {
-	found := false
-	v.EachShard(func(s fsm.Shard) bool {
-		found = s.State != fsm.ShardFree && s.OwnerNodeID == c.id
-		return !found
-	})
-	return found
-}
-
-// handOffShards is Shutdown's first step: drain the shards to the other
-// nodes so none is left unowned for longer than its drain. It is skipped
-// when no other node could take them.
-func (c *Coordinator) handOffShards(ctx context.Context) error {
-	v := c.fsm.View()
-	if !c.ownsAny(v) || !c.otherShardOwner(v) {
-		return nil
-	}
-	limit := 2*c.cfg.SessionTTL + c.cfg.ShardDrainTimeout
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	if err := c.setDrained(ctx, true); err != nil {
-		return err
-	}
-	return c.waitNoShards(ctx)
-}
-
-// otherShardOwner reports whether another node has a session that may own
-// shards.
-func (c *Coordinator) otherShardOwner(v *fsm.View) bool {
-	for _, s := range v.Sessions() {
-		if s.NodeID != c.id && !s.Drained {
-			return true
-		}
-	}
-	return false
+	return c.shards.SetDrained(ctx, false)
 }
 
 // shardSessionCmd fills the session-creation fields shard assignment uses.
-func (c *Coordinator) shardSessionCmd(cmd *fsm.SessionCmd) {
-	cmd.Addr = c.cfg.ServiceAddr
-	if cmd.Addr == "" {
-		cmd.Addr = c.trans.Addr()
-	}
-	cmd.Weight = c.cfg.ShardWeight
-	cmd.Drain = c.drained.Load()
-}
+func (c *Coordinator) shardSessionCmd(cmd *fsm.SessionCmd) { c.shards.FillSessionCmd(cmd) }

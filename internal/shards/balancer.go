@@ -1,4 +1,4 @@
-package coordinator
+package shards
 
 import (
 	"context"
@@ -9,15 +9,18 @@ import (
 	"github.com/holdfast-go/holdfast/shardown"
 )
 
-// balancer is the leader's side of shard ownership. It plans with
-// shardown.Plan over the live, undrained sessions and drives every handoff:
+// Balancer is the leader's side of shard ownership. It plans with a
+// shardown.Planner (exactly as shardown.Plan) over the live, undrained sessions and drives every handoff:
 // it grants free shards, revokes shards that should move (at most
-// ShardMaxMoves rebalancing handoffs in flight), and forces free a revoked
+// MaxMoves rebalancing handoffs in flight), and forces free a revoked
 // shard whose owner did not release it a full TTL after the revoke (plus
 // the expiry grace for revokes it inherited from an earlier leader), when
-// the owner's belief has ended by its own timer (lease rule 5 in docs/ARCHITECTURE.md).
-type balancer struct {
-	c         *Coordinator
+// the owner's belief has ended by its own timer (lease rule 5 in
+// docs/ARCHITECTURE.md). A Balancer serves one leader term: make a new one
+// each time this node becomes leader.
+type Balancer struct {
+	o         BalancerOptions
+	planner   shardown.Planner // plans as shardown.Plan does, reusing its buffers
 	activated time.Time
 	epoch     time.Time            // origin of the planner's logical clock
 	firstSeen map[string]time.Time // session → when this leader first saw it
@@ -35,31 +38,33 @@ type revokeTrack struct {
 	deadline time.Time // the forced release may be committed from then on
 }
 
-func newBalancer(c *Coordinator) *balancer {
-	now := time.Now()
-	return &balancer{c: c, activated: now, epoch: now.Add(-c.cfg.ShardJoinStabilization - time.Second),
+// NewBalancer returns the balancer of a leader term that begins now.
+func NewBalancer(o BalancerOptions) *Balancer {
+	o = o.withDefaults()
+	now := o.Now()
+	return &Balancer{o: o, activated: now, epoch: now.Add(-o.JoinStabilization - time.Second),
 		firstSeen: map[string]time.Time{}, revokes: map[ShardID]revokeTrack{}, handoffStart: map[ShardID]time.Time{},
 		unownedAt: now}
 }
 
-// run plans and drives handoffs while this node leads: after every change
-// of the replica (coalesced over ShardRebalanceDelay), every
+// Run plans and drives handoffs while this node leads, until ctx ends:
+// after every change of the replica (coalesced over RebalanceDelay), every
 // ReconcileInterval, and when a join stabilization or a forced release
-// falls due.
-func (b *balancer) run(ctx context.Context) {
+// falls due. It blocks; the caller runs it in a goroutine it joins.
+func (b *Balancer) Run(ctx context.Context) {
 	first := true
 	for {
-		v := b.c.fsm.View()
-		wake := b.round(ctx, v, first)
+		v := b.o.View()
+		wake := b.Round(ctx, v, b.o.Now(), first)
 		first = false
-		timer := time.NewTimer(max(time.Until(wake), time.Millisecond))
+		timer := time.NewTimer(max(wake.Sub(b.o.Now()), time.Millisecond))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
 			return
 		case <-v.Changed():
 			timer.Stop()
-			if !sleepCtx(ctx, b.c.cfg.ShardRebalanceDelay) {
+			if !sleepCtx(ctx, b.o.RebalanceDelay) {
 				return
 			}
 		case <-timer.C:
@@ -67,11 +72,12 @@ func (b *balancer) run(ctx context.Context) {
 	}
 }
 
-// round runs one planning round on v and returns when the next one is due
-// at the latest.
-func (b *balancer) round(ctx context.Context, v *fsm.View, first bool) time.Time {
-	now := time.Now()
-	wake := now.Add(b.c.cfg.ReconcileInterval)
+// Round runs one planning round on v at now and returns when the next one
+// is due at the latest; first says whether it is the term's first round
+// (sessions already in the table count as stable, and inherited revokes
+// get the expiry grace). Run calls it; tests call it with chosen instants.
+func (b *Balancer) Round(ctx context.Context, v *fsm.View, now time.Time, first bool) time.Time {
+	wake := now.Add(b.o.ReconcileInterval)
 	if v.ShardCount() == 0 {
 		return wake
 	}
@@ -96,8 +102,8 @@ func (b *balancer) round(ctx context.Context, v *fsm.View, first bool) time.Time
 
 // members returns the sessions that may own shards (live, undrained, not
 // being expired) as planner members, and when the next one becomes stable.
-func (b *balancer) members(v *fsm.View, now time.Time, first bool) (map[string]shardown.Member, time.Time) {
-	stab := b.c.cfg.ShardJoinStabilization
+func (b *Balancer) members(v *fsm.View, now time.Time, first bool) (map[string]shardown.Member, time.Time) {
+	stab := b.o.JoinStabilization
 	out := map[string]shardown.Member{}
 	var next time.Time
 	seen := map[string]bool{}
@@ -111,7 +117,7 @@ func (b *balancer) members(v *fsm.View, now time.Time, first bool) (map[string]s
 			}
 			b.firstSeen[s.ID] = t
 		}
-		if s.Drained || b.c.lessor.ExpiringOrDue(s.ID, now) {
+		if s.Drained || b.o.Expiring(s.ID, now) {
 			continue
 		}
 		if ready := t.Add(stab); ready.After(now) && (next.IsZero() || ready.Before(next)) {
@@ -129,7 +135,7 @@ func (b *balancer) members(v *fsm.View, now time.Time, first bool) (map[string]s
 
 // trackRevokes records when each revoke was first seen and returns the
 // earliest forced-release deadline.
-func (b *balancer) trackRevokes(v *fsm.View, now time.Time, first bool) time.Time {
+func (b *Balancer) trackRevokes(v *fsm.View, now time.Time, first bool) time.Time {
 	cur := map[ShardID]bool{}
 	var next time.Time
 	v.EachShard(func(s fsm.Shard) bool {
@@ -140,13 +146,13 @@ func (b *balancer) trackRevokes(v *fsm.View, now time.Time, first bool) time.Tim
 		cur[id] = true
 		t, ok := b.revokes[id]
 		if !ok || t.owner != s.Owner || t.token != s.Token {
-			ttl := b.c.cfg.SessionTTL
+			ttl := b.o.SessionTTL
 			if sess, ok := v.Session(s.Owner); ok {
 				ttl = time.Duration(sess.TTLNanos)
 			}
 			d := now.Add(ttl)
 			if first {
-				d = d.Add(b.c.cfg.ExpiryGrace) // a previous leader's keepalive answers may run that much later
+				d = d.Add(b.o.ExpiryGrace) // a previous leader's keepalive answers may run that much later
 			}
 			t = revokeTrack{owner: s.Owner, token: s.Token, deadline: d}
 			b.revokes[id] = t
@@ -168,7 +174,7 @@ func (b *balancer) trackRevokes(v *fsm.View, now time.Time, first bool) time.Tim
 }
 
 // force commits the forced release of every revoke whose deadline passed.
-func (b *balancer) force(ctx context.Context, v *fsm.View, now time.Time) {
+func (b *Balancer) force(ctx context.Context, v *fsm.View, now time.Time) {
 	var items []fsm.ShardItem
 	for id, t := range b.revokes {
 		if !now.Before(t.deadline) {
@@ -179,21 +185,21 @@ func (b *balancer) force(ctx context.Context, v *fsm.View, now time.Time) {
 		return
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].Shard < items[j].Shard })
-	b.c.log.Warn("forcing the release of revoked shards whose owner did not release them", "shards", len(items))
-	b.c.metrics.forced.Add(float64(b.commitForced(ctx, items)))
+	b.o.Log.Warn("forcing the release of revoked shards whose owner did not release them", "shards", len(items))
+	b.o.Metrics.Forced.Add(float64(b.commitForced(ctx, items)))
 }
 
 // commitForced commits the forced release of items in commands of at
 // most shardChunk items (one command for thousands of shards would exceed
 // fsm.MaxCommandSize); it returns how many took effect.
-func (b *balancer) commitForced(ctx context.Context, items []fsm.ShardItem) int {
+func (b *Balancer) commitForced(ctx context.Context, items []fsm.ShardItem) int {
 	n := 0
 	for len(items) > 0 {
 		chunk := items[:min(len(items), shardChunk)]
 		items = items[len(chunk):]
-		res, err := b.c.applyLocal(ctx, mustEncode(fsm.Command{Op: fsm.OpShardRelease, Shard: &fsm.ShardCmd{Force: true, Items: chunk}}))
+		res, err := b.o.Apply(ctx, fsm.Command{Op: fsm.OpShardRelease, Shard: &fsm.ShardCmd{Force: true, Items: chunk}})
 		if err != nil {
-			b.c.log.Warn("forced shard release failed", "error", err)
+			b.o.Log.Warn("forced shard release failed", "error", err)
 			return n
 		}
 		n += res.Count
@@ -203,7 +209,7 @@ func (b *balancer) commitForced(ctx context.Context, items []fsm.ShardItem) int 
 
 // plan runs the planner and turns its moves into grants (free shards) and
 // revokes (owned shards), limiting rebalancing handoffs in flight.
-func (b *balancer) plan(v *fsm.View, members map[string]shardown.Member, now time.Time) (grants, revokes []fsm.ShardItem) {
+func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, now time.Time) (grants, revokes []fsm.ShardItem) {
 	n := v.ShardCount()
 	current := make([]string, n)
 	inflight := 0
@@ -231,16 +237,16 @@ func (b *balancer) plan(v *fsm.View, members map[string]shardown.Member, now tim
 			ms = append(ms, m)
 		}
 		var err error
-		_, moves, err = shardown.Plan(ms, current, shardown.Params{
-			Shards: n, Epsilon: b.c.cfg.ShardEpsilon, MaxMovesInFlight: -1,
-			Now: uint64(now.Sub(b.epoch)), JoinStabilization: uint64(b.c.cfg.ShardJoinStabilization),
+		moves, err = b.planner.Plan(ms, current, shardown.Params{
+			Shards: n, Epsilon: b.o.Epsilon, MaxMovesInFlight: -1,
+			Now: uint64(now.Sub(b.epoch)), JoinStabilization: uint64(b.o.JoinStabilization),
 		})
 		if err != nil {
-			b.c.log.Error("shard planning failed", "error", err)
+			b.o.Log.Error("shard planning failed", "error", err)
 			return nil, nil
 		}
 	}
-	budget := b.c.cfg.ShardMaxMoves
+	budget := b.o.MaxMoves
 	if budget == 0 {
 		budget = max(1, n/16)
 	}
@@ -258,7 +264,7 @@ func (b *balancer) plan(v *fsm.View, members map[string]shardown.Member, now tim
 				revokes = append(revokes, fsm.ShardItem{Shard: cur.ID, Session: cur.Owner, Token: cur.Token, To: m.To})
 				revoked[cur.ID] = true
 			}
-		case !b.c.lessor.ExpiringOrDue(cur.Owner, now): // drained: not limited
+		case !b.o.Expiring(cur.Owner, now): // drained: not limited
 			revokes = append(revokes, fsm.ShardItem{Shard: cur.ID, Session: cur.Owner, Token: cur.Token, To: m.To})
 			revoked[cur.ID] = true
 		}
@@ -281,32 +287,32 @@ const shardChunk = 256
 
 // commit commits items in chunks; a failure is logged and the next round
 // replans.
-func (b *balancer) commit(ctx context.Context, op fsm.Op, items []fsm.ShardItem) {
+func (b *Balancer) commit(ctx context.Context, op fsm.Op, items []fsm.ShardItem) {
 	for len(items) > 0 {
 		chunk := items[:min(len(items), shardChunk)]
 		items = items[len(chunk):]
-		res, err := b.c.applyLocal(ctx, mustEncode(fsm.Command{Op: op, Shard: &fsm.ShardCmd{Items: chunk}}))
+		res, err := b.o.Apply(ctx, fsm.Command{Op: op, Shard: &fsm.ShardCmd{Items: chunk}})
 		if err != nil {
 			if ctx.Err() == nil {
-				b.c.log.Warn("shard command failed; replanning", "op", op.String(), "error", err)
+				b.o.Log.Warn("shard command failed; replanning", "op", op.String(), "error", err)
 			}
 			return
 		}
 		if op == fsm.OpShardGrant {
 			b.observeHandoffs(chunk, res.Index)
 		} else {
-			b.c.metrics.handoffs.Add(float64(res.Count))
+			b.o.Metrics.Handoffs.Add(float64(res.Count))
 			b.startHandoffs(chunk, res.Index)
 		}
-		b.c.log.Debug("shard command committed", "op", op.String(), "items", len(chunk), "applied", res.Count)
+		b.o.Log.Debug("shard command committed", "op", op.String(), "items", len(chunk), "applied", res.Count)
 	}
 }
 
 // startHandoffs notes when each revoke the command at index applied began
 // its handoff.
-func (b *balancer) startHandoffs(items []fsm.ShardItem, index uint64) {
-	v := b.c.fsm.View()
-	now := time.Now()
+func (b *Balancer) startHandoffs(items []fsm.ShardItem, index uint64) {
+	v := b.o.View()
+	now := b.o.Now()
 	for _, it := range items {
 		if sh := v.ShardRef(it.Shard); sh != nil && sh.Revoked == index {
 			if _, ok := b.handoffStart[ShardID(it.Shard)]; !ok {
@@ -318,23 +324,23 @@ func (b *balancer) startHandoffs(items []fsm.ShardItem, index uint64) {
 
 // observeHandoffs records the duration of every handoff that the grant
 // committed at index completed.
-func (b *balancer) observeHandoffs(items []fsm.ShardItem, index uint64) {
-	v := b.c.fsm.View()
-	now := time.Now()
+func (b *Balancer) observeHandoffs(items []fsm.ShardItem, index uint64) {
+	v := b.o.View()
+	now := b.o.Now()
 	for _, it := range items {
 		id := ShardID(it.Shard)
 		start, ok := b.handoffStart[id]
 		if sh := v.ShardRef(it.Shard); !ok || sh == nil || sh.Owner != it.Session || sh.Granted != index {
 			continue
 		}
-		b.c.metrics.handoffDuration.Observe(now.Sub(start).Seconds())
+		b.o.Metrics.HandoffDuration.Observe(now.Sub(start).Seconds())
 		delete(b.handoffStart, id)
 	}
 }
 
 // integrateUnowned adds the shard-seconds spent unowned since the last
 // round (at the count seen then) and takes the new count.
-func (b *balancer) integrateUnowned(v *fsm.View, now time.Time) {
-	b.c.metrics.unownedSeconds.Add(float64(b.unowned) * now.Sub(b.unownedAt).Seconds())
-	b.unowned, b.unownedAt = freeShards(v), now
+func (b *Balancer) integrateUnowned(v *fsm.View, now time.Time) {
+	b.o.Metrics.UnownedSeconds.Add(float64(b.unowned) * now.Sub(b.unownedAt).Seconds())
+	b.unowned, b.unownedAt = FreeShards(v), now
 }

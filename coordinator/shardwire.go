@@ -1,0 +1,75 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+
+	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/shards"
+)
+
+// shardMetrics are the shard collectors internal/shards updates.
+func (c *Coordinator) shardMetrics() *shards.Metrics {
+	m := c.metrics
+	return &shards.Metrics{Handoffs: m.handoffs, Forced: m.forced, HandoffDuration: m.handoffDuration,
+		UnownedSeconds: m.unownedSeconds, AcquireWait: m.acquireWait.WithLabelValues(kindShard)}
+}
+
+// balancerOptions wires a leader term's balancer to this node.
+func (c *Coordinator) balancerOptions() shards.BalancerOptions {
+	return shards.BalancerOptions{
+		View: c.fsm.View,
+		Apply: func(ctx context.Context, cmd fsm.Command) (shards.Applied, error) {
+			res, err := c.applyLocal(ctx, mustEncode(cmd))
+			return shards.Applied{Index: res.Index, Count: res.Count}, err
+		},
+		Expiring:          c.lessor.ExpiringOrDue,
+		Log:               c.log,
+		Metrics:           c.shardMetrics(),
+		SessionTTL:        c.cfg.SessionTTL,
+		ExpiryGrace:       c.cfg.ExpiryGrace,
+		JoinStabilization: c.cfg.ShardJoinStabilization,
+		RebalanceDelay:    c.cfg.ShardRebalanceDelay,
+		ReconcileInterval: c.cfg.ReconcileInterval,
+		MaxMoves:          c.cfg.ShardMaxMoves,
+		Epsilon:           c.cfg.ShardEpsilon,
+	}
+}
+
+// newShardManager wires the owner side of shard ownership to this node.
+func (c *Coordinator) newShardManager() *shards.Manager[*ShardLease] {
+	addr := c.cfg.ServiceAddr
+	if addr == "" {
+		addr = c.trans.Addr()
+	}
+	return shards.NewManager(shards.Options[*ShardLease]{
+		View:    c.fsm.View,
+		Session: c.currentSession,
+		Commit: func(ctx context.Context, cmd fsm.Command) error {
+			_, err := c.applyRetry(ctx, cmd)
+			return err
+		},
+		IsNoSession: func(err error) bool { return errors.Is(err, ErrNoSession) },
+		Stop:        c.ctx.Done(),
+		Wrap:        c.wrapShardLease,
+		Acquire: func(ctx context.Context, l *ShardLease) {
+			if h := c.cfg.Handler; h != nil {
+				h.Acquire(ctx, l)
+			}
+		},
+		Release: func(ctx context.Context, l *ShardLease) error {
+			if h := c.cfg.Handler; h != nil {
+				return h.Release(ctx, l)
+			}
+			return nil
+		},
+		DrainTimeout: c.cfg.ShardDrainTimeout,
+		NodeID:       c.id,
+		Addr:         addr,
+		Weight:       c.cfg.ShardWeight,
+		SessionTTL:   c.cfg.SessionTTL,
+		Errors:       shards.Errors{Lost: ErrLeaseLost, Revoked: ErrRevoked, Shutdown: ErrShutdown},
+		Log:          c.log,
+		Metrics:      c.shardMetrics(),
+	})
+}

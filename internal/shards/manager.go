@@ -1,0 +1,299 @@
+package shards
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/session"
+)
+
+// Lease is this node's ownership of one shard, as the Manager tracks it:
+// the grant's token and its belief under the session it was granted to.
+// The belief ends when the shard is handed off, when the replica shows
+// another owner or the shard free, with the session, or at Close.
+type Lease struct {
+	shard    ShardID
+	token    uint64
+	index    uint64 // raft index at which the grant was seen
+	life     *session.Belief
+	revoked  chan struct{} // closed when the leader's revoke is seen
+	hookDone chan struct{} // closed when the Acquire callback returned
+}
+
+// Shard returns the shard the lease owns.
+func (l *Lease) Shard() ShardID { return l.shard }
+
+// Token returns the fencing token of the grant.
+func (l *Lease) Token() uint64 { return l.token }
+
+// Index returns the raft index at which this node saw the grant.
+func (l *Lease) Index() uint64 { return l.index }
+
+// Belief returns the lease's belief: its context, its end and its cap.
+func (l *Lease) Belief() *session.Belief { return l.life }
+
+// Revoked returns a channel closed once the leader has asked this node to
+// hand the shard off; the lease holds until the handoff ends it.
+func (l *Lease) Revoked() <-chan struct{} { return l.revoked }
+
+func (l *Lease) sessionID() string { return l.life.Session().ID() }
+
+// end ends the lease with cause, now.
+func (l *Lease) end(cause error) bool { return l.life.End(cause, time.Time{}, nil) }
+
+// held is a live lease and the caller's value for it.
+type held[W any] struct {
+	*Lease
+	w W
+}
+
+// Manager is the owner side of shard ownership on every node: it turns the
+// replica's shard table into leases for this node's session, runs the
+// Acquire callback for each, hands a shard off (Release callback, then the
+// release's commit) when the leader revokes it, and drains the node on
+// request. W is the caller's value for a lease (the coordinator's
+// ShardLease), made once per lease by Options.Wrap. The Manager owns its
+// goroutines: Start starts them, Close joins them.
+type Manager[W any] struct {
+	o       Options[W]
+	stop    chan struct{} // closed by Close
+	wg      sync.WaitGroup
+	drained atomic.Bool // sessions start drained (Drain was called, not Undrain)
+
+	mu       sync.Mutex
+	closed   bool
+	leases   map[ShardID]*held[W]
+	ended    map[ShardID]uint64    // highest token this node stopped believing, per shard
+	releases map[ShardID]uint64    // releases under way (token)
+	freeSeen map[ShardID]time.Time // when this node first saw each shard free (acquire-wait metric)
+	synced   uint64                // index of the newest view synced
+	scanned  uint64                // ShardsIndex of the last full scan
+	scanSess string                // session of the last full scan
+	changed  chan struct{}         // closed and replaced when leases or releases change
+}
+
+// NewManager returns a Manager; call Start to have it follow the replica.
+func NewManager[W any](o Options[W]) *Manager[W] {
+	return &Manager[W]{o: o.withDefaults(), stop: make(chan struct{}), leases: map[ShardID]*held[W]{},
+		ended: map[ShardID]uint64{}, releases: map[ShardID]uint64{}, freeSeen: map[ShardID]time.Time{},
+		changed: make(chan struct{})}
+}
+
+// Start follows the replica and the session in a goroutine Close joins,
+// syncing the leases after every change.
+func (m *Manager[W]) Start() {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.loop()
+	}()
+}
+
+func (m *Manager[W]) loop() {
+	for {
+		v := m.o.View()
+		s, sessChanged := m.o.Session()
+		m.Sync(v, s)
+		select {
+		case <-m.stop:
+			return
+		case <-m.o.Stop:
+			return
+		case <-v.Changed():
+		case <-sessChanged:
+		}
+	}
+}
+
+// Sync brings the leases in line with v: it ends leases the replica no
+// longer shows, starts the handoff of revoked ones, and creates leases for
+// shards newly granted to s (nil: no valid session). Views older than one
+// already synced are ignored, so a lease is never recreated from stale
+// state. The session's keepalive calls it with the view of a keepalive
+// answer before extending the session, so a revoke seen by then caps the
+// lease first.
+func (m *Manager[W]) Sync(v *fsm.View, s *session.Session) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || v.Index() < m.synced {
+		return
+	}
+	m.synced = v.Index()
+	for id, l := range m.leases {
+		if v.Index() < l.index {
+			continue
+		}
+		cur, _ := v.Shard(uint32(id))
+		switch {
+		case cur.State == fsm.ShardFree || cur.Owner != l.sessionID() || cur.Token != l.token:
+			l.end(m.o.Errors.Lost)
+		case cur.State == fsm.ShardRevoking:
+			m.revokeLocked(l)
+		}
+	}
+	sid := ""
+	if s != nil {
+		sid = s.ID()
+	}
+	if v.ShardsIndex() == m.scanned && sid == m.scanSess {
+		return
+	}
+	m.scanned, m.scanSess = v.ShardsIndex(), sid
+	now := time.Now()
+	v.EachShard(func(sh fsm.Shard) bool {
+		m.scanLocked(v, s, sh, now)
+		return true
+	})
+}
+
+// scanLocked acts on one entry of the table for session s.
+func (m *Manager[W]) scanLocked(v *fsm.View, s *session.Session, sh fsm.Shard, now time.Time) {
+	id := ShardID(sh.ID)
+	if sh.State == fsm.ShardFree {
+		if _, ok := m.freeSeen[id]; !ok {
+			m.freeSeen[id] = now
+		}
+		return
+	}
+	if s == nil || sh.Owner != s.ID() {
+		delete(m.freeSeen, id)
+		return
+	}
+	if l, ok := m.leases[id]; ok && l.token == sh.Token {
+		return
+	}
+	if sh.Token <= m.ended[id] || m.releases[id] == sh.Token {
+		return
+	}
+	if sh.State == fsm.ShardRevoking {
+		// Revoked before this node ever believed it: release at once.
+		m.releaseLocked(s, id, sh.Token)
+		return
+	}
+	m.startLocked(s, id, sh.Token, v.Index())
+}
+
+// startLocked creates the lease of a shard granted to s and runs the
+// Acquire callback.
+func (m *Manager[W]) startLocked(s *session.Session, id ShardID, token, index uint64) {
+	l := &Lease{shard: id, token: token, index: index, life: session.NewBelief(s),
+		revoked: make(chan struct{}), hookDone: make(chan struct{})}
+	wait := time.Duration(0)
+	if t, ok := m.freeSeen[id]; ok {
+		wait = l.life.Start().Sub(t)
+		delete(m.freeSeen, id)
+	}
+	m.o.Metrics.AcquireWait.Observe(wait.Seconds())
+	h := &held[W]{Lease: l, w: m.o.Wrap(l)}
+	m.leases[id] = h
+	m.notifyLocked()
+	context.AfterFunc(l.life.Context(), func() { m.forget(h) })
+	m.goLocked(func() {
+		defer close(l.hookDone)
+		m.o.Acquire(l.life.Context(), h.w)
+	})
+}
+
+// goLocked runs f in a goroutine Close joins; m.mu is held and m is not
+// closed.
+func (m *Manager[W]) goLocked(f func()) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		f()
+	}()
+}
+
+// forget drops an ended lease and remembers its token so it is never
+// believed again.
+func (m *Manager[W]) forget(h *held[W]) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ended[h.shard] < h.token {
+		m.ended[h.shard] = h.token
+	}
+	if m.leases[h.shard] == h {
+		delete(m.leases, h.shard)
+		m.notifyLocked()
+	}
+}
+
+func (m *Manager[W]) notifyLocked() {
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+// Owned returns the values of the live leases, sorted by shard.
+func (m *Manager[W]) Owned() []W {
+	m.mu.Lock()
+	live := make([]*held[W], 0, len(m.leases))
+	for _, h := range m.leases {
+		if h.life.Context().Err() == nil {
+			live = append(live, h)
+		}
+	}
+	m.mu.Unlock()
+	sort.Slice(live, func(i, j int) bool { return live[i].shard < live[j].shard })
+	out := make([]W, len(live))
+	for i, h := range live {
+		out[i] = h.w
+	}
+	return out
+}
+
+// Count returns the number of live leases.
+func (m *Manager[W]) Count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, h := range m.leases {
+		if h.life.Context().Err() == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// state returns the number of leases and releases under way, and a channel
+// closed when either changes.
+func (m *Manager[W]) state() (leases, releasing int, changed <-chan struct{}) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.leases), len(m.releases), m.changed
+}
+
+// End ends every lease with cause and stops creating new ones; handoffs
+// under way go on. It does not wait: Close does.
+func (m *Manager[W]) End(cause error) {
+	m.mu.Lock()
+	m.closed = true
+	all := make([]*held[W], 0, len(m.leases))
+	for _, h := range m.leases {
+		all = append(all, h)
+	}
+	m.mu.Unlock()
+	for _, h := range all {
+		h.end(cause)
+	}
+}
+
+// Close ends every lease with Errors.Shutdown, stops following the replica
+// and waits for every goroutine the Manager started: the Acquire and
+// Release callbacks (which must return once their context ends) and the
+// commits of releases (which end with their session). It is safe to call
+// more than once.
+func (m *Manager[W]) Close() {
+	m.End(m.o.Errors.Shutdown)
+	m.mu.Lock()
+	select {
+	case <-m.stop:
+	default:
+		close(m.stop)
+	}
+	m.mu.Unlock()
+	m.wg.Wait()
+}

@@ -1,0 +1,89 @@
+package shards
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/session"
+)
+
+// Errors are the causes and errors the Manager uses: the caller's public
+// error values.
+type Errors struct {
+	// Lost ends a lease the replica no longer shows this node owning, and
+	// a revoked lease at its cap.
+	Lost error
+	// Revoked ends a lease whose handoff completed.
+	Revoked error
+	// Shutdown ends every lease at Close; WaitNoShards and SetDrained
+	// return it once Stop is closed.
+	Shutdown error
+}
+
+// Options is what the Manager needs from its neighbours.
+type Options[W any] struct {
+	// View returns the replica's current view (required).
+	View func() *fsm.View
+	// Session returns this node's current session if its belief is valid
+	// (else nil), and a channel closed when the session changes (required).
+	Session func() (*session.Session, <-chan struct{})
+	// Commit commits cmd through raft, retrying while its outcome is
+	// unknown, until ctx ends (required).
+	Commit func(ctx context.Context, cmd fsm.Command) error
+	// IsNoSession reports whether a Commit error says the session is gone
+	// (nil: none does).
+	IsNoSession func(error) bool
+	// Stop is closed when the node begins to shut down: the Manager stops
+	// following the replica, and its waits return Errors.Shutdown.
+	Stop <-chan struct{}
+
+	// Wrap makes the caller's value for a lease, once, as the lease
+	// starts (required).
+	Wrap func(*Lease) W
+	// Acquire is called in a goroutine of its own when a lease starts,
+	// with the lease's context; it must return once ctx ends (nil: none).
+	Acquire func(ctx context.Context, w W)
+	// Release is called in a goroutine of its own when the leader revokes
+	// a lease; ctx ends after DrainTimeout or when the lease's belief ends
+	// (nil: none). When it returns, the lease ends and the release is
+	// committed; an error is logged.
+	Release func(ctx context.Context, w W) error
+	// DrainTimeout bounds Release, and the wait for Acquire to return
+	// before the release is committed.
+	DrainTimeout time.Duration
+
+	// NodeID is this node's identity: the shards it owns under any
+	// session are those whose owner has this node ID.
+	NodeID string
+	// Addr and Weight are written into every new session (FillSessionCmd).
+	Addr   string
+	Weight float64
+	// SessionTTL bounds HandOff (with DrainTimeout).
+	SessionTTL time.Duration
+
+	// Errors are the causes leases end with.
+	Errors Errors
+	// Log receives the Manager's logs (nil: discarded).
+	Log *slog.Logger
+	// Metrics: AcquireWait is observed at every lease's start.
+	Metrics *Metrics
+}
+
+func (o Options[W]) withDefaults() Options[W] {
+	if o.IsNoSession == nil {
+		o.IsNoSession = func(error) bool { return false }
+	}
+	if o.Acquire == nil {
+		o.Acquire = func(context.Context, W) {}
+	}
+	if o.Release == nil {
+		o.Release = func(context.Context, W) error { return nil }
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	o.Metrics = o.Metrics.withDefaults()
+	return o
+}
