@@ -13,6 +13,7 @@ import (
 	autopilot "github.com/hashicorp/raft-autopilot"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/raftnode"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -27,9 +28,8 @@ type Coordinator struct {
 
 	fsm        *fsm.FSM
 	trans      *transport.Transport
-	stores     *raftStores
-	raftTrans  *raft.NetworkTransport
-	raft       *raft.Raft
+	node       *raftnode.Node // raft host: stores, futures, propose/forward
+	raft       *raft.Raft     // node.Raft()
 	members    *membership.Membership
 	pilot      *autopilot.Autopilot
 	boot       *bootstrapper
@@ -54,7 +54,7 @@ type Coordinator struct {
 
 	spawnMu  sync.Mutex
 	spawnOff bool
-	futs     futures // raft futures in flight
+	futs     futures // raft futures in flight (the node's)
 
 	clusterID atomic.Pointer[string]         // the formed cluster's ID, once known
 	health    atomic.Pointer[receivedHealth] // the leader's last health judgement (see Health)
@@ -62,13 +62,8 @@ type Coordinator struct {
 	kick      chan struct{}                  // wakes the leader reconciler
 	admitted  admission                      // members refused entry to raft (admit.go)
 	keyring   keyringStore                   // the persisted gossip keyring (keyringfile.go)
-	forwards  chan struct{}                  // semaphore of forwarded commands being served
 	noLeader  leaderWatch                    // since when no raft leader is known (sync.go)
 	tlsReload tlsReloader                    // follows the TLS files (tlsreload.go)
-	// dupForward, set only by tests, says whether to send a forwarded
-	// command once more (after the returned delay): a late duplicate.
-	dupForward atomic.Pointer[func() (time.Duration, bool)]
-	dupsSent   atomic.Int64 // duplicates whose call returned (tests)
 
 	ctx      context.Context // ends when Shutdown or Close begins
 	cancel   context.CancelCauseFunc
@@ -96,7 +91,6 @@ func New(cfg Config) (*Coordinator, error) {
 		sessChanged: make(chan struct{}),
 		leases:      map[*Lease]struct{}{},
 		leaseKick:   make(chan struct{}, 1),
-		forwards:    make(chan struct{}, MaxPendingForwards),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -126,11 +120,11 @@ func (c *Coordinator) start() error {
 	if err != nil {
 		return err
 	}
-	c.id = ident.id
-	if ident.renamedFrom != "" {
-		c.log.Warn("data dir renamed (Config.AllowRename): keeping its identity under this name", "previous_name", ident.renamedFrom, "id", c.id)
+	c.id = ident.ID
+	if ident.RenamedFrom != "" {
+		c.log.Warn("data dir renamed (Config.AllowRename): keeping its identity under this name", "previous_name", ident.RenamedFrom, "id", c.id)
 	}
-	c.log.Info("starting", "id", c.id, "new_identity", ident.fresh, "voter_eligible", c.cfg.DataDir != "")
+	c.log.Info("starting", "id", c.id, "new_identity", ident.Fresh, "voter_eligible", c.cfg.DataDir != "")
 	c.resolveAdvertise()
 	c.trans, err = c.newTransport()
 	if err != nil {
@@ -149,7 +143,7 @@ func (c *Coordinator) start() error {
 	c.boot = newBootstrapper(c)
 	c.lessor = newLessor(c)
 	c.shards = newShardMgr(c)
-	c.trans.SetHandler(transport.HandlerFunc(c.serveRPC))
+	c.trans.SetHandler(transport.HandlerFunc(c.newDispatcher().ServeRPC))
 	c.goLoop(c.leaderLoop)
 	c.goLoop(c.memberLoop)
 	c.goLoop(c.clusterIDLoop)
@@ -327,14 +321,8 @@ func (c *Coordinator) closeAll() error {
 	if c.members != nil {
 		errs = append(errs, c.members.Shutdown())
 	}
-	if n := c.futs.close(c.cfg.RPCTimeout); n > 0 {
-		c.log.Warn("raft requests still unanswered at shutdown", "count", n)
-	}
-	if c.raft != nil {
-		errs = append(errs, c.raft.Shutdown().Error())
-	}
-	if c.raftTrans != nil {
-		errs = append(errs, c.raftTrans.Close())
+	if c.node != nil {
+		errs = append(errs, c.node.Stop())
 	}
 	if c.trans != nil {
 		errs = append(errs, c.trans.Close())
@@ -343,8 +331,8 @@ func (c *Coordinator) closeAll() error {
 	if c.pilot != nil {
 		<-c.pilot.Stop() // the leader loop may have restarted it before it saw the cancel
 	}
-	if c.stores != nil && c.stores.closer != nil {
-		errs = append(errs, c.stores.closer.Close())
+	if c.node != nil {
+		errs = append(errs, c.node.CloseStores())
 	}
 	if c.metrics != nil {
 		c.metrics.unregister()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -52,33 +53,26 @@ func (c *Config) validateGossipKeys() error {
 
 // Keyring operations carried by the methodGossipKeyring RPC.
 const (
-	keyringStatus  = "status" // read-only: is the key installed, primary?
-	keyringInstall = "install"
-	keyringUse     = "use"
-	keyringRemove  = "remove"
+	keyringStatus  = wire.KeyringStatus // read-only: is the key installed, primary?
+	keyringInstall = wire.KeyringInstall
+	keyringUse     = wire.KeyringUse
+	keyringRemove  = wire.KeyringRemove
 )
 
 // Remote error codes of the keyring RPC.
 const (
-	codeGossipNotEncrypted = "gossip_not_encrypted"
-	codeGossipBadKey       = "gossip_bad_key"
-	codeGossipNotInstalled = "gossip_key_not_installed"
-	codeGossipPrimary      = "gossip_key_primary"
+	codeGossipNotEncrypted = wire.CodeGossipNotEncrypted
+	codeGossipBadKey       = wire.CodeGossipBadKey
+	codeGossipNotInstalled = wire.CodeGossipNotInstalled
+	codeGossipPrimary      = wire.CodeGossipPrimary
 )
 
-// keyringRequest asks a node to apply Op with Key to its gossip keyring.
-type keyringRequest struct {
-	Op  string `msgpack:"op"`
-	Key []byte `msgpack:"key"`
-}
-
-// keyringReply describes the node's keyring after the operation, relative
-// to the request's key. It never carries key material.
-type keyringReply struct {
-	Installed bool `msgpack:"installed"`
-	Primary   bool `msgpack:"primary"`
-	Keys      int  `msgpack:"keys"`
-}
+// keyringRequest asks a node to apply Op with Key to its gossip keyring;
+// keyringReply describes the node's keyring after it (no key material).
+type (
+	keyringRequest = wire.KeyringRequest
+	keyringReply   = wire.KeyringReply
+)
 
 // keyringTarget is a live member a keyring operation is sent to.
 type keyringTarget struct {

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/transport"
 )
 
@@ -308,13 +309,10 @@ func (l *lessor) confirmLoop() {
 	}
 }
 
-type confirmRequest struct {
-	Term uint64 `msgpack:"term"`
-}
-
-type confirmReply struct {
-	OK bool `msgpack:"ok"`
-}
+type (
+	confirmRequest = wire.ConfirmRequest
+	confirmReply   = wire.ConfirmReply
+)
 
 // confirmRound asks every voter whether it is still in this leader's term.
 func (l *lessor) confirmRound() error {

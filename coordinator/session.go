@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // session is this node's current session incarnation as the node believes
@@ -330,14 +331,10 @@ func (c *Coordinator) renew(s *session, sent time.Time, sentC time.Duration, ind
 	s.extend(c.beliefUntil(sent), sentC+c.beliefSpan())
 }
 
-type keepAliveRequest struct {
-	Session string `msgpack:"session"`
-}
-
-type keepAliveReply struct {
-	// Index is the leader's applied index when it answered.
-	Index uint64 `msgpack:"index"`
-}
+type (
+	keepAliveRequest = wire.KeepAliveRequest
+	keepAliveReply   = wire.KeepAliveReply
+)
 
 // jitter returns d ± 10%.
 func jitter(d time.Duration) time.Duration {
