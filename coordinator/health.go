@@ -7,6 +7,7 @@ import (
 
 	autopilot "github.com/hashicorp/raft-autopilot"
 
+	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/transport"
 )
 
@@ -74,27 +75,13 @@ func (c *Coordinator) Health() GroupHealth {
 	return g
 }
 
-// statsRequest is autopilot's stats poll; it carries the leader's health
-// judgement (nil before the leader has one). Older leaders send an empty
-// request, which decodes to a nil Health.
-type statsRequest struct {
-	Health *healthReport `msgpack:"health,omitempty"`
-}
-
-// healthReport is the wire form of a GroupHealth.
-type healthReport struct {
-	Term             uint64        `msgpack:"term"`
-	Leader           string        `msgpack:"leader"`
-	FailureTolerance int           `msgpack:"ft"`
-	Voters           []voterReport `msgpack:"voters"`
-}
-
-type voterReport struct {
-	ID      string `msgpack:"id"`
-	Name    string `msgpack:"name"`
-	Zone    string `msgpack:"zone"`
-	Healthy bool   `msgpack:"healthy"`
-}
+// statsRequest is autopilot's stats poll, carrying the leader's health
+// judgement; healthReport is the wire form of a GroupHealth.
+type (
+	statsRequest = wire.StatsRequest
+	healthReport = wire.HealthReport
+	voterReport  = wire.VoterReport
+)
 
 // receivedHealth is a healthReport and when this node got it.
 type receivedHealth struct {

@@ -40,6 +40,9 @@ func TestProtocolNamesArePinned(t *testing.T) {
 		{ConfirmReply{}, []string{"ok"}},
 		{BootProposal{}, []string{"by", "id", "servers"}},
 		{KeyringRequest{}, []string{"key", "op"}},
+		{StatsRequest{Health: &HealthReport{}}, []string{"health"}},
+		{HealthReport{}, []string{"ft", "leader", "term", "voters"}},
+		{VoterReport{}, []string{"healthy", "id", "name", "zone"}},
 	} {
 		b, err := transport.Encode(tc.v)
 		if err != nil {

@@ -100,3 +100,27 @@ type BootReply struct {
 	OK     bool   `msgpack:"ok"`
 	Reason string `msgpack:"reason"`
 }
+
+// StatsRequest is autopilot's stats poll (MethodStats); it carries the
+// leader's health judgement (nil before the leader has one). Older leaders
+// send an empty request, which decodes to a nil Health.
+type StatsRequest struct {
+	Health *HealthReport `msgpack:"health,omitempty"`
+}
+
+// HealthReport is the leader's judgement of the raft group's health, as
+// sent to every voter.
+type HealthReport struct {
+	Term             uint64        `msgpack:"term"`
+	Leader           string        `msgpack:"leader"`
+	FailureTolerance int           `msgpack:"ft"`
+	Voters           []VoterReport `msgpack:"voters"`
+}
+
+// VoterReport is one voter in a HealthReport.
+type VoterReport struct {
+	ID      string `msgpack:"id"`
+	Name    string `msgpack:"name"`
+	Zone    string `msgpack:"zone"`
+	Healthy bool   `msgpack:"healthy"`
+}
