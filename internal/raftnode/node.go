@@ -34,7 +34,8 @@ type Options struct {
 	// DataDir holds the raft stores (under DataDir/raft); "" keeps them in
 	// memory.
 	DataDir string
-	Timing  Timing
+	// Timing is raft's timing and log compaction.
+	Timing Timing
 	// RPCTimeout bounds raft requests made without a deadline.
 	RPCTimeout time.Duration
 	// Trans carries raft's traffic (its stream layer) and the forwarded
@@ -50,7 +51,8 @@ type Options struct {
 	// Context ends when the host begins to shut down: proposals then fail
 	// with wire.ErrShutdown, and raft's logs are muted.
 	Context context.Context
-	Log     *slog.Logger
+	// Log receives the node's and raft's logs (nil: discarded).
+	Log *slog.Logger
 }
 
 // Node is a started raft server with its stores.
