@@ -15,6 +15,7 @@ import (
 	"github.com/holdfast-go/holdfast/internal/cluster"
 	"github.com/holdfast-go/holdfast/internal/keyring"
 	"github.com/holdfast-go/holdfast/internal/leases"
+	"github.com/holdfast-go/holdfast/internal/raftnode"
 	"github.com/holdfast-go/holdfast/internal/session"
 	"github.com/holdfast-go/holdfast/internal/shards"
 	"github.com/holdfast-go/holdfast/internal/tlsfiles"
@@ -32,9 +33,8 @@ type Coordinator struct {
 
 	fsm        *fsm.FSM
 	trans      *transport.Transport
-	stores     *raftStores
-	raftTrans  *raft.NetworkTransport
-	raft       *raft.Raft
+	node       *raftnode.Node // raft host: stores, futures, propose/forward
+	raft       *raft.Raft     // node.Raft()
 	members    *membership.Membership
 	cluster    *cluster.Cluster // formation, membership of the raft group, autopilot
 	metrics    *metrics
@@ -52,15 +52,10 @@ type Coordinator struct {
 
 	spawnMu  sync.Mutex
 	spawnOff bool
-	futs     futures // raft futures in flight
+	futs     futures // raft futures in flight (the node's)
 
-	leaderCh chan bool     // raft's NotifyCh
-	forwards chan struct{} // semaphore of forwarded commands being served
-	noLeader leaderWatch   // since when no raft leader is known (sync.go)
-	// dupForward, set only by tests, says whether to send a forwarded
-	// command once more (after the returned delay): a late duplicate.
-	dupForward atomic.Pointer[func() (time.Duration, bool)]
-	dupsSent   atomic.Int64 // duplicates whose call returned (tests)
+	leaderCh chan bool   // raft's NotifyCh
+	noLeader leaderWatch // since when no raft leader is known (sync.go)
 
 	keyStore   *keyring.Store     // the persisted gossip keyring (gossipkeys.go)
 	gossipKeys *keyring.Keyring   // cluster-wide gossip key rotation (gossipkeys.go)
@@ -89,7 +84,6 @@ func New(cfg Config) (*Coordinator, error) {
 		log:      cfg.Logger,
 		fsm:      fsm.New(),
 		leaderCh: make(chan bool, 16),
-		forwards: make(chan struct{}, MaxPendingForwards),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -118,11 +112,11 @@ func (c *Coordinator) start() error {
 	if err != nil {
 		return err
 	}
-	c.id = ident.id
-	if ident.renamedFrom != "" {
-		c.log.Warn("data dir renamed (Config.AllowRename): keeping its identity under this name", "previous_name", ident.renamedFrom, "id", c.id)
+	c.id = ident.ID
+	if ident.RenamedFrom != "" {
+		c.log.Warn("data dir renamed (Config.AllowRename): keeping its identity under this name", "previous_name", ident.RenamedFrom, "id", c.id)
 	}
-	c.log.Info("starting", "id", c.id, "new_identity", ident.fresh, "voter_eligible", c.cfg.DataDir != "")
+	c.log.Info("starting", "id", c.id, "new_identity", ident.Fresh, "voter_eligible", c.cfg.DataDir != "")
 	cluster.ResolveAdvertise(c.log, c.cfg.RPCAddr, &c.cfg.AdvertiseRPCAddr, c.cfg.GossipAddr, &c.cfg.AdvertiseGossipAddr)
 	c.trans, err = c.newTransport()
 	if err != nil {
@@ -142,7 +136,7 @@ func (c *Coordinator) start() error {
 	c.startTLSReload()
 	c.lessor = c.newLessor()
 	c.shards = c.newShardManager()
-	c.trans.SetHandler(transport.HandlerFunc(c.serveRPC))
+	c.trans.SetHandler(transport.HandlerFunc(c.newDispatcher().ServeRPC))
 	c.goLoop(c.leaderLoop)
 	c.cluster.Start()
 	c.goLoop(func() { c.lessor.ConfirmLoop(c.ctx) })
@@ -297,14 +291,8 @@ func (c *Coordinator) closeAll() error {
 	if c.members != nil {
 		errs = append(errs, c.members.Shutdown())
 	}
-	if n := c.futs.close(c.cfg.RPCTimeout); n > 0 {
-		c.log.Warn("raft requests still unanswered at shutdown", "count", n)
-	}
-	if c.raft != nil {
-		errs = append(errs, c.raft.Shutdown().Error())
-	}
-	if c.raftTrans != nil {
-		errs = append(errs, c.raftTrans.Close())
+	if c.node != nil {
+		errs = append(errs, c.node.Stop())
 	}
 	if c.tlsReload != nil {
 		c.tlsReload.Stop()
@@ -319,8 +307,8 @@ func (c *Coordinator) closeAll() error {
 	if c.leases != nil {
 		c.leases.Close()
 	}
-	if c.stores != nil && c.stores.closer != nil {
-		errs = append(errs, c.stores.closer.Close())
+	if c.node != nil {
+		errs = append(errs, c.node.CloseStores())
 	}
 	if c.metrics != nil {
 		c.metrics.unregister()

@@ -6,25 +6,26 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 var (
 	// ErrShutdown is returned by calls made after Shutdown or Close began.
-	ErrShutdown = errors.New("holdfast: coordinator is shut down")
+	ErrShutdown = wire.ErrShutdown
 	// ErrNoLeader is returned when a write needs the raft leader and none is
 	// known (an election is under way or quorum is lost).
-	ErrNoLeader = errors.New("holdfast: no raft leader")
+	ErrNoLeader = wire.ErrNoLeader
 	// ErrNotLeader is returned by leader-only RPCs that reached a follower.
-	ErrNotLeader = errors.New("holdfast: not the raft leader")
+	ErrNotLeader = wire.ErrNotLeader
 	// ErrDuplicateName is returned by New when another live node already
 	// uses this node's name.
 	ErrDuplicateName = errors.New("holdfast: node name already in use")
 	// ErrRejected is returned when the state machine refused a command; the
 	// wrapped error says why.
-	ErrRejected = errors.New("holdfast: command rejected")
+	ErrRejected = wire.ErrRejected
 	// ErrLeaseHeld is returned by TryAcquire when another node holds the
 	// lease.
-	ErrLeaseHeld = errors.New("holdfast: lease held by another node")
+	ErrLeaseHeld = wire.ErrLeaseHeld
 	// ErrLeaseLost is the cause of a lease's end when it ended for any reason
 	// but Resign: its session's belief lapsed, the session expired, or the
 	// lease went to another holder. Lease.Checkpoint wraps it.
@@ -43,10 +44,10 @@ var (
 	// ErrBusy is returned when the raft leader refused a forwarded command
 	// because MaxPendingForwards were already waiting; commands with a
 	// request ID are retried with backoff.
-	ErrBusy = errors.New("holdfast: leader busy")
+	ErrBusy = wire.ErrBusy
 	// ErrNoSession is returned when a request names a session the cluster
 	// no longer has.
-	ErrNoSession = session.ErrNoSession
+	ErrNoSession = wire.ErrNoSession
 )
 
 // ExpiringError is returned by Lease.Checkpoint when the time left is below
@@ -63,17 +64,6 @@ func (e *ExpiringError) Error() string {
 func (e *ExpiringError) Is(target error) bool { return target == ErrLeaseExpiring }
 
 // NotLeaderError is returned when a request reached a node that is not the
-// raft leader. Leader is the leader's RPC address when known.
-type NotLeaderError struct {
-	Leader string
-}
-
-func (e *NotLeaderError) Error() string {
-	if e.Leader == "" {
-		return ErrNotLeader.Error()
-	}
-	return fmt.Sprintf("%s (leader is %s)", ErrNotLeader, e.Leader)
-}
-
-// Is makes errors.Is(err, ErrNotLeader) true for a *NotLeaderError.
-func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
+// raft leader. Leader is the leader's RPC address when known; errors.Is
+// finds ErrNotLeader in it.
+type NotLeaderError = wire.NotLeaderError

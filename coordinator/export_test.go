@@ -90,13 +90,9 @@ func (c *Coordinator) LeaseWaiters(name string) []fsm.Waiter {
 // forwards to the leader a second time when dup says so, after the delay
 // it returns (nil turns it off).
 func (c *Coordinator) SetForwardDuplicator(dup func() (time.Duration, bool)) {
-	if dup == nil {
-		c.dupForward.Store(nil)
-		return
-	}
-	c.dupForward.Store(&dup)
+	c.node.SetDupForward(dup)
 }
 
 // DuplicatesSent counts the duplicated forwards whose call has returned
 // (delivered and answered, refused, or timed out).
-func (c *Coordinator) DuplicatesSent() int64 { return c.dupsSent.Load() }
+func (c *Coordinator) DuplicatesSent() int64 { return c.node.DupsSent() }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/transport"
 )
 
@@ -60,13 +61,10 @@ func (c *Coordinator) notLeaderHere() error {
 	return &NotLeaderError{Leader: addr}
 }
 
-type confirmRequest struct {
-	Term uint64 `msgpack:"term"`
-}
-
-type confirmReply struct {
-	OK bool `msgpack:"ok"`
-}
+type (
+	confirmRequest = wire.ConfirmRequest
+	confirmReply   = wire.ConfirmReply
+)
 
 // askConfirm asks the voter at addr whether it is still in term (one
 // voter's part of the lessor's confirmation round).

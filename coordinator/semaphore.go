@@ -90,15 +90,15 @@ func (c *Coordinator) acquireSem(ctx context.Context, name string, limit int, wa
 	return &Permit{belief: *beliefOf(g), g: g}, nil
 }
 
-// semError maps a refusal of the state machine (read locally or from a
-// forwarded answer's text) to ErrSemaphoreFull or ErrSemaphoreLimit, with
-// the state machine's detail ("2 of 2 permits of x held") and ErrRejected
-// still in the chain.
+// semError maps a refusal of the state machine (returned locally, or
+// forwarded with its own wire code) to ErrSemaphoreFull or
+// ErrSemaphoreLimit, with the state machine's detail ("2 of 2 permits of x
+// held") and ErrRejected still in the chain.
 func semError(err error) error {
-	msg := err.Error()
 	for _, k := range []struct{ fsmErr, ours error }{{fsm.ErrSemFull, ErrSemaphoreFull}, {fsm.ErrSemLimit, ErrSemaphoreLimit}} {
-		if i := strings.Index(msg, k.fsmErr.Error()); i >= 0 {
-			return &semRefusal{kind: k.ours, detail: msg[i+len(k.fsmErr.Error()):], err: err}
+		if errors.Is(err, k.fsmErr) {
+			_, detail, _ := strings.Cut(err.Error(), k.fsmErr.Error())
+			return &semRefusal{kind: k.ours, detail: detail, err: err}
 		}
 	}
 	return err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // newSessionClient wires the holder's side of sessions
@@ -83,14 +84,10 @@ func (c *Coordinator) sendKeepAlive(ctx context.Context, id string) (uint64, err
 	return rep.Index, err
 }
 
-type keepAliveRequest struct {
-	Session string `msgpack:"session"`
-}
-
-type keepAliveReply struct {
-	// Index is the leader's applied index when it answered.
-	Index uint64 `msgpack:"index"`
-}
+type (
+	keepAliveRequest = wire.KeepAliveRequest
+	keepAliveReply   = wire.KeepAliveReply
+)
 
 // jitter returns d ± 10%.
 func jitter(d time.Duration) time.Duration {

@@ -9,17 +9,14 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/transport"
 )
 
 // methodSync asks the leader for a read index (part of the wire protocol).
-const methodSync = "raft.sync"
+const methodSync = wire.MethodSync
 
-type syncReply struct {
-	// Index is the raft index of the last command the leader had committed
-	// when the request arrived, confirmed by a quorum.
-	Index uint64 `msgpack:"index"`
-}
+type syncReply = wire.SyncReply
 
 // maxReadIndexScan bounds how far back readIndex looks for a command among
 // non-command log entries (configuration changes, barriers) before it
@@ -109,7 +106,7 @@ func (c *Coordinator) readIndex(ctx context.Context) (uint64, error) {
 func (c *Coordinator) lastCommandAtOrBefore(ctx context.Context, index uint64) (uint64, error) {
 	var entry raft.Log
 	for i := index; i > 0 && index-i < maxReadIndexScan; i-- {
-		if err := c.stores.logs.GetLog(i, &entry); err != nil {
+		if err := c.node.LogStore().GetLog(i, &entry); err != nil {
 			// Compacted: the replica applied it when it restored or took
 			// the snapshot.
 			return min(c.fsm.View().Index(), index), nil

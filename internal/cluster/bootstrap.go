@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -29,22 +30,11 @@ import (
 // cluster forms. A promise lasts BootstrapPromiseTTL; the proposer only
 // bootstraps if every promise arrived within half of it.
 
-type bootServer struct {
-	Name string `msgpack:"name"`
-	ID   string `msgpack:"id"`
-	Addr string `msgpack:"addr"`
-}
-
-type bootProposal struct {
-	ID      string       `msgpack:"id"`
-	By      string       `msgpack:"by"`
-	Servers []bootServer `msgpack:"servers"`
-}
-
-type bootReply struct {
-	OK     bool   `msgpack:"ok"`
-	Reason string `msgpack:"reason"`
-}
+type (
+	bootServer   = wire.BootServer
+	bootProposal = wire.BootProposal
+	bootReply    = wire.BootReply
+)
 
 // The bootstrap RPC methods. They are part of the wire protocol.
 const (

@@ -1,6 +1,10 @@
 package session
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/holdfast-go/holdfast/internal/wire"
+)
 
 // ErrExpired is the cause a Session's context ends with when its deadline
 // passes (or the cluster reports it gone): this node no longer believes in
@@ -9,5 +13,6 @@ var ErrExpired = errors.New("holdfast: session expired")
 
 // ErrNoSession is returned for a keepalive that names a session the
 // cluster no longer has, or one whose expiry the leader has decided. The
-// coordinator exports it under the same name.
-var ErrNoSession = errors.New("holdfast: no such session")
+// coordinator exports it under the same name; it is the wire protocol's
+// value, so a refusal from another node matches it too.
+var ErrNoSession = wire.ErrNoSession

@@ -1,4 +1,4 @@
-package coordinator
+package raftnode
 
 import (
 	"context"
@@ -6,34 +6,37 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
-// futures counts the raft futures the coordinator is waiting on, so that
-// Close can let them resolve before it shuts raft down.
+// Futures counts the raft futures a node is waiting on, so that closing
+// can let them resolve before it shuts raft down. The zero value is ready
+// to use.
 //
 // hashicorp/raft v1.7.3 hands committed entries to its FSM goroutine over a
 // buffered channel, and that goroutine returns at Shutdown without draining
 // it: the future of an entry committed just before Shutdown is never
 // answered, and whoever waits on it waits forever. Every raft future here is
-// therefore waited on through wait, which gives up when its context ends,
-// and issued only through issue, which refuses once closing began; Close
-// then waits (bounded) for the ones in flight before raft.Shutdown.
-type futures struct {
+// therefore issued and waited on only through Issue, which gives up when its
+// context ends and refuses once closing began; Close then waits (bounded)
+// for the ones in flight before raft.Shutdown.
+type Futures struct {
 	mu     sync.Mutex
 	closed bool
 	n      int           // futures issued and not yet answered
 	idle   chan struct{} // after close: closed once n reaches 0
 }
 
-// issue calls mk (which starts a raft request and returns its future) and
+// Issue calls mk (which starts a raft request and returns its future) and
 // waits for the future or ctx, whichever ends first. Once closing began it
-// returns ErrShutdown without calling mk.
-func issue[F raft.Future](ctx context.Context, fs *futures, mk func() F) (F, error) {
+// returns wire.ErrShutdown without calling mk.
+func Issue[F raft.Future](ctx context.Context, fs *Futures, mk func() F) (F, error) {
 	fs.mu.Lock()
 	if fs.closed {
 		fs.mu.Unlock()
 		var none F
-		return none, ErrShutdown
+		return none, wire.ErrShutdown
 	}
 	fs.n++
 	fs.mu.Unlock()
@@ -52,7 +55,7 @@ func issue[F raft.Future](ctx context.Context, fs *futures, mk func() F) (F, err
 	}
 }
 
-func (fs *futures) done() {
+func (fs *Futures) done() {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	fs.n--
@@ -62,9 +65,9 @@ func (fs *futures) done() {
 	}
 }
 
-// close refuses new futures and waits up to limit for the ones in flight
+// Close refuses new futures and waits up to limit for the ones in flight
 // to be answered; it reports how many were still unanswered.
-func (fs *futures) close(limit time.Duration) int {
+func (fs *Futures) Close(limit time.Duration) int {
 	fs.mu.Lock()
 	fs.closed = true
 	if fs.n == 0 {

@@ -1,8 +1,8 @@
-package coordinator
+package wire
 
 import "strings"
 
-// errPrefix begins the text of every error this package defines.
+// errPrefix begins the text of every error holdfast defines.
 const errPrefix = "holdfast: "
 
 // chainError is errs[0] wrapping the errors after it: errors.Is and
@@ -13,11 +13,11 @@ type chainError struct {
 	errs []error
 }
 
-// wrap returns outer wrapping causes, as fmt.Errorf("%w: %w", outer,
+// Wrap returns outer wrapping causes, as fmt.Errorf("%w: %w", outer,
 // cause) would, but with the "holdfast: " prefix of each cause dropped
 // from the message (only the first error's prefix is kept). Nil causes are
 // skipped.
-func wrap(outer error, causes ...error) error {
+func Wrap(outer error, causes ...error) error {
 	errs := []error{outer}
 	for _, c := range causes {
 		if c != nil {

@@ -1,4 +1,4 @@
-package coordinator
+package raftnode
 
 import (
 	"crypto/rand"
@@ -18,52 +18,63 @@ const (
 	nameFile     = "node-name"
 )
 
-// newID returns a fresh random identifier (128 bits, hex).
-func newID() string {
+// NewID returns a fresh random identifier (128 bits, hex).
+func NewID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 
-// identity is what loadIdentity found in the data dir.
-type identity struct {
-	id          string
-	fresh       bool   // created now
-	renamedFrom string // the previous node name, when AllowRename renamed it
+// Identity is what LoadIdentity found in the data dir.
+type Identity struct {
+	ID          string
+	Fresh       bool   // created now
+	RenamedFrom string // the previous node name, when allowRename renamed it
 }
 
-// loadIdentity returns the node's identity: the one stored in dataDir, or a
+// RenameError is LoadIdentity's refusal of a data dir last used under
+// another node name.
+type RenameError struct {
+	Name, Previous, DataDir string
+}
+
+func (e *RenameError) Error() string {
+	return fmt.Sprintf("node name is %q, but data dir %s holds the identity of node %q", e.Name, e.DataDir, e.Previous)
+}
+
+// LoadIdentity returns the node's identity: the one stored in dataDir, or a
 // new one stored there for next time. Without a data dir every start is a
 // new identity. The raft server ID is this identity, not the node name, so a
 // node that comes back under the same name with an empty data dir is a new
 // server to raft and cannot answer for the old one's vote. A data dir last
-// used under another name is refused unless allowRename.
-func loadIdentity(dataDir, name string, allowRename bool) (identity, error) {
+// used under another name is refused (a *RenameError) unless allowRename,
+// which records the new name.
+func LoadIdentity(dataDir, name string, allowRename bool) (Identity, error) {
 	if dataDir == "" {
-		return identity{id: newID(), fresh: true}, nil
+		return Identity{ID: NewID(), Fresh: true}, nil
 	}
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return identity{}, fmt.Errorf("holdfast: DataDir: %w", err)
+		return Identity{}, fmt.Errorf("holdfast: DataDir: %w", err)
 	}
 	path := filepath.Join(dataDir, identityFile)
 	b, err := os.ReadFile(path)
 	switch {
 	case err == nil:
-		id := identity{id: strings.TrimSpace(string(b))}
-		if len(id.id) != 32 {
-			return identity{}, fmt.Errorf("holdfast: DataDir: %s holds %q, not a node identity", path, id.id)
+		id := Identity{ID: strings.TrimSpace(string(b))}
+		if len(id.ID) != 32 {
+			return Identity{}, fmt.Errorf("holdfast: DataDir: %s holds %q, not a node identity", path, id.ID)
 		}
-		id.renamedFrom, err = checkName(dataDir, name, allowRename)
+		id.RenamedFrom, err = checkName(dataDir, name, allowRename)
 		return id, err
 	case !errors.Is(err, os.ErrNotExist):
-		return identity{}, fmt.Errorf("holdfast: DataDir: %w", err)
+		return Identity{}, fmt.Errorf("holdfast: DataDir: %w", err)
 	}
-	id := identity{id: newID(), fresh: true}
-	if err := writeFileSync(path, []byte(id.id+"\n")); err != nil {
-		return identity{}, fmt.Errorf("holdfast: DataDir: %w", err)
+	id := Identity{ID: NewID(), Fresh: true}
+	if err := WriteFileSync(path, []byte(id.ID+"\n")); err != nil {
+		return Identity{}, fmt.Errorf("holdfast: DataDir: %w", err)
 	}
-	if err := writeFileSync(filepath.Join(dataDir, nameFile), []byte(name+"\n")); err != nil {
-		return identity{}, fmt.Errorf("holdfast: DataDir: %w", err)
+	if err := WriteFileSync(filepath.Join(dataDir, nameFile), []byte(name+"\n")); err != nil {
+		return Identity{}, fmt.Errorf("holdfast: DataDir: %w", err)
 	}
 	return id, nil
 }
@@ -82,17 +93,17 @@ func checkName(dataDir, name string, allowRename bool) (renamedFrom string, err 
 		return "", nil
 	}
 	if err == nil && !allowRename {
-		return "", fieldErr("NodeName", "is %q, but DataDir %s holds the identity of node %q; "+
-			"set Config.AllowRename to rename that node, or give this one another DataDir", name, dataDir, prev)
+		return "", &RenameError{Name: name, Previous: prev, DataDir: dataDir}
 	}
-	if err := writeFileSync(path, []byte(name+"\n")); err != nil {
+	if err := WriteFileSync(path, []byte(name+"\n")); err != nil {
 		return "", fmt.Errorf("holdfast: DataDir: %w", err)
 	}
 	return prev, nil
 }
 
-// writeFileSync writes b to path atomically and durably.
-func writeFileSync(path string, b []byte) error {
+// WriteFileSync writes b to path atomically and durably (a temporary file,
+// synced, renamed over path, the directory synced).
+func WriteFileSync(path string, b []byte) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {

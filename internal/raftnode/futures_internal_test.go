@@ -1,4 +1,4 @@
-package coordinator
+package raftnode
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // chanFuture is a raft.Future answered when its channel delivers.
@@ -19,12 +21,12 @@ func (f chanFuture) Error() error { return <-f }
 // that a waiter whose context ended does not keep close from returning
 // once its future is answered.
 func TestFuturesCloseWaitsForInFlight(t *testing.T) {
-	var fs futures
+	var fs Futures
 	f := make(chanFuture, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	waited := make(chan error, 1)
 	go func() {
-		_, err := issue(ctx, &fs, func() raft.Future { return f })
+		_, err := Issue(ctx, &fs, func() raft.Future { return f })
 		waited <- err
 	}()
 	waitFutures(t, &fs, "the future counted", func() bool { return fs.n == 1 })
@@ -33,10 +35,10 @@ func TestFuturesCloseWaitsForInFlight(t *testing.T) {
 		t.Fatalf("issue with a cancelled context: %v, want context.Canceled", err)
 	}
 	closed := make(chan int, 1)
-	go func() { closed <- fs.close(time.Minute) }()
+	go func() { closed <- fs.Close(time.Minute) }()
 	waitFutures(t, &fs, "closing begun", func() bool { return fs.closed })
 	called := false
-	if _, err := issue(context.Background(), &fs, func() raft.Future { called = true; return f }); !errors.Is(err, ErrShutdown) || called {
+	if _, err := Issue(context.Background(), &fs, func() raft.Future { called = true; return f }); !errors.Is(err, wire.ErrShutdown) || called {
 		t.Fatalf("issue after close: err %v, mk called %v; want ErrShutdown and no call", err, called)
 	}
 	select {
@@ -54,14 +56,14 @@ func TestFuturesCloseWaitsForInFlight(t *testing.T) {
 // future is never answered (the hashicorp/raft case it guards against),
 // reporting it.
 func TestFuturesCloseGivesUp(t *testing.T) {
-	var fs futures
+	var fs Futures
 	f := make(chanFuture, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := issue(ctx, &fs, func() raft.Future { return f }); !errors.Is(err, context.Canceled) {
+	if _, err := Issue(ctx, &fs, func() raft.Future { return f }); !errors.Is(err, context.Canceled) {
 		t.Fatalf("issue: %v, want context.Canceled", err)
 	}
-	if n := fs.close(10 * time.Millisecond); n != 1 {
+	if n := fs.Close(10 * time.Millisecond); n != 1 {
 		t.Fatalf("close reports %d unanswered futures, want 1", n)
 	}
 	f <- nil // let the waiter goroutine end before the leak check
@@ -69,7 +71,7 @@ func TestFuturesCloseGivesUp(t *testing.T) {
 }
 
 // waitFutures polls cond (under fs.mu) until it holds, for at most 10 s.
-func waitFutures(t *testing.T, fs *futures, what string, cond func() bool) {
+func waitFutures(t *testing.T, fs *Futures, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -1,0 +1,12 @@
+// Package raftnode hosts a node's raft server: its identity (the raft
+// server ID kept in the data dir), its stores (bbolt log and stable store,
+// file snapshots, or in-memory ones), the raft futures in flight (so that
+// closing never waits on a future raft will not answer), and proposing a
+// command: on this node when it leads, otherwise forwarded to the leader
+// over the RPC transport, within the caller's budget. It also serves the
+// leader's side of forwarding, bounded by a number of pending forwards.
+//
+// A Node gets what it needs through Options (configuration values, the RPC
+// transport, the state machine, a logger, its lifetime context) and owns
+// the goroutines it starts: Stop joins them.
+package raftnode

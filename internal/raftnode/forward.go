@@ -1,0 +1,102 @@
+package raftnode
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/holdfast-go/holdfast/internal/wire"
+)
+
+// minForwardBudget is the least budget a forwarded command must have left
+// when the leader is about to propose it: with less, its sender stops
+// waiting before any commit could answer it, so the leader drops it.
+const minForwardBudget = time.Millisecond
+
+// ForwardMetrics count the forwarded commands the leader did not propose.
+type ForwardMetrics struct {
+	// Refused counts commands refused because Limit were already pending.
+	Refused prometheus.Counter
+	// Expired counts commands dropped because their budget ran out.
+	Expired prometheus.Counter
+}
+
+// ForwardOptions configure the leader's side of forwarding.
+type ForwardOptions struct {
+	// Limit bounds the forwarded commands that may wait for their commit
+	// at once; more are refused with wire.ErrBusy.
+	Limit   int
+	Metrics ForwardMetrics
+	Log     *slog.Logger
+	// Apply commits a command on this node (Node.ApplyLocal).
+	Apply func(ctx context.Context, data []byte) (wire.ApplyResult, error)
+}
+
+// ServeForwards returns the handler of wire.MethodApply: it commits
+// commands forwarded by other nodes through opts.Apply, at most opts.Limit
+// at once, each within the budget its sender gave it (counted from the
+// request's arrival: the nodes' clocks are not compared). A command
+// refused for the limit, or whose budget ran out before it was proposed,
+// is answered with wire.ErrBusy and never proposed.
+func ServeForwards(opts ForwardOptions) wire.HandlerFunc {
+	pending := make(chan struct{}, opts.Limit)
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return func(ctx context.Context, body []byte) ([]byte, error) {
+		arrived := time.Now()
+		select {
+		case pending <- struct{}{}:
+			defer func() { <-pending }()
+		default:
+			opts.Metrics.Refused.Inc()
+			log.Warn("refusing a forwarded command: too many pending", "limit", opts.Limit)
+			return nil, fmt.Errorf("%w: %d forwarded commands pending", wire.ErrBusy, opts.Limit)
+		}
+		return wire.Typed(func(ctx context.Context, req wire.ApplyRequest) (wire.ApplyResult, error) {
+			if req.BudgetNanos > 0 {
+				left := time.Duration(req.BudgetNanos) - time.Since(arrived)
+				if left < minForwardBudget || ctx.Err() != nil {
+					// The sender has stopped waiting (or will have before a
+					// commit could answer it): it settles the request
+					// itself, so applying it now could only leave behind
+					// what nobody waits for.
+					opts.Metrics.Expired.Inc()
+					return wire.ApplyResult{}, fmt.Errorf("%w: the forwarded command's budget ran out before it was proposed", wire.ErrBusy)
+				}
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, left)
+				defer cancel()
+			}
+			return opts.Apply(ctx, req.Data)
+		})(ctx, body)
+	}
+}
+
+// maybeDuplicate sends req (a lease command) to addr once more, later,
+// when a test asked for duplicated forwards (SetDupForward): a lease
+// command may reach the leader twice or late, and the second copy must
+// change nothing. A no-op in production.
+func (n *Node) maybeDuplicate(addr string, req wire.ApplyRequest) {
+	hook := n.dupForward.Load()
+	if hook == nil {
+		return
+	}
+	delay, ok := (*hook)()
+	if !ok {
+		return
+	}
+	n.spawn(func() {
+		if !sleepCtx(n.opts.Context, delay) {
+			return
+		}
+		ctx, cancel := context.WithTimeout(n.opts.Context, n.opts.RPCTimeout)
+		defer cancel()
+		_ = n.opts.Trans.Call(ctx, addr, wire.MethodApply, req, nil)
+		n.dupsSent.Add(1)
+	})
+}

@@ -1,0 +1,235 @@
+package raftnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/holdfast-go/holdfast/internal/logbridge"
+	"github.com/holdfast-go/holdfast/internal/wire"
+	"github.com/holdfast-go/holdfast/transport"
+)
+
+// Timing is raft's timing and log-compaction configuration.
+type Timing struct {
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+	SnapshotThreshold  uint64
+	TrailingLogs       uint64
+}
+
+// Options are what a Node needs from its host.
+type Options struct {
+	// ID is the raft server ID (see LoadIdentity).
+	ID string
+	// DataDir holds the raft stores (under DataDir/raft); "" keeps them in
+	// memory.
+	DataDir string
+	// Timing is raft's timing and log compaction.
+	Timing Timing
+	// RPCTimeout bounds raft requests made without a deadline.
+	RPCTimeout time.Duration
+	// Trans carries raft's traffic (its stream layer) and the forwarded
+	// commands.
+	Trans *transport.Transport
+	// FSM is the replicated state machine.
+	FSM raft.FSM
+	// NotifyCh receives raft's leadership changes (raft.Config.NotifyCh).
+	NotifyCh chan bool
+	// Futures counts the raft futures in flight; the host issues its own
+	// raft requests through it too (see Issue). Stop closes it.
+	Futures *Futures
+	// Context ends when the host begins to shut down: proposals then fail
+	// with wire.ErrShutdown, and raft's logs are muted.
+	Context context.Context
+	// Log receives the node's and raft's logs (nil: discarded).
+	Log *slog.Logger
+}
+
+// Node is a started raft server with its stores.
+type Node struct {
+	opts      Options
+	log       *slog.Logger
+	raft      *raft.Raft
+	raftTrans *raft.NetworkTransport
+	stores    *stores
+
+	spawnMu    sync.Mutex
+	stopped    bool // Stop began: spawn refuses
+	wg         sync.WaitGroup
+	dupForward atomic.Pointer[func() (time.Duration, bool)]
+	dupsSent   atomic.Int64
+}
+
+// Start opens the stores and starts raft. On error nothing is left open.
+func Start(opts Options) (*Node, error) {
+	n := &Node{opts: opts, log: opts.Log}
+	if n.log == nil {
+		n.log = slog.New(slog.DiscardHandler)
+	}
+	st, err := openStores(opts.DataDir, n.log, n.closing)
+	if err != nil {
+		return nil, err
+	}
+	n.raftTrans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  opts.Trans.StreamLayer(),
+		MaxPool: 3,
+		Timeout: 10 * time.Second,
+		Logger:  logbridge.HCLog(n.log, "raft-net", n.closing),
+	})
+	r, err := raft.NewRaft(n.raftConfig(), opts.FSM, st.logs, st.stable, st.snaps, noPipeline{n.raftTrans})
+	if err != nil {
+		n.raftTrans.Close()
+		if st.closer != nil {
+			st.closer.Close()
+		}
+		return nil, fmt.Errorf("holdfast: starting raft: %w", err)
+	}
+	n.stores, n.raft = st, r
+	return n, nil
+}
+
+// spawn runs f in a goroutine Stop joins, unless Stop began.
+func (n *Node) spawn(f func()) {
+	n.spawnMu.Lock()
+	defer n.spawnMu.Unlock()
+	if n.stopped {
+		return
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+}
+
+// closing reports whether the host began to shut down.
+func (n *Node) closing() bool { return n.opts.Context.Err() != nil }
+
+// Raft returns the raft server.
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// LogStore returns raft's log store.
+func (n *Node) LogStore() raft.LogStore { return n.stores.logs }
+
+// Stop refuses new raft futures and waits (up to RPCTimeout) for the ones
+// in flight, shuts raft and its network transport down, and joins the
+// node's goroutines. The host's context must have ended (they watch it).
+// The stores stay open: CloseStores closes them.
+func (n *Node) Stop() error {
+	if c := n.opts.Futures.Close(n.opts.RPCTimeout); c > 0 {
+		n.log.Warn("raft requests still unanswered at shutdown", "count", c)
+	}
+	err := errors.Join(n.raft.Shutdown().Error(), n.raftTrans.Close())
+	n.spawnMu.Lock()
+	n.stopped = true
+	n.spawnMu.Unlock()
+	n.wg.Wait()
+	return err
+}
+
+// CloseStores closes the stores, after Stop and once nothing reads them.
+func (n *Node) CloseStores() error {
+	if n.stores.closer == nil {
+		return nil
+	}
+	return n.stores.closer.Close()
+}
+
+// HasState reports whether this node has ever been part of a raft
+// configuration (bootstrapped, or replicated to).
+func (n *Node) HasState() bool {
+	if n.raft.LastIndex() > 0 {
+		return true
+	}
+	f := n.raft.GetConfiguration()
+	return f.Error() == nil && len(f.Configuration().Servers) > 0
+}
+
+// Address is this node's address as raft knows it.
+func (n *Node) Address() raft.ServerAddress {
+	return transport.RaftAddress(n.opts.Trans.Addr(), n.opts.ID)
+}
+
+// Servers returns the current raft configuration, or nil when it cannot be
+// read (shutting down).
+func (n *Node) Servers() []raft.Server {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return nil
+	}
+	return f.Configuration().Servers
+}
+
+// LeaderRPCAddr returns the current leader's RPC address ("" if unknown),
+// and whether this node is the leader.
+func (n *Node) LeaderRPCAddr() (addr string, self bool) {
+	a, id := n.raft.LeaderWithID()
+	if a == "" {
+		return "", false
+	}
+	if string(id) == n.opts.ID {
+		return n.opts.Trans.Addr(), true
+	}
+	host, _, err := transport.SplitRaftAddress(a)
+	if err != nil {
+		return "", false
+	}
+	return host, false
+}
+
+// Stats reads this node's raft progress for autopilot.
+func (n *Node) Stats() wire.StatsReply {
+	s := n.raft.Stats()
+	r := wire.StatsReply{LastContactNs: -1}
+	r.LastTerm, _ = strconv.ParseUint(s["last_log_term"], 10, 64)
+	r.LastIndex, _ = strconv.ParseUint(s["last_log_index"], 10, 64)
+	switch lc := s["last_contact"]; lc {
+	case "never", "":
+	case "0":
+		r.LastContactNs = 0
+	default:
+		if d, err := time.ParseDuration(lc); err == nil {
+			r.LastContactNs = int64(d)
+		}
+	}
+	if n.raft.State() == raft.Leader {
+		r.LastContactNs = 0
+	}
+	return r
+}
+
+// SetDupForward makes Apply send every lease command it forwards a second
+// time when dup says so, after the delay it returns (nil turns it off):
+// tests use it to check that a late duplicate changes nothing.
+func (n *Node) SetDupForward(dup func() (time.Duration, bool)) {
+	if dup == nil {
+		n.dupForward.Store(nil)
+		return
+	}
+	n.dupForward.Store(&dup)
+}
+
+// DupsSent counts the duplicates whose call returned.
+func (n *Node) DupsSent() int64 { return n.dupsSent.Load() }
+
+// sleepCtx waits d or until ctx ends; it reports whether d elapsed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,145 @@
+package raftnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/wire"
+	"github.com/holdfast-go/holdfast/transport"
+)
+
+// ApplyLocal commits data through raft on this node, which must be leader
+// (otherwise a *wire.NotLeaderError). A command the state machine refused
+// returns an error wrapping wire.ErrRejected (and wire.ErrNoSession or
+// wire.ErrLeaseHeld where they apply, and the state machine's error) along
+// with the result, which still describes the lease for a refused acquire.
+func (n *Node) ApplyLocal(ctx context.Context, data []byte) (wire.ApplyResult, error) {
+	if n.raft.State() != raft.Leader {
+		addr, _ := n.LeaderRPCAddr()
+		return wire.ApplyResult{}, &wire.NotLeaderError{Leader: addr}
+	}
+	if err := ctx.Err(); err != nil {
+		return wire.ApplyResult{}, err // nobody waits for the answer: do not propose
+	}
+	timeout := n.opts.RPCTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	f, err := Issue(ctx, n.opts.Futures, func() raft.ApplyFuture { return n.raft.Apply(data, timeout) })
+	if err != nil {
+		if errors.Is(err, raft.ErrNotLeader) {
+			return wire.ApplyResult{}, &wire.NotLeaderError{}
+		}
+		return wire.ApplyResult{}, err
+	}
+	r, _ := f.Response().(fsm.Result)
+	res := wire.ApplyResult{Index: f.Index(), Token: r.Token, Holder: r.Holder, Request: r.Request, Queued: r.Queued, Noop: r.Noop, Stale: r.Stale, Count: r.Count}
+	switch {
+	case r.Err == nil:
+		return res, nil
+	case errors.Is(r.Err, fsm.ErrNoSession):
+		return res, wire.Wrap(wire.ErrRejected, wire.ErrNoSession, r.Err)
+	case errors.Is(r.Err, fsm.ErrLeaseHeld):
+		return res, wire.Wrap(wire.ErrRejected, wire.ErrLeaseHeld, r.Err)
+	}
+	return res, wire.Wrap(wire.ErrRejected, r.Err)
+}
+
+// Apply commits cmd, on this node if it leads, otherwise forwarded to the
+// leader with what is left of ctx's deadline as its budget. It retries
+// while no leader is known, until ctx ends (an error wrapping
+// wire.ErrNoLeader and ctx's error); a command whose fate is unknown
+// (leader lost mid-commit) is reported, not retried. It returns
+// wire.ErrShutdown once the host's context has ended.
+func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (wire.ApplyResult, error) {
+	data, err := fsm.Encode(cmd)
+	if err != nil {
+		return wire.ApplyResult{}, err
+	}
+	backoff := 20 * time.Millisecond
+	for {
+		if n.closing() {
+			return wire.ApplyResult{}, wire.ErrShutdown
+		}
+		addr, self := n.LeaderRPCAddr()
+		switch {
+		case self:
+			res, err := n.ApplyLocal(ctx, data)
+			if !errors.Is(err, wire.ErrNotLeader) {
+				return res, err
+			}
+		case addr != "":
+			if err := ctx.Err(); err != nil {
+				return wire.ApplyResult{}, err
+			}
+			var res wire.ApplyResult
+			req := wire.ApplyRequest{Data: data}
+			if dl, ok := ctx.Deadline(); ok {
+				req.BudgetNanos = max(int64(time.Until(dl)), 1)
+			}
+			err := wire.FromRemote(n.opts.Trans.Call(ctx, addr, wire.MethodApply, req, &res))
+			if cmd.Op == fsm.OpAcquire || cmd.Op == fsm.OpRelease {
+				n.maybeDuplicate(addr, req)
+			}
+			if !errors.Is(err, wire.ErrNotLeader) {
+				return res, err
+			}
+		}
+		if !sleepCtx(ctx, backoff) {
+			return wire.ApplyResult{}, fmt.Errorf("%w: %w", wire.ErrNoLeader, ctx.Err())
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}
+
+// RemoveSelf asks the leader to remove this node from the raft
+// configuration, retrying while there is no leader or it moves, until ctx
+// ends.
+func (n *Node) RemoveSelf(ctx context.Context) error {
+	for {
+		addr, self := n.LeaderRPCAddr()
+		var err error
+		switch {
+		case self:
+			err = n.RemoveServer(ctx, n.opts.ID)
+		case addr != "":
+			err = wire.FromRemote(n.opts.Trans.Call(ctx, addr, wire.MethodRemove, wire.RemoveRequest{ID: n.opts.ID}, nil))
+		default:
+			err = wire.ErrNoLeader
+		}
+		if err == nil || !(errors.Is(err, wire.ErrNotLeader) || errors.Is(err, wire.ErrNoLeader)) {
+			return err
+		}
+		if !sleepCtx(ctx, 50*time.Millisecond) {
+			return fmt.Errorf("%w: %w", err, ctx.Err())
+		}
+	}
+}
+
+// RemoveServer removes id from the raft configuration; this node must be
+// leader (otherwise a *wire.NotLeaderError).
+func (n *Node) RemoveServer(ctx context.Context, id string) error {
+	if n.raft.State() != raft.Leader {
+		addr, _ := n.LeaderRPCAddr()
+		return &wire.NotLeaderError{Leader: addr}
+	}
+	n.log.Info("removing server from the raft configuration", "id", id)
+	_, err := Issue(ctx, n.opts.Futures, func() raft.IndexFuture {
+		return n.raft.RemoveServer(raft.ServerID(id), 0, n.opts.RPCTimeout)
+	})
+	return err
+}
+
+// ServeRemove is the leader's handler of wire.MethodRemove.
+func (n *Node) ServeRemove(ctx context.Context, body []byte) ([]byte, error) {
+	var req wire.RemoveRequest
+	if err := transport.Decode(body, &req); err != nil {
+		return nil, err
+	}
+	return nil, n.RemoveServer(ctx, req.ID)
+}

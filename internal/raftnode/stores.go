@@ -1,0 +1,82 @@
+package raftnode
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+
+	"github.com/holdfast-go/holdfast/internal/logbridge"
+)
+
+// stores are the log, stable and snapshot stores of one raft instance.
+type stores struct {
+	logs   raft.LogStore
+	stable raft.StableStore
+	snaps  raft.SnapshotStore
+	closer io.Closer // nil for in-memory stores
+}
+
+// openStores opens bbolt-backed stores and file snapshots under dataDir, or
+// in-memory stores when dataDir is empty. closing mutes the snapshot
+// store's logs once the host shuts down.
+func openStores(dataDir string, log *slog.Logger, closing func() bool) (*stores, error) {
+	if dataDir == "" {
+		mem := raft.NewInmemStore()
+		return &stores{logs: mem, stable: mem, snaps: raft.NewInmemSnapshotStore()}, nil
+	}
+	dir := filepath.Join(dataDir, "raft")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("holdfast: DataDir: %w", err)
+	}
+	bolt, err := raftboltdb.New(raftboltdb.Options{
+		Path:        filepath.Join(dir, "raft.db"),
+		BoltOptions: &bbolt.Options{Timeout: 2 * time.Second},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("holdfast: DataDir: opening raft log (is another node using %s?): %w", dataDir, err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, logbridge.HCLog(log, "raft-snapshot", closing))
+	if err != nil {
+		bolt.Close()
+		return nil, fmt.Errorf("holdfast: DataDir: %w", err)
+	}
+	return &stores{logs: bolt, stable: bolt, snaps: snaps, closer: bolt}, nil
+}
+
+// raftConfig builds raft's configuration from the options.
+func (n *Node) raftConfig() *raft.Config {
+	t := n.opts.Timing
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(n.opts.ID)
+	rc.HeartbeatTimeout = t.HeartbeatTimeout
+	rc.ElectionTimeout = t.ElectionTimeout
+	rc.LeaderLeaseTimeout = t.LeaderLeaseTimeout
+	rc.CommitTimeout = t.CommitTimeout
+	rc.SnapshotThreshold = t.SnapshotThreshold
+	rc.TrailingLogs = t.TrailingLogs
+	rc.SnapshotInterval = 30 * time.Second
+	rc.NotifyCh = n.opts.NotifyCh
+	rc.Logger = logbridge.HCLog(n.log, "raft", n.closing)
+	return rc
+}
+
+// noPipeline turns off raft's pipelined replication. With hashicorp/raft
+// v1.7.3, a pipeline to a follower that stops answering can deadlock raft's
+// Shutdown: the response decoder blocks handing a result to a consumer that
+// has already exited, and the sender blocks on the decoder forever. Without
+// the pipeline, replication sends one AppendEntries at a time per follower,
+// which is ample for holdfast's write rate (sessions and grants, never
+// keepalives).
+type noPipeline struct{ *raft.NetworkTransport }
+
+// AppendEntriesPipeline reports that pipelining is not supported.
+func (noPipeline) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, raft.ErrPipelineReplicationNotSupported
+}

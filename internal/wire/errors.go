@@ -1,0 +1,123 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/transport"
+)
+
+// The errors the protocol carries. The coordinator exports them under the
+// same names; their texts are what users see.
+var (
+	// ErrShutdown: the node is shut down (or shutting down).
+	ErrShutdown = errors.New("holdfast: coordinator is shut down")
+	// ErrNoLeader: no raft leader is known.
+	ErrNoLeader = errors.New("holdfast: no raft leader")
+	// ErrNotLeader: a leader-only request reached a follower.
+	ErrNotLeader = errors.New("holdfast: not the raft leader")
+	// ErrRejected: the state machine refused a command.
+	ErrRejected = errors.New("holdfast: command rejected")
+	// ErrLeaseHeld: another node holds the lease.
+	ErrLeaseHeld = errors.New("holdfast: lease held by another node")
+	// ErrBusy: the leader refused a forwarded command.
+	ErrBusy = errors.New("holdfast: leader busy")
+	// ErrNoSession: the session named no longer exists.
+	ErrNoSession = errors.New("holdfast: no such session")
+)
+
+// NotLeaderError is ErrNotLeader with the leader's RPC address, when known.
+type NotLeaderError struct {
+	Leader string
+}
+
+func (e *NotLeaderError) Error() string {
+	if e.Leader == "" {
+		return ErrNotLeader.Error()
+	}
+	return fmt.Sprintf("%s (leader is %s)", ErrNotLeader, e.Leader)
+}
+
+// Is makes errors.Is(err, ErrNotLeader) true for a *NotLeaderError.
+func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
+
+// codes maps errors to codes, first match first: the more specific
+// refusals (no session, lease held, semaphore) come before the
+// ErrRejected they also wrap.
+var codes = [...]struct {
+	target error
+	code   string
+}{
+	{ErrNoSession, CodeNoSession},
+	{ErrLeaseHeld, CodeLeaseHeld},
+	{fsm.ErrSemFull, CodeSemFull},
+	{fsm.ErrSemLimit, CodeSemLimit},
+	{ErrRejected, CodeRejected},
+	{ErrShutdown, CodeShutdown},
+	{ErrBusy, CodeBusy},
+}
+
+// ToRemote maps err to the remote error a handler returns: the code of the
+// first protocol error it wraps, with err's text as the message (a
+// *NotLeaderError sends the leader's address). Other errors are returned
+// unchanged (the transport sends them as transport.CodeInternal); nil
+// stays nil.
+func ToRemote(err error) error {
+	if err == nil {
+		return nil
+	}
+	var nl *NotLeaderError
+	if errors.As(err, &nl) {
+		return &transport.RemoteError{Code: CodeNotLeader, Message: nl.Leader}
+	}
+	for _, c := range codes {
+		if errors.Is(err, c.target) {
+			return &transport.RemoteError{Code: c.code, Message: err.Error()}
+		}
+	}
+	return err
+}
+
+// FromRemote maps a remote error returned by a call back to an error for
+// which errors.Is finds the protocol error its code stands for (a
+// semaphore refusal wraps both ErrRejected and fsm.ErrSemFull or
+// fsm.ErrSemLimit, with the state machine's detail). Other errors,
+// including unknown codes, are returned unchanged.
+func FromRemote(err error) error {
+	var re *transport.RemoteError
+	if !errors.As(err, &re) {
+		return err
+	}
+	switch re.Code {
+	case CodeNotLeader:
+		return &NotLeaderError{Leader: re.Message}
+	case CodeRejected:
+		return fmt.Errorf("%w: %s", ErrRejected, re.Message)
+	case CodeNoSession:
+		return fmt.Errorf("%w (%s)", ErrNoSession, re.Message)
+	case CodeLeaseHeld:
+		return fmt.Errorf("%w (%s)", ErrLeaseHeld, re.Message)
+	case CodeShutdown:
+		return fmt.Errorf("%w (remote)", ErrShutdown)
+	case CodeBusy:
+		return fmt.Errorf("%w (%s)", ErrBusy, re.Message)
+	case CodeSemFull:
+		return Wrap(ErrRejected, refusal(fsm.ErrSemFull, re.Message))
+	case CodeSemLimit:
+		return Wrap(ErrRejected, refusal(fsm.ErrSemLimit, re.Message))
+	}
+	return err
+}
+
+// refusal rebuilds a state machine refusal from a message holding its text:
+// kind, then the detail that followed kind's text in msg (none when msg
+// does not hold it).
+func refusal(kind error, msg string) error {
+	_, detail, found := strings.Cut(msg, kind.Error())
+	if !found {
+		return kind
+	}
+	return fmt.Errorf("%w%s", kind, detail)
+}

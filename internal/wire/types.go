@@ -1,0 +1,126 @@
+package wire
+
+// StatsReply is a node's raft progress (MethodStats).
+type StatsReply struct {
+	LastContactNs int64  `msgpack:"contact"` // -1: never
+	LastTerm      uint64 `msgpack:"term"`
+	LastIndex     uint64 `msgpack:"index"`
+}
+
+// ApplyRequest is a command forwarded to the leader (MethodApply).
+type ApplyRequest struct {
+	Data []byte `msgpack:"data"`
+	// BudgetNanos is how long the sender still waited for the answer when
+	// it sent the request (a duration, not a deadline: clocks differ); 0
+	// means unbounded. The leader drops the command unapplied once that
+	// much time has passed since the request reached it.
+	BudgetNanos int64 `msgpack:"budget,omitempty"`
+}
+
+// ApplyResult is what a committed command returned (the reply to
+// MethodApply, and the result of applying a command locally).
+type ApplyResult struct {
+	Index   uint64 `msgpack:"index"`
+	Token   uint64 `msgpack:"token"`
+	Holder  string `msgpack:"holder"`
+	Request uint64 `msgpack:"req"`
+	Queued  bool   `msgpack:"queued"`
+	Noop    bool   `msgpack:"noop"`
+	Stale   bool   `msgpack:"stale,omitempty"`
+	Count   int    `msgpack:"count"`
+}
+
+// RemoveRequest asks the leader to remove server ID (MethodRemove).
+type RemoveRequest struct {
+	ID string `msgpack:"id"`
+}
+
+// SyncReply answers MethodSync.
+type SyncReply struct {
+	// Index is the raft index of the last command the leader had committed
+	// when the request arrived, confirmed by a quorum.
+	Index uint64 `msgpack:"index"`
+}
+
+// KeepAliveRequest renews Session (MethodKeepAlive).
+type KeepAliveRequest struct {
+	Session string `msgpack:"session"`
+}
+
+// KeepAliveReply answers MethodKeepAlive.
+type KeepAliveReply struct {
+	// Index is the leader's applied index when it answered.
+	Index uint64 `msgpack:"index"`
+}
+
+// ConfirmRequest asks a voter whether its current term is Term
+// (MethodConfirm).
+type ConfirmRequest struct {
+	Term uint64 `msgpack:"term"`
+}
+
+// ConfirmReply answers MethodConfirm: OK while the voter's current term is
+// the one asked about.
+type ConfirmReply struct {
+	OK bool `msgpack:"ok"`
+}
+
+// KeyringRequest asks a node to apply Op (a Keyring* constant) with Key to
+// its gossip keyring (MethodGossipKeyring).
+type KeyringRequest struct {
+	Op  string `msgpack:"op"`
+	Key []byte `msgpack:"key"`
+}
+
+// KeyringReply describes the node's keyring after the operation, relative
+// to the request's key. It never carries key material.
+type KeyringReply struct {
+	Installed bool `msgpack:"installed"`
+	Primary   bool `msgpack:"primary"`
+	Keys      int  `msgpack:"keys"`
+}
+
+// BootServer is one server of a bootstrap proposal.
+type BootServer struct {
+	Name string `msgpack:"name"`
+	ID   string `msgpack:"id"`
+	Addr string `msgpack:"addr"`
+}
+
+// BootProposal is a proposal to bootstrap raft with Servers, made by node
+// By (the request of the MethodBootstrap* methods).
+type BootProposal struct {
+	ID      string       `msgpack:"id"`
+	By      string       `msgpack:"by"`
+	Servers []BootServer `msgpack:"servers"`
+}
+
+// BootReply answers the MethodBootstrap* methods: OK, or why not.
+type BootReply struct {
+	OK     bool   `msgpack:"ok"`
+	Reason string `msgpack:"reason"`
+}
+
+// StatsRequest is autopilot's stats poll (MethodStats); it carries the
+// leader's health judgement (nil before the leader has one). Older leaders
+// send an empty request, which decodes to a nil Health.
+type StatsRequest struct {
+	Health *HealthReport `msgpack:"health,omitempty"`
+}
+
+// HealthReport is the leader's judgement of the raft group's health, as
+// sent to every voter.
+type HealthReport struct {
+	Term             uint64        `msgpack:"term"`
+	Leader           string        `msgpack:"leader"`
+	FailureTolerance int           `msgpack:"ft"`
+	Voters           []VoterReport `msgpack:"voters"`
+}
+
+// VoterReport is one voter in a HealthReport.
+type VoterReport struct {
+	ID      string `msgpack:"id"`
+	Name    string `msgpack:"name"`
+	Zone    string `msgpack:"zone"`
+	Healthy bool   `msgpack:"healthy"`
+}
