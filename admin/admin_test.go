@@ -77,7 +77,7 @@ func serve(t *testing.T, c *coordinator.Coordinator) *httptest.Server {
 
 func startCluster(t *testing.T) *holdfasttest.Cluster {
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, Configure: func(_ int, c *coordinator.Config) {
-		c.Shards = 16
+		c.Shards.Count = 16
 	}})
 	cl.WaitFormed(settle)
 	return cl
@@ -246,11 +246,11 @@ func checkLeases(t *testing.T, cl *holdfasttest.Cluster, url string) {
 	ctx, cancel := context.WithTimeout(context.Background(), settle)
 	defer cancel()
 	n1 := cl.Node(1).C()
-	l, err := n1.Campaign(ctx, "x")
+	l, err := n1.Acquire(ctx, "x")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Resign(context.Background())
+	defer l.Release(context.Background())
 	var list admin.LeaseList
 	cl.WaitFor("node0 to list lease x", settle, func() error {
 		list = admin.LeaseList{}
@@ -313,7 +313,7 @@ func TestUnformedNode(t *testing.T) {
 	cfg := coordinator.DefaultLocalConfig()
 	cfg.NodeName = "alone"
 	cfg.DataDir = t.TempDir()
-	cfg.BootstrapExpect = 0
+	cfg.Cluster.BootstrapExpect = 0
 	c, err := coordinator.New(cfg)
 	if err != nil {
 		t.Fatal(err)

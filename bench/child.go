@@ -99,8 +99,8 @@ func childHoldfast(a childArgs) error {
 	cfg := benchConfig()
 	cfg.NodeName = fmt.Sprintf("mem%d", a.index)
 	cfg.DataDir = filepath.Join(a.dir, cfg.NodeName)
-	cfg.Voters, cfg.BootstrapExpect = a.n, a.n
-	cfg.Shards = memShards
+	cfg.Cluster.Voters, cfg.Cluster.BootstrapExpect = a.n, a.n
+	cfg.Shards.Count = memShards
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	if a.join != "" {
 		cfg.Join = []string{a.join}
@@ -141,7 +141,7 @@ func childHoldfast(a childArgs) error {
 // holdLease keeps name held by c until ctx ends.
 func holdLease(ctx context.Context, c *coordinator.Coordinator, name string) {
 	for ctx.Err() == nil {
-		l, err := c.Campaign(ctx, name)
+		l, err := c.Acquire(ctx, name)
 		if err != nil {
 			if !sleepCtxErr(ctx, 100*time.Millisecond) {
 				return

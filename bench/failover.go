@@ -33,7 +33,7 @@ func hfFailover(h *hfCluster, waiter *hfNode, name string) (time.Duration, error
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := x.c.Campaign(ctx, name); err != nil {
+	if _, err := x.c.Acquire(ctx, name); err != nil {
 		return 0, fmt.Errorf("holder campaign: %w", err)
 	}
 	ch := campaignAsync(ctx, waiter.c, name)
@@ -48,7 +48,7 @@ func hfFailover(h *hfCluster, waiter *hfNode, name string) (time.Duration, error
 		return 0, fmt.Errorf("waiter campaign: %w", g.err)
 	}
 	d := g.at.Sub(t0)
-	return d, g.l.Resign(ctx)
+	return d, g.l.Release(ctx)
 }
 
 // etcdFailover measures one failover of an Election: the holder's session

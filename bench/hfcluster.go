@@ -19,8 +19,8 @@ import (
 // pattern (which needs a testing.TB): node i joins every node started
 // before it.
 type hfOptions struct {
-	voters   int  // Config.Voters and BootstrapExpect
-	shards   int  // Config.Shards
+	voters   int  // Config.Cluster.Voters and BootstrapExpect
+	shards   int  // Config.Shards.Count
 	inMemory bool // memnet instead of loopback TCP
 	// base returns the Config every node starts from (default benchConfig).
 	base func() coordinator.Config
@@ -53,9 +53,9 @@ type hfNode struct {
 // above the 300 ms raft election timeout).
 func benchConfig() coordinator.Config {
 	c := coordinator.DefaultLocalConfig()
-	c.SessionTTL = 2 * time.Second
-	c.LeaseMargin = 200 * time.Millisecond
-	c.ExpiryGrace = 400 * time.Millisecond
+	c.Session.TTL = 2 * time.Second
+	c.Session.LeaseMargin = 200 * time.Millisecond
+	c.Session.ExpiryGrace = 400 * time.Millisecond
 	return c
 }
 
@@ -108,14 +108,14 @@ func (h *hfCluster) add(eligible bool) (*hfNode, error) {
 	cfg := base()
 	name := fmt.Sprintf("node%d", i)
 	cfg.NodeName = name
-	cfg.Voters = h.opts.voters
-	cfg.Shards = h.opts.shards
+	cfg.Cluster.Voters = h.opts.voters
+	cfg.Shards.Count = h.opts.shards
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	if eligible {
 		cfg.DataDir = filepath.Join(h.dir, name)
-		cfg.BootstrapExpect = h.opts.voters
+		cfg.Cluster.BootstrapExpect = h.opts.voters
 	} else {
-		cfg.BootstrapExpect = 0
+		cfg.Cluster.BootstrapExpect = 0
 	}
 	if h.net != nil {
 		host := fmt.Sprintf("n%d", i)

@@ -72,11 +72,11 @@ func hfAcquireRelease(nodes []*hfNode, clients int, d time.Duration, name string
 	defer cancel()
 	return loop(clients, d, func(i int) error {
 		c := nodes[i%len(nodes)].c
-		l, err := c.Campaign(ctx, name)
+		l, err := c.Acquire(ctx, name)
 		if err != nil {
 			return fmt.Errorf("campaign: %w", err)
 		}
-		if err := l.Resign(ctx); err != nil {
+		if err := l.Release(ctx); err != nil {
 			return fmt.Errorf("resign: %w", err)
 		}
 		return nil
@@ -168,7 +168,7 @@ type grant struct {
 func campaignAsync(ctx context.Context, c *coordinator.Coordinator, name string) <-chan grant {
 	ch := make(chan grant, 1)
 	go func() {
-		l, err := c.Campaign(ctx, name)
+		l, err := c.Acquire(ctx, name)
 		ch <- grant{l: l, at: time.Now(), err: err}
 	}()
 	return ch
@@ -190,7 +190,7 @@ func hfHandoffs(holder, waiter *hfNode, n int, name string) (latencies, error) {
 	defer cancel()
 	var out latencies
 	for i := 0; i < n; i++ {
-		l, err := holder.c.Campaign(ctx, name)
+		l, err := holder.c.Acquire(ctx, name)
 		if err != nil {
 			return nil, fmt.Errorf("holder campaign: %w", err)
 		}
@@ -200,7 +200,7 @@ func hfHandoffs(holder, waiter *hfNode, n int, name string) (latencies, error) {
 		}
 		time.Sleep(waiterSettle)
 		t0 := time.Now()
-		if err := l.Resign(ctx); err != nil {
+		if err := l.Release(ctx); err != nil {
 			return nil, fmt.Errorf("resign: %w", err)
 		}
 		g := <-ch
@@ -208,7 +208,7 @@ func hfHandoffs(holder, waiter *hfNode, n int, name string) (latencies, error) {
 			return nil, fmt.Errorf("waiter campaign: %w", g.err)
 		}
 		out = append(out, g.at.Sub(t0))
-		if err := g.l.Resign(ctx); err != nil {
+		if err := g.l.Release(ctx); err != nil {
 			return nil, fmt.Errorf("waiter resign: %w", err)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 const GossipKeySize = 32
 
 // NewGossipKey returns a new random gossip encryption key (for
-// coordinator.Config.GossipKeys) and its text form, base64 with a newline,
+// coordinator.Config.Gossip.Keys) and its text form, base64 with a newline,
 // as written to gossip.key files.
 func NewGossipKey() (key, text []byte, err error) {
 	key = make([]byte, GossipKeySize)

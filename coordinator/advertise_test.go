@@ -22,7 +22,7 @@ func TestAdvertiseRefusesUnspecified(t *testing.T) {
 		{gossip: "node1.example:7946", field: "AdvertiseGossipAddr"},
 	} {
 		cfg := coordinator.DefaultLocalConfig()
-		cfg.NodeName, cfg.BootstrapExpect = "a", 0
+		cfg.NodeName, cfg.Cluster.BootstrapExpect = "a", 0
 		cfg.AdvertiseRPCAddr, cfg.AdvertiseGossipAddr = tc.rpc, tc.gossip
 		c, err := coordinator.New(cfg)
 		if err == nil {
@@ -42,7 +42,7 @@ func TestAdvertiseAddresses(t *testing.T) {
 	t.Run("picked", func(t *testing.T) {
 		logs := &levelCapture{}
 		cfg := coordinator.DefaultLocalConfig()
-		cfg.NodeName, cfg.BootstrapExpect = "a", 0
+		cfg.NodeName, cfg.Cluster.BootstrapExpect = "a", 0
 		cfg.RPCAddr, cfg.GossipAddr = "0.0.0.0:0", "0.0.0.0:0"
 		cfg.Logger = slog.New(logs)
 		c, err := coordinator.New(cfg)
@@ -92,7 +92,7 @@ func TestAdvertiseAddresses(t *testing.T) {
 	t.Run("loopback to another host", func(t *testing.T) {
 		logs := &levelCapture{}
 		cfg := coordinator.DefaultLocalConfig()
-		cfg.NodeName, cfg.BootstrapExpect = "a", 0
+		cfg.NodeName, cfg.Cluster.BootstrapExpect = "a", 0
 		cfg.Join = []string{"192.0.2.1:7946"} // TEST-NET-1: another host, never answers
 		cfg.Logger = slog.New(logs)
 		c, err := coordinator.New(cfg)

@@ -61,8 +61,8 @@ func (b *belief) Checkpoint() error {
 	if err := b.life.Cause(); err != nil {
 		return wrap(ErrLeaseLost, err)
 	}
-	if r < b.c.cfg.LeaseMargin {
-		return &ExpiringError{Remaining: r, Margin: b.c.cfg.LeaseMargin}
+	if r < b.c.cfg.Session.LeaseMargin {
+		return &ExpiringError{Remaining: r, Margin: b.c.cfg.Session.LeaseMargin}
 	}
 	return nil
 }

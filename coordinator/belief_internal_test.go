@@ -27,7 +27,9 @@ func TestCheckpointRule(t *testing.T) {
 	defer s.End(ErrShutdown)
 	until := 10 * time.Second
 	s.Extend(time.Now().Add(until), until)
-	b := &belief{c: &Coordinator{cfg: Config{LeaseMargin: margin}}, sess: s, life: session.NewBelief(s)}
+	b := &belief{c: &Coordinator{cfg: Config{Session: SessionConfig{
+		LeaseMargin: margin,
+	}}}, sess: s, life: session.NewBelief(s)}
 
 	clk.now.Store(int64(until - margin))
 	if err := b.Checkpoint(); err != nil {
@@ -57,7 +59,9 @@ func BenchmarkBeliefCheckpoint(b *testing.B) {
 	s := session.New(context.Background(), "s", time.Hour, clk, time.Second)
 	s.Extend(time.Now().Add(time.Hour), clk.Now()+time.Hour)
 	defer s.End(ErrShutdown)
-	bl := &belief{c: &Coordinator{cfg: Config{LeaseMargin: time.Second}}, sess: s, life: session.NewBelief(s)}
+	bl := &belief{c: &Coordinator{cfg: Config{Session: SessionConfig{
+		LeaseMargin: time.Second,
+	}}}, sess: s, life: session.NewBelief(s)}
 	for b.Loop() {
 		if err := bl.Checkpoint(); err != nil {
 			b.Fatal(err)

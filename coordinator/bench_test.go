@@ -37,11 +37,11 @@ func BenchmarkCampaignResign(b *testing.B) {
 		b.ResetTimer()
 		start := time.Now()
 		for i := 0; i < b.N; i++ {
-			l, err := c.Campaign(ctx, "bench")
+			l, err := c.Acquire(ctx, "bench")
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := l.Resign(ctx); err != nil {
+			if err := l.Release(ctx); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -61,12 +61,12 @@ func BenchmarkCampaignResign(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				for left.Add(-1) >= 0 {
-					l, err := c.Campaign(ctx, "bench")
+					l, err := c.Acquire(ctx, "bench")
 					if err != nil {
 						b.Error(err)
 						return
 					}
-					if err := l.Resign(ctx); err != nil {
+					if err := l.Release(ctx); err != nil {
 						b.Error(err)
 						return
 					}
@@ -111,15 +111,15 @@ func BenchmarkKeepAlive(b *testing.B) {
 func BenchmarkLeaderLocal(b *testing.B) {
 	cl := benchCluster(b)
 	c := cl.Node(0).C()
-	l, err := c.Campaign(context.Background(), "scheduler")
+	l, err := c.Acquire(context.Background(), "scheduler")
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer l.Resign(context.Background())
+	defer l.Release(context.Background())
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		h, ok := c.Leader("scheduler")
+		h, ok := c.Holder("scheduler")
 		if !ok || h.Token != l.Token() {
 			b.Fatal("wrong holder")
 		}

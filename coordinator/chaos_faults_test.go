@@ -22,7 +22,7 @@ func (r *chaosRun) failHealFail(rng *rand.Rand) {
 	}
 	rng.Shuffle(len(voters), func(i, j int) { voters[i], voters[j] = voters[j], voters[i] })
 	first, second := voters[0], voters[1]
-	dss := cl.Node(0).Config.DeadServerStabilization
+	dss := cl.Node(0).Config.Cluster.DeadServerStabilization
 	f := h.addFault(fmt.Sprintf("fail-heal-fail(%d,%d)", first, second), []int{first, second})
 	cl.Isolate(first)
 	pace(context.Background(), between(rng, dss, dss+2*time.Second))

@@ -42,7 +42,7 @@ func (g *chaosGrant) beliefEnd(now time.Time) time.Time {
 	switch {
 	case g.ended.IsZero():
 		return now
-	case errors.Is(g.cause, coordinator.ErrResigned) && !g.resignAt.IsZero():
+	case errors.Is(g.cause, coordinator.ErrReleased) && !g.resignAt.IsZero():
 		return g.resignAt
 	}
 	return g.ended
@@ -162,7 +162,7 @@ func (h *chaosHistory) describe(g *chaosGrant, now time.Time) string {
 // resigned before g ended, releasing the grant g still believed in.
 func (h *chaosHistory) siblingNote(handles []*chaosGrant, g *chaosGrant, now time.Time) string {
 	for _, o := range handles {
-		if o != g && o.node == g.node && !o.resignAt.IsZero() && errors.Is(o.cause, coordinator.ErrResigned) && o.resignAt.Before(g.beliefEnd(now)) {
+		if o != g && o.node == g.node && !o.resignAt.IsZero() && errors.Is(o.cause, coordinator.ErrReleased) && o.resignAt.Before(g.beliefEnd(now)) {
 			return fmt.Sprintf(" [shared grant: handle acquired at %s on %s resigned at %s while handle acquired at %s still believed]",
 				h.ms(o.acquired), o.nodeName, h.ms(o.resignAt), h.ms(g.acquired))
 		}
@@ -217,7 +217,7 @@ func (h *chaosHistory) check(now time.Time, settle time.Duration) (violations []
 	// window (plus settle after each heal) loses its lease only by Resign
 	// or Shutdown.
 	for _, g := range h.grants {
-		if g.ended.IsZero() || errors.Is(g.cause, coordinator.ErrResigned) || errors.Is(g.cause, coordinator.ErrShutdown) {
+		if g.ended.IsZero() || errors.Is(g.cause, coordinator.ErrReleased) || errors.Is(g.cause, coordinator.ErrShutdown) {
 			continue
 		}
 		if !h.faultedLocked(g.node, g.acquired, g.ended, now, settle) {

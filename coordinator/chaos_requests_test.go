@@ -197,7 +197,7 @@ func (r *chaosRun) monitorBlocked(ctx context.Context, after time.Time, ttl time
 			c := r.cl.Node(k.node).C()
 			own := false
 			if c != nil && q.live[k] == 0 {
-				h, ok := c.Leader(k.name)
+				h, ok := c.Holder(k.name)
 				own = ok && h.Session != "" && h.Session == c.SessionID()
 			}
 			for call := range calls {
@@ -302,7 +302,7 @@ func (r *chaosRun) watchOrphans(now, after time.Time, ttl time.Duration, since m
 	seen := map[chaosOrphan]bool{}
 	for _, name := range chaosNames {
 		var entries []chaosOrphan
-		if h, ok := lc.Leader(name); ok {
+		if h, ok := lc.Holder(name); ok {
 			entries = append(entries, chaosOrphan{name: name, session: h.Session})
 		}
 		for _, w := range lc.LeaseWaiters(name) {

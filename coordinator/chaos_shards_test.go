@@ -16,7 +16,7 @@ import (
 	"github.com/holdfast-go/holdfast/holdfasttest"
 )
 
-// The shard side of TestChaos: every node's Config.Handler records each
+// The shard side of TestChaos: every node's Config.Shards.Handler records each
 // shard lease it is given and, while the lease holds, writes to the shard's
 // fenced register ("shard-N" in the run's fence.Memory) after each passing
 // Checkpoint; now and then it writes once more with the old token after
@@ -121,9 +121,9 @@ func shardResource(s coordinator.ShardID) string { return fmt.Sprintf("shard-%d"
 // configureNode gives node i the shard count and the recording handler. It
 // runs once per node, before its first start; restarts reuse the handler.
 func (r *chaosRun) configureNode(i int, c *coordinator.Config) {
-	c.Shards = chaosShardCount
+	c.Shards.Count = chaosShardCount
 	name := c.NodeName
-	c.Handler = coordinator.HandlerFuncs{
+	c.Shards.Handler = coordinator.HandlerFuncs{
 		AcquireFunc: func(ctx context.Context, l *coordinator.ShardLease) { r.acquireShard(ctx, i, name, l) },
 		ReleaseFunc: func(ctx context.Context, l *coordinator.ShardLease) error {
 			// A short drain; the timer paces the scenario.
@@ -290,7 +290,7 @@ func (r *chaosRun) i6From(formed time.Time) time.Time {
 // returns how long after formed every shard was owned, or the violation.
 func (r *chaosRun) waitShardsOwned(formed time.Time) (time.Duration, string) {
 	cfg := r.cl.Node(0).Config
-	bound := cfg.SessionTTL + cfg.ExpiryGrace + chaosShardRecovery
+	bound := cfg.Session.TTL + cfg.Session.ExpiryGrace + chaosShardRecovery
 	var err error
 	for from := formed; ; {
 		err = holdfasttest.Poll(time.Until(from.Add(bound)), r.shardsOwned)

@@ -23,7 +23,7 @@ import (
 // TestChaos runs seeded randomized fault scenarios on a 5-node in-memory
 // cluster while workers on every node campaign for named leases and write
 // to a fenced register, and every node owns some of the 16 shards through
-// its Config.Handler and writes to each owned shard's fenced register (see
+// its Config.Shards.Handler and writes to each owned shard's fenced register (see
 // chaos_shards_test.go). Lease calls are also cut short, cancelled and
 // duplicated (see chaos_requests_test.go). It then checks the recorded
 // history for I1–I4 on leases and shards, I6 on shards after the last
@@ -179,7 +179,7 @@ type chaosRun struct {
 func newChaosRun(t *testing.T, seed uint64) *chaosRun {
 	ctx, stop := context.WithCancel(context.Background())
 	r := &chaosRun{
-		t: t, seed: seed, h: newChaosHistory(), sh: newChaosShards(), req: newChaosRequests(), mem: fence.NewMemory(), ctx: ctx, stop: stop,
+		t: t, seed: seed, h: newChaosHistory(), sh: newChaosShards(), req: newChaosRequests(), mem: fence.NewMemory(fence.MemoryConfig{}), ctx: ctx, stop: stop,
 		workers: make([]int, chaosNodes), incarnation: make([]int, chaosNodes),
 	}
 	r.busy = make([][]sync.Mutex, chaosNodes)
@@ -232,7 +232,7 @@ func runChaosSeed(t *testing.T, seed uint64) (chaosStats, chaosShardStats) {
 	cl := r.cl
 	cl.WaitFormed(formTimeout)
 	cfg := cl.Node(0).Config
-	settle := cfg.SessionTTL + cfg.ExpiryGrace
+	settle := cfg.Session.TTL + cfg.Session.ExpiryGrace
 
 	for i := range r.workers {
 		r.workers[i] = 1 + rng.IntN(2)
@@ -252,12 +252,12 @@ func runChaosSeed(t *testing.T, seed uint64) (chaosStats, chaosShardStats) {
 	monDone := make(chan struct{})
 	go func() {
 		defer close(monDone)
-		r.monitorBlocked(monCtx, driven, cfg.SessionTTL)
+		r.monitorBlocked(monCtx, driven, cfg.Session.TTL)
 	}()
 	recovered, i6 := r.waitShardsOwned(formed)
 	// Let the workers run on for a TTL without faults, so that a Campaign
 	// blocked behind its own session's grant would show.
-	pace(context.Background(), max(cfg.SessionTTL-time.Since(formed), 0))
+	pace(context.Background(), max(cfg.Session.TTL-time.Since(formed), 0))
 	r.stopWorkers()
 	stopMon()
 	<-monDone
@@ -387,7 +387,7 @@ func (r *chaosRun) campaign(i int, c *coordinator.Coordinator, nodeName, name st
 	if try {
 		l, err = c.TryAcquire(opCtx, name)
 	} else {
-		l, err = c.Campaign(opCtx, name)
+		l, err = c.Acquire(opCtx, name)
 	}
 	cancel()
 	if err == nil {
@@ -405,7 +405,7 @@ func (r *chaosRun) campaign(i int, c *coordinator.Coordinator, nodeName, name st
 		return pace(r.ctx, between(rng, 10*time.Millisecond, 50*time.Millisecond))
 	}
 	g := &chaosGrant{name: name, node: i, nodeName: nodeName, token: l.Token(), acquired: time.Now(), endedOnReturn: l.Err() != nil}
-	if hd, ok := c.Leader(name); ok && hd.Token == l.Token() {
+	if hd, ok := c.Holder(name); ok && hd.Token == l.Token() {
 		g.session = hd.Session
 	}
 	r.h.addGrant(g)
@@ -433,7 +433,7 @@ func (r *chaosRun) hold(l *coordinator.Lease, g *chaosGrant, rng *rand.Rand) {
 		r.h.resigning(g, time.Now())
 		ctx, cancel := resignCtx(rng)
 		defer cancel()
-		_ = l.Resign(ctx) // the local belief ends first whatever the outcome
+		_ = l.Release(ctx) // the local belief ends first whatever the outcome
 	}
 	write := func() bool {
 		if err := l.Checkpoint(); err != nil {
@@ -508,7 +508,7 @@ var chaosFaultKinds = []string{"kill", "pause-short", "pause-long", "isolate", "
 // for a while, undo it, wait 300–800 ms. The timers pace the scenario.
 func (r *chaosRun) drive(rng *rand.Rand, deadline time.Time) {
 	cl, h := r.cl, r.h
-	ttl := cl.Node(0).Config.SessionTTL
+	ttl := cl.Node(0).Config.Session.TTL
 	for time.Now().Before(deadline) {
 		pace(context.Background(), between(rng, 300*time.Millisecond, 800*time.Millisecond))
 		kind := chaosFaultKinds[rng.IntN(len(chaosFaultKinds))]

@@ -21,5 +21,5 @@ func SystemClock() Clock { return session.SystemClock() }
 
 // clockStep is how often a belief deadline re-reads the clock.
 func (c *Coordinator) clockStep() time.Duration {
-	return min(c.cfg.LeaseMargin/2, 250*time.Millisecond)
+	return min(c.cfg.Session.LeaseMargin/2, 250*time.Millisecond)
 }

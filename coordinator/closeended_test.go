@@ -20,8 +20,8 @@ func TestEndedSessionClosedAfterHeal(t *testing.T) {
 	const shards = 8
 	const grace = 30 * time.Second
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true, Configure: func(_ int, c *coordinator.Config) {
-		c.Shards = shards
-		c.ExpiryGrace = grace
+		c.Shards.Count = shards
+		c.Session.ExpiryGrace = grace
 	}})
 	leader := cl.WaitFormed(formTimeout)
 	waitBalanced(t, cl, shards, formTimeout)

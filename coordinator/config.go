@@ -25,7 +25,7 @@ const (
 
 // RaftTimings are the raft timeouts. The session TTL must be long compared
 // with them (see Config.validate).
-type RaftTimings struct {
+type RaftConfig struct {
 	// HeartbeatTimeout is how long a follower waits without contact from the
 	// leader before it starts an election.
 	HeartbeatTimeout time.Duration
@@ -37,6 +37,11 @@ type RaftTimings struct {
 	// CommitTimeout bounds how long an idle leader waits before it sends
 	// heartbeats carrying the commit index.
 	CommitTimeout time.Duration
+	// SnapshotThreshold is how many log entries raft keeps before it takes
+	// a snapshot; TrailingLogs how many it keeps after one.
+	SnapshotThreshold uint64
+	// TrailingLogs is how many log entries are kept after a snapshot.
+	TrailingLogs uint64
 }
 
 // Config configures a Coordinator. Start from DefaultConfig or
@@ -80,83 +85,21 @@ type Config struct {
 	// error naming both names, since a data dir reused by mistake would
 	// otherwise take over another node's identity and vote.
 	AllowRename bool
-	// BootstrapExpect is the number of voter-eligible nodes that must see
-	// each other before a new cluster is bootstrapped; 0 means never
-	// bootstrap, only join an existing cluster. At most Voters.
-	BootstrapExpect int
-	// Voters is the number of voters the cluster keeps: 1, 3 or 5. A voter
-	// that fails keeps its vote until a healthy eligible node has been
-	// promoted in its place; with no such node it stays a voter.
-	Voters int
-	// Shards is the fixed number of shards, recorded when the cluster is
-	// created. Positive.
-	Shards int
-	// Handler is told when this node starts owning a shard and when the
-	// leader asks it to hand one off. Nil: shards are owned (and visible in
-	// Owned and Owner) without callbacks.
-	Handler ShardHandler
-	// ShardWeight is this node's relative shard capacity: 0 means 1.
-	ShardWeight float64
+	// Cluster says how the cluster forms and how many voters it keeps.
+	Cluster ClusterConfig
+	// Shards configures shard ownership: the count, the handler and the balancer.
+	Shards ShardConfig
 	// ServiceAddr is the address applications reach this node's service
 	// at; Owner returns it. Empty means the RPC address.
 	ServiceAddr string
-	// ShardDrainTimeout bounds Handler.Release, the drain of a shard being
-	// handed off; the release is committed when it returns or times out.
-	ShardDrainTimeout time.Duration
-	// ShardJoinStabilization is how long a new session must have existed
-	// before the leader hands it shards (so a flapping node does not pull
-	// shards back and forth).
-	ShardJoinStabilization time.Duration
-	// ShardMaxMoves is the most rebalancing handoffs in flight at once; 0
-	// means max(1, Shards/16). Grants of free shards and the handoffs of a
-	// drained node are not limited.
-	ShardMaxMoves int
-	// ShardEpsilon is the balance slack: every node owns within
-	// ceil(S·w/W·(1+ε)) shards. 0 means 0.05.
-	ShardEpsilon float64
-	// ShardRebalanceDelay coalesces bursts of changes: the leader replans
-	// this long after a change (and every ReconcileInterval).
-	ShardRebalanceDelay time.Duration
-	// SessionTTL is how long a node's session lives without a keepalive
-	// answered by the leader.
-	SessionTTL time.Duration
-	// LeaseMargin is the safety margin a holder keeps: its belief in a lease
-	// ends LeaseMargin before the earliest instant the leader could expire
-	// its session, and Checkpoint fails once less than LeaseMargin is left.
-	LeaseMargin time.Duration
-	// MaxClockDrift bounds the clock rate difference between any two nodes
-	// (0.01 = 1%). Holders shorten their belief by this fraction of the TTL.
-	MaxClockDrift float64
-	// ExpiryGrace is added to every session's deadline when a node becomes
-	// raft leader, so no holder's belief can outlive the new deadline (see
-	// lease rule 3 in docs/ARCHITECTURE.md). At least the raft election timeout.
-	ExpiryGrace time.Duration
+	// Session holds the session and lease timing: how long a holder may believe.
+	Session SessionConfig
 	// Raft holds the raft timeouts.
-	Raft RaftTimings
-	// Gossip selects memberlist's timing profile.
-	Gossip GossipProfile
-	// ServerStabilization is how long a non-voter must be healthy before it
-	// is promoted to voter.
-	ServerStabilization time.Duration
-	// DeadServerStabilization is how long gossip must report a voter dead,
-	// or autopilot find it unhealthy, before it counts as down and a
-	// replacement is promoted; it is removed only after that promotion. A
-	// voter whose keepalives or stats answers reached the leader within
-	// that time is not down, whatever gossip says.
-	DeadServerStabilization time.Duration
-	// ReconcileInterval is how often the leader reconciles gossip members
-	// with the raft configuration (it also reacts to membership events).
-	ReconcileInterval time.Duration
-	// BootstrapPromiseTTL is how long a node, once it has promised to join a
-	// bootstrap proposal, refuses any other proposal.
-	BootstrapPromiseTTL time.Duration
+	Raft RaftConfig
+	// Gossip holds memberlist's timing profile and the gossip encryption keys.
+	Gossip GossipConfig
 	// RPCTimeout bounds each internal RPC.
 	RPCTimeout time.Duration
-	// SnapshotThreshold is how many log entries raft keeps before it takes
-	// a snapshot; TrailingLogs how many it keeps after one.
-	SnapshotThreshold uint64
-	// TrailingLogs is how many log entries are kept after a snapshot.
-	TrailingLogs uint64
 	// Zone is an optional failure-domain label, gossiped to other nodes.
 	// The leader spreads voters over distinct zones as far as the
 	// voter-eligible members allow, so that losing one zone keeps a quorum.
@@ -164,10 +107,6 @@ type Config struct {
 	// Network carries raft and RPC (and gossip too when it implements
 	// transport.GossipNetwork). Nil means real TCP (and UDP for gossip).
 	Network transport.Network
-	// GossipKeys are the AES keys (16, 24 or 32 bytes each) that encrypt and
-	// authenticate gossip: the first encrypts, all of them decrypt. Empty:
-	// gossip in clear text. See gossipkeys.go for rotation.
-	GossipKeys [][]byte
 	// TLS enables mutual TLS on the RPC/raft port. It is required: New
 	// refuses a Config without TLS unless Insecure is set. Make a CA and
 	// node certificates with `holdfastctl cert create-ca` and
@@ -195,33 +134,45 @@ type Config struct {
 // TLS: New refuses a Config without TLS unless Insecure is set.
 func DefaultConfig() Config {
 	return Config{
-		GossipAddr:      "0.0.0.0:7946",
-		RPCAddr:         "0.0.0.0:7947",
-		Voters:          3,
-		BootstrapExpect: 3,
-		Shards:          256,
+		GossipAddr: "0.0.0.0:7946",
+		RPCAddr:    "0.0.0.0:7947",
+		Cluster: ClusterConfig{
+			Voters:                  3,
+			BootstrapExpect:         3,
+			ServerStabilization:     10 * time.Second,
+			DeadServerStabilization: 30 * time.Second,
+			ReconcileInterval:       10 * time.Second,
+			BootstrapPromiseTTL:     30 * time.Second,
+		},
 
-		ShardDrainTimeout:      5 * time.Second,
-		ShardJoinStabilization: 5 * time.Second,
-		ShardRebalanceDelay:    200 * time.Millisecond,
-		SessionTTL:             10 * time.Second,
-		LeaseMargin:            1 * time.Second,
-		MaxClockDrift:          0.01,
-		ExpiryGrace:            2 * time.Second,
-		Raft: RaftTimings{
+		Shards: ShardConfig{
+			Count:             256,
+			DrainTimeout:      5 * time.Second,
+			JoinStabilization: 5 * time.Second,
+			RebalanceDelay:    200 * time.Millisecond,
+		},
+
+		Session: SessionConfig{
+			TTL:           10 * time.Second,
+			LeaseMargin:   1 * time.Second,
+			MaxClockDrift: 0.01,
+			ExpiryGrace:   2 * time.Second,
+		},
+
+		Raft: RaftConfig{
 			HeartbeatTimeout:   1000 * time.Millisecond,
 			ElectionTimeout:    1000 * time.Millisecond,
 			LeaderLeaseTimeout: 500 * time.Millisecond,
 			CommitTimeout:      50 * time.Millisecond,
+
+			SnapshotThreshold: 8192,
+			TrailingLogs:      10240,
 		},
-		Gossip:                  GossipLAN,
-		ServerStabilization:     10 * time.Second,
-		DeadServerStabilization: 30 * time.Second,
-		ReconcileInterval:       10 * time.Second,
-		BootstrapPromiseTTL:     30 * time.Second,
-		RPCTimeout:              5 * time.Second,
-		SnapshotThreshold:       8192,
-		TrailingLogs:            10240,
+		Gossip: GossipConfig{
+			Profile: GossipLAN,
+		},
+
+		RPCTimeout: 5 * time.Second,
 	}
 }
 
@@ -236,27 +187,27 @@ func DefaultLocalConfig() Config {
 	c.Insecure = true
 	c.GossipAddr = "127.0.0.1:0"
 	c.RPCAddr = "127.0.0.1:0"
-	c.Shards = 16
-	c.ShardDrainTimeout = 1 * time.Second
-	c.ShardJoinStabilization = 1 * time.Second
-	c.ShardRebalanceDelay = 50 * time.Millisecond
-	c.SessionTTL = 3 * time.Second
-	c.LeaseMargin = 300 * time.Millisecond
-	c.ExpiryGrace = 600 * time.Millisecond
-	c.Raft = RaftTimings{
+	c.Shards.Count = 16
+	c.Shards.DrainTimeout = 1 * time.Second
+	c.Shards.JoinStabilization = 1 * time.Second
+	c.Shards.RebalanceDelay = 50 * time.Millisecond
+	c.Session.TTL = 3 * time.Second
+	c.Session.LeaseMargin = 300 * time.Millisecond
+	c.Session.ExpiryGrace = 600 * time.Millisecond
+	c.Raft = RaftConfig{
 		HeartbeatTimeout:   300 * time.Millisecond,
 		ElectionTimeout:    300 * time.Millisecond,
 		LeaderLeaseTimeout: 200 * time.Millisecond,
 		CommitTimeout:      10 * time.Millisecond,
 	}
-	c.Gossip = GossipLocal
-	c.ServerStabilization = 1 * time.Second
-	c.DeadServerStabilization = 2 * time.Second
-	c.ReconcileInterval = 500 * time.Millisecond
-	c.BootstrapPromiseTTL = 10 * time.Second
+	c.Gossip.Profile = GossipLocal
+	c.Cluster.ServerStabilization = 1 * time.Second
+	c.Cluster.DeadServerStabilization = 2 * time.Second
+	c.Cluster.ReconcileInterval = 500 * time.Millisecond
+	c.Cluster.BootstrapPromiseTTL = 10 * time.Second
 	c.RPCTimeout = 2 * time.Second
-	c.SnapshotThreshold = 1024
-	c.TrailingLogs = 1024
+	c.Raft.SnapshotThreshold = 1024
+	c.Raft.TrailingLogs = 1024
 	return c
 }
 
@@ -279,20 +230,20 @@ func (c *Config) validate() error {
 		return fieldErr("GossipAddr", "must be set")
 	case c.RPCAddr == "":
 		return fieldErr("RPCAddr", "must be set")
-	case c.Voters != 1 && c.Voters != 3 && c.Voters != 5:
-		return fieldErr("Voters", "is %d; must be 1, 3 or 5", c.Voters)
-	case c.BootstrapExpect < 0 || c.BootstrapExpect > c.Voters:
-		return fieldErr("BootstrapExpect", "is %d; must be between 0 and Voters (%d)", c.BootstrapExpect, c.Voters)
-	case c.BootstrapExpect > 0 && c.DataDir == "":
-		return fieldErr("BootstrapExpect", "is %d but DataDir is empty: only voter-eligible nodes bootstrap", c.BootstrapExpect)
-	case c.Shards <= 0 || c.Shards > 1<<20:
-		return fieldErr("Shards", "is %d; must be between 1 and %d", c.Shards, 1<<20)
-	case math.IsNaN(c.ShardWeight) || math.IsInf(c.ShardWeight, 0) || c.ShardWeight < 0:
-		return fieldErr("ShardWeight", "is %v; must be a finite number >= 0", c.ShardWeight)
-	case c.ShardEpsilon < 0 || c.ShardEpsilon >= 1 || math.IsNaN(c.ShardEpsilon):
-		return fieldErr("ShardEpsilon", "is %v; must be in [0, 1)", c.ShardEpsilon)
-	case c.ShardMaxMoves < 0:
-		return fieldErr("ShardMaxMoves", "is %d; must be >= 0", c.ShardMaxMoves)
+	case c.Cluster.Voters != 1 && c.Cluster.Voters != 3 && c.Cluster.Voters != 5:
+		return fieldErr("Cluster.Voters", "is %d; must be 1, 3 or 5", c.Cluster.Voters)
+	case c.Cluster.BootstrapExpect < 0 || c.Cluster.BootstrapExpect > c.Cluster.Voters:
+		return fieldErr("Cluster.BootstrapExpect", "is %d; must be between 0 and Voters (%d)", c.Cluster.BootstrapExpect, c.Cluster.Voters)
+	case c.Cluster.BootstrapExpect > 0 && c.DataDir == "":
+		return fieldErr("Cluster.BootstrapExpect", "is %d but DataDir is empty: only voter-eligible nodes bootstrap", c.Cluster.BootstrapExpect)
+	case c.Shards.Count <= 0 || c.Shards.Count > 1<<20:
+		return fieldErr("Shards.Count", "is %d; must be between 1 and %d", c.Shards.Count, 1<<20)
+	case math.IsNaN(c.Shards.Weight) || math.IsInf(c.Shards.Weight, 0) || c.Shards.Weight < 0:
+		return fieldErr("Shards.Weight", "is %v; must be a finite number >= 0", c.Shards.Weight)
+	case c.Shards.Epsilon < 0 || c.Shards.Epsilon >= 1 || math.IsNaN(c.Shards.Epsilon):
+		return fieldErr("Shards.Epsilon", "is %v; must be in [0, 1)", c.Shards.Epsilon)
+	case c.Shards.MaxMoves < 0:
+		return fieldErr("Shards.MaxMoves", "is %d; must be >= 0", c.Shards.MaxMoves)
 	case len(c.ServiceAddr) > 256:
 		return fieldErr("ServiceAddr", "longer than 256 bytes")
 	}
@@ -322,33 +273,33 @@ func (c *Config) validateTimings() error {
 		return fieldErr("Raft.LeaderLeaseTimeout", "is %v; must be between 5ms and HeartbeatTimeout (%v)", r.LeaderLeaseTimeout, r.HeartbeatTimeout)
 	case r.CommitTimeout <= 0:
 		return fieldErr("Raft.CommitTimeout", "must be positive")
-	case c.SessionTTL < 3*max(r.ElectionTimeout, r.HeartbeatTimeout):
-		return fieldErr("SessionTTL", "is %v; must be at least 3 × the raft election/heartbeat timeout (%v) so a leader change does not expire sessions",
-			c.SessionTTL, 3*max(r.ElectionTimeout, r.HeartbeatTimeout))
-	case c.MaxClockDrift < 0 || c.MaxClockDrift >= 0.5:
-		return fieldErr("MaxClockDrift", "is %v; must be in [0, 0.5)", c.MaxClockDrift)
-	case c.LeaseMargin <= 0 || c.LeaseMargin >= c.SessionTTL/3:
-		return fieldErr("LeaseMargin", "is %v; must be positive and below SessionTTL/3 (%v)", c.LeaseMargin, c.SessionTTL/3)
-	case c.ExpiryGrace < max(r.ElectionTimeout, r.HeartbeatTimeout):
-		return fieldErr("ExpiryGrace", "is %v; must be at least the raft election timeout (%v)", c.ExpiryGrace, max(r.ElectionTimeout, r.HeartbeatTimeout))
-	case c.ShardDrainTimeout <= 0:
-		return fieldErr("ShardDrainTimeout", "must be positive")
-	case c.ShardJoinStabilization < 0:
-		return fieldErr("ShardJoinStabilization", "must not be negative")
-	case c.ShardRebalanceDelay <= 0:
-		return fieldErr("ShardRebalanceDelay", "must be positive")
-	case c.ServerStabilization <= 0:
-		return fieldErr("ServerStabilization", "must be positive")
-	case c.DeadServerStabilization <= 0:
-		return fieldErr("DeadServerStabilization", "must be positive")
-	case c.ReconcileInterval <= 0:
-		return fieldErr("ReconcileInterval", "must be positive")
-	case c.BootstrapPromiseTTL < 2*c.RPCTimeout:
-		return fieldErr("BootstrapPromiseTTL", "is %v; must be at least 2 × RPCTimeout (%v)", c.BootstrapPromiseTTL, 2*c.RPCTimeout)
+	case c.Session.TTL < 3*max(r.ElectionTimeout, r.HeartbeatTimeout):
+		return fieldErr("Session.TTL", "is %v; must be at least 3 × the raft election/heartbeat timeout (%v) so a leader change does not expire sessions",
+			c.Session.TTL, 3*max(r.ElectionTimeout, r.HeartbeatTimeout))
+	case c.Session.MaxClockDrift < 0 || c.Session.MaxClockDrift >= 0.5:
+		return fieldErr("Session.MaxClockDrift", "is %v; must be in [0, 0.5)", c.Session.MaxClockDrift)
+	case c.Session.LeaseMargin <= 0 || c.Session.LeaseMargin >= c.Session.TTL/3:
+		return fieldErr("Session.LeaseMargin", "is %v; must be positive and below SessionTTL/3 (%v)", c.Session.LeaseMargin, c.Session.TTL/3)
+	case c.Session.ExpiryGrace < max(r.ElectionTimeout, r.HeartbeatTimeout):
+		return fieldErr("Session.ExpiryGrace", "is %v; must be at least the raft election timeout (%v)", c.Session.ExpiryGrace, max(r.ElectionTimeout, r.HeartbeatTimeout))
+	case c.Shards.DrainTimeout <= 0:
+		return fieldErr("Shards.DrainTimeout", "must be positive")
+	case c.Shards.JoinStabilization < 0:
+		return fieldErr("Shards.JoinStabilization", "must not be negative")
+	case c.Shards.RebalanceDelay <= 0:
+		return fieldErr("Shards.RebalanceDelay", "must be positive")
+	case c.Cluster.ServerStabilization <= 0:
+		return fieldErr("Cluster.ServerStabilization", "must be positive")
+	case c.Cluster.DeadServerStabilization <= 0:
+		return fieldErr("Cluster.DeadServerStabilization", "must be positive")
+	case c.Cluster.ReconcileInterval <= 0:
+		return fieldErr("Cluster.ReconcileInterval", "must be positive")
+	case c.Cluster.BootstrapPromiseTTL < 2*c.RPCTimeout:
+		return fieldErr("Cluster.BootstrapPromiseTTL", "is %v; must be at least 2 × RPCTimeout (%v)", c.Cluster.BootstrapPromiseTTL, 2*c.RPCTimeout)
 	case c.RPCTimeout <= 0:
 		return fieldErr("RPCTimeout", "must be positive")
-	case c.SnapshotThreshold == 0:
-		return fieldErr("SnapshotThreshold", "must be positive")
+	case c.Raft.SnapshotThreshold == 0:
+		return fieldErr("Raft.SnapshotThreshold", "must be positive")
 	}
 	return nil
 }

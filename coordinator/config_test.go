@@ -23,17 +23,17 @@ func TestConfigValidation(t *testing.T) {
 		{"NodeName", func(c *coordinator.Config) { c.NodeName = "" }},
 		{"GossipAddr", func(c *coordinator.Config) { c.GossipAddr = "" }},
 		{"RPCAddr", func(c *coordinator.Config) { c.RPCAddr = "" }},
-		{"Voters", func(c *coordinator.Config) { c.Voters = 2 }},
-		{"Voters", func(c *coordinator.Config) { c.Voters = 0 }},
-		{"BootstrapExpect", func(c *coordinator.Config) { c.BootstrapExpect = 5 }},
-		{"BootstrapExpect", func(c *coordinator.Config) { c.DataDir = "" }},
-		{"Shards", func(c *coordinator.Config) { c.Shards = 0 }},
-		{"Shards", func(c *coordinator.Config) { c.Shards = -3 }},
-		{"SessionTTL", func(c *coordinator.Config) { c.SessionTTL = 100 * time.Millisecond }},
+		{"Cluster.Voters", func(c *coordinator.Config) { c.Cluster.Voters = 2 }},
+		{"Cluster.Voters", func(c *coordinator.Config) { c.Cluster.Voters = 0 }},
+		{"Cluster.BootstrapExpect", func(c *coordinator.Config) { c.Cluster.BootstrapExpect = 5 }},
+		{"Cluster.BootstrapExpect", func(c *coordinator.Config) { c.DataDir = "" }},
+		{"Shards.Count", func(c *coordinator.Config) { c.Shards.Count = 0 }},
+		{"Shards.Count", func(c *coordinator.Config) { c.Shards.Count = -3 }},
+		{"Session.TTL", func(c *coordinator.Config) { c.Session.TTL = 100 * time.Millisecond }},
 		{"Raft.LeaderLeaseTimeout", func(c *coordinator.Config) { c.Raft.LeaderLeaseTimeout = time.Hour }},
 		{"Raft.HeartbeatTimeout", func(c *coordinator.Config) { c.Raft.HeartbeatTimeout = 0 }},
-		{"ServerStabilization", func(c *coordinator.Config) { c.ServerStabilization = 0 }},
-		{"RPCTimeout", func(c *coordinator.Config) { c.RPCTimeout = 0; c.BootstrapPromiseTTL = time.Hour }},
+		{"Cluster.ServerStabilization", func(c *coordinator.Config) { c.Cluster.ServerStabilization = 0 }},
+		{"RPCTimeout", func(c *coordinator.Config) { c.RPCTimeout = 0; c.Cluster.BootstrapPromiseTTL = time.Hour }},
 	} {
 		c := base()
 		tc.edit(&c)
@@ -46,7 +46,7 @@ func TestConfigValidation(t *testing.T) {
 
 func TestDataDirInUse(t *testing.T) {
 	c := coordinator.DefaultLocalConfig()
-	c.NodeName, c.DataDir, c.BootstrapExpect, c.Voters = "a", t.TempDir(), 1, 1
+	c.NodeName, c.DataDir, c.Cluster.BootstrapExpect, c.Cluster.Voters = "a", t.TempDir(), 1, 1
 	first, err := coordinator.New(c)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestDataDirInUse(t *testing.T) {
 
 func TestDuplicateNodeName(t *testing.T) {
 	c := coordinator.DefaultLocalConfig()
-	c.NodeName, c.DataDir, c.BootstrapExpect, c.Voters = "same", t.TempDir(), 1, 1
+	c.NodeName, c.DataDir, c.Cluster.BootstrapExpect, c.Cluster.Voters = "same", t.TempDir(), 1, 1
 	first, err := coordinator.New(c)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestDuplicateNodeName(t *testing.T) {
 func TestPlaintextRefused(t *testing.T) {
 	c := coordinator.DefaultConfig()
 	c.NodeName, c.GossipAddr, c.RPCAddr = "n", "127.0.0.1:0", "127.0.0.1:0"
-	c.DataDir, c.BootstrapExpect, c.Voters = t.TempDir(), 1, 1
+	c.DataDir, c.Cluster.BootstrapExpect, c.Cluster.Voters = t.TempDir(), 1, 1
 	if c.Insecure {
 		t.Fatal("DefaultConfig sets Insecure")
 	}

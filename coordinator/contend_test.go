@@ -58,7 +58,7 @@ func TestContendersTakeTurns(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for r := 0; r < rounds; r++ {
-				l, err := c.Campaign(ctx, "turns")
+				l, err := c.Acquire(ctx, "turns")
 				if err != nil {
 					t.Errorf("contender %d round %d: %v", i, r, err)
 					return
@@ -70,7 +70,7 @@ func TestContendersTakeTurns(t *testing.T) {
 				tok := l.Token()
 				// Resign cancels the local belief before the release commits;
 				// the window ends at that cancellation.
-				err = l.Resign(ctx)
+				err = l.Release(ctx)
 				end := coordinator.LeaseEndedAt(l)
 				if err != nil {
 					t.Errorf("contender %d resign: %v", i, err)
@@ -90,7 +90,7 @@ func TestContendersTakeTurns(t *testing.T) {
 	}
 	checkWindows(t, ws)
 	for _, w := range ws {
-		if w.cause != coordinator.ErrResigned {
+		if w.cause != coordinator.ErrReleased {
 			t.Errorf("contender %d token %d ended with %v, want ErrResigned", w.contender, w.token, w.cause)
 		}
 	}
@@ -128,7 +128,7 @@ func TestRenewingHolderSurvivesFailover(t *testing.T) {
 				if n == leader {
 					continue
 				}
-				l, err := n.C().Campaign(ctx, fmt.Sprintf("lease-%d", i))
+				l, err := n.C().Acquire(ctx, fmt.Sprintf("lease-%d", i))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -155,7 +155,7 @@ func TestRenewingHolderSurvivesFailover(t *testing.T) {
 			for _, l := range held {
 				context.AfterFunc(l.Context(), func() { lost <- l })
 			}
-			window := time.NewTimer(cfg.SessionTTL + cfg.ExpiryGrace + cfg.Raft.ElectionTimeout)
+			window := time.NewTimer(cfg.Session.TTL + cfg.Session.ExpiryGrace + cfg.Raft.ElectionTimeout)
 			defer window.Stop()
 			select {
 			case l := <-lost:

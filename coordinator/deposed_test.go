@@ -88,7 +88,7 @@ func TestDeposedLeaderCannotExtendBelief(t *testing.T) {
 	}
 	cfg := newLeader.C().Config()
 	t.Logf("cut at 0, new leader %s active at %v, its deadline for H at %v (TTL %v + grace %v); %d keepalives answered by L, %d beliefs",
-		newLeader.Name, activated.Sub(cut), deadline.Sub(cut), cfg.SessionTTL, cfg.ExpiryGrace, len(answered), len(beliefs))
+		newLeader.Name, activated.Sub(cut), deadline.Sub(cut), cfg.Session.TTL, cfg.Session.ExpiryGrace, len(answered), len(beliefs))
 	for _, a := range answered {
 		if a.After(activated) {
 			t.Errorf("deposed leader answered a keepalive that arrived %v after the new leader took over", a.Sub(activated))

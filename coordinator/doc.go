@@ -16,7 +16,7 @@
 // then on the ID travels in gossip metadata, nodes never bootstrap next to
 // it, and members of another cluster are refused. New members join as raft
 // non-voters; the leader keeps
-// Config.Voters voters, promoting a healthy eligible non-voter after
+// Config.Cluster.Voters voters, promoting a healthy eligible non-voter after
 // ServerStabilization, one change at a time. A failure never shrinks the
 // configuration: a voter down for DeadServerStabilization (gossip reports it
 // dead and none of its RPCs reach the leader, or the leader cannot reach it)
@@ -73,7 +73,7 @@
 //
 // # Shards
 //
-// The cluster has Config.Shards shards, fixed at creation; ShardFor maps a
+// The cluster has Config.Shards.Count shards, fixed at creation; ShardFor maps a
 // key to its shard with a stable hash. The raft leader assigns shards to
 // live, undrained sessions (balanced, sticky, rate-limited; see package
 // shardown) and drives every handoff: revoke, the owner's
@@ -93,13 +93,13 @@
 //
 // # Gossip encryption
 //
-// With Config.GossipKeys set, all gossip is encrypted and authenticated
+// With Config.Gossip.Keys set, all gossip is encrypted and authenticated
 // (AES-GCM; the first key encrypts, all decrypt): a node without one of the
 // keys never joins. Rotate without downtime with InstallGossipKey(new),
 // UseGossipKey(new), RemoveGossipKey(old), each applied to every live member
 // over RPC (inside mutual TLS: the key is in the request). A node with a
 // DataDir persists its keyring there after every step and starts from it
-// while its Config.GossipKeys is unchanged, so a node restarted after a
+// while its Config.Gossip.Keys is unchanged, so a node restarted after a
 // rotation rejoins without a configuration change; a node without a
 // DataDir keeps it in memory (see InstallGossipKey).
 //

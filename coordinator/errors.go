@@ -16,13 +16,13 @@ var (
 	// known (an election is under way or quorum is lost).
 	ErrNoLeader = wire.ErrNoLeader
 	// ErrNotLeader is returned by leader-only RPCs that reached a follower.
-	ErrNotLeader = wire.ErrNotLeader
+	errNotLeader = wire.ErrNotLeader
 	// ErrDuplicateName is returned by New when another live node already
 	// uses this node's name.
 	ErrDuplicateName = errors.New("holdfast: node name already in use")
 	// ErrRejected is returned when the state machine refused a command; the
 	// wrapped error says why.
-	ErrRejected = wire.ErrRejected
+	errRejected = wire.ErrRejected
 	// ErrLeaseHeld is returned by TryAcquire when another node holds the
 	// lease.
 	ErrLeaseHeld = wire.ErrLeaseHeld
@@ -37,17 +37,17 @@ var (
 	// the shard off at the leader's request (rebalancing, Drain, Shutdown).
 	ErrRevoked = errors.New("holdfast: shard handed off")
 	// ErrResigned is the cause of a lease's end after Resign.
-	ErrResigned = errors.New("holdfast: lease resigned")
+	ErrReleased = errors.New("holdfast: lease resigned")
 	// ErrSessionExpired is the cause when this node's belief in its session
 	// lapsed (no keepalive answered in time) or the leader expired it.
 	ErrSessionExpired = session.ErrExpired
 	// ErrBusy is returned when the raft leader refused a forwarded command
 	// because MaxPendingForwards were already waiting; commands with a
 	// request ID are retried with backoff.
-	ErrBusy = wire.ErrBusy
+	errBusy = wire.ErrBusy
 	// ErrNoSession is returned when a request names a session the cluster
 	// no longer has.
-	ErrNoSession = wire.ErrNoSession
+	errNoSession = wire.ErrNoSession
 )
 
 // ExpiringError is returned by Lease.Checkpoint when the time left is below
@@ -66,4 +66,4 @@ func (e *ExpiringError) Is(target error) bool { return target == ErrLeaseExpirin
 // NotLeaderError is returned when a request reached a node that is not the
 // raft leader. Leader is the leader's RPC address when known; errors.Is
 // finds ErrNotLeader in it.
-type NotLeaderError = wire.NotLeaderError
+type notLeaderError = wire.NotLeaderError

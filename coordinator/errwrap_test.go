@@ -20,11 +20,11 @@ func TestErrorsNameThePackageOnce(t *testing.T) {
 	c := cl.Node(0).C()
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
-	l, err := c.Campaign(ctx, "once")
+	l, err := c.Acquire(ctx, "once")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Resign(ctx); err != nil {
+	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	check := func(what string, err error, want string, is ...error) {
@@ -43,7 +43,7 @@ func TestErrorsNameThePackageOnce(t *testing.T) {
 		}
 	}
 	check("Checkpoint after Resign", l.Checkpoint(), "holdfast: lease lost: lease resigned",
-		coordinator.ErrLeaseLost, coordinator.ErrResigned)
+		coordinator.ErrLeaseLost, coordinator.ErrReleased)
 
 	if err := c.Shutdown(ctx); err != nil {
 		t.Fatal(err)

@@ -19,8 +19,8 @@ func startExampleNode() (c *coordinator.Coordinator, stop func()) {
 	cfg := coordinator.DefaultLocalConfig()
 	cfg.NodeName = "node-a"
 	cfg.DataDir = dir
-	cfg.Voters, cfg.BootstrapExpect = 1, 1
-	cfg.Shards = 16
+	cfg.Cluster.Voters, cfg.Cluster.BootstrapExpect = 1, 1
+	cfg.Shards.Count = 16
 	c, err = coordinator.New(cfg)
 	if err != nil {
 		panic(err)
@@ -33,23 +33,23 @@ func startExampleNode() (c *coordinator.Coordinator, stop func()) {
 
 // Campaign blocks until this node holds the lease; its token goes with
 // every write to the protected resource, and Resign hands the lease on.
-func ExampleCoordinator_Campaign() {
+func ExampleCoordinator_Acquire() {
 	c, stop := startExampleNode()
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	l, err := c.Campaign(ctx, "scheduler")
+	l, err := c.Acquire(ctx, "scheduler")
 	if err != nil {
 		panic(err)
 	}
-	h, _ := c.Leader("scheduler") // local replica, no network
+	h, _ := c.Holder("scheduler") // local replica, no network
 	fmt.Println("holder:", h.Node, "token matches:", h.Token == l.Token())
 	fmt.Println("checkpoint:", l.Checkpoint())
-	if err := l.Resign(ctx); err != nil {
+	if err := l.Release(ctx); err != nil {
 		panic(err)
 	}
-	_, held := c.Leader("scheduler")
+	_, held := c.Holder("scheduler")
 	fmt.Println("after resign: held:", held, "lease error:", l.Err())
 	// Output:
 	// holder: node-a token matches: true

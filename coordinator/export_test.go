@@ -45,7 +45,7 @@ func (c *Coordinator) SessionValidUntil() time.Time {
 func (c *Coordinator) KeepAliveNow() error {
 	s, _ := c.currentSession()
 	if s == nil {
-		return ErrNoSession
+		return errNoSession
 	}
 	return c.sessions.KeepAliveOnce(s)
 }

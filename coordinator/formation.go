@@ -17,7 +17,7 @@ type Formation struct {
 	// Formed is true once this node is a member of a formed cluster (it
 	// knows the cluster's ID).
 	Formed bool
-	// Expect is Config.BootstrapExpect: how many voter-eligible nodes must
+	// Expect is Config.Cluster.BootstrapExpect: how many voter-eligible nodes must
 	// see each other before a new cluster is bootstrapped (0: this node
 	// only joins an existing cluster).
 	Expect int

@@ -27,7 +27,7 @@ func TestFirstSessionNotExpiredAtFormation(t *testing.T) {
 	first := cl.Start(0)
 	// The scenario, not synchronisation: node0 waits alone longer than the
 	// belief a create sent now would give.
-	<-time.After(cl.Node(0).Config.SessionTTL + time.Second)
+	<-time.After(cl.Node(0).Config.Session.TTL + time.Second)
 	cl.Start(1)
 	cl.Start(2)
 	cl.WaitFormed(formTimeout)
@@ -41,7 +41,7 @@ func TestFirstSessionNotExpiredAtFormation(t *testing.T) {
 	// the session opened, by which time a false expiry has long been logged.
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
-	l, err := first.Campaign(ctx, "after-formation")
+	l, err := first.Acquire(ctx, "after-formation")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,9 +144,9 @@ func testGossipKeyJoin(t *testing.T, inMemory bool) {
 			switch i {
 			case 3: // plain
 			case 4:
-				c.GossipKeys = [][]byte{gossipKey(2)}
+				c.Gossip.Keys = [][]byte{gossipKey(2)}
 			default:
-				c.GossipKeys = [][]byte{key}
+				c.Gossip.Keys = [][]byte{key}
 				c.Logger = refusals.wrap(c.Logger)
 			}
 		}})
@@ -202,8 +202,8 @@ func TestGossipKeysValidation(t *testing.T) {
 		{[][]byte{k16, k24, bytes.Clone(k16)}, "GossipKeys[2]: duplicate of GossipKeys[0]"},
 	} {
 		c := coordinator.DefaultLocalConfig()
-		c.NodeName, c.DataDir, c.BootstrapExpect, c.Voters = "n", t.TempDir(), 1, 1
-		c.GossipKeys = tc.keys
+		c.NodeName, c.DataDir, c.Cluster.BootstrapExpect, c.Cluster.Voters = "n", t.TempDir(), 1, 1
+		c.Gossip.Keys = tc.keys
 		node, err := coordinator.New(c)
 		if err == nil {
 			primary, all := node.GossipKeys()
@@ -277,7 +277,7 @@ func TestGossipKeyPlainNode(t *testing.T) {
 func TestGossipKeyRefusals(t *testing.T) {
 	old, other := gossipKey(1), gossipKey(2)
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3,
-		Configure: func(i int, c *coordinator.Config) { c.GossipKeys = [][]byte{old} }})
+		Configure: func(i int, c *coordinator.Config) { c.Gossip.Keys = [][]byte{old} }})
 	cl.WaitFormed(formTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
@@ -389,9 +389,9 @@ func churn(ctx context.Context, c *coordinator.Coordinator, ops *atomic.Int64, e
 			return
 		case <-tick.C:
 		}
-		l, err := c.Campaign(ctx, "churn")
+		l, err := c.Acquire(ctx, "churn")
 		if err == nil {
-			err = l.Resign(ctx)
+			err = l.Release(ctx)
 		}
 		if err != nil {
 			if ctx.Err() == nil {
@@ -544,8 +544,8 @@ func TestGossipKeyRotationUnderLoad(t *testing.T) {
 	r.cl = holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true,
 		Configure: func(i int, c *coordinator.Config) {
 			mon.configure(i, c)
-			c.Shards = 16
-			c.GossipKeys = r.keys
+			c.Shards.Count = 16
+			c.Gossip.Keys = r.keys
 		}})
 	cl := r.cl
 	cl.WaitFormed(formTimeout)
@@ -556,7 +556,7 @@ func TestGossipKeyRotationUnderLoad(t *testing.T) {
 	var leases []*coordinator.Lease
 	sessions := map[string]string{}
 	for _, n := range r.group {
-		l, err := n.C().Campaign(ctx, "job-"+n.Name)
+		l, err := n.C().Acquire(ctx, "job-"+n.Name)
 		if err != nil {
 			t.Fatal(err)
 		}

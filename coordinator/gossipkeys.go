@@ -13,7 +13,7 @@ import (
 var (
 	// ErrGossipNotEncrypted is returned by InstallGossipKey, UseGossipKey
 	// and RemoveGossipKey when this node, or a live member they reach, runs
-	// without gossip encryption (empty Config.GossipKeys). Encryption cannot
+	// without gossip encryption (empty Config.Gossip.Keys). Encryption cannot
 	// be switched on at run time: restart the nodes with keys.
 	ErrGossipNotEncrypted = keyring.ErrNotEncrypted
 	// ErrInvalidGossipKey is returned by the gossip key methods for a key
@@ -27,9 +27,9 @@ var (
 	ErrGossipKeyPrimary = keyring.ErrPrimary
 )
 
-// validateGossipKeys checks Config.GossipKeys: AES key sizes, no duplicates.
+// validateGossipKeys checks Config.Gossip.Keys: AES key sizes, no duplicates.
 func (c *Config) validateGossipKeys() error {
-	return configErr(keyring.CheckKeys(c.GossipKeys))
+	return configErr(keyring.CheckKeys(c.Gossip.Keys))
 }
 
 // configErr turns a part's configuration error (one naming a Config field)
@@ -46,7 +46,7 @@ func configErr(err error) error {
 // initialGossipKeys opens the keyring file in DataDir and returns the keys
 // gossip starts with (see keyring.Open).
 func (c *Coordinator) initialGossipKeys() ([][]byte, error) {
-	store, keys, err := keyring.Open(keyring.FileOptions{DataDir: c.cfg.DataDir, ConfigKeys: c.cfg.GossipKeys, Log: c.log})
+	store, keys, err := keyring.Open(keyring.FileOptions{DataDir: c.cfg.DataDir, ConfigKeys: c.cfg.Gossip.Keys, Log: c.log})
 	if err != nil {
 		return nil, configErr(err)
 	}
@@ -116,12 +116,12 @@ func (c *Coordinator) GossipKeys() (primary []byte, all [][]byte) {
 //
 // Persistence: a node with a DataDir writes its keyring to
 // DataDir/gossip-keyring.json after every step (atomically, mode 0600) and
-// starts from it as long as its Config.GossipKeys is the one it was started
+// starts from it as long as its Config.Gossip.Keys is the one it was started
 // with when the file was written, so a node restarted after a rotation
-// rejoins with unchanged configuration; changing Config.GossipKeys makes
+// rejoins with unchanged configuration; changing Config.Gossip.Keys makes
 // the configuration win at the next start. A node without a DataDir keeps
 // the keyring in memory only (it logs so) and, restarted later, needs the
-// current keys in its Config.GossipKeys. Members that were down during a
+// current keys in its Config.Gossip.Keys. Members that were down during a
 // step missed it: start them with the current keys. Encryption cannot be
 // switched on or off in a running cluster: keyed and plain nodes cannot
 // gossip with each other.

@@ -24,7 +24,7 @@ type GroupHealth struct {
 	FailureTolerance int
 	// Voters lists the voters of the configuration, sorted by name then ID.
 	Voters []VoterHealth
-	// Wanted is Config.Voters, the number of voters autopilot keeps.
+	// Wanted is Config.Cluster.Voters, the number of voters autopilot keeps.
 	Wanted int
 }
 
@@ -58,10 +58,10 @@ func (g GroupHealth) Degraded() bool {
 func (c *Coordinator) Health() GroupHealth {
 	rep, at, ok := c.cluster.Health()
 	if !ok {
-		return GroupHealth{Wanted: c.cfg.Voters}
+		return GroupHealth{Wanted: c.cfg.Cluster.Voters}
 	}
-	g := GroupHealth{Wanted: c.cfg.Voters, Leader: rep.Leader, FailureTolerance: rep.FailureTolerance, Age: time.Since(at)}
-	g.Known = g.Age <= 2*c.cfg.ReconcileInterval+c.cfg.RPCTimeout
+	g := GroupHealth{Wanted: c.cfg.Cluster.Voters, Leader: rep.Leader, FailureTolerance: rep.FailureTolerance, Age: time.Since(at)}
+	g.Known = g.Age <= 2*c.cfg.Cluster.ReconcileInterval+c.cfg.RPCTimeout
 	for _, v := range rep.Voters {
 		g.Voters = append(g.Voters, VoterHealth{ID: v.ID, Name: v.Name, Zone: v.Zone, Healthy: v.Healthy, Leader: v.ID == rep.Leader})
 	}

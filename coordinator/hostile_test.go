@@ -97,7 +97,7 @@ func TestHostileFramesChangeNothing(t *testing.T) {
 	t.Logf("seed %d", seed)
 	mon := newShardMonitor()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, Configure: func(i int, c *coordinator.Config) {
-		c.Shards = 16
+		c.Shards.Count = 16
 		mon.configure(i, c)
 	}})
 	leader := cl.WaitFormed(formTimeout)
@@ -106,7 +106,7 @@ func TestHostileFramesChangeNothing(t *testing.T) {
 	defer cancel()
 	var leases []*coordinator.Lease
 	for _, n := range cl.Running() {
-		l, err := n.C().Campaign(ctx, "hostile-"+n.Name)
+		l, err := n.C().Acquire(ctx, "hostile-"+n.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,11 +138,11 @@ func TestHostileFramesChangeNothing(t *testing.T) {
 		}
 	}
 	// Still serving: a new lease can be taken and the cluster is whole.
-	l, err := leader.C().Campaign(ctx, "after-storm")
+	l, err := leader.C().Acquire(ctx, "after-storm")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Resign(ctx); err != nil {
+	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	cl.WaitFor("the cluster still formed", formTimeout, cl.Formed)

@@ -36,7 +36,7 @@ func TestJoinMistakesWarnWithHint(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			logs := &levelCapture{}
 			cfg := coordinator.DefaultLocalConfig()
-			cfg.NodeName, cfg.BootstrapExpect = "lost", 0
+			cfg.NodeName, cfg.Cluster.BootstrapExpect = "lost", 0
 			cfg.Join = []string{tc.join}
 			cfg.Logger = slog.New(logs)
 			c, err := coordinator.New(cfg)
@@ -76,7 +76,7 @@ func TestJoinOnlySelfIsInfo(t *testing.T) {
 	ln.Close() // memberlist binds it next (TCP and UDP)
 	logs := &levelCapture{}
 	cfg := coordinator.DefaultLocalConfig()
-	cfg.NodeName, cfg.BootstrapExpect = "first", 0
+	cfg.NodeName, cfg.Cluster.BootstrapExpect = "first", 0
 	cfg.GossipAddr, cfg.Join = self, []string{self}
 	cfg.Logger = slog.New(logs)
 	c, err := coordinator.New(cfg)

@@ -40,7 +40,7 @@ func TestCutVoterKeepsVoteThenSecondFailureSurvived(t *testing.T) {
 	// Wait well past the point where the old rule removed it: gossip has
 	// reported it failed for DeadServerStabilization plus several
 	// reconcile rounds. All the while it must stay a voter of three.
-	hold := cfg.DeadServerStabilization + 6*cfg.ReconcileInterval
+	hold := cfg.Cluster.DeadServerStabilization + 6*cfg.Cluster.ReconcileInterval
 	cl.WaitFor("gossip to report the cut voter failed for long", formTimeout, func() error {
 		voters := leader.C().Voters()
 		if len(voters) != 3 || !slices.Contains(voters, victimID) {

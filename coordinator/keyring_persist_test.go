@@ -17,14 +17,14 @@ import (
 
 // TestGossipKeyringSurvivesRestarts rotates the gossip key of a TLS
 // cluster, then restarts every node one by one (a crash each time: no
-// graceful leave) with its Config.GossipKeys unchanged, still the old key.
+// graceful leave) with its Config.Gossip.Keys unchanged, still the old key.
 // Each node comes back with the rotated keyring from its data dir and the
 // cluster stays whole; with the keyring in memory only, the first node
 // restarted would come back with the removed key and never rejoin.
 func TestGossipKeyringSurvivesRestarts(t *testing.T) {
 	oldKey, newKey := gossipKey(1), gossipKey(2)
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, TLS: true,
-		Configure: func(i int, c *coordinator.Config) { c.GossipKeys = [][]byte{oldKey} }})
+		Configure: func(i int, c *coordinator.Config) { c.Gossip.Keys = [][]byte{oldKey} }})
 	leader := cl.WaitFormed(formTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
@@ -67,7 +67,7 @@ func TestGossipKeyringSurvivesRestarts(t *testing.T) {
 		if err := keyringIs(cl.Running(), newKey); err != nil {
 			t.Fatalf("after restarting %s: %v", n.Name, err)
 		}
-		if !slices.EqualFunc(n.Config.GossipKeys, [][]byte{oldKey}, slices.Equal) {
+		if !slices.EqualFunc(n.Config.Gossip.Keys, [][]byte{oldKey}, slices.Equal) {
 			t.Fatalf("%s: Config.GossipKeys changed", n.Name)
 		}
 	}
@@ -76,16 +76,16 @@ func TestGossipKeyringSurvivesRestarts(t *testing.T) {
 }
 
 // TestGossipKeyringNewerRule checks which keyring a node starts with: its
-// data dir's while Config.GossipKeys is unchanged, Config.GossipKeys once
+// data dir's while Config.Gossip.Keys is unchanged, Config.Gossip.Keys once
 // the configuration changed.
 func TestGossipKeyringNewerRule(t *testing.T) {
 	a, b, c := gossipKey(1), gossipKey(2), gossipKey(3)
 	cfg := coordinator.DefaultLocalConfig()
-	cfg.NodeName, cfg.DataDir, cfg.Voters, cfg.BootstrapExpect = "solo", t.TempDir(), 1, 1
-	cfg.GossipKeys = [][]byte{a}
+	cfg.NodeName, cfg.DataDir, cfg.Cluster.Voters, cfg.Cluster.BootstrapExpect = "solo", t.TempDir(), 1, 1
+	cfg.Gossip.Keys = [][]byte{a}
 	start := func(keys ...[]byte) *coordinator.Coordinator {
 		t.Helper()
-		cfg.GossipKeys = keys
+		cfg.Gossip.Keys = keys
 		n, err := coordinator.New(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -142,8 +142,8 @@ func TestGossipKeyringNewerRule(t *testing.T) {
 func TestGossipKeyringInMemory(t *testing.T) {
 	lc := newLogCounter("gossip keyring kept in memory only")
 	cfg := coordinator.DefaultLocalConfig()
-	cfg.NodeName, cfg.BootstrapExpect = "diskless", 0
-	cfg.GossipKeys = [][]byte{gossipKey(1)}
+	cfg.NodeName, cfg.Cluster.BootstrapExpect = "diskless", 0
+	cfg.Gossip.Keys = [][]byte{gossipKey(1)}
 	cfg.Logger = lc.wrap(slog.New(slog.NewTextHandler(io.Discard, nil))) // Info enabled
 	n, err := coordinator.New(cfg)
 	if err != nil {

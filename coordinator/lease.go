@@ -32,7 +32,7 @@ func (l *Lease) Name() string { return l.g.Name() }
 // in the background for as long as its session lives (the session's end
 // releases the lease anyway). It returns nil if the lease had already
 // ended.
-func (l *Lease) Resign(ctx context.Context) error { return l.g.Release(ctx) }
+func (l *Lease) Release(ctx context.Context) error { return l.g.Release(ctx) }
 
 // Holder describes who holds a named lease.
 type Holder struct {
@@ -45,7 +45,7 @@ type Holder struct {
 // Leader returns the holder of the named lease and its token from
 // the local replica: no network, no lock, no allocation. ok is false when
 // nobody holds it. The replica may lag the leader by a little.
-func (c *Coordinator) Leader(name string) (h Holder, ok bool) {
+func (c *Coordinator) Holder(name string) (h Holder, ok bool) {
 	sess, node, nodeID, token, ok := c.fsm.View().HolderNode(name)
 	if !ok {
 		return Holder{}, false
@@ -57,7 +57,7 @@ func (c *Coordinator) Leader(name string) (h Holder, ok bool) {
 // Waiters are served first come, first served: a release hands the lease to
 // the next waiter directly. If this node's session ends while it waits, it
 // campaigns again with its next session.
-func (c *Coordinator) Campaign(ctx context.Context, name string) (*Lease, error) {
+func (c *Coordinator) Acquire(ctx context.Context, name string) (*Lease, error) {
 	return c.acquire(ctx, name, true)
 }
 
@@ -97,7 +97,7 @@ func (c *Coordinator) applyRetry(ctx context.Context, cmd fsm.Command) (applyRes
 	backoff := 20 * time.Millisecond
 	for {
 		res, err := c.apply(ctx, cmd)
-		if err == nil || errors.Is(err, ErrRejected) || errors.Is(err, ErrNoSession) ||
+		if err == nil || errors.Is(err, errRejected) || errors.Is(err, errNoSession) ||
 			errors.Is(err, ErrLeaseHeld) || errors.Is(err, ErrShutdown) || ctx.Err() != nil {
 			return res, err
 		}
@@ -123,7 +123,7 @@ func (c *Coordinator) Observe(ctx context.Context, name string) <-chan Holder {
 
 func (c *Coordinator) observe(ctx context.Context, name string, ch chan Holder) {
 	streamViews(ctx, c, ch, func(*fsm.View) (Holder, Holder, bool) {
-		h, _ := c.Leader(name)
+		h, _ := c.Holder(name)
 		return h, h, true
 	})
 }

@@ -25,7 +25,7 @@ func TestCampaignResignHandsOver(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
 	observed := cl.Node(2).C().Observe(ctx, "scheduler")
-	la, err := a.Campaign(ctx, "scheduler")
+	la, err := a.Acquire(ctx, "scheduler")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,23 +37,23 @@ func TestCampaignResignHandsOver(t *testing.T) {
 	}
 	got := make(chan *coordinator.Lease, 1)
 	go func() {
-		lb, err := b.Campaign(ctx, "scheduler")
+		lb, err := b.Acquire(ctx, "scheduler")
 		if err != nil {
 			t.Error(err)
 		}
 		got <- lb
 	}()
 	cl.WaitFor("b queued", formTimeout, func() error {
-		h, ok := b.Leader("scheduler")
+		h, ok := b.Holder("scheduler")
 		if !ok || h.Token != la.Token() || h.Node != a.NodeName() {
 			return fmt.Errorf("%w: holder %+v", holdfasttest.ErrNotYet, h)
 		}
 		return nil
 	})
-	if err := la.Resign(ctx); err != nil {
+	if err := la.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !errors.Is(la.Err(), coordinator.ErrResigned) {
+	if !errors.Is(la.Err(), coordinator.ErrReleased) {
 		t.Fatalf("resigned lease ends with %v", la.Err())
 	}
 	lb := <-got
@@ -78,7 +78,7 @@ func TestCampaignResignHandsOver(t *testing.T) {
 	if !seen {
 		t.Fatal("Observe never delivered the latest holder")
 	}
-	if err := lb.Resign(ctx); err != nil {
+	if err := lb.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -99,7 +99,7 @@ func TestPausedHolderLosesLeaseFirst(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
-	l1, err := holderNode.C().Campaign(ctx, "job")
+	l1, err := holderNode.C().Acquire(ctx, "job")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestPausedHolderLosesLeaseFirst(t *testing.T) {
 	var l2 *coordinator.Lease
 	go func() {
 		var err error
-		l2, err = waiterNode.C().Campaign(ctx, "job")
+		l2, err = waiterNode.C().Acquire(ctx, "job")
 		if err != nil {
 			t.Error(err)
 		}
@@ -121,7 +121,7 @@ func TestPausedHolderLosesLeaseFirst(t *testing.T) {
 	// The resource: one row in a real SQLite file and an in-memory
 	// register, both fenced, with rejections counted on a registry.
 	reg := prometheus.NewRegistry()
-	mem := fence.NewMemory(fence.WithRegisterer(reg))
+	mem := fence.NewMemory(fence.MemoryConfig{Registerer: reg})
 	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "resource.db"))
 	if err != nil {
 		t.Fatal(err)

@@ -27,8 +27,8 @@ func (c *Coordinator) newLessor() *session.Lessor {
 		Voters:         c.voterAddrs,
 		Self:           c.id,
 		Confirm:        c.askConfirm,
-		ConfirmTimeout: min(c.cfg.RPCTimeout, c.cfg.SessionTTL/3),
-		ExpiryGrace:    c.cfg.ExpiryGrace,
+		ConfirmTimeout: min(c.cfg.RPCTimeout, c.cfg.Session.TTL/3),
+		ExpiryGrace:    c.cfg.Session.ExpiryGrace,
 		NotLeader:      c.notLeaderHere,
 		Expired:        func() { c.metrics.expiries.Inc() },
 	})
@@ -58,7 +58,7 @@ func (c *Coordinator) notLeaderHere() error {
 	if self {
 		addr = ""
 	}
-	return &NotLeaderError{Leader: addr}
+	return &notLeaderError{Leader: addr}
 }
 
 type (

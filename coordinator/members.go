@@ -26,7 +26,7 @@ func (c *Coordinator) startMembership() error {
 		Keys:     keys,
 		Logger:   c.log.With("subsystem", "gossip"),
 	}
-	if c.cfg.Gossip == GossipLocal {
+	if c.cfg.Gossip.Profile == GossipLocal {
 		mc.Profile = membership.Local
 	}
 	mc.AdvertiseAddr = c.cfg.AdvertiseGossipAddr // set by cluster.ResolveAdvertise too when GossipAddr binds every interface

@@ -142,7 +142,7 @@ func gaugeFuncs(c *Coordinator) []prometheus.Collector {
 		g("holdfast_raft_voters", "Voters in the raft configuration.",
 			func() float64 { return float64(len(c.Voters())) }),
 		g("holdfast_session_ttl_seconds", "The configured session TTL (to compare keepalive latency and remaining time with).",
-			func() float64 { return c.cfg.SessionTTL.Seconds() }),
+			func() float64 { return c.cfg.Session.TTL.Seconds() }),
 		g("holdfast_session_remaining_seconds", "How long this node may still believe in its session without another answered keepalive.",
 			func() float64 { return sessionRemaining(c).Seconds() }),
 		held(kindLeader, func() float64 { return float64(c.heldLeases()) }),
@@ -225,7 +225,7 @@ func (m *metrics) leaseEnded(kind string, start time.Time, cause error) {
 // endReason names why a lease ended.
 func endReason(cause error) string {
 	switch {
-	case errors.Is(cause, ErrResigned):
+	case errors.Is(cause, ErrReleased):
 		return "resigned"
 	case errors.Is(cause, ErrRevoked):
 		return "revoked"

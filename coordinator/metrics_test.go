@@ -85,7 +85,7 @@ func TestMetricsScenario(t *testing.T) {
 		regs[i] = prometheus.NewRegistry()
 	}
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true, Configure: func(i int, c *coordinator.Config) {
-		c.Shards = shards
+		c.Shards.Count = shards
 		c.Registerer = regs[i]
 	}})
 	leader := cl.WaitFormed(formTimeout)
@@ -112,7 +112,7 @@ func TestMetricsScenario(t *testing.T) {
 	c, reg := cl.Node(i).C(), regs[i]
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
-	l, err := c.Campaign(ctx, "metrics")
+	l, err := c.Acquire(ctx, "metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestMetricsScenario(t *testing.T) {
 	if v := metricValue(t, reg, "holdfast_lease_acquire_wait_seconds", leaderKind); v != 1 {
 		t.Errorf("acquire wait observations: %v, want 1", v)
 	}
-	if err := l.Resign(ctx); err != nil {
+	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	waitMetric(t, cl, reg, "holdfast_leases_held", leaderKind, "back to 0", func(v float64) bool { return v == 0 })
@@ -131,7 +131,7 @@ func TestMetricsScenario(t *testing.T) {
 		"counts the resign", func(v float64) bool { return v == 1 })
 
 	// A forced expiry: pause a follower holding a lease and shards.
-	if _, err := c.Campaign(ctx, "metrics"); err != nil {
+	if _, err := c.Acquire(ctx, "metrics"); err != nil {
 		t.Fatal(err)
 	}
 	cl.Pause(i)
@@ -157,7 +157,7 @@ func TestMetricsScenario(t *testing.T) {
 	}
 
 	// A fence rejection, on the node's registry.
-	mem := fence.NewMemory(fence.WithRegisterer(reg))
+	mem := fence.NewMemory(fence.MemoryConfig{Registerer: reg})
 	if err := mem.Check("r", 5); err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func acquiredWithin(c *coordinator.Coordinator, name string, timeout time.Durati
 			last = err
 			return fmt.Errorf("%w: %v", holdfasttest.ErrNotYet, err)
 		}
-		_ = l.Resign(ctx)
+		_ = l.Release(ctx)
 		return nil
 	})
 	if err != nil {
@@ -87,9 +87,9 @@ func TestCancelledTryAcquireOnLeaderLeavesNoOrphanGrant(t *testing.T) {
 	if _, err := leader.C().TryAcquire(ctx, "orphan"); err == nil {
 		t.Fatal("TryAcquire with a cancelled context succeeded")
 	}
-	ttl := leader.Config.SessionTTL
+	ttl := leader.Config.Session.TTL
 	if err := acquiredWithin(other.C(), "orphan", 3*ttl); err != nil {
-		h, _ := leader.C().Leader("orphan")
+		h, _ := leader.C().Holder("orphan")
 		t.Fatalf("another node could not take the lease within 3 × TTL after a cancelled TryAcquire: %v; holder %+v (leader's session %s)",
 			err, h, leader.C().SessionID())
 	}
@@ -111,9 +111,9 @@ func TestTimedOutForwardedTryAcquireLeavesNoOrphanGrant(t *testing.T) {
 		t.Fatal("TryAcquire succeeded although its answer was delayed past its deadline")
 	}
 	t.Logf("TryAcquire: %v", err)
-	ttl := leader.Config.SessionTTL
+	ttl := leader.Config.Session.TTL
 	if err := acquiredWithin(other.C(), "orphan", 3*ttl); err != nil {
-		h, _ := leader.C().Leader("orphan")
+		h, _ := leader.C().Holder("orphan")
 		t.Fatalf("another node could not take the lease within 3 × TTL after a timed-out TryAcquire: %v; holder %+v (follower's session %s)",
 			err, h, f.C().SessionID())
 	}
@@ -129,20 +129,20 @@ func TestCampaignNotBlockedBehindOrphanedQueueEntry(t *testing.T) {
 	f, other := followersOf(t, cl, leader)
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
-	held, err := other.C().Campaign(ctx, "q")
+	held, err := other.C().Acquire(ctx, "q")
 	if err != nil {
 		t.Fatal(err)
 	}
 	heal := lateAnswers(cl, leader, f, 700*time.Millisecond)
 	short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
-	_, err = f.C().Campaign(short, "q")
+	_, err = f.C().Acquire(short, "q")
 	cancelShort()
 	heal()
 	if err == nil {
 		t.Fatal("Campaign of a held lease succeeded")
 	}
 	t.Logf("first Campaign: %v", err)
-	ttl := leader.Config.SessionTTL
+	ttl := leader.Config.Session.TTL
 	sid := f.C().SessionID()
 	queuedFor := func() (uint64, bool) {
 		for _, w := range leader.C().LeaseWaiters("q") {
@@ -156,9 +156,9 @@ func TestCampaignNotBlockedBehindOrphanedQueueEntry(t *testing.T) {
 	t.Logf("after the first Campaign: queued %v (request %d)", queued, orphan)
 	got := make(chan error, 1)
 	go func() {
-		l, err := f.C().Campaign(ctx, "q")
+		l, err := f.C().Acquire(ctx, "q")
 		if err == nil {
-			err = l.Resign(ctx)
+			err = l.Release(ctx)
 		}
 		got <- err
 	}()
@@ -172,7 +172,7 @@ func TestCampaignNotBlockedBehindOrphanedQueueEntry(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("the second Campaign never took the place of the first one's queue entry (request %d) in 3 × TTL: %v", orphan, err)
 	}
-	if err := held.Resign(ctx); err != nil {
+	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -181,7 +181,7 @@ func TestCampaignNotBlockedBehindOrphanedQueueEntry(t *testing.T) {
 			t.Fatal(err)
 		}
 	case <-time.After(3 * ttl):
-		h, _ := f.C().Leader("q")
+		h, _ := f.C().Holder("q")
 		t.Fatalf("the second Campaign is still blocked 3 × TTL after the lease was resigned; holder %+v (its own session %s)",
 			h, f.C().SessionID())
 	}
@@ -196,23 +196,23 @@ func TestResignWithCancelledContextReleasesOnFollower(t *testing.T) {
 	f, other := followersOf(t, cl, leader)
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
-	l, err := f.C().Campaign(ctx, "r")
+	l, err := f.C().Acquire(ctx, "r")
 	if err != nil {
 		t.Fatal(err)
 	}
 	done, stop := context.WithCancel(context.Background())
 	stop()
-	err = l.Resign(done)
+	err = l.Release(done)
 	t.Logf("Resign with a cancelled context: %v", err)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Resign with a cancelled context returned %v, want an error wrapping context.Canceled", err)
 	}
-	if !errors.Is(l.Err(), coordinator.ErrResigned) {
+	if !errors.Is(l.Err(), coordinator.ErrReleased) {
 		t.Fatalf("the local belief did not end at Resign: %v", l.Err())
 	}
-	ttl := leader.Config.SessionTTL
+	ttl := leader.Config.Session.TTL
 	if err := acquiredWithin(other.C(), "r", 3*ttl); err != nil {
-		h, _ := leader.C().Leader("r")
+		h, _ := leader.C().Holder("r")
 		t.Fatalf("the release never reached the cluster: %v; holder %+v", err, h)
 	}
 }
@@ -247,7 +247,7 @@ func TestForwardedCommandPastItsBudgetIsDropped(t *testing.T) {
 	if err := forward(1<<40, time.Nanosecond); err == nil {
 		t.Fatal("a forwarded command whose budget had run out was applied")
 	}
-	if h, ok := c.Leader("budget"); ok {
+	if h, ok := c.Holder("budget"); ok {
 		t.Fatalf("the dropped command took the lease: %+v", h)
 	}
 	if got := metricSum(t, reg, "holdfast_forwards_expired_total"); got != 1 {
@@ -256,7 +256,7 @@ func TestForwardedCommandPastItsBudgetIsDropped(t *testing.T) {
 	if err := forward(1<<40+1, formTimeout); err != nil {
 		t.Fatalf("a forwarded command within its budget: %v", err)
 	}
-	if _, ok := c.Leader("budget"); !ok {
+	if _, ok := c.Holder("budget"); !ok {
 		t.Fatal("the command within its budget did not take the lease")
 	}
 }
@@ -271,7 +271,7 @@ func TestLateCopiesOfGivenUpRequestsChangeNothing(t *testing.T) {
 	f, other := followersOf(t, cl, leader)
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
-	held, err := other.C().Campaign(ctx, "dup")
+	held, err := other.C().Acquire(ctx, "dup")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,13 +282,13 @@ func TestLateCopiesOfGivenUpRequestsChangeNothing(t *testing.T) {
 	})
 	defer f.C().SetForwardDuplicator(nil)
 	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
-	if _, err := f.C().Campaign(short, "dup"); err == nil {
+	if _, err := f.C().Acquire(short, "dup"); err == nil {
 		t.Fatal("Campaign of a held lease succeeded")
 	}
 	cancelShort()
 	got := make(chan *coordinator.Lease, 1)
 	go func() {
-		l, err := f.C().Campaign(ctx, "dup")
+		l, err := f.C().Acquire(ctx, "dup")
 		if err != nil {
 			t.Error(err)
 		}
@@ -303,7 +303,7 @@ func TestLateCopiesOfGivenUpRequestsChangeNothing(t *testing.T) {
 		}
 		return holdfasttest.ErrNotYet
 	})
-	if err := held.Resign(ctx); err != nil {
+	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	l := <-got
@@ -321,13 +321,13 @@ func TestLateCopiesOfGivenUpRequestsChangeNothing(t *testing.T) {
 	if err := l.Checkpoint(); err != nil {
 		t.Fatalf("a late copy ended the node's later grant: %v", err)
 	}
-	if h, ok := leader.C().Leader("dup"); !ok || h.Session != sid || h.Token != l.Token() {
+	if h, ok := leader.C().Holder("dup"); !ok || h.Session != sid || h.Token != l.Token() {
 		t.Fatalf("after the late copies the leader shows %+v (ok %v), want the node's grant %d", h, ok, l.Token())
 	}
 	if n := len(leader.C().LeaseWaiters("dup")); n != 0 {
 		t.Fatalf("a late copy queued the node again: %+v", leader.C().LeaseWaiters("dup"))
 	}
-	if err := l.Resign(ctx); err != nil {
+	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -42,10 +42,10 @@ const (
 // scale with the TTL (for 3s they are DefaultLocalConfig's 300ms and
 // 600ms).
 func ownerTimings(c *coordinator.Config, shards int, ttl time.Duration) {
-	c.Shards = shards
-	c.SessionTTL = ttl
-	c.LeaseMargin = ttl / 10
-	c.ExpiryGrace = ttl / 5
+	c.Shards.Count = shards
+	c.Session.TTL = ttl
+	c.Session.LeaseMargin = ttl / 10
+	c.Session.ExpiryGrace = ttl / 5
 }
 
 // runOwnerChild is the "owner" child process: it joins the cluster as a
@@ -85,7 +85,7 @@ func runOwnerChild() int {
 	}
 	cfg := coordinator.DefaultLocalConfig()
 	ownerTimings(&cfg, shards, ttl)
-	cfg.Handler = coordinator.HandlerFuncs{AcquireFunc: func(ctx context.Context, l *coordinator.ShardLease) {
+	cfg.Shards.Handler = coordinator.HandlerFuncs{AcquireFunc: func(ctx context.Context, l *coordinator.ShardLease) {
 		poke()
 		context.AfterFunc(ctx, poke)
 	}}
@@ -259,7 +259,7 @@ func (a *acquireLog) activationsSince(t time.Time) []activation {
 
 func (a *acquireLog) configure(i int, c *coordinator.Config) {
 	node := c.NodeName
-	c.Handler = coordinator.HandlerFuncs{AcquireFunc: func(ctx context.Context, l *coordinator.ShardLease) {
+	c.Shards.Handler = coordinator.HandlerFuncs{AcquireFunc: func(ctx context.Context, l *coordinator.ShardLease) {
 		a.mu.Lock()
 		a.starts[acquireKey{l.Shard(), l.Token()}] = acquireRec{node: node, start: coordinator.ShardLeaseStart(l)}
 		a.mu.Unlock()
@@ -450,7 +450,7 @@ func TestSIGKILLOwnerShardsReowned(t *testing.T) {
 	acq := newAcquireLog()
 	cl := ownerCluster(t, ttl, acq)
 	cfg := cl.Node(0).Config
-	bound := cfg.SessionTTL + cfg.ExpiryGrace + 2*time.Second
+	bound := cfg.Session.TTL + cfg.Session.ExpiryGrace + 2*time.Second
 
 	ch := startOwnerChild(t, cl.Node(0).C().GossipAddr(), "child", ownerShards, ttl)
 	tokens, session := waitChildBalanced(t, cl, ch, timeout)

@@ -122,7 +122,7 @@ func runChild() int {
 	}
 	defer stop()
 
-	l, err := c.Campaign(ctx, childLease)
+	l, err := c.Acquire(ctx, childLease)
 	if err != nil {
 		return fail("campaign: %v", err)
 	}
@@ -336,7 +336,7 @@ func TestSIGSTOPHolderIsFenced(t *testing.T) {
 		if err := childExited(); err != nil {
 			return err
 		}
-		h, ok := parent.Leader(childLease)
+		h, ok := parent.Holder(childLease)
 		if !ok || h.Node != "child" {
 			return fmt.Errorf("%w: holder %+v", holdfasttest.ErrNotYet, h)
 		}
@@ -393,7 +393,7 @@ func TestSIGSTOPHolderIsFenced(t *testing.T) {
 
 	// The next holder: Campaign returns once the leader has expired the
 	// child's session and granted the lease.
-	l, err := parent.Campaign(ctx, childLease)
+	l, err := parent.Acquire(ctx, childLease)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +401,7 @@ func TestSIGSTOPHolderIsFenced(t *testing.T) {
 	defer func() {
 		rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer rcancel()
-		_ = l.Resign(rctx)
+		_ = l.Release(rctx)
 	}()
 	if st, err := processState(pid); err != nil || st != "T" {
 		t.Fatalf("child not stopped when the lease was granted: state %q, %v", st, err)
@@ -524,8 +524,8 @@ func startChildNonVoter(cfg coordinator.Config, name, join string) (c *coordinat
 	cfg.RPCAddr = "127.0.0.1:0"
 	cfg.Join = []string{join}
 	cfg.DataDir = ""
-	cfg.BootstrapExpect = 0
-	cfg.Voters = 3
+	cfg.Cluster.BootstrapExpect = 0
+	cfg.Cluster.Voters = 3
 	c, err = coordinator.New(cfg)
 	if err != nil {
 		return nil, nil, err

@@ -56,7 +56,7 @@ func TestBootstrapWaitsQuietlyForStartingMember(t *testing.T) {
 	cfg.NodeName = "a"
 	cfg.GossipAddr, cfg.RPCAddr = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.DataDir = t.TempDir()
-	cfg.BootstrapExpect = 2
+	cfg.Cluster.BootstrapExpect = 2
 	cfg.Logger = slog.New(logs)
 	c, err := coordinator.New(cfg)
 	if err != nil {

@@ -39,7 +39,7 @@ func (c *Coordinator) startRaft() error {
 		DataDir: c.cfg.DataDir,
 		Timing: raftnode.Timing{HeartbeatTimeout: r.HeartbeatTimeout, ElectionTimeout: r.ElectionTimeout,
 			LeaderLeaseTimeout: r.LeaderLeaseTimeout, CommitTimeout: r.CommitTimeout,
-			SnapshotThreshold: c.cfg.SnapshotThreshold, TrailingLogs: c.cfg.TrailingLogs},
+			SnapshotThreshold: c.cfg.Raft.SnapshotThreshold, TrailingLogs: c.cfg.Raft.TrailingLogs},
 		RPCTimeout: c.cfg.RPCTimeout,
 		Trans:      c.trans,
 		FSM:        c.fsm,

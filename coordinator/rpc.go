@@ -10,7 +10,7 @@ import (
 // MaxPendingForwards bounds the commands other nodes forward to this node
 // (as raft leader) that may wait for their commit at once; more are refused
 // with ErrBusy, which the forwarding node retries with backoff.
-const MaxPendingForwards = 512
+const maxPendingForwards = 512
 
 // RPC method names (see internal/wire).
 const (
@@ -28,7 +28,7 @@ func (c *Coordinator) newDispatcher() *wire.Dispatcher {
 	d := wire.NewDispatcher(c.closing)
 	d.Handle(wire.MethodStats, func(_ context.Context, body []byte) ([]byte, error) { return c.cluster.ServeStats(body) })
 	d.Handle(wire.MethodApply, raftnode.ServeForwards(raftnode.ForwardOptions{
-		Limit:   MaxPendingForwards,
+		Limit:   maxPendingForwards,
 		Metrics: raftnode.ForwardMetrics{Refused: c.metrics.forwardsRefused, Expired: c.metrics.forwardsExpired},
 		Log:     c.log,
 		Apply:   c.node.ApplyLocal,

@@ -16,7 +16,7 @@ var ErrNotLeading = errors.New("holdfast: not holding the lease")
 
 // LeaderConfig configures RunLeader: the lease to campaign for and the
 // callbacks of a leader election in the style of client-go's.
-type LeaderConfig struct {
+type ElectionConfig struct {
 	// Name is the lease's name. Required.
 	Name string
 	// OnStartedLeading is called in a goroutine of its own each time this
@@ -40,13 +40,13 @@ type LeaderConfig struct {
 	// Check, if set, is kept up to date by RunLeader: its Ready reports nil
 	// only while this node leads. Serve it as a readiness probe to send
 	// traffic to the leader only.
-	Check *LeaderCheck
+	Check *ElectionCheck
 }
 
 // LeaderCheck is a readiness check tied to holding RunLeader's lease; the
 // zero value is ready to use (and not ready: it leads nothing). It is safe
 // for concurrent use.
-type LeaderCheck struct {
+type ElectionCheck struct {
 	mu    sync.Mutex
 	lease *Lease
 }
@@ -55,7 +55,7 @@ type LeaderCheck struct {
 // LeaseMargin left; otherwise an error wrapping ErrNotLeading, or the
 // lease's Checkpoint error (ErrLeaseExpiring, ErrLeaseLost) when it is
 // about to end or has just ended.
-func (lc *LeaderCheck) Ready() error {
+func (lc *ElectionCheck) Ready() error {
 	lc.mu.Lock()
 	l := lc.lease
 	lc.mu.Unlock()
@@ -65,7 +65,7 @@ func (lc *LeaderCheck) Ready() error {
 	return l.Checkpoint()
 }
 
-func (lc *LeaderCheck) set(l *Lease) {
+func (lc *ElectionCheck) set(l *Lease) {
 	if lc == nil {
 		return
 	}
@@ -82,7 +82,7 @@ func (lc *LeaderCheck) set(l *Lease) {
 // that the next waiter takes over at once. It returns nil when ctx ends,
 // ErrShutdown when the coordinator shuts down, or at once an error for an
 // invalid cfg. Other Campaign errors are logged and retried with backoff.
-func (c *Coordinator) RunLeader(ctx context.Context, cfg LeaderConfig) error {
+func (c *Coordinator) RunElection(ctx context.Context, cfg ElectionConfig) error {
 	switch {
 	case cfg.Name == "" || len(cfg.Name) > fsm.MaxNameLength:
 		return fmt.Errorf("%w: LeaderConfig.Name must have 1 to %d bytes", ErrInvalidConfig, fsm.MaxNameLength)
@@ -100,7 +100,7 @@ func (c *Coordinator) RunLeader(ctx context.Context, cfg LeaderConfig) error {
 	}
 	backoff := runLeaderBackoffMin
 	for {
-		l, err := c.Campaign(ctx, cfg.Name)
+		l, err := c.Acquire(ctx, cfg.Name)
 		switch {
 		case ctx.Err() != nil:
 			if err == nil { // granted as ctx ended: no term, hand it on
@@ -134,7 +134,7 @@ const (
 // leaderTerm runs one term of RunLeader: OnStartedLeading under l until
 // the lease or ctx ends, then (if ctx ended) the release, then
 // OnStoppedLeading.
-func (c *Coordinator) leaderTerm(ctx context.Context, cfg LeaderConfig, l *Lease) {
+func (c *Coordinator) leaderTerm(ctx context.Context, cfg ElectionConfig, l *Lease) {
 	c.log.Info("started leading", "lease", cfg.Name, "token", l.Token())
 	cfg.Check.set(l)
 	termCtx, cancel := context.WithCancel(l.Context())
@@ -164,7 +164,7 @@ func (c *Coordinator) leaderTerm(ctx context.Context, cfg LeaderConfig, l *Lease
 func (c *Coordinator) resign(ctx context.Context, l *Lease) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.RPCTimeout)
 	defer cancel()
-	if err := l.Resign(rctx); err != nil {
+	if err := l.Release(rctx); err != nil {
 		c.log.Warn("releasing the lease failed; it ends with this node's session", "lease", l.Name(), "error", err)
 	}
 }

@@ -10,18 +10,18 @@ import (
 // RunLeader runs OnStartedLeading for as long as this node holds the
 // lease, campaigns again whenever it loses it, and releases it when its
 // context ends; the LeaderCheck is ready only while the node leads.
-func ExampleCoordinator_RunLeader() {
+func ExampleCoordinator_RunElection() {
 	c, stop := startExampleNode()
 	defer stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	var check coordinator.LeaderCheck // serve check.Ready() as a readiness probe
+	var check coordinator.ElectionCheck // serve check.Ready() as a readiness probe
 	leading := make(chan uint64)
 	holders := make(chan coordinator.Holder, 8)
 	done := make(chan error)
 	go func() {
-		done <- c.RunLeader(ctx, coordinator.LeaderConfig{
+		done <- c.RunElection(ctx, coordinator.ElectionConfig{
 			Name:  "scheduler",
 			Check: &check,
 			OnStartedLeading: func(ctx context.Context, l *coordinator.Lease) {

@@ -19,7 +19,7 @@ type runner struct {
 	done    chan error  // RunLeader's result
 	started chan uint64 // tokens of terms started
 	stopped chan error  // causes of terms ended
-	check   coordinator.LeaderCheck
+	check   coordinator.ElectionCheck
 	mu      sync.Mutex
 	holders []uint64 // tokens OnNewLeader was called with
 }
@@ -29,7 +29,7 @@ func startRunner(c *coordinator.Coordinator, i int, name string) *runner {
 	r := &runner{i: i, cancel: cancel, done: make(chan error, 1),
 		started: make(chan uint64, 16), stopped: make(chan error, 16)}
 	go func() {
-		r.done <- c.RunLeader(ctx, coordinator.LeaderConfig{
+		r.done <- c.RunElection(ctx, coordinator.ElectionConfig{
 			Name:  name,
 			Check: &r.check,
 			OnStartedLeading: func(ctx context.Context, l *coordinator.Lease) {
@@ -127,7 +127,7 @@ func TestRunLeader(t *testing.T) {
 
 	cl.Isolate(first.i)
 	cause := waitStopped(t, first)
-	if cause == nil || errors.Is(cause, coordinator.ErrResigned) {
+	if cause == nil || errors.Is(cause, coordinator.ErrReleased) {
 		t.Errorf("isolated leader's term ended with %v, want a lost lease", cause)
 	}
 	second, t2 := nextStart(t, others...)
@@ -147,7 +147,7 @@ func TestRunLeader(t *testing.T) {
 	if err := second.stop(t); err != nil {
 		t.Errorf("leading node's RunLeader: %v", err)
 	}
-	if cause := waitStopped(t, second); !errors.Is(cause, coordinator.ErrResigned) {
+	if cause := waitStopped(t, second); !errors.Is(cause, coordinator.ErrReleased) {
 		t.Errorf("cancelled leader's term ended with %v, want ErrResigned", cause)
 	}
 	again, t3 := nextStart(t, first, third)
@@ -175,9 +175,9 @@ func TestRunLeader(t *testing.T) {
 	if err := first.check.Ready(); !errors.Is(err, coordinator.ErrNotLeading) {
 		t.Errorf("check after RunLeader returned: %v", err)
 	}
-	if h, ok := cl.Node(second.i).C().Leader(name); ok {
+	if h, ok := cl.Node(second.i).C().Holder(name); ok {
 		cl.WaitFor("the lease released", formTimeout, func() error {
-			if h, ok = cl.Node(second.i).C().Leader(name); ok {
+			if h, ok = cl.Node(second.i).C().Holder(name); ok {
 				return fmt.Errorf("%w: held by %s", holdfasttest.ErrNotYet, h.Node)
 			}
 			return nil
@@ -193,11 +193,11 @@ func TestRunLeaderConfigAndShutdown(t *testing.T) {
 	cl.WaitFormed(formTimeout)
 	c := cl.Node(0).C()
 	ctx := context.Background()
-	for _, cfg := range []coordinator.LeaderConfig{
+	for _, cfg := range []coordinator.ElectionConfig{
 		{OnStartedLeading: func(context.Context, *coordinator.Lease) {}},
 		{Name: "x"},
 	} {
-		if err := c.RunLeader(ctx, cfg); !errors.Is(err, coordinator.ErrInvalidConfig) {
+		if err := c.RunElection(ctx, cfg); !errors.Is(err, coordinator.ErrInvalidConfig) {
 			t.Errorf("RunLeader(%+v) = %v, want ErrInvalidConfig", cfg, err)
 		}
 	}

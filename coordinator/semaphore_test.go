@@ -64,7 +64,7 @@ func TestSemaphoreCluster(t *testing.T) {
 	defer cancel()
 	const name, limit = "workers", 2
 	mon, stopMon := watchSem(ctx, cl.Node(0).C(), name, limit)
-	res := fence.NewMemory()
+	res := fence.NewMemory(fence.MemoryConfig{})
 	write := func(p *coordinator.Permit) {
 		t.Helper()
 		if err := res.Do(name, p.Token(), func() error { return nil }); err != nil {
@@ -113,7 +113,7 @@ func TestSemaphoreCluster(t *testing.T) {
 	if err := pa.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !errors.Is(pa.Err(), coordinator.ErrResigned) {
+	if !errors.Is(pa.Err(), coordinator.ErrReleased) {
 		t.Fatalf("released permit ends with %v", pa.Err())
 	}
 	pc := <-got
@@ -295,7 +295,7 @@ func TestTimedOutForwardedSemaphoreAcquireLeavesNoPermit(t *testing.T) {
 		t.Fatal("TryAcquireSemaphore succeeded although its answer was delayed past its deadline")
 	}
 	t.Logf("TryAcquireSemaphore: %v", err)
-	ttl := leader.Config.SessionTTL
+	ttl := leader.Config.Session.TTL
 	var last error
 	err = holdfasttest.Poll(3*ttl, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -19,14 +19,14 @@ func (c *Coordinator) newSessionClient() *session.Client {
 		Log:         c.log,
 		Clock:       c.clock,
 		Step:        c.clockStep(),
-		TTL:         c.cfg.SessionTTL,
+		TTL:         c.cfg.Session.TTL,
 		RPCTimeout:  c.cfg.RPCTimeout,
-		Margin:      c.cfg.LeaseMargin,
-		MaxDrift:    c.cfg.MaxClockDrift,
+		Margin:      c.cfg.Session.LeaseMargin,
+		MaxDrift:    c.cfg.Session.MaxClockDrift,
 		NewID:       newID,
 		LeaderKnown: func() bool { addr, _ := c.leaderRPCAddr(); return addr != "" },
 		Create: func(ctx context.Context, id string) (uint64, error) {
-			cmd := &fsm.SessionCmd{ID: id, Node: c.cfg.NodeName, NodeID: c.id, TTLNanos: int64(c.cfg.SessionTTL)}
+			cmd := &fsm.SessionCmd{ID: id, Node: c.cfg.NodeName, NodeID: c.id, TTLNanos: int64(c.cfg.Session.TTL)}
 			c.shardSessionCmd(cmd)
 			res, err := c.apply(ctx, fsm.Command{Op: fsm.OpSessionCreate, Session: cmd})
 			return res.Index, err

@@ -14,7 +14,7 @@ import (
 func ownedCluster(b *testing.B) *holdfasttest.Cluster {
 	b.Helper()
 	cl := holdfasttest.Start(b, holdfasttest.Options{Nodes: 1, Voters: 1, Configure: func(i int, c *coordinator.Config) {
-		c.Shards = 256
+		c.Shards.Count = 256
 	}})
 	cl.WaitFormed(formTimeout)
 	cl.WaitFor("every shard owned", formTimeout, func() error {

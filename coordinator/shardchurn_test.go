@@ -22,7 +22,7 @@ func TestShardsRollingRestart(t *testing.T) {
 	const shards = 64
 	mon := newShardMonitor()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 5, Configure: func(i int, c *coordinator.Config) {
-		c.Shards = shards
+		c.Shards.Count = shards
 		mon.configure(i, c)
 	}})
 	cl.WaitFormed(formTimeout)
@@ -63,7 +63,7 @@ func TestShardsGossipFlapping(t *testing.T) {
 	const shards = 64
 	mon := newShardMonitor()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 5, InMemory: true, Configure: func(i int, c *coordinator.Config) {
-		c.Shards = shards
+		c.Shards.Count = shards
 		mon.configure(i, c)
 	}})
 	leader := cl.WaitFormed(formTimeout)

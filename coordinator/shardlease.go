@@ -17,7 +17,7 @@ type ShardHandler interface {
 	Acquire(ctx context.Context, l *ShardLease)
 	// Release is called when the leader asks this node to hand the shard
 	// off, while the lease is still held: drain in-flight work, then
-	// return. ctx ends after Config.ShardDrainTimeout or when the lease's
+	// return. ctx ends after Config.Shards.DrainTimeout or when the lease's
 	// belief ends, whichever comes first. When Release returns, the lease
 	// ends (cause ErrRevoked) and the release is committed; an error is
 	// logged and changes nothing else.

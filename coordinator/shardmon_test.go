@@ -60,7 +60,7 @@ func (m *shardMonitor) handler(node string) coordinator.ShardHandler {
 
 // configure installs the monitor's handler on every node of a cluster.
 func (m *shardMonitor) configure(i int, c *coordinator.Config) {
-	c.Handler = m.handler(fmt.Sprintf("node%d", i))
+	c.Shards.Handler = m.handler(fmt.Sprintf("node%d", i))
 }
 
 // grants returns how many leases were seen (per shard: one per grant a node

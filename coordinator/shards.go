@@ -33,7 +33,7 @@ func (c *Coordinator) Shards() int {
 		c.shardCount.Store(int64(n)) // fixed for the cluster's life
 		return n
 	}
-	return c.cfg.Shards
+	return c.cfg.Shards.Count
 }
 
 // ShardFor maps key to its shard with the stable hash of shardown.ShardFor

@@ -20,7 +20,7 @@ func TestShardsBalancedAndJoin(t *testing.T) {
 	const shards = 256
 	mon := newShardMonitor()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 5, Configure: func(i int, c *coordinator.Config) {
-		c.Shards = shards
+		c.Shards.Count = shards
 		mon.configure(i, c)
 	}})
 	cl.WaitFormed(formTimeout)
@@ -50,7 +50,7 @@ func TestShardsBalancedAndJoin(t *testing.T) {
 // waitStable waits out the join stabilization of every running node's
 // session.
 func waitStable(cl *holdfasttest.Cluster) {
-	d := cl.Node(0).Config.ShardJoinStabilization
+	d := cl.Node(0).Config.Shards.JoinStabilization
 	deadline := time.Now().Add(d + 100*time.Millisecond)
 	_ = holdfasttest.Poll(d+time.Second, func() error {
 		if time.Now().Before(deadline) {
@@ -65,7 +65,7 @@ func waitStable(cl *holdfasttest.Cluster) {
 func TestShardsAPI(t *testing.T) {
 	const shards = 16
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true, Configure: func(i int, c *coordinator.Config) {
-		c.Shards = shards
+		c.Shards.Count = shards
 		c.ServiceAddr = fmt.Sprintf("svc%d:80", i)
 	}})
 	cl.WaitFormed(formTimeout)
@@ -195,13 +195,13 @@ func TestShardsCrashedOwnerReowned(t *testing.T) {
 	const shards = 32
 	mon := newShardMonitor()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 5, Configure: func(i int, c *coordinator.Config) {
-		c.Shards = shards
+		c.Shards.Count = shards
 		mon.configure(i, c)
 	}})
 	leader := cl.WaitFormed(formTimeout)
 	waitBalanced(t, cl, shards, formTimeout)
 	cfg := leader.Config
-	bound := cfg.SessionTTL + cfg.ExpiryGrace + 2*time.Second
+	bound := cfg.Session.TTL + cfg.Session.ExpiryGrace + 2*time.Second
 	for _, victimIsLeader := range []bool{false, true} {
 		leader = cl.WaitLeader(formTimeout)
 		victim := leader
@@ -240,7 +240,7 @@ func TestShardsGracefulShutdown(t *testing.T) {
 	mon := newShardMonitor()
 	mon.drain = 100 * time.Millisecond
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 5, Configure: func(i int, c *coordinator.Config) {
-		c.Shards = shards
+		c.Shards.Count = shards
 		mon.configure(i, c)
 	}})
 	cl.WaitFormed(formTimeout)

@@ -26,13 +26,13 @@ func (c *Coordinator) balancerOptions() shards.BalancerOptions {
 		Expiring:          c.lessor.ExpiringOrDue,
 		Log:               c.log,
 		Metrics:           c.shardMetrics(),
-		SessionTTL:        c.cfg.SessionTTL,
-		ExpiryGrace:       c.cfg.ExpiryGrace,
-		JoinStabilization: c.cfg.ShardJoinStabilization,
-		RebalanceDelay:    c.cfg.ShardRebalanceDelay,
-		ReconcileInterval: c.cfg.ReconcileInterval,
-		MaxMoves:          c.cfg.ShardMaxMoves,
-		Epsilon:           c.cfg.ShardEpsilon,
+		SessionTTL:        c.cfg.Session.TTL,
+		ExpiryGrace:       c.cfg.Session.ExpiryGrace,
+		JoinStabilization: c.cfg.Shards.JoinStabilization,
+		RebalanceDelay:    c.cfg.Shards.RebalanceDelay,
+		ReconcileInterval: c.cfg.Cluster.ReconcileInterval,
+		MaxMoves:          c.cfg.Shards.MaxMoves,
+		Epsilon:           c.cfg.Shards.Epsilon,
 	}
 }
 
@@ -49,25 +49,25 @@ func (c *Coordinator) newShardManager() *shards.Manager[*ShardLease] {
 			_, err := c.applyRetry(ctx, cmd)
 			return err
 		},
-		IsNoSession: func(err error) bool { return errors.Is(err, ErrNoSession) },
+		IsNoSession: func(err error) bool { return errors.Is(err, errNoSession) },
 		Stop:        c.ctx.Done(),
 		Wrap:        c.wrapShardLease,
 		Acquire: func(ctx context.Context, l *ShardLease) {
-			if h := c.cfg.Handler; h != nil {
+			if h := c.cfg.Shards.Handler; h != nil {
 				h.Acquire(ctx, l)
 			}
 		},
 		Release: func(ctx context.Context, l *ShardLease) error {
-			if h := c.cfg.Handler; h != nil {
+			if h := c.cfg.Shards.Handler; h != nil {
 				return h.Release(ctx, l)
 			}
 			return nil
 		},
-		DrainTimeout: c.cfg.ShardDrainTimeout,
+		DrainTimeout: c.cfg.Shards.DrainTimeout,
 		NodeID:       c.id,
 		Addr:         addr,
-		Weight:       c.cfg.ShardWeight,
-		SessionTTL:   c.cfg.SessionTTL,
+		Weight:       c.cfg.Shards.Weight,
+		SessionTTL:   c.cfg.Session.TTL,
 		Errors:       shards.Errors{Lost: ErrLeaseLost, Revoked: ErrRevoked, Shutdown: ErrShutdown},
 		Log:          c.log,
 		Metrics:      c.shardMetrics(),

@@ -15,7 +15,7 @@ import (
 // increasing and the replicas agree (invariants I2, I5 in docs/ARCHITECTURE.md).
 func TestTokensSurviveSnapshotsAndRestarts(t *testing.T) {
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, Configure: func(_ int, c *coordinator.Config) {
-		c.SnapshotThreshold, c.TrailingLogs = 8, 2
+		c.Raft.SnapshotThreshold, c.Raft.TrailingLogs = 8, 2
 	}})
 	cl.WaitFormed(formTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
@@ -23,7 +23,7 @@ func TestTokensSurviveSnapshotsAndRestarts(t *testing.T) {
 	var last uint64
 	take := func(c *coordinator.Coordinator) {
 		t.Helper()
-		l, err := c.Campaign(ctx, "tok")
+		l, err := c.Acquire(ctx, "tok")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,7 +31,7 @@ func TestTokensSurviveSnapshotsAndRestarts(t *testing.T) {
 			t.Fatalf("token %d after %d", l.Token(), last)
 		}
 		last = l.Token()
-		if err := l.Resign(ctx); err != nil {
+		if err := l.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -61,7 +61,7 @@ func TestTokensSurviveSnapshotsAndRestarts(t *testing.T) {
 		}
 	}
 	extra := cl.AddNoStart()
-	extra.Config.DataDir, extra.Config.BootstrapExpect = "", 0
+	extra.Config.DataDir, extra.Config.Cluster.BootstrapExpect = "", 0
 	extra.DataDir = ""
 	cl.Start(extra.Index)
 	cl.WaitFor("the new node caught up", formTimeout, cl.CaughtUp)

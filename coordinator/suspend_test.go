@@ -39,7 +39,7 @@ func TestSuspendedHolderSeesLeaseEnded(t *testing.T) {
 	c := cl.Node(holder).C()
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
-	l, err := c.Campaign(ctx, "suspend")
+	l, err := c.Acquire(ctx, "suspend")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestSuspendedHolderSeesLeaseEnded(t *testing.T) {
 	if err := l.Checkpoint(); err != nil {
 		t.Fatalf("fresh lease fails its checkpoint: %v", err)
 	}
-	clk.jump(cl.Node(holder).Config.SessionTTL + time.Second)
+	clk.jump(cl.Node(holder).Config.Session.TTL + time.Second)
 	// No timer has fired yet: the checks must read the clock themselves.
 	if err := l.Checkpoint(); !errors.Is(err, coordinator.ErrLeaseLost) {
 		t.Fatalf("Checkpoint after a suspend longer than the TTL: %v, want ErrLeaseLost", err)
@@ -86,11 +86,11 @@ func TestSuspendedHolderContextEndsWithoutACall(t *testing.T) {
 	c := cl.Node(0).C()
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
-	l, err := c.Campaign(ctx, "suspend")
+	l, err := c.Acquire(ctx, "suspend")
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk.jump(cl.Node(0).Config.SessionTTL + time.Second)
+	clk.jump(cl.Node(0).Config.Session.TTL + time.Second)
 	select {
 	case <-l.Done():
 	case <-ctx.Done():

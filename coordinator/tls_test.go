@@ -48,7 +48,7 @@ func campaignOnce(t *testing.T, cl *holdfasttest.Cluster, n *holdfasttest.Node, 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
-	l, err := n.C().Campaign(ctx, name)
+	l, err := n.C().Acquire(ctx, name)
 	if err != nil {
 		t.Fatalf("Campaign on %s: %v", n.Name, err)
 	}
@@ -57,13 +57,13 @@ func campaignOnce(t *testing.T, cl *holdfasttest.Cluster, n *holdfasttest.Node, 
 	}
 	for _, o := range without(cl.Running(), outsiders...) {
 		cl.WaitFor(o.Name+" sees the holder", formTimeout, func() error {
-			if h, ok := o.C().Leader(name); !ok || h.Token != l.Token() || h.Node != n.Name {
+			if h, ok := o.C().Holder(name); !ok || h.Token != l.Token() || h.Node != n.Name {
 				return fmt.Errorf("%w: holder %+v", holdfasttest.ErrNotYet, h)
 			}
 			return nil
 		})
 	}
-	if err := l.Resign(ctx); err != nil {
+	if err := l.Release(ctx); err != nil {
 		t.Fatalf("Resign: %v", err)
 	}
 }
@@ -121,7 +121,7 @@ func testOtherCANode(t *testing.T, keyed bool) {
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, TLS: true,
 		Configure: func(i int, c *coordinator.Config) {
 			if keyed {
-				c.GossipKeys = [][]byte{gossipKey(7)}
+				c.Gossip.Keys = [][]byte{gossipKey(7)}
 			}
 			if i == 3 {
 				c.TLS = holdfasttest.NodeTLS(t, other, c.NodeName)
@@ -196,7 +196,7 @@ func expectClosed(t *testing.T, c net.Conn) {
 
 func TestTLSCertificateNamingAnotherNodeRefused(t *testing.T) {
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, TLS: true,
-		Configure: func(i int, c *coordinator.Config) { c.DeadServerStabilization = 5 * time.Minute }})
+		Configure: func(i int, c *coordinator.Config) { c.Cluster.DeadServerStabilization = 5 * time.Minute }})
 	leader := cl.WaitFormed(formTimeout)
 
 	// A node cannot be started with a certificate naming another node.

@@ -96,7 +96,7 @@ func ExampleSQL_Guard() {
 // Memory fences writers inside one process: Do runs the write only for an
 // accepted token, and no other token's write can interleave with it.
 func ExampleMemory_Do() {
-	m := fence.NewMemory()
+	m := fence.NewMemory(fence.MemoryConfig{})
 	var cache []string
 	for _, w := range []struct {
 		token uint64

@@ -15,7 +15,7 @@ import (
 )
 
 func TestMemoryAcceptsEqualOrHigherRejectsLower(t *testing.T) {
-	m := fence.NewMemory()
+	m := fence.NewMemory(fence.MemoryConfig{})
 	for _, tok := range []uint64{5, 5, 6, 6, 9} {
 		if err := m.Check("jobs", tok); err != nil {
 			t.Fatalf("Check(%d) = %v, want accepted", tok, err)
@@ -54,7 +54,7 @@ func TestMemoryZeroValueUsable(t *testing.T) {
 }
 
 func TestMemoryDoRecordsTokenEvenIfWriteFails(t *testing.T) {
-	m := fence.NewMemory()
+	m := fence.NewMemory(fence.MemoryConfig{})
 	boom := errors.New("boom")
 	if err := m.Do("r", 4, func() error { return boom }); err != boom {
 		t.Fatalf("Do = %v, want write's error", err)
@@ -68,7 +68,7 @@ func TestMemoryDoRecordsTokenEvenIfWriteFails(t *testing.T) {
 // resources: per resource, the writes that ran carry non-decreasing tokens,
 // and every rejected token was lower than one already written.
 func TestMemoryConcurrentMonotonic(t *testing.T) {
-	m := fence.NewMemory()
+	m := fence.NewMemory(fence.MemoryConfig{})
 	const resources, holders, writes = 3, 8, 300
 	logs := make([][]uint64, resources) // appended only inside Do: serialized per resource
 	var wg sync.WaitGroup
@@ -109,7 +109,7 @@ func TestMemoryConcurrentMonotonic(t *testing.T) {
 // (5) and a newer one (7) try meanwhile: neither write may start during the
 // open one, 5's never runs, and 7's runs after.
 func TestMemoryDoAtomic(t *testing.T) {
-	m := fence.NewMemory()
+	m := fence.NewMemory(fence.MemoryConfig{})
 	var inWrite atomic.Bool
 	started, release := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
@@ -164,9 +164,9 @@ func TestMemoryDoAtomic(t *testing.T) {
 
 func TestMetricsRegistries(t *testing.T) {
 	r1, r2 := prometheus.NewRegistry(), prometheus.NewRegistry()
-	a := fence.NewMemory(fence.WithRegisterer(r1))
-	b := fence.NewMemory(fence.WithRegisterer(r1)) // shares a's series
-	c := fence.NewMemory(fence.WithRegisterer(r2))
+	a := fence.NewMemory(fence.MemoryConfig{Registerer: r1})
+	b := fence.NewMemory(fence.MemoryConfig{Registerer: r1}) // shares a's series
+	c := fence.NewMemory(fence.MemoryConfig{Registerer: r2})
 	s, err := fence.NewSQL(fence.SQLConfig{Table: "t", KeyColumn: "k", FenceColumn: "f",
 		Placeholder: fence.Question, Registerer: r1})
 	if err != nil {
@@ -196,7 +196,7 @@ func TestMetricsRegistries(t *testing.T) {
 		Placeholder: fence.Question, Registerer: bad}); err == nil {
 		t.Error("NewSQL with a conflicting metric: no error")
 	}
-	if m := fence.NewMemory(fence.WithRegisterer(bad)); m.Check("r", 1) != nil {
+	if m := fence.NewMemory(fence.MemoryConfig{Registerer: bad}); m.Check("r", 1) != nil {
 		t.Error("Memory with a conflicting metric does not work")
 	}
 }

@@ -20,9 +20,9 @@ import (
 type Options struct {
 	// Nodes is how many nodes Start starts (default 3).
 	Nodes int
-	// Voters is Config.Voters (default: 3, or 1 for a single node).
+	// Voters is Config.Cluster.Voters (default: 3, or 1 for a single node).
 	Voters int
-	// BootstrapExpect is Config.BootstrapExpect (default: Voters).
+	// BootstrapExpect is Config.Cluster.BootstrapExpect (default: Voters).
 	BootstrapExpect int
 	// NoDataDir lists the indexes of nodes started without a data dir
 	// (raft non-voters on in-memory stores).
@@ -131,13 +131,13 @@ func (cl *Cluster) newNode() *Node {
 	}
 	cfg := coordinator.DefaultLocalConfig()
 	cfg.NodeName = n.Name
-	cfg.Voters = cl.opts.Voters
-	cfg.BootstrapExpect = cl.opts.BootstrapExpect
+	cfg.Cluster.Voters = cl.opts.Voters
+	cfg.Cluster.BootstrapExpect = cl.opts.BootstrapExpect
 	if eligible {
 		n.DataDir = filepath.Join(cl.t.TempDir(), n.Name)
 		cfg.DataDir = n.DataDir
 	} else {
-		cfg.BootstrapExpect = 0
+		cfg.Cluster.BootstrapExpect = 0
 	}
 	if cl.Net != nil {
 		host := fmt.Sprintf("n%d", i)

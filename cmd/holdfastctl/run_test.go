@@ -57,16 +57,16 @@ func decodeStrict(t *testing.T, out string, v any) {
 // lease "cli-lease".
 func settledCluster(t *testing.T) (*holdfasttest.Cluster, *coordinator.Lease) {
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, Configure: func(_ int, c *coordinator.Config) {
-		c.Shards = 16
+		c.Shards.Count = 16
 	}})
 	cl.WaitFormed(settle)
 	ctx, cancel := context.WithTimeout(context.Background(), settle)
 	defer cancel()
-	l, err := cl.Node(1).C().Campaign(ctx, "cli-lease")
+	l, err := cl.Node(1).C().Acquire(ctx, "cli-lease")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Resign(context.Background()) })
+	t.Cleanup(func() { l.Release(context.Background()) })
 	c := cl.Node(0).C()
 	cl.WaitFor("node0 to see the cluster settled", settle, func() error {
 		if err := c.Ready(); err != nil {
@@ -78,7 +78,7 @@ func settledCluster(t *testing.T) (*holdfasttest.Cluster, *coordinator.Lease) {
 		if err := balanced(c.Table()); err != nil {
 			return err
 		}
-		if h, ok := c.Leader("cli-lease"); !ok || h.Node != "node1" {
+		if h, ok := c.Holder("cli-lease"); !ok || h.Node != "node1" {
 			return fmt.Errorf("%w: node0 does not see the lease", holdfasttest.ErrNotYet)
 		}
 		return nil

@@ -48,7 +48,7 @@ func (a *auditor) lostWith() error {
 func (a *auditor) run(ctx context.Context) {
 	defer close(a.done)
 	for ctx.Err() == nil {
-		l, err := a.n.c.Campaign(ctx, auditorLease) // blocks until granted
+		l, err := a.n.c.Acquire(ctx, auditorLease) // blocks until granted
 		if err != nil {
 			sleep(ctx, a.every)
 			continue

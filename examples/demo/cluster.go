@@ -34,18 +34,18 @@ func config(o options, i int, dir string) coordinator.Config {
 	cfg := coordinator.DefaultLocalConfig()
 	cfg.NodeName = fmt.Sprintf("node%d", i+1)
 	cfg.DataDir = filepath.Join(dir, cfg.NodeName)
-	cfg.Voters = 3
+	cfg.Cluster.Voters = 3
 	if o.nodes < 3 {
-		cfg.Voters = 1
+		cfg.Cluster.Voters = 1
 	}
-	cfg.BootstrapExpect = cfg.Voters
-	if i >= cfg.Voters {
-		cfg.BootstrapExpect = 0 // the first Voters nodes form the cluster; the rest join it
+	cfg.Cluster.BootstrapExpect = cfg.Cluster.Voters
+	if i >= cfg.Cluster.Voters {
+		cfg.Cluster.BootstrapExpect = 0 // the first Voters nodes form the cluster; the rest join it
 	}
-	cfg.Shards = o.shards
-	cfg.SessionTTL = o.ttl
-	cfg.LeaseMargin = o.ttl / 10
-	cfg.ExpiryGrace = max(o.ttl/5, cfg.Raft.ElectionTimeout, cfg.Raft.HeartbeatTimeout)
+	cfg.Shards.Count = o.shards
+	cfg.Session.TTL = o.ttl
+	cfg.Session.LeaseMargin = o.ttl / 10
+	cfg.Session.ExpiryGrace = max(o.ttl/5, cfg.Raft.ElectionTimeout, cfg.Raft.HeartbeatTimeout)
 	cfg.Logger = o.logger
 	return cfg
 }
@@ -75,7 +75,7 @@ func (s security) apply(cfg *coordinator.Config) error {
 	}
 	cfg.Insecure = false
 	cfg.TLS = &coordinator.TLSConfig{CAPEM: s.ca.CertPEM(), CertPEM: certPEM, KeyPEM: keyPEM, RequireTLS: true}
-	cfg.GossipKeys = [][]byte{s.gossipKey}
+	cfg.Gossip.Keys = [][]byte{s.gossipKey}
 	return nil
 }
 
@@ -91,7 +91,7 @@ func startNode(ctx context.Context, o options, sec security, i int, dir, db stri
 	}
 	n := &node{name: cfg.NodeName, net: newPausableNet(), led: led, frz: &freezer{}}
 	n.ws = newWorkers(led, n.frz, o.interval)
-	cfg.Network, cfg.Handler, cfg.Join = n.net, n.ws, join
+	cfg.Network, cfg.Shards.Handler, cfg.Join = n.net, n.ws, join
 	if n.c, err = coordinator.New(cfg); err != nil {
 		n.ws.close()
 		led.close()

@@ -48,7 +48,7 @@ func (d *demo) form(ctx context.Context) error {
 	}
 	err := poll(ctx, "someone holds the auditor lease", func() bool {
 		var ok bool
-		d.auditor, ok = c.Leader(auditorLease)
+		d.auditor, ok = c.Holder(auditorLease)
 		return ok
 	})
 	if err != nil {
@@ -132,7 +132,7 @@ func (d *demo) move(ctx context.Context) error {
 		for _, z := range d.frozen {
 			d.checkMoved(c, z)
 		}
-		if h, ok := c.Leader(auditorLease); ok && !auditorMoved && h.Token > d.auditor.Token {
+		if h, ok := c.Holder(auditorLease); ok && !auditorMoved && h.Token > d.auditor.Token {
 			auditorMoved = true
 			d.p.say("lease %s:\t%s token %d\t→ %s token %d\tafter %s", auditorLease, d.auditor.Node,
 				d.auditor.Token, h.Node, h.Token, round(time.Since(d.pausedAt)))
@@ -245,7 +245,7 @@ func (d *demo) rejoin(ctx context.Context) error {
 	d.p.say("%s opened a new session; %s after it resumed, the leader had handed it %s",
 		v.name, round(time.Since(resumed)), plural(len(v.c.Owned()), "shard"))
 	d.p.say("(a new session waits %v before it gets any). Every grant draws a new token,",
-		coordinator.DefaultLocalConfig().ShardJoinStabilization)
+		coordinator.DefaultLocalConfig().Shards.JoinStabilization)
 	d.p.say("larger than every token granted before it:\n")
 	d.p.shardTable(d.leader.c)
 	return nil

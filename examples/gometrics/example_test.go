@@ -44,7 +44,7 @@ func Example() {
 	defer os.RemoveAll(dir)
 	c := coordinator.DefaultLocalConfig()
 	c.NodeName, c.DataDir = "node0", dir
-	c.Voters, c.BootstrapExpect = 1, 1
+	c.Cluster.Voters, c.Cluster.BootstrapExpect = 1, 1
 	c.Registerer = reg // holdfast's own metrics, on the same registry
 	node, err := coordinator.New(c)
 	if err != nil {

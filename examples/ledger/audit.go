@@ -45,7 +45,7 @@ func (a *auditor) stop() {
 func (a *auditor) run(ctx context.Context) {
 	defer close(a.done)
 	for ctx.Err() == nil {
-		l, err := a.c.Campaign(ctx, auditorLease)
+		l, err := a.c.Acquire(ctx, auditorLease)
 		if err != nil {
 			if ctx.Err() == nil {
 				a.log.Warn("campaigning for the auditor lease", "error", err)

@@ -132,16 +132,16 @@ func clusterConfig(o options) coordinator.Config {
 	cfg.Join = o.join
 	cfg.DataDir = o.dataDir
 	cfg.AllowRename = o.allowRename
-	cfg.BootstrapExpect = o.expect
+	cfg.Cluster.BootstrapExpect = o.expect
 	if o.voters != 0 {
-		cfg.Voters = o.voters
+		cfg.Cluster.Voters = o.voters
 	}
-	cfg.Shards = o.shards
-	cfg.SessionTTL = o.ttl
-	cfg.LeaseMargin = o.ttl / 10
-	cfg.ExpiryGrace = max(o.ttl/5, cfg.Raft.ElectionTimeout, cfg.Raft.HeartbeatTimeout)
+	cfg.Shards.Count = o.shards
+	cfg.Session.TTL = o.ttl
+	cfg.Session.LeaseMargin = o.ttl / 10
+	cfg.Session.ExpiryGrace = max(o.ttl/5, cfg.Raft.ElectionTimeout, cfg.Raft.HeartbeatTimeout)
 	if o.drain > 0 {
-		cfg.ShardDrainTimeout = o.drain
+		cfg.Shards.DrainTimeout = o.drain
 	}
 	return cfg
 }
@@ -149,13 +149,13 @@ func clusterConfig(o options) coordinator.Config {
 // logSettings logs the settings that decide the node's timing.
 func logSettings(log *slog.Logger, o options, cfg coordinator.Config) {
 	profile := "default"
-	if cfg.Gossip == coordinator.GossipLocal {
+	if cfg.Gossip.Profile == coordinator.GossipLocal {
 		profile = "local"
 	}
 	log.Info("settings", "node", o.node, "db", o.db, "profile", profile,
-		"voter_eligible", o.dataDir != "", "bootstrap_expect", o.expect, "voters", cfg.Voters, "shards", o.shards,
-		"session_ttl", cfg.SessionTTL, "lease_margin", cfg.LeaseMargin, "expiry_grace", cfg.ExpiryGrace,
-		"drain", cfg.ShardDrainTimeout, "raft_election_timeout", cfg.Raft.ElectionTimeout,
+		"voter_eligible", o.dataDir != "", "bootstrap_expect", o.expect, "voters", cfg.Cluster.Voters, "shards", o.shards,
+		"session_ttl", cfg.Session.TTL, "lease_margin", cfg.Session.LeaseMargin, "expiry_grace", cfg.Session.ExpiryGrace,
+		"drain", cfg.Shards.DrainTimeout, "raft_election_timeout", cfg.Raft.ElectionTimeout,
 		"interval", o.interval, "check_before_write", o.checkBeforeWrite,
-		"tls", cfg.TLS != nil, "gossip_encrypted", len(cfg.GossipKeys) > 0, "http_tls", cfg.TLS != nil && o.sec.httpTLS)
+		"tls", cfg.TLS != nil, "gossip_encrypted", len(cfg.Gossip.Keys) > 0, "http_tls", cfg.TLS != nil && o.sec.httpTLS)
 }

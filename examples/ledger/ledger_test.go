@@ -32,7 +32,7 @@ const (
 )
 
 // testGrace is the ExpiryGrace the nodes run with.
-var testGrace = clusterConfig(options{ttl: testTTL}).ExpiryGrace
+var testGrace = clusterConfig(options{ttl: testTTL}).Session.ExpiryGrace
 
 func TestLedger(t *testing.T) {
 	if testing.Short() {

@@ -84,7 +84,7 @@ func serve(ctx context.Context, unsignal func(), o options, out *printer, log *s
 	}
 
 	workers := newWorkers(led, out, log, m, o.interval, o.checkBeforeWrite)
-	cfg.Handler, cfg.Registerer, cfg.Logger = workers, reg, log
+	cfg.Shards.Handler, cfg.Registerer, cfg.Logger = workers, reg, log
 	c, err := coordinator.New(cfg)
 	if err != nil {
 		return err
@@ -125,7 +125,7 @@ func shutdown(cfg coordinator.Config, c *coordinator.Coordinator, aud *auditor, 
 	srv *http.Server, out *printer) error {
 	aud.stop()
 	// Shutdown bounds the handoff by 2 × TTL + drain; leave room to leave.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*cfg.SessionTTL+cfg.ShardDrainTimeout+4*cfg.RPCTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*cfg.Session.TTL+cfg.Shards.DrainTimeout+4*cfg.RPCTimeout)
 	defer cancel()
 	err := c.Shutdown(ctx)
 	workers.close()

@@ -69,13 +69,13 @@ func TestClusterConfigTimings(t *testing.T) {
 		{time.Second, 100 * time.Millisecond, 300 * time.Millisecond, time.Second, coordinator.GossipLocal},
 	} {
 		cfg := clusterConfig(options{node: "n1", ttl: tc.ttl, shards: 8})
-		if cfg.LeaseMargin != tc.margin || cfg.ExpiryGrace != tc.grace || cfg.ShardDrainTimeout != tc.drain || cfg.Gossip != tc.gossip {
+		if cfg.Session.LeaseMargin != tc.margin || cfg.Session.ExpiryGrace != tc.grace || cfg.Shards.DrainTimeout != tc.drain || cfg.Gossip.Profile != tc.gossip {
 			t.Errorf("ttl %v: margin %v grace %v drain %v gossip %v; want %v %v %v %v", tc.ttl,
-				cfg.LeaseMargin, cfg.ExpiryGrace, cfg.ShardDrainTimeout, cfg.Gossip, tc.margin, tc.grace, tc.drain, tc.gossip)
+				cfg.Session.LeaseMargin, cfg.Session.ExpiryGrace, cfg.Shards.DrainTimeout, cfg.Gossip.Profile, tc.margin, tc.grace, tc.drain, tc.gossip)
 		}
 	}
-	if cfg := clusterConfig(options{node: "n1", ttl: 2 * time.Second, drain: 3 * time.Second}); cfg.ShardDrainTimeout != 3*time.Second {
-		t.Errorf("-drain 3s gives ShardDrainTimeout %v", cfg.ShardDrainTimeout)
+	if cfg := clusterConfig(options{node: "n1", ttl: 2 * time.Second, drain: 3 * time.Second}); cfg.Shards.DrainTimeout != 3*time.Second {
+		t.Errorf("-drain 3s gives ShardDrainTimeout %v", cfg.Shards.DrainTimeout)
 	}
 }
 

@@ -38,7 +38,7 @@ const (
 // timeout to elect) + 2s.
 var reownBound = func() time.Duration {
 	cfg := clusterConfig(options{ttl: testTTL})
-	return testTTL + cfg.ExpiryGrace + cfg.Raft.HeartbeatTimeout + cfg.Raft.ElectionTimeout + 2*time.Second
+	return testTTL + cfg.Session.ExpiryGrace + cfg.Raft.HeartbeatTimeout + cfg.Raft.ElectionTimeout + 2*time.Second
 }()
 
 // cutCluster is a ledger cluster whose nodes run in network namespaces.

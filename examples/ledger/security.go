@@ -90,7 +90,7 @@ func (s secOptions) apply(cfg *coordinator.Config) error {
 		if err != nil {
 			return fmt.Errorf("-gossip-key: %w", err)
 		}
-		cfg.GossipKeys = [][]byte{k}
+		cfg.Gossip.Keys = [][]byte{k}
 	}
 	return nil
 }

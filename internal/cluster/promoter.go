@@ -21,8 +21,8 @@ import (
 //
 // It reads only what its fields give it, so tests drive it with fakes.
 type promoter struct {
-	voters int           // Config.Voters
-	dead   time.Duration // Config.DeadServerStabilization
+	voters int           // Config.Cluster.Voters
+	dead   time.Duration // Config.Cluster.DeadServerStabilization
 	now    func() time.Time
 	// servers returns the current raft configuration (nil when unknown).
 	servers func() []raft.Server

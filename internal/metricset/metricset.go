@@ -53,11 +53,11 @@ func Gather(t *testing.T) map[string]dto.MetricType {
 	reg := prometheus.NewRegistry()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1, Voters: 1, InMemory: true,
 		Configure: func(_ int, c *coordinator.Config) {
-			c.Shards = shards
+			c.Shards.Count = shards
 			c.Registerer = reg
 		}})
 	cl.WaitFormed(timeout)
-	fence.NewMemory(fence.WithRegisterer(reg))
+	fence.NewMemory(fence.MemoryConfig{Registerer: reg})
 	c := cl.Node(0).C()
 	cl.WaitFor("every shard owned", timeout, func() error {
 		if n := len(c.Owned()); n != shards {
@@ -67,11 +67,11 @@ func Gather(t *testing.T) map[string]dto.MetricType {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	l, err := c.Campaign(ctx, "metricset")
+	l, err := c.Acquire(ctx, "metricset")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Resign(ctx); err != nil {
+	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	families := map[string]dto.MetricType{}
