@@ -75,8 +75,8 @@ func (h *handler) leases(w http.ResponseWriter, _ *http.Request) {
 	ls := h.c.Leases()
 	out := LeaseList{Leases: make([]LeaseRow, 0, len(ls))}
 	for _, l := range ls {
-		out.Leases = append(out.Leases, LeaseRow{Name: l.Name, Holder: l.Holder, HolderID: l.HolderID,
-			Session: l.Session, Token: l.Token, Waiters: l.Waiters})
+		out.Leases = append(out.Leases, LeaseRow{Name: l.Name, Holder: l.Holder.Node, HolderID: l.Holder.NodeID,
+			Session: l.Holder.Session, Token: l.Holder.Token, Waiters: l.Waiters})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -201,7 +201,7 @@ func buildShards(t *coordinator.ShardTable, owner []string, filter bool) ShardLi
 		if !ok {
 			continue
 		}
-		row := ShardRow{Shard: uint32(info.Shard), State: string(info.State), Token: info.Token}
+		row := ShardRow{Shard: uint32(info.Shard), State: string(info.State), Token: info.Owner.Token}
 		if info.State != coordinator.ShardFree {
 			row.Owner, row.OwnerID, row.Addr = info.Owner.Node, info.Owner.NodeID, info.Owner.Addr
 		}

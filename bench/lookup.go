@@ -31,7 +31,7 @@ func allOwned(c *coordinator.Coordinator, shards int) func() error {
 
 // ownerValue is what the etcd key of a shard holds: the same fields
 // Owner returns.
-func ownerValue(o coordinator.ShardOwner) string {
+func ownerValue(o coordinator.Holder) string {
 	return fmt.Sprintf("node=%s id=%s addr=%s session=%s token=%d", o.Node, o.NodeID, o.Addr, o.Session, o.Token)
 }
 

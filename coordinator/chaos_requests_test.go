@@ -240,9 +240,9 @@ func (r *chaosRun) checkNoOrphans(settle time.Duration) []string {
 			if !slices.Contains(chaosNames, info.Name) {
 				continue
 			}
-			current := r.currentSession(info.Session)
+			current := r.currentSession(info.Holder.Session)
 			last += fmt.Sprintf(" %s held by %s (session %s, current session of a node: %v) with %d waiting;",
-				info.Name, info.Holder, info.Session, current, info.Waiters)
+				info.Name, info.Holder.Node, info.Holder.Session, current, info.Waiters)
 			late = late || current
 			for _, w := range leader.C().LeaseWaiters(info.Name) {
 				late = late || r.currentSession(w.Session)

@@ -10,11 +10,10 @@ import (
 
 // LeaseInfo describes one held named lease, as a replica shows it.
 type LeaseInfo struct {
+	// Name is the lease's name.
 	Name string
-	// Holder is the holder's node name; HolderID its identity; Session its
-	// session.
-	Holder, HolderID, Session string
-	Token                     uint64
+	// Holder is who holds it, with the token of its grant.
+	Holder Holder
 	// Waiters is the number of sessions queued for the lease.
 	Waiters int
 }
@@ -22,11 +21,12 @@ type LeaseInfo struct {
 // Leases lists every held named lease from the local replica, sorted by
 // name.
 func (c *Coordinator) Leases() []LeaseInfo {
-	ls := c.fsm.View().Leases()
+	v := c.fsm.View()
+	ls := v.Leases()
 	out := make([]LeaseInfo, 0, len(ls))
 	for _, l := range ls {
-		out = append(out, LeaseInfo{Name: l.Name, Holder: l.HolderNode, HolderID: l.HolderNodeID, Session: l.Holder,
-			Token: l.Token, Waiters: len(l.Waiters)})
+		h := holderAt(v, Holder{Node: l.HolderNode, NodeID: l.HolderNodeID, Session: l.Holder, Token: l.Token})
+		out = append(out, LeaseInfo{Name: l.Name, Holder: h, Waiters: len(l.Waiters)})
 	}
 	return out
 }
@@ -43,13 +43,14 @@ const (
 
 // ShardInfo describes one shard in a table version.
 type ShardInfo struct {
+	// Shard is the shard described.
 	Shard ShardID
+	// State is where the shard is in its ownership cycle.
 	State ShardState
-	// Owner is valid unless State is ShardFree.
-	Owner ShardOwner
-	// Token is the token of the current grant, or of the last one when the
-	// shard is free.
-	Token uint64
+	// Owner is who owns the shard, unless State is ShardFree; Owner.Token is
+	// the token of the current grant, or of the last one when the shard is
+	// free (the other fields are then empty).
+	Owner Holder
 }
 
 // Table returns the current version of the shard table from the local
@@ -63,7 +64,7 @@ func (t *ShardTable) Shard(s ShardID) (ShardInfo, bool) {
 	if !ok {
 		return ShardInfo{}, false
 	}
-	info := ShardInfo{Shard: s, Token: sh.Token, State: ShardFree}
+	info := ShardInfo{Shard: s, State: ShardFree}
 	switch sh.State {
 	case fsm.ShardOwned:
 		info.State = ShardOwned
@@ -71,6 +72,7 @@ func (t *ShardTable) Shard(s ShardID) (ShardInfo, bool) {
 		info.State = ShardRevoking
 	}
 	info.Owner, _ = ownerOf(&sh)
+	info.Owner.Token = sh.Token
 	return info, true
 }
 

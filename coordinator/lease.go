@@ -34,14 +34,6 @@ func (l *Lease) Name() string { return l.g.Name() }
 // ended.
 func (l *Lease) Release(ctx context.Context) error { return l.g.Release(ctx) }
 
-// Holder describes who holds a named lease.
-type Holder struct {
-	Node    string // the holder's node name
-	NodeID  string
-	Session string
-	Token   uint64
-}
-
 // Leader returns the holder of the named lease and its token from
 // the local replica: no network, no lock, no allocation. ok is false when
 // nobody holds it. The replica may lag the leader by a little.
@@ -50,7 +42,7 @@ func (c *Coordinator) Holder(name string) (h Holder, ok bool) {
 	if !ok {
 		return Holder{}, false
 	}
-	return Holder{Node: node, NodeID: nodeID, Session: sess, Token: token}, true
+	return holderAt(c.fsm.View(), Holder{Node: node, NodeID: nodeID, Session: sess, Token: token}), true
 }
 
 // Campaign blocks until this node holds the named lease, or ctx ends.

@@ -312,8 +312,9 @@ func waitChildBalanced(tb testing.TB, cl *holdfasttest.Cluster, ch *ownerChild, 
 		mine := map[coordinator.ShardID]uint64{}
 		sessions := map[string]bool{}
 		for s := 0; s < ownerShards; s++ {
-			o, ok := ref.Owner(coordinator.ShardID(s))
-			if !ok || o.Revoking {
+			sh, ok := ref.Table().Shard(coordinator.ShardID(s))
+			o := sh.Owner
+			if !ok || sh.State != coordinator.ShardOwned {
 				return fmt.Errorf("%w: shard %d: %+v %v", holdfasttest.ErrNotYet, s, o, ok)
 			}
 			counts[o.Node]++
@@ -361,7 +362,7 @@ type reown struct {
 	// deadline is the leader's session deadline for the child, from the
 	// kill (the expiry cannot come earlier); zero if unknown.
 	deadline time.Duration
-	owners   map[coordinator.ShardID]coordinator.ShardOwner
+	owners   map[coordinator.ShardID]coordinator.Holder
 	// leaders describes the leader activations between the kill and the
 	// re-own ("" if none): each one pushes every deadline to TTL + grace
 	// from its activation.
@@ -385,14 +386,15 @@ func killAndMeasure(tb testing.TB, cl *holdfasttest.Cluster, ch *ownerChild, acq
 	var r reown
 	ref := cl.Node(0).C()
 	cl.WaitFor(fmt.Sprintf("%d shards of %s re-owned", len(tokens), ch.name), timeout, func() error {
-		owners := map[coordinator.ShardID]coordinator.ShardOwner{}
+		owners := map[coordinator.ShardID]coordinator.Holder{}
 		var latest time.Time
 		for s, old := range tokens {
-			o, ok := ref.Owner(s)
+			sh, _ := ref.Table().Shard(s)
+			o := sh.Owner
 			switch {
-			case !ok:
+			case sh.State == coordinator.ShardFree:
 				return fmt.Errorf("%w: shard %d free", holdfasttest.ErrNotYet, s)
-			case o.Revoking:
+			case sh.State == coordinator.ShardRevoking:
 				return fmt.Errorf("%w: shard %d revoking: %+v", holdfasttest.ErrNotYet, s, o)
 			case o.Node == ch.name:
 				return fmt.Errorf("%w: shard %d still owned by %s (token %d)", holdfasttest.ErrNotYet, s, o.Node, o.Token)

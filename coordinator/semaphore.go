@@ -75,9 +75,10 @@ func (c *Coordinator) Semaphore(name string) []Holder {
 	if !ok {
 		return nil
 	}
+	v := c.fsm.View()
 	out := make([]Holder, 0, len(s.Holders))
 	for _, h := range s.Holders {
-		out = append(out, Holder{Node: h.Node, NodeID: h.NodeID, Session: h.Session, Token: h.Token})
+		out = append(out, holderAt(v, Holder{Node: h.Node, NodeID: h.NodeID, Session: h.Session, Token: h.Token}))
 	}
 	return out
 }

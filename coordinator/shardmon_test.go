@@ -151,8 +151,9 @@ func balanced(cl *holdfasttest.Cluster, shards int) (map[string]int, error) {
 	}
 	ref := nodes[0].C()
 	for s := 0; s < shards; s++ {
-		o, ok := ref.Owner(coordinator.ShardID(s))
-		if !ok || o.Revoking {
+		sh, ok := ref.Table().Shard(coordinator.ShardID(s))
+		o := sh.Owner
+		if !ok || sh.State != coordinator.ShardOwned {
 			return nil, fmt.Errorf("%w: shard %d: %+v %v", holdfasttest.ErrNotYet, s, o, ok)
 		}
 		counts[o.Node]++

@@ -11,18 +11,6 @@ import (
 // ShardID names a shard: an integer in [0, Shards()).
 type ShardID = shardown.ShardID
 
-// ShardOwner describes a shard's owner as a replica shows it.
-type ShardOwner struct {
-	// Node and NodeID name the owning node; Addr is its Config.ServiceAddr
-	// (or RPC address); Session is the owning session.
-	Node, NodeID, Addr, Session string
-	// Token is the fencing token of the owner's grant.
-	Token uint64
-	// Revoking is true while the leader has asked the owner to hand the
-	// shard off; the owner still owns it until the handoff completes.
-	Revoking bool
-}
-
 // Shards returns the cluster's shard count (the configured count before
 // this node has learned the cluster's).
 func (c *Coordinator) Shards() int {
@@ -52,26 +40,27 @@ func (c *Coordinator) ShardFor(key []byte) ShardID {
 // or out of range. The replica may lag the leader by a little; the owner's
 // token is what fences a stale owner out. For an answer that reflects every
 // change committed before a given moment, call Sync then Owner; while this
-// node knows no leader (NoLeaderSince), the replica may be stale.
-func (c *Coordinator) Owner(s ShardID) (ShardOwner, bool) {
+// node knows no leader (NoLeaderSince), the replica may be stale. The
+// owner still owns a shard the leader asked it to hand off (Table's
+// ShardInfo.State says ShardRevoking) until the handoff completes.
+func (c *Coordinator) Owner(s ShardID) (Holder, bool) {
 	return ownerIn(c.fsm.View(), s)
 }
 
-func ownerIn(v *fsm.View, s ShardID) (ShardOwner, bool) {
-	o, token, revoking := v.ShardOwner(uint32(s))
+func ownerIn(v *fsm.View, s ShardID) (Holder, bool) {
+	o, token, _ := v.ShardOwner(uint32(s))
 	if o == nil {
-		return ShardOwner{}, false
+		return Holder{}, false
 	}
-	return ShardOwner{Node: o.Node, NodeID: o.NodeID, Addr: o.Addr, Session: o.ID, Token: token, Revoking: revoking}, true
+	return Holder{Node: o.Node, NodeID: o.NodeID, Addr: o.Addr, Session: o.ID, Token: token}, true
 }
 
 // ownerOf describes the owner of a table entry (nil: out of range).
-func ownerOf(sh *fsm.Shard) (ShardOwner, bool) {
+func ownerOf(sh *fsm.Shard) (Holder, bool) {
 	if sh == nil || sh.State == fsm.ShardFree {
-		return ShardOwner{}, false
+		return Holder{}, false
 	}
-	return ShardOwner{Node: sh.OwnerNode, NodeID: sh.OwnerNodeID, Addr: sh.OwnerAddr, Session: sh.Owner,
-		Token: sh.Token, Revoking: sh.State == fsm.ShardRevoking}, true
+	return Holder{Node: sh.OwnerNode, NodeID: sh.OwnerNodeID, Addr: sh.OwnerAddr, Session: sh.Owner, Token: sh.Token}, true
 }
 
 // Owned returns this node's live shard leases, sorted by shard.
@@ -90,7 +79,7 @@ func (t *ShardTable) Len() int { return t.v.ShardCount() }
 
 // Owner returns the owner of shard s in this version (see
 // Coordinator.Owner).
-func (t *ShardTable) Owner(s ShardID) (ShardOwner, bool) { return ownerIn(t.v, s) }
+func (t *ShardTable) Owner(s ShardID) (Holder, bool) { return ownerIn(t.v, s) }
 
 // Watch delivers the shard table: the current version first, then every
 // new version. A slow reader may miss intermediate versions but always

@@ -120,8 +120,9 @@ func TestShardsAPI(t *testing.T) {
 	}
 	cl.WaitFor("the drained shards owned by the others with larger tokens", formTimeout, func() error {
 		for _, l := range before {
-			o, ok := a.Owner(l.Shard())
-			if !ok || o.Revoking || o.Node == b.NodeName() || o.Token <= l.Token() {
+			sh, ok := a.Table().Shard(l.Shard())
+			o := sh.Owner
+			if !ok || sh.State != coordinator.ShardOwned || o.Node == b.NodeName() || o.Token <= l.Token() {
 				return fmt.Errorf("%w: shard %d: %+v", holdfasttest.ErrNotYet, l.Shard(), o)
 			}
 		}
@@ -177,8 +178,9 @@ func waitReowned(t *testing.T, cl *holdfasttest.Cluster, observer *coordinator.C
 	var took time.Duration
 	cl.WaitFor("the lost shards owned again", formTimeout, func() error {
 		for s, tok := range lost {
-			o, ok := observer.Owner(s)
-			if !ok || o.Revoking || o.Node == gone || o.Token <= tok {
+			sh, ok := observer.Table().Shard(s)
+			o := sh.Owner
+			if !ok || sh.State != coordinator.ShardOwned || o.Node == gone || o.Token <= tok {
 				return fmt.Errorf("%w: shard %d: %+v", holdfasttest.ErrNotYet, s, o)
 			}
 		}

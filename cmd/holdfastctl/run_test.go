@@ -98,8 +98,9 @@ func balanced(t *coordinator.ShardTable) error {
 	}
 	per := map[string]int{}
 	for s := range t.Len() {
-		o, ok := t.Owner(coordinator.ShardID(s))
-		if !ok || o.Revoking {
+		sh, ok := t.Shard(coordinator.ShardID(s))
+		o := sh.Owner
+		if !ok || sh.State != coordinator.ShardOwned {
 			return fmt.Errorf("%w: shard %d free or being handed off", holdfasttest.ErrNotYet, s)
 		}
 		per[o.Node]++

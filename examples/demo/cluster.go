@@ -175,8 +175,9 @@ func formed(nodes []*node) bool {
 func settled(c *coordinator.Coordinator, nodes []*node) bool {
 	perNode := map[string]int{}
 	for s := range c.Shards() {
-		o, ok := c.Owner(coordinator.ShardID(s))
-		if !ok || o.Revoking {
+		sh, ok := c.Table().Shard(coordinator.ShardID(s))
+		o := sh.Owner
+		if !ok || sh.State != coordinator.ShardOwned {
 			return false
 		}
 		perNode[o.Node]++

@@ -22,8 +22,8 @@ type demo struct {
 	auditor   coordinator.Holder
 	pausedAt  time.Time
 	frozen    []*zombie
-	moved     map[coordinator.ShardID]coordinator.ShardOwner // the new owners
-	firstMove time.Time                                      // when the leader's view first showed a moved shard
+	moved     map[coordinator.ShardID]coordinator.Holder // the new owners
+	firstMove time.Time                                  // when the leader's view first showed a moved shard
 }
 
 func (d *demo) intro() {
@@ -115,7 +115,7 @@ func (d *demo) pause(ctx context.Context) error {
 func (d *demo) move(ctx context.Context) error {
 	d.p.section("3. The leader expires its session and moves its shards")
 	c := d.leader.c
-	d.moved = map[coordinator.ShardID]coordinator.ShardOwner{}
+	d.moved = map[coordinator.ShardID]coordinator.Holder{}
 	auditorMoved := d.auditor.Node != d.victim.name
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -149,8 +149,9 @@ func (d *demo) checkMoved(c *coordinator.Coordinator, z *zombie) {
 	if _, done := d.moved[s]; done {
 		return
 	}
-	o, ok := c.Owner(s)
-	if !ok || o.Token <= z.lease.Token() || o.Revoking {
+	sh, ok := c.Table().Shard(s)
+	o := sh.Owner
+	if !ok || sh.State != coordinator.ShardOwned || o.Token <= z.lease.Token() {
 		return
 	}
 	d.moved[s] = o

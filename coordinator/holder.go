@@ -1,0 +1,29 @@
+package coordinator
+
+import "github.com/holdfast-go/holdfast/fsm"
+
+// Holder is who holds something the cluster grants, as a replica shows
+// it: a named lease (Holder, Leases, Observe), a semaphore permit
+// (Semaphore) or a shard (Owner, ShardTable). Its Token is the fencing
+// token of that grant. The zero Holder means nobody.
+type Holder struct {
+	// Node is the holding node's name (Config.NodeName).
+	Node string
+	// NodeID is the holding node's identity, also its raft server ID.
+	NodeID string
+	// Addr is where applications reach the holding node: its
+	// Config.ServiceAddr, or its RPC address when that is empty.
+	Addr string
+	// Session is the holding node's session.
+	Session string
+	// Token is the fencing token of the grant.
+	Token uint64
+}
+
+// holderAt fills h.Addr from h's session in v, without allocating.
+func holderAt(v *fsm.View, h Holder) Holder {
+	if s, ok := v.Session(h.Session); ok {
+		h.Addr = s.Addr
+	}
+	return h
+}
