@@ -84,6 +84,6 @@
 // # Metrics
 //
 // holdfast_fence_rejections_total{kind="memory"|"sql"} counts rejections. It
-// is registered only on a Registerer the caller passes (WithRegisterer,
+// is registered only on a Registerer the caller passes (MemoryConfig.Registerer,
 // SQLConfig.Registerer); instances on one Registerer share it.
 package fence

@@ -7,19 +7,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Option configures a Memory.
-type Option func(*memoryOptions)
-
-type memoryOptions struct {
-	registerer prometheus.Registerer
-}
-
-// WithRegisterer registers the Memory's metrics on r. Without it (or with a
-// nil r) the metrics are kept but not registered. Several Memory instances on
-// one Registerer share the holdfast_fence_rejections_total{kind="memory"}
-// series; instances on different Registerers do not collide.
-func WithRegisterer(r prometheus.Registerer) Option {
-	return func(o *memoryOptions) { o.registerer = r }
+// MemoryConfig configures a Memory (NewMemory). The zero value is valid.
+type MemoryConfig struct {
+	// Registerer receives the Memory's metrics. Nil: the metrics are kept
+	// but not registered. Several Memory instances on one Registerer share
+	// the holdfast_fence_rejections_total{kind="memory"} series; instances
+	// on different Registerers do not collide.
+	Registerer prometheus.Registerer
 }
 
 // Memory is an in-memory fenced resource: a map from resource name to the
@@ -41,16 +35,12 @@ type register struct {
 	highest atomic.Uint64
 }
 
-// NewMemory returns an empty Memory. If the rejection counter cannot be
+// NewMemory returns an empty Memory configured by cfg. If the rejection counter cannot be
 // registered because its name is taken by a different metric on the
 // Registerer, the counter is kept unregistered: fencing never depends on
 // metrics.
-func NewMemory(opts ...Option) *Memory {
-	var o memoryOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
-	c, err := newRejections(o.registerer, kindMemory)
+func NewMemory(cfg MemoryConfig) *Memory {
+	c, err := newRejections(cfg.Registerer, kindMemory)
 	if err != nil {
 		c, _ = newRejections(nil, kindMemory)
 	}
