@@ -37,7 +37,7 @@ func (b *belief) Token() uint64 { return b.token }
 func (b *belief) Done() <-chan struct{} { return b.life.Context().Done() }
 
 // Context returns a context cancelled when the lease ends; context.Cause
-// says why (ErrResigned, ErrRevoked, ErrSessionExpired, ErrLeaseLost,
+// says why (ErrReleased, ErrRevoked, ErrSessionExpired, ErrLeaseLost,
 // ErrShutdown).
 func (b *belief) Context() context.Context { return b.life.Context() }
 

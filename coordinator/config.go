@@ -23,7 +23,7 @@ const (
 	GossipLocal
 )
 
-// RaftTimings are the raft timeouts. The session TTL must be long compared
+// RaftConfig are the raft timeouts. The session TTL must be long compared
 // with them (see Config.validate).
 type RaftConfig struct {
 	// HeartbeatTimeout is how long a follower waits without contact from the
@@ -130,7 +130,7 @@ type Config struct {
 }
 
 // DefaultConfig returns production defaults (LAN timings). The caller
-// still sets NodeName, addresses, Join, DataDir and BootstrapExpect, and
+// still sets NodeName, addresses, Join, DataDir and Cluster.BootstrapExpect, and
 // TLS: New refuses a Config without TLS unless Insecure is set.
 func DefaultConfig() Config {
 	return Config{
@@ -233,7 +233,7 @@ func (c *Config) validate() error {
 	case c.Cluster.Voters != 1 && c.Cluster.Voters != 3 && c.Cluster.Voters != 5:
 		return fieldErr("Cluster.Voters", "is %d; must be 1, 3 or 5", c.Cluster.Voters)
 	case c.Cluster.BootstrapExpect < 0 || c.Cluster.BootstrapExpect > c.Cluster.Voters:
-		return fieldErr("Cluster.BootstrapExpect", "is %d; must be between 0 and Voters (%d)", c.Cluster.BootstrapExpect, c.Cluster.Voters)
+		return fieldErr("Cluster.BootstrapExpect", "is %d; must be between 0 and Cluster.Voters (%d)", c.Cluster.BootstrapExpect, c.Cluster.Voters)
 	case c.Cluster.BootstrapExpect > 0 && c.DataDir == "":
 		return fieldErr("Cluster.BootstrapExpect", "is %d but DataDir is empty: only voter-eligible nodes bootstrap", c.Cluster.BootstrapExpect)
 	case c.Shards.Count <= 0 || c.Shards.Count > 1<<20:
@@ -279,7 +279,7 @@ func (c *Config) validateTimings() error {
 	case c.Session.MaxClockDrift < 0 || c.Session.MaxClockDrift >= 0.5:
 		return fieldErr("Session.MaxClockDrift", "is %v; must be in [0, 0.5)", c.Session.MaxClockDrift)
 	case c.Session.LeaseMargin <= 0 || c.Session.LeaseMargin >= c.Session.TTL/3:
-		return fieldErr("Session.LeaseMargin", "is %v; must be positive and below SessionTTL/3 (%v)", c.Session.LeaseMargin, c.Session.TTL/3)
+		return fieldErr("Session.LeaseMargin", "is %v; must be positive and below Session.TTL/3 (%v)", c.Session.LeaseMargin, c.Session.TTL/3)
 	case c.Session.ExpiryGrace < max(r.ElectionTimeout, r.HeartbeatTimeout):
 		return fieldErr("Session.ExpiryGrace", "is %v; must be at least the raft election timeout (%v)", c.Session.ExpiryGrace, max(r.ElectionTimeout, r.HeartbeatTimeout))
 	case c.Shards.DrainTimeout <= 0:

@@ -66,7 +66,7 @@ type ShardConfig struct {
 	// shards back and forth).
 	JoinStabilization time.Duration
 	// MaxMoves is the most rebalancing handoffs in flight at once; 0
-	// means max(1, Shards/16). Grants of free shards and the handoffs of a
+	// means max(1, Count/16). Grants of free shards and the handoffs of a
 	// drained node are not limited.
 	MaxMoves int
 	// Epsilon is the balance slack: every node owns within
@@ -83,6 +83,6 @@ type GossipConfig struct {
 	Profile GossipProfile
 	// Keys are the AES keys (16, 24 or 32 bytes each) that encrypt and
 	// authenticate gossip: the first encrypts, all of them decrypt. Empty:
-	// gossip in clear text. See gossipkeys.go for rotation.
+	// gossip in clear text. Coordinator.InstallGossipKey rotates them.
 	Keys [][]byte
 }

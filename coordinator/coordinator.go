@@ -72,7 +72,7 @@ type Coordinator struct {
 
 // New starts a node: it opens the data dir, starts raft, joins the gossip
 // pool (retrying in the background), and returns. The cluster may not have
-// formed yet when New returns; use Leader or the harness to wait. New
+// formed yet when New returns; use WaitReady to wait. New
 // returns an error wrapping ErrInvalidConfig for a bad Config and
 // ErrDuplicateName when a live member already uses NodeName.
 func New(cfg Config) (*Coordinator, error) {
@@ -187,7 +187,7 @@ func (c *Coordinator) GossipAddr() string { return c.members.Addr() }
 func (c *Coordinator) ClusterID() string { return c.cluster.ClusterID() }
 
 // Shutdown leaves the cluster gracefully: it hands every shard it owns to
-// other nodes (waiting at most 2 × SessionTTL + ShardDrainTimeout, and only
+// other nodes (waiting at most 2 × Session.TTL + Shards.DrainTimeout, and only
 // when another node can own shards), ends its leases and session, hands raft
 // leadership to another voter, removes itself from the raft configuration
 // (unless it is the last voter), leaves the gossip pool, and then closes

@@ -6,19 +6,39 @@
 // stores), and holds a local replica of the replicated state, so reads never
 // leave the process.
 //
+// # Vocabulary
+//
+// The cluster grants three kinds of things, each stamped with a fencing
+// token, and the API uses the same words for all three:
+//
+//   - a Lease: one holder per name. Acquire blocks until this node holds it,
+//     TryAcquire does not wait, Lease.Release gives it up. RunElection is a
+//     leader election over a lease, with the callbacks of Kubernetes'
+//     client-go (OnStartedLeading, OnStoppedLeading, OnNewLeader).
+//   - a Permit: up to N holders of a semaphore name. AcquireSemaphore,
+//     TryAcquireSemaphore, Permit.Release.
+//   - a ShardLease: a shard, granted by the raft leader; this node's
+//     ShardHandler is told when it gains one and when it must hand one off.
+//
+// Who holds something is always a Holder (node, identity, address, session,
+// token), read from the local replica: Holder(name) for a lease,
+// Semaphore(name) for a semaphore's permits, Owner(shard) for a shard. The
+// word "leader" on its own means the raft leader (RaftLeader, ErrNoLeader,
+// NoLeaderSince); the node an election chose is the lease's holder.
+//
 // # Forming a cluster
 //
-// Fresh voter-eligible nodes started with the same BootstrapExpect find each
-// other by gossip; when BootstrapExpect of them see each other and none
+// Fresh voter-eligible nodes started with the same Config.Cluster.BootstrapExpect
+// find each other by gossip; when that many of them see each other and none
 // belongs to a cluster yet, they agree on one configuration and bootstrap
-// raft with it (each promises one proposal at a time, so one cluster forms).
-// The first leader records a new cluster ID in the replicated state; from
-// then on the ID travels in gossip metadata, nodes never bootstrap next to
-// it, and members of another cluster are refused. New members join as raft
-// non-voters; the leader keeps
+// raft with it (every node promises one proposal at a time, so two bootstraps cannot
+// both succeed). The first leader records
+// a new cluster ID in the replicated state; from then on the ID travels in
+// gossip metadata, nodes never bootstrap next to it, and members of another
+// cluster are refused. New members join as raft non-voters; the leader keeps
 // Config.Cluster.Voters voters, promoting a healthy eligible non-voter after
-// ServerStabilization, one change at a time. A failure never shrinks the
-// configuration: a voter down for DeadServerStabilization (gossip reports it
+// Cluster.ServerStabilization, one change at a time. A failure never shrinks
+// the configuration: a voter down for Cluster.DeadServerStabilization (gossip reports it
 // dead and none of its RPCs reach the leader, or the leader cannot reach it)
 // is demoted or removed only after a replacement has been promoted; with no
 // replacement it keeps its vote and votes again as soon as it is back.
@@ -38,9 +58,9 @@
 // # Sessions, leases and tokens
 //
 // Each node keeps one session in the replicated state, renewed by keepalives
-// to the raft leader every SessionTTL/3 (keepalives are not written to the
-// raft log). Named leader leases (Campaign, TryAcquire, and RunLeader, which
-// runs callbacks for each term and campaigns again after a loss) and
+// to the raft leader every Session.TTL/3 (keepalives are not written to the
+// raft log). Named leases (Acquire, TryAcquire, and RunElection, which
+// runs callbacks for each term and acquires again after a loss) and
 // semaphore permits (AcquireSemaphore: up to N holders of a name, each
 // permit with its own token, believed like a lease) hang off the session.
 // Guarantees:
@@ -49,23 +69,23 @@
 //     deadline on the leader's monotonic clock has passed. A keepalive is
 //     answered only after a confirmation round that started after it arrived
 //     shows a quorum of voters still in the leader's term. A new leader
-//     extends every deadline by SessionTTL + ExpiryGrace.
+//     extends every deadline by Session.TTL + Session.ExpiryGrace.
 //   - A holder believes it holds a lease until the instant computed from its
-//     last answered keepalive's send time: sent + SessionTTL·(1 − MaxClockDrift)
-//     − LeaseMargin. At that instant its lease contexts are cancelled by a
+//     last answered keepalive's send time: sent + TTL·(1 − MaxClockDrift)
+//     − LeaseMargin (the fields of Config.Session). At that instant its lease contexts are cancelled by a
 //     local timer, before the leader can expire the session and grant the
 //     lease to someone else. The instant is measured on Config.Clock, which
 //     counts time the machine spends suspended (CLOCK_BOOTTIME on Linux).
 //   - A lease request whose caller stops waiting (its context ends) leaves
 //     nothing behind: the node settles it in the background by committing a
-//     release that names the request, and Resign always delivers its
-//     release. A command that reaches the leader late or twice changes
+//     release that names the request, and Release always delivers
+//     its release. A command that reaches the leader late or twice changes
 //     nothing its own request did not create.
 //   - Every grant takes a new fencing token, strictly increasing per name
 //     across leader changes, restarts and snapshot restores.
 //
 // Not guaranteed: mutual exclusion when clocks run at rates that differ by
-// more than MaxClockDrift, or when a process is paused between a successful
+// more than Session.MaxClockDrift, or when a process is paused between a successful
 // Checkpoint and its write. Only the fencing token closes those windows: a
 // resource that cannot compare tokens (package fence) cannot be protected.
 // Clock jumps do not matter: every duration is measured on the monotonic
@@ -81,7 +101,7 @@
 // is granted to the next owner with a new token, whose ShardHandler.Acquire
 // runs under the lease's context. A shard is never granted while its
 // previous owner may still believe it holds it: the owner released it, its
-// session expired, or the revoke was committed a full SessionTTL earlier
+// session expired, or the revoke was committed a full Session.TTL earlier
 // (keepalive answers carry the leader's applied index, and a node extends
 // no belief before its replica has seen that index, so a revoked shard
 // stops being extended and its belief ends by the owner's own timer).
@@ -112,7 +132,7 @@
 // gossip member to the raft configuration only after a TLS handshake with
 // its RPC address has shown a certificate of that CA naming it (gossip
 // alone proves nothing). `holdfastctl cert` makes the CA, the node
-// certificates and a gossip key; docs/SECURITY.md in the repository tells
+// certificates and a gossip key; the repository's docs/SECURITY.md tells
 // the whole story.
 //
 // # Identity

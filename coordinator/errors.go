@@ -15,19 +15,19 @@ var (
 	// ErrNoLeader is returned when a write needs the raft leader and none is
 	// known (an election is under way or quorum is lost).
 	ErrNoLeader = wire.ErrNoLeader
-	// ErrNotLeader is returned by leader-only RPCs that reached a follower.
+	// errNotLeader is returned by leader-only RPCs that reached a follower.
 	errNotLeader = wire.ErrNotLeader
 	// ErrDuplicateName is returned by New when another live node already
 	// uses this node's name.
 	ErrDuplicateName = errors.New("holdfast: node name already in use")
-	// ErrRejected is returned when the state machine refused a command; the
+	// errRejected is returned when the state machine refused a command; the
 	// wrapped error says why.
 	errRejected = wire.ErrRejected
 	// ErrLeaseHeld is returned by TryAcquire when another node holds the
 	// lease.
 	ErrLeaseHeld = wire.ErrLeaseHeld
 	// ErrLeaseLost is the cause of a lease's end when it ended for any reason
-	// but Resign: its session's belief lapsed, the session expired, or the
+	// but Release: its session's belief lapsed, the session expired, or the
 	// lease went to another holder. Lease.Checkpoint wraps it.
 	ErrLeaseLost = errors.New("holdfast: lease lost")
 	// ErrLeaseExpiring is returned by Lease.Checkpoint when less than the
@@ -36,16 +36,16 @@ var (
 	// ErrRevoked is the cause of a shard lease's end when this node handed
 	// the shard off at the leader's request (rebalancing, Drain, Shutdown).
 	ErrRevoked = errors.New("holdfast: shard handed off")
-	// ErrResigned is the cause of a lease's end after Resign.
+	// ErrReleased is the cause of a lease's end after Release.
 	ErrReleased = errors.New("holdfast: lease resigned")
 	// ErrSessionExpired is the cause when this node's belief in its session
 	// lapsed (no keepalive answered in time) or the leader expired it.
 	ErrSessionExpired = session.ErrExpired
-	// ErrBusy is returned when the raft leader refused a forwarded command
+	// errBusy is returned when the raft leader refused a forwarded command
 	// because MaxPendingForwards were already waiting; commands with a
 	// request ID are retried with backoff.
 	errBusy = wire.ErrBusy
-	// ErrNoSession is returned when a request names a session the cluster
+	// errNoSession is returned when a request names a session the cluster
 	// no longer has.
 	errNoSession = wire.ErrNoSession
 )
@@ -63,7 +63,7 @@ func (e *ExpiringError) Error() string {
 // Is makes errors.Is(err, ErrLeaseExpiring) true.
 func (e *ExpiringError) Is(target error) bool { return target == ErrLeaseExpiring }
 
-// NotLeaderError is returned when a request reached a node that is not the
+// notLeaderError is returned when a request reached a node that is not the
 // raft leader. Leader is the leader's RPC address when known; errors.Is
-// finds ErrNotLeader in it.
+// finds errNotLeader in it.
 type notLeaderError = wire.NotLeaderError

@@ -14,7 +14,7 @@ import (
 // Lease is a named leader lease held by this node. Its context is
 // cancelled the moment this node's belief in the lease ends: at the
 // holder-side deadline of its session (even if no message arrives), when
-// the lease goes to another holder, on Resign, or on Shutdown. Work done
+// the lease goes to another holder, on Release, or on Shutdown. Work done
 // under the lease should run under Context() and pass Token() to every
 // protected resource.
 type Lease struct {
@@ -25,10 +25,10 @@ type Lease struct {
 // Name returns the lease's name.
 func (l *Lease) Name() string { return l.g.Name() }
 
-// Resign ends the lease: the local context is cancelled first (at once,
+// Release ends the lease: the local context is cancelled first (at once,
 // whatever ctx), then the release is committed and the lease passes to the
 // next waiter. The release is always delivered: if ctx ends before it
-// commits, Resign returns ctx's error and the node goes on delivering it
+// commits, Release returns ctx's error and the node goes on delivering it
 // in the background for as long as its session lives (the session's end
 // releases the lease anyway). It returns nil if the lease had already
 // ended.
@@ -45,10 +45,10 @@ func (c *Coordinator) Holder(name string) (h Holder, ok bool) {
 	return holderAt(c.fsm.View(), Holder{Node: node, NodeID: nodeID, Session: sess, Token: token}), true
 }
 
-// Campaign blocks until this node holds the named lease, or ctx ends.
+// Acquire blocks until this node holds the named lease, or ctx ends.
 // Waiters are served first come, first served: a release hands the lease to
 // the next waiter directly. If this node's session ends while it waits, it
-// campaigns again with its next session.
+// asks again with its next session.
 func (c *Coordinator) Acquire(ctx context.Context, name string) (*Lease, error) {
 	return c.acquire(ctx, name, true)
 }

@@ -10,26 +10,26 @@ import (
 	"github.com/holdfast-go/holdfast/fsm"
 )
 
-// ErrNotLeading is returned by LeaderCheck.Ready while RunLeader does not
+// ErrNotLeading is returned by ElectionCheck.Ready while RunElection does not
 // hold the lease.
 var ErrNotLeading = errors.New("holdfast: not holding the lease")
 
-// LeaderConfig configures RunLeader: the lease to campaign for and the
+// ElectionConfig configures RunElection: the lease to campaign for and the
 // callbacks of a leader election in the style of client-go's.
 type ElectionConfig struct {
 	// Name is the lease's name. Required.
 	Name string
 	// OnStartedLeading is called in a goroutine of its own each time this
 	// node gains the lease, with a context that ends when the lease ends
-	// (or RunLeader's context does) and the lease: pass lease.Token() to
+	// (or RunElection's context does) and the lease: pass lease.Token() to
 	// every protected resource. It must return soon after ctx ends:
-	// RunLeader waits for it before it releases the lease, calls
+	// RunElection waits for it before it releases the lease, calls
 	// OnStoppedLeading or campaigns again, so one node never runs two
 	// terms at once. Required.
 	OnStartedLeading func(ctx context.Context, lease *Lease)
 	// OnStoppedLeading, if set, is called after each term, once
-	// OnStartedLeading has returned, with why the term ended: ErrResigned
-	// when RunLeader's context ended (the lease was then released), or the
+	// OnStartedLeading has returned, with why the term ended: ErrReleased
+	// when RunElection's context ended (the lease was then released), or the
 	// lease's cause (ErrSessionExpired, ErrLeaseLost, ErrShutdown).
 	OnStoppedLeading func(cause error)
 	// OnNewLeader, if set, is called with each new holder of the lease,
@@ -37,13 +37,13 @@ type ElectionConfig struct {
 	// holder is new when its token is). It runs in a goroutine of its own,
 	// concurrently with the other callbacks, and may lag them a little.
 	OnNewLeader func(holder Holder)
-	// Check, if set, is kept up to date by RunLeader: its Ready reports nil
+	// Check, if set, is kept up to date by RunElection: its Ready reports nil
 	// only while this node leads. Serve it as a readiness probe to send
 	// traffic to the leader only.
 	Check *ElectionCheck
 }
 
-// LeaderCheck is a readiness check tied to holding RunLeader's lease; the
+// ElectionCheck is a readiness check tied to holding RunElection's lease; the
 // zero value is ready to use (and not ready: it leads nothing). It is safe
 // for concurrent use.
 type ElectionCheck struct {
@@ -51,8 +51,8 @@ type ElectionCheck struct {
 	lease *Lease
 }
 
-// Ready returns nil while RunLeader holds the lease with at least
-// LeaseMargin left; otherwise an error wrapping ErrNotLeading, or the
+// Ready returns nil while RunElection holds the lease with at least
+// Session.LeaseMargin left; otherwise an error wrapping ErrNotLeading, or the
 // lease's Checkpoint error (ErrLeaseExpiring, ErrLeaseLost) when it is
 // about to end or has just ended.
 func (lc *ElectionCheck) Ready() error {
@@ -74,14 +74,14 @@ func (lc *ElectionCheck) set(l *Lease) {
 	lc.mu.Unlock()
 }
 
-// RunLeader campaigns for the lease cfg.Name until ctx ends, calling
+// RunElection campaigns for the lease cfg.Name until ctx ends, calling
 // cfg.OnStartedLeading for each term this node holds it and campaigning
 // again whenever a term ends for any reason but ctx (its session expired,
-// the lease was lost). When ctx ends during a term, RunLeader cancels the
+// the lease was lost). When ctx ends during a term, RunElection cancels the
 // term's context, waits for OnStartedLeading to return, then resigns so
 // that the next waiter takes over at once. It returns nil when ctx ends,
 // ErrShutdown when the coordinator shuts down, or at once an error for an
-// invalid cfg. Other Campaign errors are logged and retried with backoff.
+// invalid cfg. Other Acquire errors are logged and retried with backoff.
 func (c *Coordinator) RunElection(ctx context.Context, cfg ElectionConfig) error {
 	switch {
 	case cfg.Name == "" || len(cfg.Name) > fsm.MaxNameLength:
@@ -125,13 +125,13 @@ func (c *Coordinator) RunElection(ctx context.Context, cfg ElectionConfig) error
 	}
 }
 
-// RunLeader's backoff between failed campaigns.
+// RunElection's backoff between failed campaigns.
 const (
 	runLeaderBackoffMin = 100 * time.Millisecond
 	runLeaderBackoffMax = 5 * time.Second
 )
 
-// leaderTerm runs one term of RunLeader: OnStartedLeading under l until
+// leaderTerm runs one term of RunElection: OnStartedLeading under l until
 // the lease or ctx ends, then (if ctx ended) the release, then
 // OnStoppedLeading.
 func (c *Coordinator) leaderTerm(ctx context.Context, cfg ElectionConfig, l *Lease) {

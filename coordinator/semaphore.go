@@ -40,7 +40,7 @@ func (p *Permit) Name() string { return p.g.Name() }
 func (p *Permit) Limit() int { return p.g.Limit() }
 
 // Release gives the permit up: the local context is cancelled first (cause
-// ErrResigned), then the release is committed and the freed permit goes to
+// ErrReleased), then the release is committed and the freed permit goes to
 // the first waiter. If ctx ends before the release commits, Release
 // returns ctx's error and the node goes on delivering it in the background
 // for as long as its session lives. It returns nil if the permit had

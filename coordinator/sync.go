@@ -32,7 +32,7 @@ const maxReadIndexScan = 4096
 // concurrent keepalives and Syncs). Without a leader, or with a leader
 // that cannot confirm its leadership (it lost its quorum), Sync keeps
 // retrying until ctx ends and then returns an error wrapping ctx's error
-// and the last failure (ErrNoLeader, ErrNotLeader, or a network error);
+// and the last failure (ErrNoLeader, or a network error);
 // ErrShutdown once the node is shutting down.
 func (c *Coordinator) Sync(ctx context.Context) error {
 	backoff := 20 * time.Millisecond
