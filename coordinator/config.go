@@ -23,8 +23,9 @@ const (
 	GossipLocal
 )
 
-// RaftConfig are the raft timeouts. The session TTL must be long compared
-// with them (see Config.validate).
+// RaftConfig is Config.Raft: raft's timeouts and log compaction. The
+// session TTL (Config.Session.TTL) must be at least three times the
+// election and heartbeat timeouts.
 type RaftConfig struct {
 	// HeartbeatTimeout is how long a follower waits without contact from the
 	// leader before it starts an election.
@@ -48,11 +49,30 @@ type RaftConfig struct {
 // DefaultLocalConfig and set the node's own fields. New copies the Config
 // and never writes to it.
 type Config struct {
+	// The node: its name, its data, and where it is reached.
+
 	// NodeName names this node in the gossip pool; unique in the cluster.
 	NodeName string
+	// DataDir holds the node identity, the raft log and snapshots. A node
+	// with a DataDir is voter-eligible; a node without one runs as a raft
+	// non-voter on in-memory stores and catches up by snapshot.
+	DataDir string
+	// AllowRename lets New start on a DataDir last used under another
+	// NodeName: the node keeps the data dir's identity (its raft server ID)
+	// under the new name. Without it New refuses such a data dir with an
+	// error naming both names, since a data dir reused by mistake would
+	// otherwise take over another node's identity and vote.
+	AllowRename bool
+	// Zone is an optional failure-domain label, gossiped to other nodes.
+	// The leader spreads voters over distinct zones as far as the
+	// voter-eligible members allow, so that losing one zone keeps a quorum.
+	Zone string
 	// GossipAddr is the host:port gossip binds to (UDP and TCP). Port 0
 	// picks a free port.
 	GossipAddr string
+	// AdvertiseGossipAddr is AdvertiseRPCAddr for gossip: the IP:port other
+	// members reach this node's gossip at. The host must be an IP address.
+	AdvertiseGossipAddr string
 	// RPCAddr is the host:port of the one TCP listener carrying raft and
 	// holdfast's RPC. Port 0 picks a free port.
 	RPCAddr string
@@ -64,9 +84,9 @@ type Config struct {
 	// and RPCAddr binds every interface, the node advertises an address of
 	// one of its interfaces and logs a warning saying so.
 	AdvertiseRPCAddr string
-	// AdvertiseGossipAddr is AdvertiseRPCAddr for gossip: the IP:port other
-	// members reach this node's gossip at. The host must be an IP address.
-	AdvertiseGossipAddr string
+	// ServiceAddr is the address applications reach this node's service
+	// at; Owner returns it. Empty means the RPC address.
+	ServiceAddr string
 	// Join lists gossip addresses of existing members. A host that is a DNS
 	// name stands for every address it resolves to (a Kubernetes headless
 	// Service: every pod), and each is contacted. Joining is retried in the
@@ -75,38 +95,24 @@ type Config struct {
 	// listening, not a gossip port, other gossip keys), repeated with a
 	// backoff of its own.
 	Join []string
-	// DataDir holds the node identity, the raft log and snapshots. A node
-	// with a DataDir is voter-eligible; a node without one runs as a raft
-	// non-voter on in-memory stores and catches up by snapshot.
-	DataDir string
-	// AllowRename lets New start on a DataDir last used under another
-	// NodeName: the node keeps the data dir's identity (its raft server ID)
-	// under the new name. Without it New refuses such a data dir with an
-	// error naming both names, since a data dir reused by mistake would
-	// otherwise take over another node's identity and vote.
-	AllowRename bool
+	// RPCTimeout bounds each internal RPC.
+	RPCTimeout time.Duration
+
+	// What the node takes part in, one group per concern.
+
 	// Cluster says how the cluster forms and how many voters it keeps.
 	Cluster ClusterConfig
-	// Shards configures shard ownership: the count, the handler and the balancer.
-	Shards ShardConfig
-	// ServiceAddr is the address applications reach this node's service
-	// at; Owner returns it. Empty means the RPC address.
-	ServiceAddr string
 	// Session holds the session and lease timing: how long a holder may believe.
 	Session SessionConfig
-	// Raft holds the raft timeouts.
+	// Shards configures shard ownership: the count, the handler and the balancer.
+	Shards ShardConfig
+	// Raft holds raft's timeouts and log compaction settings.
 	Raft RaftConfig
 	// Gossip holds memberlist's timing profile and the gossip encryption keys.
 	Gossip GossipConfig
-	// RPCTimeout bounds each internal RPC.
-	RPCTimeout time.Duration
-	// Zone is an optional failure-domain label, gossiped to other nodes.
-	// The leader spreads voters over distinct zones as far as the
-	// voter-eligible members allow, so that losing one zone keeps a quorum.
-	Zone string
-	// Network carries raft and RPC (and gossip too when it implements
-	// transport.GossipNetwork). Nil means real TCP (and UDP for gossip).
-	Network transport.Network
+
+	// Security.
+
 	// TLS enables mutual TLS on the RPC/raft port. It is required: New
 	// refuses a Config without TLS unless Insecure is set. Make a CA and
 	// node certificates with `holdfastctl cert create-ca` and
@@ -118,15 +124,24 @@ type Config struct {
 	// keyring calls. Meant for tests and demos on one machine only;
 	// DefaultLocalConfig sets it. It has no effect when TLS is set.
 	Insecure bool
-	// Clock measures how long this node may believe in its leases; it must
-	// count time the machine spends suspended. Nil: SystemClock().
-	Clock Clock
+
+	// Observability: metrics and logs go only where the caller says.
+
 	// Registerer receives holdfast's metrics. Nil: metrics are created but
 	// not registered.
 	Registerer prometheus.Registerer
 	// Logger receives all logs, raft's and memberlist's included. Nil
 	// discards them.
 	Logger *slog.Logger
+
+	// Substitutes for tests.
+
+	// Clock measures how long this node may believe in its leases; it must
+	// count time the machine spends suspended. Nil: SystemClock().
+	Clock Clock
+	// Network carries raft and RPC (and gossip too when it implements
+	// transport.GossipNetwork). Nil means real TCP (and UDP for gossip).
+	Network transport.Network
 }
 
 // DefaultConfig returns production defaults (LAN timings). The caller
@@ -144,34 +159,29 @@ func DefaultConfig() Config {
 			ReconcileInterval:       10 * time.Second,
 			BootstrapPromiseTTL:     30 * time.Second,
 		},
-
 		Shards: ShardConfig{
 			Count:             256,
 			DrainTimeout:      5 * time.Second,
 			JoinStabilization: 5 * time.Second,
 			RebalanceDelay:    200 * time.Millisecond,
 		},
-
 		Session: SessionConfig{
 			TTL:           10 * time.Second,
 			LeaseMargin:   1 * time.Second,
 			MaxClockDrift: 0.01,
 			ExpiryGrace:   2 * time.Second,
 		},
-
 		Raft: RaftConfig{
 			HeartbeatTimeout:   1000 * time.Millisecond,
 			ElectionTimeout:    1000 * time.Millisecond,
 			LeaderLeaseTimeout: 500 * time.Millisecond,
 			CommitTimeout:      50 * time.Millisecond,
-
-			SnapshotThreshold: 8192,
-			TrailingLogs:      10240,
+			SnapshotThreshold:  8192,
+			TrailingLogs:       10240,
 		},
 		Gossip: GossipConfig{
 			Profile: GossipLAN,
 		},
-
 		RPCTimeout: 5 * time.Second,
 	}
 }
