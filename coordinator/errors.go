@@ -37,7 +37,7 @@ var (
 	// the shard off at the leader's request (rebalancing, Drain, Shutdown).
 	ErrRevoked = errors.New("holdfast: shard handed off")
 	// ErrReleased is the cause of a lease's end after Release.
-	ErrReleased = errors.New("holdfast: lease resigned")
+	ErrReleased = errors.New("holdfast: lease released")
 	// ErrSessionExpired is the cause when this node's belief in its session
 	// lapsed (no keepalive answered in time) or the leader expired it.
 	ErrSessionExpired = session.ErrExpired

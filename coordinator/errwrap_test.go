@@ -42,7 +42,7 @@ func TestErrorsNameThePackageOnce(t *testing.T) {
 			}
 		}
 	}
-	check("Checkpoint after Resign", l.Checkpoint(), "holdfast: lease lost: lease resigned",
+	check("Checkpoint after Release", l.Checkpoint(), "holdfast: lease lost: lease released",
 		coordinator.ErrLeaseLost, coordinator.ErrReleased)
 
 	if err := c.Shutdown(ctx); err != nil {

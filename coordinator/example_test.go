@@ -32,7 +32,7 @@ func startExampleNode() (c *coordinator.Coordinator, stop func()) {
 }
 
 // Campaign blocks until this node holds the lease; its token goes with
-// every write to the protected resource, and Resign hands the lease on.
+// every write to the protected resource, and Release hands the lease on.
 func ExampleCoordinator_Acquire() {
 	c, stop := startExampleNode()
 	defer stop()
@@ -50,11 +50,11 @@ func ExampleCoordinator_Acquire() {
 		panic(err)
 	}
 	_, held := c.Holder("scheduler")
-	fmt.Println("after resign: held:", held, "lease error:", l.Err())
+	fmt.Println("after release: held:", held, "lease error:", l.Err())
 	// Output:
 	// holder: node-a token matches: true
 	// checkpoint: <nil>
-	// after resign: held: false lease error: holdfast: lease resigned
+	// after release: held: false lease error: holdfast: lease released
 }
 
 // ShardFor maps a key to its shard; Owner says which node owns it, from

@@ -7,9 +7,9 @@ import (
 	"github.com/holdfast-go/holdfast/coordinator"
 )
 
-// RunLeader runs OnStartedLeading for as long as this node holds the
-// lease, campaigns again whenever it loses it, and releases it when its
-// context ends; the LeaderCheck is ready only while the node leads.
+// RunElection runs OnStartedLeading for as long as this node holds the
+// lease, acquires it again whenever it loses it, and releases it when its
+// context ends; the ElectionCheck is ready only while the node leads.
 func ExampleCoordinator_RunElection() {
 	c, stop := startExampleNode()
 	defer stop()
@@ -37,12 +37,12 @@ func ExampleCoordinator_RunElection() {
 	h := <-holders
 	fmt.Println("new leader:", h.Node, "token matches:", h.Token == token)
 	cancel()
-	fmt.Println("RunLeader returned:", <-done)
+	fmt.Println("RunElection returned:", <-done)
 	fmt.Println("ready:", check.Ready())
 	// Output:
 	// leading; ready: <nil>
 	// new leader: node-a token matches: true
-	// stopped leading: holdfast: lease resigned
-	// RunLeader returned: <nil>
+	// stopped leading: holdfast: lease released
+	// RunElection returned: <nil>
 	// ready: holdfast: not holding the lease
 }

@@ -36,5 +36,5 @@ func ExampleCoordinator_AcquireSemaphore() {
 	// Output:
 	// holders: 2 tokens increase: true
 	// third permit free: false
-	// after release: holders: 1 permit error: holdfast: lease resigned
+	// after release: holders: 1 permit error: holdfast: lease released
 }
