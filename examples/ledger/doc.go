@@ -118,8 +118,8 @@
 //
 // Timings start from coordinator.DefaultConfig; with -ttl below 5s they
 // come from coordinator.DefaultLocalConfig (fast raft, gossip and
-// stabilization timings for one machine). LeaseMargin is TTL/10 and
-// ExpiryGrace TTL/5 (at least the raft election timeout). The effective
+// stabilization timings for one machine). Session.LeaseMargin is TTL/10 and
+// Session.ExpiryGrace TTL/5 (at least the raft election timeout). The effective
 // settings are logged at start.
 //
 // # Trying it

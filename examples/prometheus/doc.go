@@ -25,13 +25,13 @@
 //   - HoldfastTransportRefusals: the RPC port refused connections or frames
 //     (any reason but an occasional bad handshake).
 //   - HoldfastForwardsRefused: the leader has been refusing forwarded
-//     commands (MaxPendingForwards) for 10m.
+//     commands (more than it lets wait at once) for 10m.
 //
 // Load the file with
 //
 //	rule_files:
 //	  - /etc/prometheus/holdfast/alerts.yml
 //
-// The "for" durations assume the default timings (SessionTTL 10s); scale
+// The "for" durations assume the default timings (Config.Session.TTL 10s); scale
 // them with a much longer TTL.
 package prometheus
