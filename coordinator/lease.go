@@ -11,7 +11,7 @@ import (
 	"github.com/holdfast-go/holdfast/internal/session"
 )
 
-// Lease is a named leader lease held by this node. Its context is
+// Lease is a named lease held by this node (one holder per name). Its context is
 // cancelled the moment this node's belief in the lease ends: at the
 // holder-side deadline of its session (even if no message arrives), when
 // the lease goes to another holder, on Release, or on Shutdown. Work done

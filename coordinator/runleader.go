@@ -14,7 +14,7 @@ import (
 // hold the lease.
 var ErrNotLeading = errors.New("holdfast: not holding the lease")
 
-// ElectionConfig configures RunElection: the lease to campaign for and the
+// ElectionConfig configures RunElection: the lease to acquire and the
 // callbacks of a leader election in the style of client-go's.
 type ElectionConfig struct {
 	// Name is the lease's name. Required.
@@ -24,7 +24,7 @@ type ElectionConfig struct {
 	// (or RunElection's context does) and the lease: pass lease.Token() to
 	// every protected resource. It must return soon after ctx ends:
 	// RunElection waits for it before it releases the lease, calls
-	// OnStoppedLeading or campaigns again, so one node never runs two
+	// OnStoppedLeading or acquires again, so one node never runs two
 	// terms at once. Required.
 	OnStartedLeading func(ctx context.Context, lease *Lease)
 	// OnStoppedLeading, if set, is called after each term, once
@@ -74,11 +74,11 @@ func (lc *ElectionCheck) set(l *Lease) {
 	lc.mu.Unlock()
 }
 
-// RunElection campaigns for the lease cfg.Name until ctx ends, calling
-// cfg.OnStartedLeading for each term this node holds it and campaigning
+// RunElection acquires the lease cfg.Name until ctx ends, calling
+// cfg.OnStartedLeading for each term this node holds it and acquiring it
 // again whenever a term ends for any reason but ctx (its session expired,
 // the lease was lost). When ctx ends during a term, RunElection cancels the
-// term's context, waits for OnStartedLeading to return, then resigns so
+// term's context, waits for OnStartedLeading to return, then releases the lease so
 // that the next waiter takes over at once. It returns nil when ctx ends,
 // ErrShutdown when the coordinator shuts down, or at once an error for an
 // invalid cfg. Other Acquire errors are logged and retried with backoff.
