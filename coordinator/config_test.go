@@ -34,6 +34,12 @@ func TestConfigValidation(t *testing.T) {
 		{"Raft.HeartbeatTimeout", func(c *coordinator.Config) { c.Raft.HeartbeatTimeout = 0 }},
 		{"Cluster.ServerStabilization", func(c *coordinator.Config) { c.Cluster.ServerStabilization = 0 }},
 		{"RPCTimeout", func(c *coordinator.Config) { c.RPCTimeout = 0; c.Cluster.BootstrapPromiseTTL = time.Hour }},
+		{"Session.LeaseMargin", func(c *coordinator.Config) { c.Session.LeaseMargin = c.Session.TTL }},
+		{"Session.ExpiryGrace", func(c *coordinator.Config) { c.Session.ExpiryGrace = 0 }},
+		{"Shards.Epsilon", func(c *coordinator.Config) { c.Shards.Epsilon = 1 }},
+		{"Shards.DrainTimeout", func(c *coordinator.Config) { c.Shards.DrainTimeout = 0 }},
+		{"Raft.SnapshotThreshold", func(c *coordinator.Config) { c.Raft.SnapshotThreshold = 0 }},
+		{"Gossip.Keys[0]", func(c *coordinator.Config) { c.Gossip.Keys = [][]byte{make([]byte, 5)} }},
 	} {
 		c := base()
 		tc.edit(&c)

@@ -194,12 +194,12 @@ func TestGossipKeysValidation(t *testing.T) {
 		{nil, ""},
 		{[][]byte{k16}, ""},
 		{[][]byte{k32, k24, k16}, ""},
-		{[][]byte{k16[:15]}, "GossipKeys[0]: 15 bytes; must be 16, 24 or 32"},
-		{[][]byte{k16, k24[:23]}, "GossipKeys[1]: 23 bytes; must be 16, 24 or 32"},
-		{[][]byte{k32, {}}, "GossipKeys[1]: 0 bytes; must be 16, 24 or 32"},
-		{[][]byte{k32, nil}, "GossipKeys[1]: 0 bytes; must be 16, 24 or 32"},
-		{[][]byte{append(k32, 0)}, "GossipKeys[0]: 33 bytes; must be 16, 24 or 32"},
-		{[][]byte{k16, k24, bytes.Clone(k16)}, "GossipKeys[2]: duplicate of GossipKeys[0]"},
+		{[][]byte{k16[:15]}, "Gossip.Keys[0]: 15 bytes; must be 16, 24 or 32"},
+		{[][]byte{k16, k24[:23]}, "Gossip.Keys[1]: 23 bytes; must be 16, 24 or 32"},
+		{[][]byte{k32, {}}, "Gossip.Keys[1]: 0 bytes; must be 16, 24 or 32"},
+		{[][]byte{k32, nil}, "Gossip.Keys[1]: 0 bytes; must be 16, 24 or 32"},
+		{[][]byte{append(k32, 0)}, "Gossip.Keys[0]: 33 bytes; must be 16, 24 or 32"},
+		{[][]byte{k16, k24, bytes.Clone(k16)}, "Gossip.Keys[2]: duplicate of Gossip.Keys[0]"},
 	} {
 		c := coordinator.DefaultLocalConfig()
 		c.NodeName, c.DataDir, c.Cluster.BootstrapExpect, c.Cluster.Voters = "n", t.TempDir(), 1, 1

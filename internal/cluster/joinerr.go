@@ -11,7 +11,7 @@ var joinHints = []struct {
 	hint      string
 }{
 	{[]string{"decrypt", "encrypt"},
-		"the seeds use other gossip keys or none: check Config.GossipKeys (ledger -certs gossip.key)"},
+		"the seeds use other gossip keys or none: check Config.Gossip.Keys (ledger -certs gossip.key)"},
 	{[]string{"connection refused"},
 		"nothing listening at the join address: is that node up, and is this its gossip port?"},
 	{[]string{"invalid msgType", "connection reset", "EOF", "tls:", "record header", "malformed"},
