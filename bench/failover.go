@@ -18,7 +18,7 @@ func phase() { time.Sleep(rand.N(sessionTTL / 3)) }
 // data dir, drained of shards so that no shard moves during the
 // measurement) takes the lease, waiter queues for it, the holder's
 // coordinator is closed at once (a crash: no resign, no session close, no
-// leave), and the time runs until waiter's Campaign returns.
+// leave), and the time runs until the waiter's Acquire returns.
 func hfFailover(h *hfCluster, waiter *hfNode, name string) (time.Duration, error) {
 	x, err := h.add(false)
 	if err != nil {

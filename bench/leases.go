@@ -65,7 +65,7 @@ func cmpErr(a, b error) error {
 	return b
 }
 
-// hfAcquireRelease runs Campaign + Resign of one lease name by clients
+// hfAcquireRelease runs Acquire + Release of one lease name by clients
 // contenders spread over nodes (client i on nodes[i%len(nodes)]).
 func hfAcquireRelease(nodes []*hfNode, clients int, d time.Duration, name string) (opsResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
@@ -157,8 +157,8 @@ func waiterQueued(c *coordinator.Coordinator, name string) func() error {
 	}
 }
 
-// campaignAsync starts c.Campaign(name) and delivers the lease and the
-// instant Campaign returned.
+// campaignAsync starts c.Acquire(name) and delivers the lease and the
+// instant Acquire returned.
 type grant struct {
 	l   *coordinator.Lease
 	at  time.Time
@@ -183,8 +183,8 @@ func campaignAsync(ctx context.Context, c *coordinator.Coordinator, name string)
 const waiterSettle = 200 * time.Millisecond
 
 // hfHandoffs measures n graceful handoffs of name from holder to waiter:
-// the waiter queues, the holder resigns; the time is from the Resign call
-// until the waiter's Campaign returns.
+// the waiter queues, the holder releases; the time is from the Release call
+// until the waiter's Acquire returns.
 func hfHandoffs(holder, waiter *hfNode, n int, name string) (latencies, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n)*5*time.Second+30*time.Second)
 	defer cancel()
