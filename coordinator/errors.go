@@ -42,7 +42,7 @@ var (
 	// lapsed (no keepalive answered in time) or the leader expired it.
 	ErrSessionExpired = session.ErrExpired
 	// errBusy is returned when the raft leader refused a forwarded command
-	// because MaxPendingForwards were already waiting; commands with a
+	// because maxPendingForwards were already waiting; commands with a
 	// request ID are retried with backoff.
 	errBusy = wire.ErrBusy
 	// errNoSession is returned when a request names a session the cluster

@@ -31,7 +31,7 @@ func startExampleNode() (c *coordinator.Coordinator, stop func()) {
 	}
 }
 
-// Campaign blocks until this node holds the lease; its token goes with
+// Acquire blocks until this node holds the lease; its token goes with
 // every write to the protected resource, and Release hands the lease on.
 func ExampleCoordinator_Acquire() {
 	c, stop := startExampleNode()

@@ -34,9 +34,11 @@ func (l *Lease) Name() string { return l.g.Name() }
 // ended.
 func (l *Lease) Release(ctx context.Context) error { return l.g.Release(ctx) }
 
-// Leader returns the holder of the named lease and its token from
-// the local replica: no network, no lock, no allocation. ok is false when
-// nobody holds it. The replica may lag the leader by a little.
+// Holder returns who holds the named lease (node, address, session and
+// the grant's token) from the local replica: no network, no lock, no
+// allocation. ok is false when nobody holds it. The replica may lag the
+// leader by a little; call Sync first for an answer that reflects every
+// change committed before the call.
 func (c *Coordinator) Holder(name string) (h Holder, ok bool) {
 	sess, node, nodeID, token, ok := c.fsm.View().HolderNode(name)
 	if !ok {

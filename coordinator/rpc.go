@@ -7,9 +7,9 @@ import (
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
-// MaxPendingForwards bounds the commands other nodes forward to this node
+// maxPendingForwards bounds the commands other nodes forward to this node
 // (as raft leader) that may wait for their commit at once; more are refused
-// with ErrBusy, which the forwarding node retries with backoff.
+// with errBusy, which the forwarding node retries with backoff.
 const maxPendingForwards = 512
 
 // RPC method names (see internal/wire).
