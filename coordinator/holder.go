@@ -22,8 +22,6 @@ type Holder struct {
 
 // holderAt fills h.Addr from h's session in v, without allocating.
 func holderAt(v *fsm.View, h Holder) Holder {
-	if s, ok := v.Session(h.Session); ok {
-		h.Addr = s.Addr
-	}
+	h.Addr, _ = v.SessionAddr(h.Session)
 	return h
 }

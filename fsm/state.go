@@ -141,6 +141,17 @@ func (v *View) Sessions() []Session {
 	return out
 }
 
+// SessionAddr returns the address applications reach the session's node
+// at (Session.Addr) without copying the session; ok is false when there is
+// no such session.
+func (v *View) SessionAddr(id string) (addr string, ok bool) {
+	s, ok := v.st.Sessions[id]
+	if !ok {
+		return "", false
+	}
+	return s.Addr, true
+}
+
 // Holder returns the session holding the named lease and its token,
 // without allocating; ok is false when nobody holds it.
 func (v *View) Holder(name string) (session string, token uint64, ok bool) {
