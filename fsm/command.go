@@ -129,7 +129,7 @@ type LeaseCmd struct {
 	// that a retried request whose first attempt committed is answered the
 	// same way. On release it names the request given up: only its grant
 	// or queue entry is touched. A release without one comes from an older
-	// release's log and keeps its old meaning (see leases.go).
+	// release's log and keeps its old meaning.
 	Request uint64 `msgpack:"req"`
 	// Wait, on acquire, queues the session when the lease is held.
 	Wait bool `msgpack:"wait,omitempty"`

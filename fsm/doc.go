@@ -44,7 +44,7 @@
 // and a release touches only its request's grant or queue entry. Each
 // session keeps a request mark per lease name for this (Session.Marks). A
 // release without a request ID comes from an older log and keeps its old
-// meaning. leases.go states the rules in full.
+// meaning.
 //
 // # Semaphores
 //
@@ -57,7 +57,7 @@
 // its permits and queue entries in the same command and grants the freed
 // slots. Stale, repeated and late commands change nothing, by the same
 // request marks as leases, kept per semaphore name (Session.SemMarks).
-// semaphore.go states the rules in full. Snapshots list semaphores after
+// Snapshots list semaphores after
 // the shard table; one written before semaphores existed restores with
 // none.
 //
