@@ -57,9 +57,8 @@
 // its permits and queue entries in the same command and grants the freed
 // slots. Stale, repeated and late commands change nothing, by the same
 // request marks as leases, kept per semaphore name (Session.SemMarks).
-// Snapshots list semaphores after
-// the shard table; one written before semaphores existed restores with
-// none.
+// Snapshots list semaphores after the shard table; one written before
+// semaphores existed restores with none.
 //
 // # Encoding
 //
