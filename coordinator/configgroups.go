@@ -29,7 +29,8 @@ type ClusterConfig struct {
 	BootstrapPromiseTTL time.Duration
 }
 
-// SessionConfig is Config.Session: the timing every lease, permit and shard lease of a node rests on.
+// SessionConfig is Config.Session: the timing every lease, permit and shard
+// lease of a node rests on.
 type SessionConfig struct {
 	// TTL is how long a node's session lives without a keepalive
 	// answered by the leader.
@@ -47,7 +48,8 @@ type SessionConfig struct {
 	ExpiryGrace time.Duration
 }
 
-// ShardConfig is Config.Shards: the cluster's shards and this node's part in owning them.
+// ShardConfig is Config.Shards: the cluster's shards and this node's part in
+// owning them.
 type ShardConfig struct {
 	// Count is the fixed number of shards, recorded when the cluster is
 	// created. Positive.

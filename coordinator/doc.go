@@ -28,23 +28,23 @@
 //
 // # Forming a cluster
 //
-// Fresh voter-eligible nodes started with the same Config.Cluster.BootstrapExpect
-// find each other by gossip; when that many of them see each other and none
-// belongs to a cluster yet, they agree on one configuration and bootstrap
-// raft with it (every node promises one proposal at a time, so two bootstraps cannot
-// both succeed). The first leader records
-// a new cluster ID in the replicated state; from then on the ID travels in
-// gossip metadata, nodes never bootstrap next to it, and members of another
-// cluster are refused. New members join as raft non-voters; the leader keeps
-// Config.Cluster.Voters voters, promoting a healthy eligible non-voter after
-// Cluster.ServerStabilization, one change at a time. A failure never shrinks
-// the configuration: a voter down for Cluster.DeadServerStabilization (gossip reports it
-// dead and none of its RPCs reach the leader, or the leader cannot reach it)
-// is demoted or removed only after a replacement has been promoted; with no
-// replacement it keeps its vote and votes again as soon as it is back.
-// With Config.Zone set, voters are spread over distinct zones. Health
-// returns the group's fault tolerance and each voter's health as the leader
-// judged it, on every node.
+// Fresh voter-eligible nodes started with the same
+// Config.Cluster.BootstrapExpect find each other by gossip; when that many of
+// them see each other and none belongs to a cluster yet, they agree on one
+// configuration and bootstrap raft with it (each node promises itself to one
+// proposal at a time, so two bootstraps cannot both succeed). The first leader
+// records a new cluster ID in the replicated state; from then on the ID
+// travels in gossip metadata, nodes never bootstrap next to it, and members of
+// another cluster are refused. New members join as raft non-voters; the leader
+// keeps Config.Cluster.Voters voters, promoting a healthy eligible non-voter
+// after Cluster.ServerStabilization, one change at a time. A failure never
+// shrinks the configuration: a voter down for Cluster.DeadServerStabilization
+// (gossip reports it dead and none of its RPCs reach the leader, or the leader
+// cannot reach it) is demoted or removed only after a replacement has been
+// promoted; with no replacement it keeps its vote and votes again as soon as
+// it is back. With Config.Zone set, voters are spread over distinct zones.
+// Health returns the group's fault tolerance and each voter's health as the
+// leader judged it, on every node.
 //
 // Until a node is a member of a formed cluster it logs where formation
 // stands ("bootstrap: 2 of 3 eligible nodes seen (n1, n2)") at once when
@@ -71,11 +71,12 @@
 //     shows a quorum of voters still in the leader's term. A new leader
 //     extends every deadline by Session.TTL + Session.ExpiryGrace.
 //   - A holder believes it holds a lease until the instant computed from its
-//     last answered keepalive's send time: sent + TTL·(1 − MaxClockDrift)
-//     − LeaseMargin (the fields of Config.Session). At that instant its lease contexts are cancelled by a
-//     local timer, before the leader can expire the session and grant the
-//     lease to someone else. The instant is measured on Config.Clock, which
-//     counts time the machine spends suspended (CLOCK_BOOTTIME on Linux).
+//     last answered keepalive's send time: sent + TTL·(1 − MaxClockDrift) −
+//     LeaseMargin (fields of Config.Session). At that instant its lease
+//     contexts are cancelled by a local timer, before the leader can expire
+//     the session and grant the lease to someone else. The instant is measured
+//     on Config.Clock, which counts time the machine spends suspended
+//     (CLOCK_BOOTTIME on Linux).
 //   - A lease request whose caller stops waiting (its context ends) leaves
 //     nothing behind: the node settles it in the background by committing a
 //     release that names the request, and Release always delivers
@@ -85,16 +86,16 @@
 //     across leader changes, restarts and snapshot restores.
 //
 // Not guaranteed: mutual exclusion when clocks run at rates that differ by
-// more than Session.MaxClockDrift, or when a process is paused between a successful
-// Checkpoint and its write. Only the fencing token closes those windows: a
-// resource that cannot compare tokens (package fence) cannot be protected.
-// Clock jumps do not matter: every duration is measured on the monotonic
-// clock.
+// more than Session.MaxClockDrift, or when a process is paused between a
+// successful Checkpoint and its write. Only the fencing token closes those
+// windows: a resource that cannot compare tokens (package fence) cannot be
+// protected. Clock jumps do not matter: every duration is measured on the
+// monotonic clock.
 //
 // # Shards
 //
-// The cluster has Config.Shards.Count shards, fixed at creation; ShardFor maps a
-// key to its shard with a stable hash. The raft leader assigns shards to
+// The cluster has Config.Shards.Count shards, fixed at creation; ShardFor
+// maps a key to its shard with a stable hash. The raft leader assigns shards to
 // live, undrained sessions (balanced, sticky, rate-limited; see package
 // shardown) and drives every handoff: revoke, the owner's
 // ShardHandler.Release drains, the owner commits the release, and the shard
