@@ -35,10 +35,10 @@ type register struct {
 	highest atomic.Uint64
 }
 
-// NewMemory returns an empty Memory configured by cfg. If the rejection counter cannot be
-// registered because its name is taken by a different metric on the
-// Registerer, the counter is kept unregistered: fencing never depends on
-// metrics.
+// NewMemory returns an empty Memory configured by cfg. If the rejection
+// counter cannot be registered because its name is taken by a different metric
+// on the Registerer, the counter is kept unregistered: fencing never depends
+// on metrics.
 func NewMemory(cfg MemoryConfig) *Memory {
 	c, err := newRejections(cfg.Registerer, kindMemory)
 	if err != nil {
