@@ -52,7 +52,7 @@ func (cl *Cluster) joinProgress(f Formation) string {
 	if f.Expect > 0 {
 		return fmt.Sprintf("bootstrap: %d of %d eligible nodes seen (%s)", len(f.Seen), f.Expect, strings.Join(f.Seen, ", "))
 	}
-	return fmt.Sprintf("waiting to join a cluster: no member of one seen among %d gossip members (BootstrapExpect is 0: this node never bootstraps)", len(members))
+	return fmt.Sprintf("waiting to join a cluster: no member of one seen among %d gossip members (Cluster.BootstrapExpect is 0: this node never bootstraps)", len(members))
 }
 
 // freshEligible returns the members, sorted by name, that could take part

@@ -56,13 +56,13 @@ func fieldErr(field, format string, args ...any) error {
 // GossipKeys[i].
 func CheckKeys(keys [][]byte) error {
 	for i, k := range keys {
-		field := fmt.Sprintf("GossipKeys[%d]", i)
+		field := fmt.Sprintf("Gossip.Keys[%d]", i)
 		if n := len(k); n != 16 && n != 24 && n != 32 {
 			return fieldErr(field, "%d bytes; must be 16, 24 or 32", n)
 		}
 		for j := range i {
 			if bytes.Equal(k, keys[j]) {
-				return fieldErr(field, "duplicate of GossipKeys[%d]", j)
+				return fieldErr(field, "duplicate of Gossip.Keys[%d]", j)
 			}
 		}
 	}
@@ -118,7 +118,7 @@ func Open(o FileOptions) (*Store, [][]byte, error) {
 	s := &Store{fingerprint: Fingerprint(o.ConfigKeys)}
 	if o.DataDir == "" {
 		if len(o.ConfigKeys) > 0 {
-			log.Info("gossip keyring kept in memory only (no DataDir): after a key rotation, restart this node with the current keys in Config.GossipKeys")
+			log.Info("gossip keyring kept in memory only (no DataDir): after a key rotation, restart this node with the current keys in Config.Gossip.Keys")
 		}
 		return s, o.ConfigKeys, nil
 	}
@@ -143,12 +143,12 @@ func Open(o FileOptions) (*Store, [][]byte, error) {
 	s.path, s.generation = path, f.Generation
 	if f.Config == s.fingerprint {
 		if len(f.Keys) > 0 {
-			log.Info("gossip keyring loaded from DataDir: newer than Config.GossipKeys (unchanged since it was written)",
+			log.Info("gossip keyring loaded from DataDir: newer than Config.Gossip.Keys (unchanged since it was written)",
 				"generation", f.Generation, "keys", len(f.Keys), "primary", KeyID(f.Keys[0]))
 		}
 		return s, f.Keys, nil
 	}
-	log.Info("Config.GossipKeys changed since the keyring in DataDir was written: using Config.GossipKeys",
+	log.Info("Config.Gossip.Keys changed since the keyring in DataDir was written: using Config.Gossip.Keys",
 		"file_generation", f.Generation, "keys", len(o.ConfigKeys))
 	return s, o.ConfigKeys, s.Write(o.ConfigKeys)
 }

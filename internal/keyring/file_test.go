@@ -95,7 +95,7 @@ func TestKeyringFileAtomic(t *testing.T) {
 func TestKeyringFileCorrupt(t *testing.T) {
 	for _, tc := range []struct{ name, content, want string }{
 		{"not JSON", "{\"generation\": 3, \"keys\": [", "is malformed"},
-		{"short key", `{"generation":1,"config":"x","keys":["AAAA"]}`, "is invalid: GossipKeys[0]: 3 bytes"},
+		{"short key", `{"generation":1,"config":"x","keys":["AAAA"]}`, "is invalid: Gossip.Keys[0]: 3 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -137,8 +137,8 @@ func TestCheckKeys(t *testing.T) {
 	}{
 		{nil, ""},
 		{[][]byte{key(1)[:16], key(2)[:24], key(3)}, ""},
-		{[][]byte{key(1)[:17]}, "GossipKeys[0]: 17 bytes; must be 16, 24 or 32"},
-		{[][]byte{key(1), key(2), key(1)}, "GossipKeys[2]: duplicate of GossipKeys[0]"},
+		{[][]byte{key(1)[:17]}, "Gossip.Keys[0]: 17 bytes; must be 16, 24 or 32"},
+		{[][]byte{key(1), key(2), key(1)}, "Gossip.Keys[2]: duplicate of Gossip.Keys[0]"},
 	} {
 		err := CheckKeys(tc.keys)
 		if (tc.want == "" && err != nil) || (tc.want != "" && (err == nil || err.Error() != tc.want)) {

@@ -149,7 +149,7 @@ func (l *Lessor) Activate(v *fsm.View) {
 	}
 	hook := l.onActivate
 	l.mu.Unlock()
-	l.log.Info("lessor active: every session's deadline set to now + TTL + ExpiryGrace",
+	l.log.Info("lessor active: every session's deadline set to now + TTL + Session.ExpiryGrace",
 		"sessions", len(sessions), "expiry_grace", l.o.ExpiryGrace)
 	if hook != nil {
 		hook(now)
