@@ -10,6 +10,7 @@ import (
 )
 
 func TestConfigValidation(t *testing.T) {
+	t.Parallel()
 	base := func() coordinator.Config {
 		c := coordinator.DefaultLocalConfig()
 		c.NodeName = "n"
@@ -45,6 +46,7 @@ func TestConfigValidation(t *testing.T) {
 }
 
 func TestDataDirInUse(t *testing.T) {
+	t.Parallel()
 	c := coordinator.DefaultLocalConfig()
 	c.NodeName, c.DataDir, c.BootstrapExpect, c.Voters = "a", t.TempDir(), 1, 1
 	first, err := coordinator.New(c)
@@ -62,6 +64,7 @@ func TestDataDirInUse(t *testing.T) {
 }
 
 func TestDuplicateNodeName(t *testing.T) {
+	t.Parallel()
 	c := coordinator.DefaultLocalConfig()
 	c.NodeName, c.DataDir, c.BootstrapExpect, c.Voters = "same", t.TempDir(), 1, 1
 	first, err := coordinator.New(c)
@@ -85,6 +88,7 @@ func TestDuplicateNodeName(t *testing.T) {
 // set, and the error names the field and the commands that make
 // certificates.
 func TestPlaintextRefused(t *testing.T) {
+	t.Parallel()
 	c := coordinator.DefaultConfig()
 	c.NodeName, c.GossipAddr, c.RPCAddr = "n", "127.0.0.1:0", "127.0.0.1:0"
 	c.DataDir, c.BootstrapExpect, c.Voters = t.TempDir(), 1, 1

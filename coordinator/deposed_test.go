@@ -19,6 +19,7 @@ import (
 // expire it and grant H's leases to others), and that L answered no
 // keepalive that arrived after N took over.
 func TestDeposedLeaderCannotExtendBelief(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 4, Voters: 3, InMemory: true, NoDataDir: []int{3}})
 	leader := cl.WaitFormed(formTimeout)
 	h := cl.Node(3)

@@ -85,6 +85,7 @@ func waitMetric(t *testing.T, cl *holdfasttest.Cluster, regs []*prometheus.Regis
 // metrics move as the events they count happen, and that promlint finds
 // nothing to report on the whole set.
 func TestMetricsScenario(t *testing.T) {
+	t.Parallel()
 	const shards = 16
 	regs := make([]*prometheus.Registry, 3)
 	for i := range regs {
@@ -203,6 +204,7 @@ func lintRegistry(t *testing.T, reg *prometheus.Registry) {
 // registry do not panic (the second one's duplicates are refused and
 // logged), and a nil registerer works.
 func TestMetricsSharedAndNilRegisterer(t *testing.T) {
+	t.Parallel()
 	shared := prometheus.NewRegistry()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true, Configure: func(i int, c *coordinator.Config) {
 		if i < 2 {

@@ -64,6 +64,7 @@ func waitStable(cl *holdfasttest.Cluster) {
 // TestShardsAPI checks Owner, ShardFor, Owned, Watch, Drain and Undrain on
 // the in-memory network.
 func TestShardsAPI(t *testing.T) {
+	t.Parallel()
 	const shards = 16
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true, Configure: func(i int, c *coordinator.Config) {
 		c.Shards = shards

@@ -14,6 +14,7 @@ import (
 // without a data dir catch up by snapshot, and checks that tokens keep
 // increasing and the replicas agree (invariants I2, I5 in docs/ARCHITECTURE.md).
 func TestTokensSurviveSnapshotsAndRestarts(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, Configure: func(_ int, c *coordinator.Config) {
 		c.SnapshotThreshold, c.TrailingLogs = 8, 2
 	}})
