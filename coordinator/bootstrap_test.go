@@ -139,6 +139,7 @@ func bootstrapSeeds(t *testing.T) int {
 // BootstrapExpect=3 in random orders with random gaps on the in-memory
 // network: always exactly one cluster.
 func TestFourFreshNodesFormOneCluster(t *testing.T) {
+	t.Parallel()
 	sem := make(chan struct{}, 3) // seeds run three at a time
 	for seed := int64(1); seed <= int64(bootstrapSeeds(t)); seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {

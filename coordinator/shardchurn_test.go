@@ -57,6 +57,7 @@ func TestShardsRollingRestart(t *testing.T) {
 // session lives): shards do not follow gossip, so the number of moves stays
 // bounded, and autopilot never takes the voters below a quorum.
 func TestShardsGossipFlapping(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("flaps gossip for 30 s")
 	}
