@@ -16,7 +16,7 @@ import (
 // CPU, so more of them than GOMAXPROCS (go test's default) fit on a small
 // machine. Under the race detector, which multiplies the CPU every test
 // spends, go test's default stays.
-const clusterParallel = 4
+const clusterParallel = 8
 
 // TestMain fails the run if any goroutine outlives the tests. memberlist's
 // Shutdown does not wait for a probe already in flight, which ends on its
