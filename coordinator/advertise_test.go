@@ -14,6 +14,7 @@ import (
 // TestAdvertiseRefusesUnspecified refuses advertised addresses no other
 // node can dial, naming the field.
 func TestAdvertiseRefusesUnspecified(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ rpc, gossip, field string }{
 		{rpc: "0.0.0.0:7947", field: "AdvertiseRPCAddr"},
 		{rpc: "[::]:0", field: "AdvertiseRPCAddr"},
@@ -39,6 +40,7 @@ func TestAdvertiseRefusesUnspecified(t *testing.T) {
 // warns); with loopback advertised (port 0: the bound port), the cluster
 // forms over it and every member, status and shard owner shows it.
 func TestAdvertiseAddresses(t *testing.T) {
+	t.Parallel()
 	t.Run("picked", func(t *testing.T) {
 		logs := &levelCapture{}
 		cfg := coordinator.DefaultLocalConfig()

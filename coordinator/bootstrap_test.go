@@ -67,6 +67,7 @@ func (h *logCapture) contains(s string) bool {
 }
 
 func TestTwoClustersNeverMerge(t *testing.T) {
+	t.Parallel()
 	captures := map[string]*logCapture{}
 	var mu sync.Mutex
 	capture := func(prefix string) func(int, *coordinator.Config) {
@@ -118,8 +119,8 @@ func TestTwoClustersNeverMerge(t *testing.T) {
 }
 
 // bootstrapSeeds is how many seeded random start orders the four-node
-// bootstrap test tries: 20, or 5 under the race detector (the plain run
-// covers the 20); HOLDFAST_BOOTSTRAP_SEEDS sets it.
+// bootstrap test tries: 6, or 2 under the race detector;
+// HOLDFAST_BOOTSTRAP_SEEDS sets more for a longer soak.
 func bootstrapSeeds(t *testing.T) int {
 	if s := os.Getenv("HOLDFAST_BOOTSTRAP_SEEDS"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -129,15 +130,16 @@ func bootstrapSeeds(t *testing.T) int {
 		return n
 	}
 	if chaosRace {
-		return 5
+		return 2
 	}
-	return 20
+	return 6
 }
 
 // TestFourFreshNodesFormOneCluster starts four fresh nodes with
 // BootstrapExpect=3 in random orders with random gaps on the in-memory
 // network: always exactly one cluster.
 func TestFourFreshNodesFormOneCluster(t *testing.T) {
+	t.Parallel()
 	sem := make(chan struct{}, 3) // seeds run three at a time
 	for seed := int64(1); seed <= int64(bootstrapSeeds(t)); seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 // SessionTTL + ExpiryGrace after its election; ExpiryGrace is long here so
 // that an expiry cannot be what frees the shards within the wait.
 func TestEndedSessionClosedAfterHeal(t *testing.T) {
+	t.Parallel()
 	const shards = 8
 	const grace = 30 * time.Second
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true, Configure: func(_ int, c *coordinator.Config) {

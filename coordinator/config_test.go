@@ -10,6 +10,7 @@ import (
 )
 
 func TestConfigValidation(t *testing.T) {
+	t.Parallel()
 	base := func() coordinator.Config {
 		c := coordinator.DefaultLocalConfig()
 		c.NodeName = "n"
@@ -51,6 +52,7 @@ func TestConfigValidation(t *testing.T) {
 }
 
 func TestDataDirInUse(t *testing.T) {
+	t.Parallel()
 	c := coordinator.DefaultLocalConfig()
 	c.NodeName, c.DataDir, c.Cluster.BootstrapExpect, c.Cluster.Voters = "a", t.TempDir(), 1, 1
 	first, err := coordinator.New(c)
@@ -68,6 +70,7 @@ func TestDataDirInUse(t *testing.T) {
 }
 
 func TestDuplicateNodeName(t *testing.T) {
+	t.Parallel()
 	c := coordinator.DefaultLocalConfig()
 	c.NodeName, c.DataDir, c.Cluster.BootstrapExpect, c.Cluster.Voters = "same", t.TempDir(), 1, 1
 	first, err := coordinator.New(c)
@@ -91,6 +94,7 @@ func TestDuplicateNodeName(t *testing.T) {
 // set, and the error names the field and the commands that make
 // certificates.
 func TestPlaintextRefused(t *testing.T) {
+	t.Parallel()
 	c := coordinator.DefaultConfig()
 	c.NodeName, c.GossipAddr, c.RPCAddr = "n", "127.0.0.1:0", "127.0.0.1:0"
 	c.DataDir, c.Cluster.BootstrapExpect, c.Cluster.Voters = t.TempDir(), 1, 1

@@ -19,8 +19,9 @@ import (
 // expire it and grant H's leases to others), and that L answered no
 // keepalive that arrived after N took over.
 func TestDeposedLeaderCannotExtendBelief(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 4, Voters: 3, InMemory: true, NoDataDir: []int{3}})
-	leader := cl.WaitFormed(formTimeout)
+	cl.WaitFormed(formTimeout)
 	h := cl.Node(3)
 	cl.WaitFor("the holder in a session", formTimeout, func() error {
 		if h.C().SessionID() == "" {
@@ -29,8 +30,12 @@ func TestDeposedLeaderCannotExtendBelief(t *testing.T) {
 		return nil
 	})
 	session := h.C().SessionID()
+	// L is whoever leads just before the cut (on a loaded host leadership
+	// may have moved since the cluster formed), and only a takeover after
+	// the cut counts as N's.
+	leader := cl.WaitLeader(formTimeout)
 	var mu sync.Mutex
-	var activated time.Time
+	var cut, activated time.Time
 	var newLeader *holdfasttest.Node
 	var answered []time.Time // arrivals of keepalives L answered
 	var followers []*holdfasttest.Node
@@ -40,7 +45,7 @@ func TestDeposedLeaderCannotExtendBelief(t *testing.T) {
 			n.C().SetLessorHooks(func(at time.Time) {
 				mu.Lock()
 				defer mu.Unlock()
-				if activated.IsZero() {
+				if activated.IsZero() && !cut.IsZero() && !at.Before(cut) {
 					activated, newLeader = at, n
 				}
 			}, nil)
@@ -54,22 +59,30 @@ func TestDeposedLeaderCannotExtendBelief(t *testing.T) {
 		}
 	})
 	host := func(n *holdfasttest.Node) string { return fmt.Sprintf("n%d", n.Index) }
+	mu.Lock()
+	cut = time.Now()
+	mu.Unlock()
 	for _, f := range followers {
 		cl.Net.DropOneWay(host(leader), host(f)) // L's heartbeats and confirmations are lost
 		cl.Net.DropOneWay(host(f), host(h))      // H never hears of the new leader
 	}
-	cut := time.Now()
 	// H keeps asking L until well after N took over, recording the belief
 	// each answered keepalive gave it (starting with the one it had).
+	// N's deadline for H is read as soon as N took over: it is fixed
+	// (activation + TTL + grace, as H's keepalives never reach N), and
+	// N could lose its leadership again before the loop ends.
 	beliefs := []time.Time{h.C().SessionValidUntil()}
-	var after time.Time
+	var after, deadline time.Time
 	for {
 		if err := h.C().KeepAliveNow(); err == nil {
 			beliefs = append(beliefs, h.C().SessionValidUntil())
 		}
 		mu.Lock()
-		a := activated
+		a, n := activated, newLeader
 		mu.Unlock()
+		if !a.IsZero() && deadline.IsZero() {
+			deadline, _ = n.C().LessorDeadline(session)
+		}
 		if !a.IsZero() && after.IsZero() {
 			after = time.Now().Add(time.Second)
 		}
@@ -82,8 +95,7 @@ func TestDeposedLeaderCannotExtendBelief(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	deadline, ok := newLeader.C().LessorDeadline(session)
-	if !ok {
+	if deadline.IsZero() {
 		t.Fatalf("new leader %s does not track the holder's session", newLeader.Name)
 	}
 	cfg := newLeader.C().Config()

@@ -15,6 +15,7 @@ import (
 // after Shutdown. Each says "holdfast:" once and still matches both
 // sentinels.
 func TestErrorsNameThePackageOnce(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1, Voters: 1, InMemory: true})
 	cl.WaitFormed(formTimeout)
 	c := cl.Node(0).C()

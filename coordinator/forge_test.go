@@ -144,6 +144,7 @@ func forgeApply(t *testing.T, addr string, cert *tls.Certificate, session string
 // connection with a certificate of the cluster's CA is applied, which
 // shows the check would see the change.
 func TestForgedApplyRefused(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, TLS: true})
 	leader := cl.WaitFormed(formTimeout)
 	other, err := certs.NewCA("other CA")

@@ -35,6 +35,7 @@ func checkOneCluster(t *testing.T, cl *holdfasttest.Cluster) {
 }
 
 func TestFormsOneCluster(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		nodes    int
 		inMemory bool

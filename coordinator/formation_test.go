@@ -18,6 +18,7 @@ import (
 // belief from the attempt that committed, so it is opened once and does
 // not end at once with a false "session ended" warning.
 func TestFirstSessionNotExpiredAtFormation(t *testing.T) {
+	t.Parallel()
 	logs := make([]*levelCapture, 3)
 	for i := range logs {
 		logs[i] = &levelCapture{}
@@ -72,6 +73,7 @@ func attrs(r slog.Record) []string {
 // and logs "bootstrap: 2 of 3 eligible nodes seen (node0, node1)", Ready
 // says so, and once the third starts every node reports the cluster.
 func TestFormationProgress(t *testing.T) {
+	t.Parallel()
 	logs := make([]*levelCapture, 3)
 	for i := range logs {
 		logs[i] = &levelCapture{}

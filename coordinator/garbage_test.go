@@ -15,6 +15,7 @@ import (
 // oversized frames to a running node's RPC/raft port, and random datagrams
 // and stream bytes to its gossip port; the cluster keeps working.
 func TestGarbageToPorts(t *testing.T) {
+	t.Parallel()
 	const seed = 7
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))

@@ -126,6 +126,7 @@ func raftMember(cl *holdfasttest.Cluster, n *holdfasttest.Node) error {
 }
 
 func TestGossipKeyJoin(t *testing.T) {
+	t.Parallel()
 	for _, inMemory := range []bool{false, true} {
 		t.Run(fmt.Sprintf("inmem=%v", inMemory), func(t *testing.T) { testGossipKeyJoin(t, inMemory) })
 	}
@@ -186,6 +187,7 @@ func testGossipKeyJoin(t *testing.T, inMemory bool) {
 }
 
 func TestGossipKeysValidation(t *testing.T) {
+	t.Parallel()
 	k16, k24, k32 := bytes.Repeat([]byte{1}, 16), bytes.Repeat([]byte{2}, 24), bytes.Repeat([]byte{3}, 32)
 	for _, tc := range []struct {
 		keys [][]byte
@@ -249,6 +251,7 @@ func keyringRPC(t *testing.T, addr, op string, key []byte) string {
 // refuses every keyring change, locally and over RPC (a keyed node could
 // not gossip with it, so only a hand-made call reaches it).
 func TestGossipKeyPlainNode(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1})
 	cl.WaitFormed(formTimeout)
 	c := cl.Node(0).C()
@@ -275,6 +278,7 @@ func TestGossipKeyPlainNode(t *testing.T) {
 // check every member before changing any, name the members concerned, and
 // report the members they could not reach.
 func TestGossipKeyRefusals(t *testing.T) {
+	t.Parallel()
 	old, other := gossipKey(1), gossipKey(2)
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3,
 		Configure: func(i int, c *coordinator.Config) { c.Gossip.Keys = [][]byte{old} }})
@@ -538,6 +542,7 @@ func (r *rotation) pushPull(from, to *holdfasttest.Node) error {
 // state. In the end no lease and no session was lost, and shards changed
 // hands only by handoff.
 func TestGossipKeyRotationUnderLoad(t *testing.T) {
+	t.Parallel()
 	oldKey, newKey := gossipKey(1), gossipKey(2)
 	mon := newShardMonitor()
 	r := &rotation{t: t, keys: [][]byte{oldKey}}

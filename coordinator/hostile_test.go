@@ -90,6 +90,7 @@ func heapInUse() uint64 {
 // nodes hold leader leases and shards: the node keeps serving, its memory
 // stays bounded, and no lease or shard is lost.
 func TestHostileFramesChangeNothing(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("sends 10,000 frames")
 	}

@@ -35,6 +35,7 @@ func startOn(t *testing.T, name, dataDir string, allowRename bool) error {
 // is the recorded one), and that a data dir from before names were
 // recorded adopts the first name it starts under.
 func TestDataDirRefusedUnderAnotherName(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	if err := startOn(t, "n1", dir, false); err != nil {
 		t.Fatal(err)

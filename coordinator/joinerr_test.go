@@ -16,6 +16,7 @@ import (
 // failure must be logged as a warning on one line with a hint naming the
 // likely mistake, and repeated (with backoff) while the node stays alone.
 func TestJoinMistakesWarnWithHint(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1})
 	cl.WaitFormed(formTimeout)
 	tlsCl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1, TLS: true})
@@ -68,6 +69,7 @@ func TestJoinMistakesWarnWithHint(t *testing.T) {
 // first pod of a StatefulSet does while the headless Service lists only
 // it: a normal start, reported at info level, not as a warning.
 func TestJoinOnlySelfIsInfo(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,7 @@ func memberFailedFor(obs *coordinator.Coordinator, id string, d time.Duration) e
 // keep its vote throughout, so the second cut leaves two voters of three
 // and a new leader.
 func TestCutVoterKeepsVoteThenSecondFailureSurvived(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
 	leader := cl.WaitFormed(formTimeout)
 	victim := voterIndex(t, cl, leader)

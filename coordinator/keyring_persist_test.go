@@ -22,6 +22,7 @@ import (
 // cluster stays whole; with the keyring in memory only, the first node
 // restarted would come back with the removed key and never rejoin.
 func TestGossipKeyringSurvivesRestarts(t *testing.T) {
+	t.Parallel()
 	oldKey, newKey := gossipKey(1), gossipKey(2)
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, TLS: true,
 		Configure: func(i int, c *coordinator.Config) { c.Gossip.Keys = [][]byte{oldKey} }})
@@ -79,6 +80,7 @@ func TestGossipKeyringSurvivesRestarts(t *testing.T) {
 // data dir's while Config.Gossip.Keys is unchanged, Config.Gossip.Keys once
 // the configuration changed.
 func TestGossipKeyringNewerRule(t *testing.T) {
+	t.Parallel()
 	a, b, c := gossipKey(1), gossipKey(2), gossipKey(3)
 	cfg := coordinator.DefaultLocalConfig()
 	cfg.NodeName, cfg.DataDir, cfg.Cluster.Voters, cfg.Cluster.BootstrapExpect = "solo", t.TempDir(), 1, 1
@@ -140,6 +142,7 @@ func TestGossipKeyringNewerRule(t *testing.T) {
 // TestGossipKeyringInMemory: a node without a data dir keeps its keyring in
 // memory and says so at start.
 func TestGossipKeyringInMemory(t *testing.T) {
+	t.Parallel()
 	lc := newLogCounter("gossip keyring kept in memory only")
 	cfg := coordinator.DefaultLocalConfig()
 	cfg.NodeName, cfg.Cluster.BootstrapExpect = "diskless", 0

@@ -19,6 +19,7 @@ import (
 )
 
 func TestCampaignResignHandsOver(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3})
 	cl.WaitFormed(formTimeout)
 	a, b := cl.Node(0).C(), cl.Node(1).C()
@@ -84,6 +85,7 @@ func TestCampaignResignHandsOver(t *testing.T) {
 }
 
 func TestPausedHolderLosesLeaseFirst(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
 	leader := cl.WaitFormed(formTimeout)
 	var holderNode, waiterNode *holdfasttest.Node

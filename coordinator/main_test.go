@@ -1,12 +1,22 @@
 package coordinator_test
 
 import (
+	"flag"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/holdfast-go/holdfast/internal/leaktest"
 )
+
+// clusterParallel is how many tests that call t.Parallel run at once
+// unless -parallel says otherwise. A cluster test spends most of its time
+// waiting on timers (elections, session TTLs, gossip probes), not on the
+// CPU, so more of them than GOMAXPROCS (go test's default) fit on a small
+// machine. Under the race detector, which multiplies the CPU every test
+// spends, go test's default stays.
+const clusterParallel = 8
 
 // TestMain fails the run if any goroutine outlives the tests. memberlist's
 // Shutdown does not wait for a probe already in flight, which ends on its
@@ -17,6 +27,14 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv("HOLDFAST_CHILD") != "" && childMain != nil {
 		os.Exit(childMain())
+	}
+	flag.Parse()
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet && !chaosRace {
+		if err := flag.Set("test.parallel", strconv.Itoa(clusterParallel)); err != nil {
+			panic(err)
+		}
 	}
 	leaktest.VerifyTestMain(m, 10*time.Second)
 }

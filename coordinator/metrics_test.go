@@ -62,12 +62,18 @@ func labelsMatch(m *dto.Metric, want map[string]string) bool {
 	return true
 }
 
-// waitMetric polls until cond holds for the metric's value.
-func waitMetric(t *testing.T, cl *holdfasttest.Cluster, reg *prometheus.Registry, name string, labels map[string]string,
+// waitMetric polls until cond holds for the metric's value, summed over
+// regs (one registry, or every node's for a metric only the raft leader
+// moves: leadership may change during a test).
+func waitMetric(t *testing.T, cl *holdfasttest.Cluster, regs []*prometheus.Registry, name string, labels map[string]string,
 	what string, cond func(float64) bool) {
 	t.Helper()
 	cl.WaitFor(fmt.Sprintf("%s%v %s", name, labels, what), formTimeout, func() error {
-		if v := metricValue(t, reg, name, labels); !cond(v) {
+		v := 0.0
+		for _, reg := range regs {
+			v += metricValue(t, reg, name, labels)
+		}
+		if !cond(v) {
 			return fmt.Errorf("%w: %v", holdfasttest.ErrNotYet, v)
 		}
 		return nil
@@ -79,6 +85,7 @@ func waitMetric(t *testing.T, cl *holdfasttest.Cluster, reg *prometheus.Registry
 // metrics move as the events they count happen, and that promlint finds
 // nothing to report on the whole set.
 func TestMetricsScenario(t *testing.T) {
+	t.Parallel()
 	const shards = 16
 	regs := make([]*prometheus.Registry, 3)
 	for i := range regs {
@@ -103,13 +110,15 @@ func TestMetricsScenario(t *testing.T) {
 	if owned != shards {
 		t.Errorf("holdfast_shards_owned sums to %v across nodes, want %d", owned, shards)
 	}
-	if v := metricValue(t, regs[leader.Index], "holdfast_raft_state", map[string]string{"state": "leader"}); v != 1 {
-		t.Errorf("leader's raft_state{leader} = %v", v)
-	}
+	// Exactly one node reports itself leader (leadership may move under
+	// load between WaitFormed and this read).
+	waitMetric(t, cl, regs, "holdfast_raft_state", map[string]string{"state": "leader"}, "on one node",
+		func(v float64) bool { return v == 1 })
 
 	// Acquire and resign a leader lease on a follower.
 	i := (leader.Index + 1) % 3
 	c, reg := cl.Node(i).C(), regs[i]
+	one := []*prometheus.Registry{reg}
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
 	l, err := c.Acquire(ctx, "metrics")
@@ -126,8 +135,8 @@ func TestMetricsScenario(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitMetric(t, cl, reg, "holdfast_leases_held", leaderKind, "back to 0", func(v float64) bool { return v == 0 })
-	waitMetric(t, cl, reg, "holdfast_leases_lost_total", map[string]string{"kind": "leader", "reason": "resigned"},
+	waitMetric(t, cl, one, "holdfast_leases_held", leaderKind, "back to 0", func(v float64) bool { return v == 0 })
+	waitMetric(t, cl, one, "holdfast_leases_lost_total", map[string]string{"kind": "leader", "reason": "resigned"},
 		"counts the resign", func(v float64) bool { return v == 1 })
 
 	// A forced expiry: pause a follower holding a lease and shards.
@@ -135,23 +144,23 @@ func TestMetricsScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl.Pause(i)
-	waitMetric(t, cl, regs[leader.Index], "holdfast_session_expiries_total", nil, ">= 1", func(v float64) bool { return v >= 1 })
-	waitMetric(t, cl, reg, "holdfast_leases_lost_total", map[string]string{"kind": "leader", "reason": "expired"},
+	waitMetric(t, cl, regs, "holdfast_session_expiries_total", nil, ">= 1", func(v float64) bool { return v >= 1 })
+	waitMetric(t, cl, one, "holdfast_leases_lost_total", map[string]string{"kind": "leader", "reason": "expired"},
 		"counts the expiry", func(v float64) bool { return v == 1 })
-	waitMetric(t, cl, reg, "holdfast_leases_lost_total", map[string]string{"kind": "shard", "reason": "expired"},
+	waitMetric(t, cl, one, "holdfast_leases_lost_total", map[string]string{"kind": "shard", "reason": "expired"},
 		"counts the shards lost", func(v float64) bool { return v >= 1 })
 	cl.Resume(i)
-	waitMetric(t, cl, regs[leader.Index], "holdfast_shards_unowned_seconds_total", nil, "> 0", func(v float64) bool { return v > 0 })
+	waitMetric(t, cl, regs, "holdfast_shards_unowned_seconds_total", nil, "> 0", func(v float64) bool { return v > 0 })
 
 	// A handoff: drain the node once it owns shards again.
 	waitBalanced(t, cl, shards, formTimeout)
 	if err := c.Drain(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitMetric(t, cl, reg, "holdfast_leases_lost_total", map[string]string{"kind": "shard", "reason": "revoked"},
+	waitMetric(t, cl, one, "holdfast_leases_lost_total", map[string]string{"kind": "shard", "reason": "revoked"},
 		"counts the handoffs", func(v float64) bool { return v >= 1 })
-	waitMetric(t, cl, regs[leader.Index], "holdfast_shard_handoffs_total", nil, ">= 1", func(v float64) bool { return v >= 1 })
-	waitMetric(t, cl, regs[leader.Index], "holdfast_shard_handoff_duration_seconds", nil, "observed", func(v float64) bool { return v >= 1 })
+	waitMetric(t, cl, regs, "holdfast_shard_handoffs_total", nil, ">= 1", func(v float64) bool { return v >= 1 })
+	waitMetric(t, cl, regs, "holdfast_shard_handoff_duration_seconds", nil, "observed", func(v float64) bool { return v >= 1 })
 	if v := metricValue(t, reg, "holdfast_shards_owned", nil); v != 0 {
 		t.Errorf("a drained node reports %v shards owned", v)
 	}
@@ -195,6 +204,7 @@ func lintRegistry(t *testing.T, reg *prometheus.Registry) {
 // registry do not panic (the second one's duplicates are refused and
 // logged), and a nil registerer works.
 func TestMetricsSharedAndNilRegisterer(t *testing.T) {
+	t.Parallel()
 	shared := prometheus.NewRegistry()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true, Configure: func(i int, c *coordinator.Config) {
 		if i < 2 {

@@ -79,6 +79,7 @@ func acquiredWithin(c *coordinator.Coordinator, name string, timeout time.Durati
 // leader whose context is already cancelled must not leave its session
 // holding the name.
 func TestCancelledTryAcquireOnLeaderLeavesNoOrphanGrant(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
 	leader := cl.WaitFormed(formTimeout)
 	other, _ := followersOf(t, cl, leader)
@@ -99,6 +100,7 @@ func TestCancelledTryAcquireOnLeaderLeavesNoOrphanGrant(t *testing.T) {
 // forwarded by a follower whose answer arrives after the caller's deadline
 // (the leader committed it) must not leave the follower holding the name.
 func TestTimedOutForwardedTryAcquireLeavesNoOrphanGrant(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
 	leader := cl.WaitFormed(formTimeout)
 	f, other := followersOf(t, cl, leader)
@@ -124,6 +126,7 @@ func TestTimedOutForwardedTryAcquireLeavesNoOrphanGrant(t *testing.T) {
 // Campaign on the same node must get the lease when it comes to the node,
 // not wait for ever while its own session holds it.
 func TestCampaignNotBlockedBehindOrphanedQueueEntry(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
 	leader := cl.WaitFormed(formTimeout)
 	f, other := followersOf(t, cl, leader)
@@ -191,6 +194,7 @@ func TestCampaignNotBlockedBehindOrphanedQueueEntry(t *testing.T) {
 // belief at once and must still deliver the release when its context is
 // already cancelled.
 func TestResignWithCancelledContextReleasesOnFollower(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
 	leader := cl.WaitFormed(formTimeout)
 	f, other := followersOf(t, cl, leader)
@@ -220,6 +224,7 @@ func TestResignWithCancelledContextReleasesOnFollower(t *testing.T) {
 // TestForwardedCommandPastItsBudgetIsDropped: a command forwarded with a
 // budget that has run out is not proposed, and the drop is counted.
 func TestForwardedCommandPastItsBudgetIsDropped(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1, Configure: func(_ int, c *coordinator.Config) { c.Registerer = reg }})
 	cl.WaitFormed(formTimeout)
@@ -266,6 +271,7 @@ func TestForwardedCommandPastItsBudgetIsDropped(t *testing.T) {
 // a leave must not end the node's later grant, and the copy of a given-up
 // acquire must not queue or grant it again.
 func TestLateCopiesOfGivenUpRequestsChangeNothing(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
 	leader := cl.WaitFormed(formTimeout)
 	f, other := followersOf(t, cl, leader)

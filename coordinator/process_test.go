@@ -243,6 +243,7 @@ func processState(pid int) (string, error) {
 }
 
 func TestSIGSTOPHolderIsFenced(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a child process and waits out a session TTL")
 	}

@@ -51,6 +51,7 @@ func (h *levelCapture) withPrefix(prefix string) []slog.Record {
 // handler" and is retried, which is part of a normal start, so it is
 // logged at debug level, not as a failure at info level.
 func TestBootstrapWaitsQuietlyForStartingMember(t *testing.T) {
+	t.Parallel()
 	logs := &levelCapture{}
 	cfg := coordinator.DefaultLocalConfig()
 	cfg.NodeName = "a"
@@ -119,6 +120,7 @@ func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() err
 // leader's log must show them once per logbridge.RepeatWindow at error
 // level, the rest at debug level.
 func TestDeadPeerHeartbeatErrorsLoggedOnce(t *testing.T) {
+	t.Parallel()
 	logs := make([]*levelCapture, 3)
 	for i := range logs {
 		logs[i] = &levelCapture{}

@@ -26,6 +26,7 @@ func voterIndex(t *testing.T, cl *holdfasttest.Cluster, leader *holdfasttest.Nod
 }
 
 func TestVoterRestartKeepsIdentity(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3})
 	leader := cl.WaitFormed(formTimeout)
 	clusterID := leader.C().ClusterID()
@@ -56,6 +57,7 @@ func TestVoterRestartKeepsIdentity(t *testing.T) {
 }
 
 func TestWipedVoterJoinsAsNewIdentity(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3})
 	leader := cl.WaitFormed(formTimeout)
 	clusterID := leader.C().ClusterID()
@@ -95,6 +97,7 @@ func TestWipedVoterJoinsAsNewIdentity(t *testing.T) {
 // cannot count the empty log's vote as the old voter's), and that the
 // cluster recovers once the third voter returns with its data.
 func TestAmnesiacCannotVoteForOldIdentity(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3})
 	leader := cl.WaitFormed(formTimeout)
 	var followers []int

@@ -97,6 +97,7 @@ func waitStopped(t *testing.T, r *runner) error {
 // lease when the others' contexts end (the one leading resigns). Tokens
 // only grow, and OnNewLeader reports each holder in order.
 func TestRunLeader(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
 	cl.WaitFormed(formTimeout)
 	const name = "scheduler"
@@ -189,6 +190,7 @@ func TestRunLeader(t *testing.T) {
 // config at once, and returns ErrShutdown (after OnStoppedLeading) when
 // the coordinator shuts down during a term.
 func TestRunLeaderConfigAndShutdown(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1, InMemory: true})
 	cl.WaitFormed(formTimeout)
 	c := cl.Node(0).C()

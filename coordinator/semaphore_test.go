@@ -58,6 +58,7 @@ func watchSem(ctx context.Context, c *coordinator.Coordinator, name string, limi
 // expires, and a fenced resource accepts each permit's token in turn. A
 // monitor on a replica checks every view it sees.
 func TestSemaphoreCluster(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3})
 	cl.WaitFormed(formTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*formTimeout)
@@ -189,6 +190,7 @@ func TestSemaphoreCluster(t *testing.T) {
 // whose context ends leaves the queue, so the permit a release frees goes
 // to the next live request, not to the cancelled one.
 func TestSemaphoreCancelledAcquireHoldsNothing(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1})
 	cl.WaitFormed(formTimeout)
 	c := cl.Node(0).C()
@@ -232,6 +234,7 @@ func TestSemaphoreCancelledAcquireHoldsNothing(t *testing.T) {
 // longer shows ends with ErrLeaseLost, and its freed slot goes to the
 // waiter.
 func TestPermitEndsWhenReplicaDropsIt(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1})
 	cl.WaitFormed(formTimeout)
 	c := cl.Node(0).C()
@@ -283,6 +286,7 @@ func TestPermitEndsWhenReplicaDropsIt(t *testing.T) {
 // (the leader committed the grant) must not leave the follower holding the
 // only permit: the node settles the request.
 func TestTimedOutForwardedSemaphoreAcquireLeavesNoPermit(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
 	leader := cl.WaitFormed(formTimeout)
 	f, other := followersOf(t, cl, leader)
@@ -316,6 +320,7 @@ func TestTimedOutForwardedSemaphoreAcquireLeavesNoPermit(t *testing.T) {
 // TestSemaphoreRefusalMessages: a refused acquire says why once, with the
 // state machine's detail, and wraps both its kind and ErrRejected.
 func TestSemaphoreRefusalMessages(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1})
 	cl.WaitFormed(formTimeout)
 	c := cl.Node(0).C()

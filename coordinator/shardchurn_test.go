@@ -43,7 +43,7 @@ func TestShardsRollingRestart(t *testing.T) {
 		for s, n := range perShard {
 			most = max(most, n)
 			if n > 2 {
-				t.Errorf("restart of node%d moved shard %d %d times", i, s, n)
+				t.Errorf("restart of node%d moved shard %d %d times: %s", i, s, n, mon.historySince(s, start))
 			}
 		}
 		t.Logf("restart of node%d: %d moves, at most %d per shard, %v", i, moves, most, time.Since(start).Round(time.Millisecond))
@@ -57,6 +57,7 @@ func TestShardsRollingRestart(t *testing.T) {
 // session lives): shards do not follow gossip, so the number of moves stays
 // bounded, and autopilot never takes the voters below a quorum.
 func TestShardsGossipFlapping(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("flaps gossip for 30 s")
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -89,6 +90,24 @@ func (m *shardMonitor) grantsSince(t time.Time) (total int, perShard map[coordin
 		}
 	}
 	return total, perShard
+}
+
+// historySince describes the grants of shard s whose belief began after
+// t, in order: node, token and start, for a failure message.
+func (m *shardMonitor) historySince(s coordinator.ShardID, t time.Time) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ls := append([]monLease(nil), m.leases[s]...)
+	sort.Slice(ls, func(i, j int) bool {
+		return coordinator.ShardLeaseStart(ls[i].l).Before(coordinator.ShardLeaseStart(ls[j].l))
+	})
+	var out []string
+	for _, ml := range ls {
+		if start := coordinator.ShardLeaseStart(ml.l); start.After(t) {
+			out = append(out, fmt.Sprintf("%s token %d at +%v", ml.node, ml.l.Token(), start.Sub(t).Round(time.Millisecond)))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // check verifies I1 and I2 over everything recorded: per shard, belief

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,6 +64,7 @@ func waitStable(cl *holdfasttest.Cluster) {
 // TestShardsAPI checks Owner, ShardFor, Owned, Watch, Drain and Undrain on
 // the in-memory network.
 func TestShardsAPI(t *testing.T) {
+	t.Parallel()
 	const shards = 16
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true, Configure: func(i int, c *coordinator.Config) {
 		c.Shards.Count = shards
@@ -192,7 +194,11 @@ func waitReowned(t *testing.T, cl *holdfasttest.Cluster, observer *coordinator.C
 
 // TestShardsCrashedOwnerReowned kills an owner (a follower, then the raft
 // leader) without a goodbye: its shards are owned again within TTL +
-// grace + 2 s, with larger tokens.
+// grace + 2 s, with larger tokens. The bound counts from the crash, or
+// from the latest takeover of a leader's lessor after it: a new leader
+// gives every session TTL + grace from its takeover (lease rule 3 in
+// docs/ARCHITECTURE.md), and on a loaded host the election after a leader
+// crash can be followed by another one (as TestChaos counts I6).
 func TestShardsCrashedOwnerReowned(t *testing.T) {
 	const shards = 32
 	mon := newShardMonitor()
@@ -201,6 +207,16 @@ func TestShardsCrashedOwnerReowned(t *testing.T) {
 		mon.configure(i, c)
 	}})
 	leader := cl.WaitFormed(formTimeout)
+	var lastTakeover atomic.Pointer[time.Time]
+	for _, n := range cl.Running() {
+		n.C().SetLessorHooks(func(at time.Time) {
+			for old := lastTakeover.Load(); old == nil || at.After(*old); old = lastTakeover.Load() {
+				if lastTakeover.CompareAndSwap(old, &at) {
+					return
+				}
+			}
+		}, nil)
+	}
 	waitBalanced(t, cl, shards, formTimeout)
 	cfg := leader.Config
 	bound := cfg.Session.TTL + cfg.Session.ExpiryGrace + 2*time.Second
@@ -221,10 +237,16 @@ func TestShardsCrashedOwnerReowned(t *testing.T) {
 		killed := time.Now()
 		cl.Kill(victim.Index)
 		took := waitReowned(t, cl, observer.C(), victim.Name, lost, killed)
-		t.Logf("raft leader %v: %d shards of %s owned again %v after the crash (bound %v)",
-			victimIsLeader, len(lost), victim.Name, took.Round(time.Millisecond), bound)
-		if took > bound {
-			t.Errorf("shards owned again after %v, want within TTL + grace + 2s = %v", took, bound)
+		from := killed
+		if at := lastTakeover.Load(); at != nil && at.After(from) && at.Before(killed.Add(took)) {
+			from = *at
+		}
+		counted := killed.Add(took).Sub(from)
+		t.Logf("raft leader %v: %d shards of %s owned again %v after the crash, %v after the last lessor takeover since (bound %v)",
+			victimIsLeader, len(lost), victim.Name, took.Round(time.Millisecond), counted.Round(time.Millisecond), bound)
+		if counted > bound {
+			t.Errorf("shards owned again %v after the crash and %v after the last lessor takeover, want within TTL + grace + 2s = %v",
+				took, counted, bound)
 		}
 		waitBalanced(t, cl, shards, formTimeout)
 		// Before the next crash, autopilot must have replaced the dead voter.

@@ -28,6 +28,7 @@ func (j *jumpClock) jump(d time.Duration) { j.offset.Add(int64(d)) }
 // its lease and its shard leases ended the moment it resumes: Checkpoint
 // fails at once and the contexts end.
 func TestSuspendedHolderSeesLeaseEnded(t *testing.T) {
+	t.Parallel()
 	clk := &jumpClock{base: coordinator.SystemClock()}
 	const holder = 1
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true, Configure: func(i int, c *coordinator.Config) {
@@ -80,6 +81,7 @@ func TestSuspendedHolderSeesLeaseEnded(t *testing.T) {
 // context ends without any call to Checkpoint, Err or Remaining (the
 // belief's timer reads the clock again on its own).
 func TestSuspendedHolderContextEndsWithoutACall(t *testing.T) {
+	t.Parallel()
 	clk := &jumpClock{base: coordinator.SystemClock()}
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1, Configure: func(_ int, c *coordinator.Config) { c.Clock = clk }})
 	cl.WaitFormed(formTimeout)

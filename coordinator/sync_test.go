@@ -26,6 +26,7 @@ func holds(c *coordinator.Coordinator, name string) bool {
 // its context ends, and reports since when it has known no leader), and
 // after the partition heals.
 func TestSync(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
 	leader := cl.WaitFormed(formTimeout)
 	f := cl.Node((leader.Index + 1) % 3)
@@ -76,6 +77,7 @@ func TestSync(t *testing.T) {
 // leads, and after, its Sync must not return, since the majority may have
 // committed writes it has not seen.
 func TestSyncOnCutOffLeader(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
 	old := cl.WaitFormed(formTimeout)
 	cl.Isolate(old.Index)

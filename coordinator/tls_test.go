@@ -90,6 +90,7 @@ func follower(cl *holdfasttest.Cluster, leader *holdfasttest.Node, outsiders ...
 }
 
 func TestTLSClusterFormsAndLeases(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, TLS: true})
 	leader := cl.WaitFormed(formTimeout)
 	if v := leader.C().Voters(); len(v) != 3 {
@@ -108,6 +109,7 @@ func TestTLSClusterFormsAndLeases(t *testing.T) {
 // configuration, neither when gossip is in clear text nor when it holds
 // the cluster's gossip key (so gossip admits it as a member).
 func TestTLSOtherCANodeRefused(t *testing.T) {
+	t.Parallel()
 	for _, keyed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("gossipKeys=%v", keyed), func(t *testing.T) { testOtherCANode(t, keyed) })
 	}
@@ -195,6 +197,7 @@ func expectClosed(t *testing.T, c net.Conn) {
 }
 
 func TestTLSCertificateNamingAnotherNodeRefused(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, TLS: true,
 		Configure: func(i int, c *coordinator.Config) { c.Cluster.DeadServerStabilization = 5 * time.Minute }})
 	leader := cl.WaitFormed(formTimeout)
@@ -265,6 +268,7 @@ func TestTLSCertificateNamingAnotherNodeRefused(t *testing.T) {
 }
 
 func TestTLSPlaintextNodeRefused(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, TLS: true,
 		Configure: func(i int, c *coordinator.Config) {
 			if i == 3 {
@@ -318,6 +322,7 @@ func TestTLSPlaintextNodeRefused(t *testing.T) {
 // TestTLSMigration runs a cluster whose nodes have TLS without requiring
 // it, plus a plaintext node: the plaintext node joins and catches up.
 func TestTLSMigration(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, TLS: true,
 		Configure: func(i int, c *coordinator.Config) {
 			if i == 3 {
@@ -378,6 +383,7 @@ func serverOnlyCert(t *testing.T, name string) (caPEM, certPEM, keyPEM []byte) {
 }
 
 func TestTLSConfigErrors(t *testing.T) {
+	t.Parallel()
 	ca, err := certs.NewCA("cluster CA")
 	if err != nil {
 		t.Fatal(err)

@@ -47,6 +47,7 @@ func serialOf(t *testing.T, certPEM []byte) string {
 // and the node keeps serving leases. Then it writes a broken certificate:
 // the reload fails, is counted, and the node keeps the last good one.
 func TestTLSCertificateReload(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, TLS: true, Configure: func(i int, c *coordinator.Config) {
 		c.TLS.ReloadInterval = 50 * time.Millisecond

@@ -27,6 +27,7 @@ func waitSuffrages(t *testing.T, cl *holdfasttest.Cluster, voters, nonVoters int
 }
 
 func TestSevenNodesThreeVoters(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 7, Voters: 3, NoDataDir: []int{5, 6}})
 	checkOneCluster(t, cl)
 	waitSuffrages(t, cl, 3, 4)
@@ -83,6 +84,7 @@ func checkOneVoterChangeAtATime(t *testing.T, hist [][]string, minVoters int) {
 // testVoterReplaced kills a non-leader voter and waits for autopilot to
 // remove it and promote a non-voter in its place.
 func testVoterReplaced(t *testing.T, inMemory bool) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 5, Voters: 3, InMemory: inMemory})
 	leader := cl.WaitFormed(formTimeout)
 	waitSuffrages(t, cl, 3, 2)
@@ -127,6 +129,7 @@ func TestDeadVoterReplaced(t *testing.T) { testVoterReplaced(t, false) }
 func TestDeadVoterReplacedInMemory(t *testing.T) { testVoterReplaced(t, true) }
 
 func TestLeaderKilled(t *testing.T) {
+	t.Parallel()
 	for _, inMemory := range []bool{false, true} {
 		t.Run(fmt.Sprintf("inmem=%v", inMemory), func(t *testing.T) {
 			cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: inMemory})
@@ -147,6 +150,7 @@ func TestLeaderKilled(t *testing.T) {
 }
 
 func TestLeaderMinorityPartition(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
 	leader := cl.WaitFormed(formTimeout)
 	var others []int
@@ -176,6 +180,7 @@ func TestLeaderMinorityPartition(t *testing.T) {
 }
 
 func TestGracefulShutdownLeavesConfiguration(t *testing.T) {
+	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 4, Voters: 3})
 	leader := cl.WaitFormed(formTimeout)
 	waitSuffrages(t, cl, 3, 1)

@@ -29,6 +29,7 @@ func voterZones(l *coordinator.Coordinator) map[string]string {
 // the three zones, then cuts a whole zone off and checks the rest keeps a
 // leader and owns every shard.
 func TestVotersSpreadOverZonesAndZoneLossSurvived(t *testing.T) {
+	t.Parallel()
 	zones := []string{"a", "a", "b", "b", "c", "c"}
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 6, Voters: 3, InMemory: true,
 		Configure: func(i int, c *coordinator.Config) { c.Zone = zones[i] }})

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"testing"
 )
 
@@ -189,11 +191,19 @@ func (n *leaseNet) step(choice int, node, name string, wait bool) {
 // requests delivered late, twice or out of order, and checks after every
 // command that nothing given up holds or waits, that no session appears
 // twice for a name, and that replicas (one restored from a snapshot
-// midway) agree byte for byte.
+// midway) agree byte for byte. It runs 300 seeds (40 with -short);
+// HOLDFAST_FSM_SEEDS=N runs N.
 func TestLeaseRequestsUnderLateAndDuplicateDelivery(t *testing.T) {
 	seeds := uint64(300)
 	if testing.Short() {
 		seeds = 40
+	}
+	if v := os.Getenv("HOLDFAST_FSM_SEEDS"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n == 0 {
+			t.Fatalf("HOLDFAST_FSM_SEEDS=%q: want a positive number", v)
+		}
+		seeds = n
 	}
 	for seed := uint64(1); seed <= seeds; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 14))

@@ -2,14 +2,12 @@ package holdfasttest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/holdfast-go/holdfast/certs"
 	"github.com/holdfast-go/holdfast/coordinator"
@@ -319,54 +317,16 @@ func (cl *Cluster) Wipe(i int) {
 	}
 }
 
-// host returns node i's host on the in-memory network.
-func (cl *Cluster) host(i int) string {
-	if cl.Net == nil {
-		cl.t.Fatalf("fault injection needs Options.InMemory")
-	}
-	return fmt.Sprintf("n%d", i)
-}
-
-// Pause stops all traffic to and from node i (in-memory network only), as
-// SIGSTOP would look to the others.
-func (cl *Cluster) Pause(i int) { cl.Net.Pause(cl.host(i)) }
-
-// Resume undoes Pause.
-func (cl *Cluster) Resume(i int) { cl.Net.Resume(cl.host(i)) }
-
-// Isolate cuts node i off from every other node (in-memory network only).
-func (cl *Cluster) Isolate(i int) { cl.Net.Isolate(cl.host(i)) }
-
-// MuteGossip drops node i's gossip only (in-memory network only): its
-// peers' failure detectors see it die while raft and RPC keep flowing.
-func (cl *Cluster) MuteGossip(i int) { cl.Net.MuteGossip(cl.host(i)) }
-
-// UnmuteGossip undoes MuteGossip.
-func (cl *Cluster) UnmuteGossip(i int) { cl.Net.UnmuteGossip(cl.host(i)) }
-
-// Partition splits the nodes into groups by index (in-memory network only).
-func (cl *Cluster) Partition(groups ...[]int) {
-	var hosts [][]string
-	for _, g := range groups {
-		var hs []string
-		for _, i := range g {
-			hs = append(hs, cl.host(i))
-		}
-		hosts = append(hosts, hs)
-	}
-	cl.Net.Partition(hosts...)
-}
-
-// Heal removes every fault (in-memory network only).
-func (cl *Cluster) Heal() {
-	if cl.Net != nil {
-		cl.Net.Heal()
-	}
-}
-
 // Close closes every node and the network; it is registered with
-// t.Cleanup by Start and safe to call again.
+// t.Cleanup by Start and safe to call again. On the in-memory network the
+// network closes first: raft's Shutdown waits for its replication calls,
+// and a call to a peer that a fault cut off would otherwise wait out the
+// transport's timeout (about 15 s per test); with every connection closed
+// it fails at once. To the nodes it is the same crash.
 func (cl *Cluster) Close() {
+	if cl.Net != nil {
+		cl.Net.Close()
+	}
 	var wg sync.WaitGroup
 	for _, n := range cl.Nodes() {
 		wg.Add(1)
@@ -379,38 +339,4 @@ func (cl *Cluster) Close() {
 	cl.logMu.Lock()
 	cl.closed.Store(true)
 	cl.logMu.Unlock()
-	if cl.Net != nil {
-		cl.Net.Close()
-	}
-}
-
-// ErrNotYet is what a condition passed to WaitFor returns (wrapped or not)
-// while it does not hold yet.
-var ErrNotYet = errors.New("not yet")
-
-// WaitFor polls cond every few milliseconds until it returns nil, and fails
-// the test with cond's last error once timeout has passed.
-func (cl *Cluster) WaitFor(what string, timeout time.Duration, cond func() error) {
-	cl.t.Helper()
-	if err := Poll(timeout, cond); err != nil {
-		cl.t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
-// Poll calls cond until it returns nil or timeout passes; it returns cond's
-// last error then.
-func Poll(timeout time.Duration, cond func() error) error {
-	deadline := time.Now().Add(timeout)
-	delay := 5 * time.Millisecond
-	for {
-		err := cond()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(delay)
-		delay = min(2*delay, 100*time.Millisecond)
-	}
 }

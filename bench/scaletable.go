@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/holdfast-go/holdfast/coordinator"
+)
+
+// progress describes the leader's table: owned and free shards.
+func (h *hfCluster) progress() string {
+	t, err := h.leaderTable()
+	if err != nil {
+		return err.Error()
+	}
+	owned := 0
+	for s := 0; s < t.Len(); s++ {
+		if _, ok := t.Owner(coordinator.ShardID(s)); ok {
+			owned++
+		}
+	}
+	return fmt.Sprintf("%d of %d shards owned", owned, t.Len())
+}
+
+// sessions returns each running node's session ID.
+func (h *hfCluster) sessions() map[*hfNode]string {
+	out := map[*hfNode]string{}
+	for _, n := range h.running() {
+		if info, ok := n.c.Session(); ok {
+			out[n] = info.ID
+		}
+	}
+	return out
+}
+
+// lost counts the nodes of before still running whose session changed.
+func (h *hfCluster) lost(before map[*hfNode]string) int {
+	after := h.sessions()
+	n := 0
+	for node, id := range before {
+		if node.c != nil && after[node] != id {
+			n++
+		}
+	}
+	return n
+}
+
+// leaderTable returns the leader's shard table.
+func (h *hfCluster) leaderTable() (*coordinator.ShardTable, error) {
+	l, err := h.leader()
+	if err != nil {
+		return nil, err
+	}
+	return l.c.Table(), nil
+}
+
+func (h *hfCluster) ownedByLeader() error {
+	l, err := h.leader()
+	if err != nil {
+		return err
+	}
+	return allOwned(l.c, h.opts.shards)()
+}
+
+// balanced reports nil once the leader's table shows every shard owned by
+// a running node, none being handed off, and every running node within
+// its bounds.
+func (h *hfCluster) balanced() error {
+	ids := map[string]bool{}
+	for _, n := range h.running() {
+		ids[n.id] = true
+	}
+	t, err := h.leaderTable()
+	if err != nil {
+		return err
+	}
+	loads := map[string]int{}
+	for s := 0; s < t.Len(); s++ {
+		info, _ := t.Shard(coordinator.ShardID(s))
+		if info.State != coordinator.ShardOwned {
+			return fmt.Errorf("%w: shard %d %s", errNotYet, s, info.State)
+		}
+		if !ids[info.Owner.NodeID] {
+			return fmt.Errorf("%w: shard %d owned by a dead node", errNotYet, s)
+		}
+		loads[info.Owner.NodeID]++
+	}
+	if t.Len() == 0 {
+		return fmt.Errorf("%w: no table", errNotYet)
+	}
+	lo, hi := bounds(t.Len(), len(ids))
+	for id := range ids {
+		if l := loads[id]; l < lo || l > hi {
+			return fmt.Errorf("%w: a node owns %d, bounds [%d, %d]", errNotYet, l, lo, hi)
+		}
+	}
+	return nil
+}
+
+// owners returns the leader's table as shard → owner node ID.
+func (h *hfCluster) owners() ([]string, error) {
+	t, err := h.leaderTable()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, t.Len())
+	for s := range out {
+		o, _ := t.Owner(coordinator.ShardID(s))
+		out[s] = o.NodeID
+	}
+	return out, nil
+}
+
+func moved(before, after []string) int {
+	n := 0
+	for i := range min(len(before), len(after)) {
+		if before[i] != after[i] {
+			n++
+		}
+	}
+	return n
+}
