@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/holdfast-go/holdfast/internal/metricset"
+	"github.com/holdfast-go/holdfast/holdfasttest/metricset"
 )
 
 // dashboard is the part of Grafana's dashboard model the tests check.

@@ -5,7 +5,7 @@ import (
 	"os/exec"
 	"testing"
 
-	"github.com/holdfast-go/holdfast/internal/metricset"
+	"github.com/holdfast-go/holdfast/holdfasttest/metricset"
 )
 
 // ruleFiles are the files whose metric names must exist.

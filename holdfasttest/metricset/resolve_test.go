@@ -5,7 +5,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/holdfast-go/holdfast/internal/metricset"
+	"github.com/holdfast-go/holdfast/holdfasttest/metricset"
 )
 
 // TestResolve checks the name matching the files checked against the
