@@ -40,11 +40,8 @@ func (l *Lease) Release(ctx context.Context) error { return l.g.Release(ctx) }
 // leader by a little; call Sync first for an answer that reflects every
 // change committed before the call.
 func (c *Coordinator) Holder(name string) (h Holder, ok bool) {
-	sess, node, nodeID, token, ok := c.fsm.View().HolderNode(name)
-	if !ok {
-		return Holder{}, false
-	}
-	return holderAt(c.fsm.View(), Holder{Node: node, NodeID: nodeID, Session: sess, Token: token}), true
+	lh, ok := leases.HolderOf(c.fsm.View(), name)
+	return Holder(lh), ok
 }
 
 // Acquire blocks until this node holds the named lease, or ctx ends.
@@ -108,19 +105,20 @@ func (c *Coordinator) applyRetry(ctx context.Context, cmd fsm.Command) (applyRes
 // coalesced, but the latest is never dropped. The channel closes when ctx
 // ends or the node shuts down.
 func (c *Coordinator) Observe(ctx context.Context, name string) <-chan Holder {
-	ch := make(chan Holder, 1)
-	if !c.spawn(func() { c.observe(ctx, name, ch) }) {
+	return observe(c, ctx, name, toHolder)
+}
+
+// observe streams the holders of the lease name, converted by conv, from a
+// goroutine Shutdown and Close join.
+func observe[T any](c *Coordinator, ctx context.Context, name string, conv func(leases.Holder) T) <-chan T {
+	ch := make(chan T, 1)
+	if !c.spawn(func() { leases.Observe(ctx, c.ctx.Done(), c.fsm.View, name, ch, conv) }) {
 		close(ch)
 	}
 	return ch
 }
 
-func (c *Coordinator) observe(ctx context.Context, name string, ch chan Holder) {
-	streamViews(ctx, c, ch, func(*fsm.View) (Holder, Holder, bool) {
-		h, _ := c.Holder(name)
-		return h, h, true
-	})
-}
+func toHolder(h leases.Holder) Holder { return Holder(h) }
 
 // reqCounter is embedded in Coordinator for request IDs.
 type reqCounter = atomic.Uint64
