@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leases"
 )
 
@@ -60,13 +59,7 @@ func (t *ShardTable) Shard(s ShardID) (ShardInfo, bool) {
 	if !ok {
 		return ShardInfo{}, false
 	}
-	info := ShardInfo{Shard: s, State: ShardFree}
-	switch sh.State {
-	case fsm.ShardOwned:
-		info.State = ShardOwned
-	case fsm.ShardRevoking:
-		info.State = ShardRevoking
-	}
+	info := ShardInfo{Shard: s, State: ShardState(sh.State.String())}
 	info.Owner, _ = ownerOf(&sh)
 	info.Owner.Token = sh.Token
 	return info, true

@@ -12,6 +12,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // Belief is this node's belief in one grant (made by Options.Believe): a
@@ -25,15 +26,11 @@ type Belief interface {
 	End(cause error) bool
 }
 
-// Result is what a committed acquire or release returned.
-type Result struct {
-	Index   uint64 // the raft index the command was applied at
-	Token   uint64 // the holder's token after an acquire
-	Holder  string // the holder's session after an acquire (leases)
-	Request uint64 // the holder's request that its grant answered (leases)
-	Queued  bool   // the acquire queued the request
-	Stale   bool   // the request had already been given up or superseded
-}
+// Result is what a committed acquire or release returned: the raft index
+// it was applied at, the holder's token, session and answered request
+// after an acquire, whether it queued the request (Queued) or found it
+// given up or superseded (Stale).
+type Result = wire.ApplyResult
 
 // Errors are the error values the part returns and recognises in the
 // proposer's errors (matched with errors.Is).
