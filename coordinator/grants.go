@@ -13,19 +13,24 @@ import (
 func newLeases(c *Coordinator) *leases.Part {
 	return leases.New(leases.Options{
 		View:        c.fsm.View,
-		NextRequest: c.nextRequest,
+		WaitSession: c.waitSession,
 		Believe: func(s *session.Session, kind leases.Kind, token, index uint64) leases.Belief {
 			b := newBelief(c, kind.String(), s, token, index)
 			return grantBelief{&b}
 		},
-		Propose:      c.apply,
-		ProposeRetry: c.applyRetry,
-		Errors: leases.Errors{Shutdown: ErrShutdown, Rejected: errRejected, NoSession: errNoSession,
-			Held: ErrLeaseHeld, Resigned: ErrReleased, Lost: ErrLeaseLost},
+		Propose:        c.apply,
+		ProposeRetry:   c.applyRetry,
+		Errors:         leaseErrors(),
 		AttemptTimeout: c.cfg.RPCTimeout,
 		Log:            c.log,
 		Metrics:        leases.Metrics{AcquireWait: c.metrics.acquireWait, Settlements: c.metrics.settlements},
 	})
+}
+
+// leaseErrors are the error values package leases returns and recognises.
+func leaseErrors() leases.Errors {
+	return leases.Errors{Shutdown: ErrShutdown, Rejected: errRejected, NoSession: errNoSession,
+		Held: ErrLeaseHeld, Resigned: ErrReleased, Lost: ErrLeaseLost}
 }
 
 // grantBelief is a lease's or permit's belief as package leases sees it.

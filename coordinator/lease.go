@@ -2,13 +2,9 @@ package coordinator
 
 import (
 	"context"
-	"errors"
-	"sync/atomic"
-	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leases"
-	"github.com/holdfast-go/holdfast/internal/session"
 )
 
 // Lease is a named lease held by this node (one holder per name). Its context is
@@ -66,38 +62,9 @@ func (c *Coordinator) acquire(ctx context.Context, name string, wait bool) (*Lea
 	return &Lease{belief: *beliefOf(g), g: g}, nil
 }
 
-// nextRequest waits for this node's session and numbers a new request on
-// it. It fails without numbering anything once ctx has ended: nothing was
-// sent, so nothing needs settling.
-func (c *Coordinator) nextRequest(ctx context.Context) (*session.Session, uint64, error) {
-	s, err := c.waitSession(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, 0, err
-	}
-	return s, c.reqSeq.Add(1), nil
-}
-
-// applyRetry applies an idempotent command (one that carries its session
-// and request ID), retrying while its outcome is unknown (the leader was
-// lost mid-commit, a connection broke): a retry of a command that did
-// commit is answered the same way, so an acquire never mints two tokens.
+// applyRetry applies an idempotent command (see leases.Retry).
 func (c *Coordinator) applyRetry(ctx context.Context, cmd fsm.Command) (applyResult, error) {
-	backoff := 20 * time.Millisecond
-	for {
-		res, err := c.apply(ctx, cmd)
-		if err == nil || errors.Is(err, errRejected) || errors.Is(err, errNoSession) ||
-			errors.Is(err, ErrLeaseHeld) || errors.Is(err, ErrShutdown) || ctx.Err() != nil {
-			return res, err
-		}
-		c.log.Debug("command outcome unknown; retrying", "op", cmd.Op.String(), "error", err)
-		if !sleepCtx(ctx, jitter(backoff)) {
-			return res, err
-		}
-		backoff = min(2*backoff, time.Second)
-	}
+	return leases.Retry(ctx, cmd, c.apply, leaseErrors(), c.log)
 }
 
 // Observe streams the holder of the named lease: the current one first,
@@ -119,6 +86,3 @@ func observe[T any](c *Coordinator, ctx context.Context, name string, conv func(
 }
 
 func toHolder(h leases.Holder) Holder { return Holder(h) }
-
-// reqCounter is embedded in Coordinator for request IDs.
-type reqCounter = atomic.Uint64

@@ -68,8 +68,12 @@ type Options struct {
 	View func() *fsm.View
 	// NextRequest waits for this node's current session and numbers a new
 	// request on it; it fails without numbering anything once ctx has
-	// ended. Required.
+	// ended. If nil, the part numbers requests itself on the sessions
+	// WaitSession returns.
 	NextRequest func(ctx context.Context) (*session.Session, uint64, error)
+	// WaitSession blocks until this node has a live session (used only
+	// when NextRequest is nil).
+	WaitSession func(ctx context.Context) (*session.Session, error)
 	// Believe starts this node's belief in a grant of kind to session s,
 	// seen in the replica at index. Required.
 	Believe func(s *session.Session, kind Kind, token, index uint64) Belief
@@ -111,6 +115,9 @@ type Part struct {
 func New(o Options) *Part {
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.NextRequest == nil {
+		o.NextRequest = numbered(o.WaitSession)
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
