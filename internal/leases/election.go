@@ -35,10 +35,13 @@ type Election[L Term] struct {
 	// OnStoppedLeading (optional) is called after each term, once
 	// OnStartedLeading has returned, with the lease's Err.
 	OnStoppedLeading func(cause error)
-	// OnNewLeader (optional) is called with each holder whose token differs
-	// from the last one's; Observe streams the lease's holders.
+	// OnNewLeader (optional) is called, from a goroutine Run joins, with
+	// each holder Observe streams whose token is not zero and differs from
+	// the last one's.
 	OnNewLeader func(Holder)
-	Observe     func(ctx context.Context) <-chan Holder
+	// Observe streams the lease's holders until ctx ends, then closes the
+	// channel (required with OnNewLeader).
+	Observe func(ctx context.Context) <-chan Holder
 	// Check (optional) holds the term's lease while it runs.
 	Check *Check[L]
 	// Shutdown is the error of an Acquire on a node shutting down: Run
