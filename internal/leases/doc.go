@@ -29,7 +29,8 @@
 // it out of the queue, or (if the acquire has not arrived yet) marks it
 // given up so that it changes nothing when it does. Settling is retried
 // until it commits, for as long as the session lives: when the session
-// ends, everything it held or waited for goes with it.//
+// ends, everything it held or waited for goes with it.
+//
 // # Built on the grants
 //
 // Election is a client-go-style leader election loop over any lease handle
