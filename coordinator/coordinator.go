@@ -45,7 +45,6 @@ type Coordinator struct {
 	sessCtx    context.Context // parent of every session; ends at leave or close
 	sessCancel context.CancelCauseFunc
 	sessions   *session.Client // keeps this node in a session
-	reqSeq     reqCounter      // request IDs for lease commands
 	clock      Clock           // measures beliefs (Config.Clock or SystemClock)
 
 	leases *leases.Part // this node's leases and semaphore permits

@@ -1,10 +1,8 @@
 package coordinator
 
 import (
-	"context"
 	"time"
 
-	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leases"
 	"github.com/holdfast-go/holdfast/internal/session"
 )
@@ -13,27 +11,26 @@ import (
 // permits (package internal/leases) over the coordinator's replica,
 // proposer and session. It starts the part's watch loop; closeAll joins it.
 func newLeases(c *Coordinator) *leases.Part {
-	propose := func(f func(context.Context, fsm.Command) (applyResult, error)) func(context.Context, fsm.Command) (leases.Result, error) {
-		return func(ctx context.Context, cmd fsm.Command) (leases.Result, error) {
-			r, err := f(ctx, cmd)
-			return leases.Result{Index: r.Index, Token: r.Token, Holder: r.Holder, Request: r.Request, Queued: r.Queued, Stale: r.Stale}, err
-		}
-	}
 	return leases.New(leases.Options{
 		View:        c.fsm.View,
-		NextRequest: c.nextRequest,
+		WaitSession: c.waitSession,
 		Believe: func(s *session.Session, kind leases.Kind, token, index uint64) leases.Belief {
 			b := newBelief(c, kind.String(), s, token, index)
 			return grantBelief{&b}
 		},
-		Propose:      propose(c.apply),
-		ProposeRetry: propose(c.applyRetry),
-		Errors: leases.Errors{Shutdown: ErrShutdown, Rejected: errRejected, NoSession: errNoSession,
-			Held: ErrLeaseHeld, Resigned: ErrReleased, Lost: ErrLeaseLost},
+		Propose:        c.apply,
+		ProposeRetry:   c.applyRetry,
+		Errors:         leaseErrors(),
 		AttemptTimeout: c.cfg.RPCTimeout,
 		Log:            c.log,
 		Metrics:        leases.Metrics{AcquireWait: c.metrics.acquireWait, Settlements: c.metrics.settlements},
 	})
+}
+
+// leaseErrors are the error values package leases returns and recognises.
+func leaseErrors() leases.Errors {
+	return leases.Errors{Shutdown: ErrShutdown, Rejected: errRejected, NoSession: errNoSession,
+		Held: ErrLeaseHeld, Resigned: ErrReleased, Lost: ErrLeaseLost}
 }
 
 // grantBelief is a lease's or permit's belief as package leases sees it.

@@ -1,7 +1,5 @@
 package coordinator
 
-import "github.com/holdfast-go/holdfast/fsm"
-
 // Holder is who holds something the cluster grants, as a replica shows
 // it: a named lease (Holder, Leases, Observe), a semaphore permit
 // (Semaphore) or a shard (Owner, ShardTable). Its Token is the fencing
@@ -18,10 +16,4 @@ type Holder struct {
 	Session string
 	// Token is the fencing token of the grant.
 	Token uint64
-}
-
-// holderAt fills h.Addr from h's session in v, without allocating.
-func holderAt(v *fsm.View, h Holder) Holder {
-	h.Addr, _ = v.SessionAddr(h.Session)
-	return h
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/leases"
 )
 
 // LeaseInfo describes one held named lease, as a replica shows it.
@@ -21,14 +21,9 @@ type LeaseInfo struct {
 // Leases lists every held named lease from the local replica, sorted by
 // name.
 func (c *Coordinator) Leases() []LeaseInfo {
-	v := c.fsm.View()
-	ls := v.Leases()
-	out := make([]LeaseInfo, 0, len(ls))
-	for _, l := range ls {
-		h := holderAt(v, Holder{Node: l.HolderNode, NodeID: l.HolderNodeID, Session: l.Holder, Token: l.Token})
-		out = append(out, LeaseInfo{Name: l.Name, Holder: h, Waiters: len(l.Waiters)})
-	}
-	return out
+	return leases.List(c.fsm.View(), func(name string, h leases.Holder, waiters int) LeaseInfo {
+		return LeaseInfo{Name: name, Holder: Holder(h), Waiters: waiters}
+	})
 }
 
 // ShardState is a shard's place in its ownership cycle.
@@ -64,13 +59,7 @@ func (t *ShardTable) Shard(s ShardID) (ShardInfo, bool) {
 	if !ok {
 		return ShardInfo{}, false
 	}
-	info := ShardInfo{Shard: s, State: ShardFree}
-	switch sh.State {
-	case fsm.ShardOwned:
-		info.State = ShardOwned
-	case fsm.ShardRevoking:
-		info.State = ShardRevoking
-	}
+	info := ShardInfo{Shard: s, State: ShardState(sh.State.String())}
 	info.Owner, _ = ownerOf(&sh)
 	info.Owner.Token = sh.Token
 	return info, true

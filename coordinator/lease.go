@@ -2,13 +2,9 @@ package coordinator
 
 import (
 	"context"
-	"errors"
-	"sync/atomic"
-	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leases"
-	"github.com/holdfast-go/holdfast/internal/session"
 )
 
 // Lease is a named lease held by this node (one holder per name). Its context is
@@ -40,11 +36,8 @@ func (l *Lease) Release(ctx context.Context) error { return l.g.Release(ctx) }
 // leader by a little; call Sync first for an answer that reflects every
 // change committed before the call.
 func (c *Coordinator) Holder(name string) (h Holder, ok bool) {
-	sess, node, nodeID, token, ok := c.fsm.View().HolderNode(name)
-	if !ok {
-		return Holder{}, false
-	}
-	return holderAt(c.fsm.View(), Holder{Node: node, NodeID: nodeID, Session: sess, Token: token}), true
+	lh, ok := leases.HolderOf(c.fsm.View(), name)
+	return Holder(lh), ok
 }
 
 // Acquire blocks until this node holds the named lease, or ctx ends.
@@ -69,38 +62,9 @@ func (c *Coordinator) acquire(ctx context.Context, name string, wait bool) (*Lea
 	return &Lease{belief: *beliefOf(g), g: g}, nil
 }
 
-// nextRequest waits for this node's session and numbers a new request on
-// it. It fails without numbering anything once ctx has ended: nothing was
-// sent, so nothing needs settling.
-func (c *Coordinator) nextRequest(ctx context.Context) (*session.Session, uint64, error) {
-	s, err := c.waitSession(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, 0, err
-	}
-	return s, c.reqSeq.Add(1), nil
-}
-
-// applyRetry applies an idempotent command (one that carries its session
-// and request ID), retrying while its outcome is unknown (the leader was
-// lost mid-commit, a connection broke): a retry of a command that did
-// commit is answered the same way, so an acquire never mints two tokens.
+// applyRetry applies an idempotent command (see leases.Retry).
 func (c *Coordinator) applyRetry(ctx context.Context, cmd fsm.Command) (applyResult, error) {
-	backoff := 20 * time.Millisecond
-	for {
-		res, err := c.apply(ctx, cmd)
-		if err == nil || errors.Is(err, errRejected) || errors.Is(err, errNoSession) ||
-			errors.Is(err, ErrLeaseHeld) || errors.Is(err, ErrShutdown) || ctx.Err() != nil {
-			return res, err
-		}
-		c.log.Debug("command outcome unknown; retrying", "op", cmd.Op.String(), "error", err)
-		if !sleepCtx(ctx, jitter(backoff)) {
-			return res, err
-		}
-		backoff = min(2*backoff, time.Second)
-	}
+	return leases.Retry(ctx, cmd, c.apply, leaseErrors(), c.log)
 }
 
 // Observe streams the holder of the named lease: the current one first,
@@ -108,19 +72,17 @@ func (c *Coordinator) applyRetry(ctx context.Context, cmd fsm.Command) (applyRes
 // coalesced, but the latest is never dropped. The channel closes when ctx
 // ends or the node shuts down.
 func (c *Coordinator) Observe(ctx context.Context, name string) <-chan Holder {
-	ch := make(chan Holder, 1)
-	if !c.spawn(func() { c.observe(ctx, name, ch) }) {
+	return observe(c, ctx, name, toHolder)
+}
+
+// observe streams the holders of the lease name, converted by conv, from a
+// goroutine Shutdown and Close join.
+func observe[T any](c *Coordinator, ctx context.Context, name string, conv func(leases.Holder) T) <-chan T {
+	ch := make(chan T, 1)
+	if !c.spawn(func() { leases.Observe(ctx, c.ctx.Done(), c.fsm.View, name, ch, conv) }) {
 		close(ch)
 	}
 	return ch
 }
 
-func (c *Coordinator) observe(ctx context.Context, name string, ch chan Holder) {
-	streamViews(ctx, c, ch, func(*fsm.View) (Holder, Holder, bool) {
-		h, _ := c.Holder(name)
-		return h, h, true
-	})
-}
-
-// reqCounter is embedded in Coordinator for request IDs.
-type reqCounter = atomic.Uint64
+func toHolder(h leases.Holder) Holder { return Holder(h) }

@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/leases"
 )
 
 // ErrNotLeading is returned by ElectionCheck.Ready while RunElection does not
@@ -46,33 +45,13 @@ type ElectionConfig struct {
 // ElectionCheck is a readiness check tied to holding RunElection's lease; the
 // zero value is ready to use (and not ready: it leads nothing). It is safe
 // for concurrent use.
-type ElectionCheck struct {
-	mu    sync.Mutex
-	lease *Lease
-}
+type ElectionCheck struct{ c leases.Check[*Lease] }
 
 // Ready returns nil while RunElection holds the lease with at least
 // Session.LeaseMargin left; otherwise an error wrapping ErrNotLeading, or the
 // lease's Checkpoint error (ErrLeaseExpiring, ErrLeaseLost) when it is
 // about to end or has just ended.
-func (lc *ElectionCheck) Ready() error {
-	lc.mu.Lock()
-	l := lc.lease
-	lc.mu.Unlock()
-	if l == nil {
-		return ErrNotLeading
-	}
-	return l.Checkpoint()
-}
-
-func (lc *ElectionCheck) set(l *Lease) {
-	if lc == nil {
-		return
-	}
-	lc.mu.Lock()
-	lc.lease = l
-	lc.mu.Unlock()
-}
+func (lc *ElectionCheck) Ready() error { return lc.c.Ready(ErrNotLeading) }
 
 // RunElection acquires the lease cfg.Name until ctx ends, calling
 // cfg.OnStartedLeading for each term this node holds it and acquiring it
@@ -89,94 +68,17 @@ func (c *Coordinator) RunElection(ctx context.Context, cfg ElectionConfig) error
 	case cfg.OnStartedLeading == nil:
 		return fmt.Errorf("%w: LeaderConfig.OnStartedLeading is required", ErrInvalidConfig)
 	}
+	e := &leases.Election[*Lease]{Name: cfg.Name, OnStartedLeading: cfg.OnStartedLeading,
+		OnStoppedLeading: cfg.OnStoppedLeading, Shutdown: ErrShutdown, ReleaseTimeout: c.cfg.RPCTimeout, Log: c.log,
+		Acquire: func(ctx context.Context) (*Lease, error) { return c.Acquire(ctx, cfg.Name) }}
+	if cfg.Check != nil {
+		e.Check = &cfg.Check.c
+	}
 	if cfg.OnNewLeader != nil {
-		octx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			c.notifyNewLeaders(octx, cfg.Name, cfg.OnNewLeader)
-		}()
-		defer func() { stop(); <-done }()
-	}
-	backoff := runLeaderBackoffMin
-	for {
-		l, err := c.Acquire(ctx, cfg.Name)
-		switch {
-		case ctx.Err() != nil:
-			if err == nil { // granted as ctx ended: no term, hand it on
-				c.resign(ctx, l)
-			}
-			return nil
-		case errors.Is(err, ErrShutdown):
-			return ErrShutdown
-		case err != nil:
-			c.log.Warn("campaign failed; retrying", "lease", cfg.Name, "error", err, "retry_in", backoff)
-			if !sleepCtx(ctx, backoff) {
-				return nil
-			}
-			backoff = min(2*backoff, runLeaderBackoffMax)
-			continue
-		}
-		backoff = runLeaderBackoffMin
-		c.leaderTerm(ctx, cfg, l)
-		if ctx.Err() != nil {
-			return nil
+		e.OnNewLeader = func(h leases.Holder) { cfg.OnNewLeader(Holder(h)) }
+		e.Observe = func(ctx context.Context) <-chan leases.Holder {
+			return observe(c, ctx, cfg.Name, func(h leases.Holder) leases.Holder { return h })
 		}
 	}
-}
-
-// RunElection's backoff between failed campaigns.
-const (
-	runLeaderBackoffMin = 100 * time.Millisecond
-	runLeaderBackoffMax = 5 * time.Second
-)
-
-// leaderTerm runs one term of RunElection: OnStartedLeading under l until
-// the lease or ctx ends, then (if ctx ended) the release, then
-// OnStoppedLeading.
-func (c *Coordinator) leaderTerm(ctx context.Context, cfg ElectionConfig, l *Lease) {
-	c.log.Info("started leading", "lease", cfg.Name, "token", l.Token())
-	cfg.Check.set(l)
-	termCtx, cancel := context.WithCancel(l.Context())
-	returned := make(chan struct{})
-	go func() {
-		defer close(returned)
-		cfg.OnStartedLeading(termCtx, l)
-	}()
-	select {
-	case <-l.Done():
-	case <-ctx.Done():
-	}
-	cancel()
-	<-returned
-	cfg.Check.set(nil)
-	if l.Err() == nil { // ctx ended: hand the lease on
-		c.resign(ctx, l)
-	}
-	cause := l.Err()
-	c.log.Info("stopped leading", "lease", cfg.Name, "token", l.Token(), "cause", cause)
-	if cfg.OnStoppedLeading != nil {
-		cfg.OnStoppedLeading(cause)
-	}
-}
-
-// resign releases l after ctx ended, bounded by RPCTimeout.
-func (c *Coordinator) resign(ctx context.Context, l *Lease) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.RPCTimeout)
-	defer cancel()
-	if err := l.Release(rctx); err != nil {
-		c.log.Warn("releasing the lease failed; it ends with this node's session", "lease", l.Name(), "error", err)
-	}
-}
-
-// notifyNewLeaders calls f with each new holder of the lease name until
-// ctx ends.
-func (c *Coordinator) notifyNewLeaders(ctx context.Context, name string, f func(Holder)) {
-	var last uint64
-	for h := range c.Observe(ctx, name) {
-		if h.Token != 0 && h.Token != last {
-			last = h.Token
-			f(h)
-		}
-	}
+	return e.Run(ctx)
 }

@@ -3,9 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
-	"strings"
 
-	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leases"
 )
 
@@ -71,49 +69,13 @@ func (c *Coordinator) TryAcquireSemaphore(ctx context.Context, name string, limi
 // (token) order, from the local replica (which may lag the leader by a
 // little); nil when nobody holds one.
 func (c *Coordinator) Semaphore(name string) []Holder {
-	s, ok := c.fsm.View().Semaphore(name)
-	if !ok {
-		return nil
-	}
-	v := c.fsm.View()
-	out := make([]Holder, 0, len(s.Holders))
-	for _, h := range s.Holders {
-		out = append(out, holderAt(v, Holder{Node: h.Node, NodeID: h.NodeID, Session: h.Session, Token: h.Token}))
-	}
-	return out
+	return leases.SemHolders(c.fsm.View(), name, toHolder)
 }
 
 func (c *Coordinator) acquireSem(ctx context.Context, name string, limit int, wait bool) (*Permit, error) {
 	g, err := c.leases.Acquire(ctx, leases.Request{Kind: leases.Semaphore, Name: name, Limit: limit, Wait: wait})
 	if err != nil {
-		return nil, semError(err)
+		return nil, leases.SemError(err, ErrSemaphoreFull, ErrSemaphoreLimit)
 	}
 	return &Permit{belief: *beliefOf(g), g: g}, nil
 }
-
-// semError maps a refusal of the state machine (returned locally, or
-// forwarded with its own wire code) to ErrSemaphoreFull or
-// ErrSemaphoreLimit, with the state machine's detail ("2 of 2 permits of x
-// held") and ErrRejected still in the chain.
-func semError(err error) error {
-	for _, k := range []struct{ fsmErr, ours error }{{fsm.ErrSemFull, ErrSemaphoreFull}, {fsm.ErrSemLimit, ErrSemaphoreLimit}} {
-		if errors.Is(err, k.fsmErr) {
-			_, detail, _ := strings.Cut(err.Error(), k.fsmErr.Error())
-			return &semRefusal{kind: k.ours, detail: detail, err: err}
-		}
-	}
-	return err
-}
-
-// semRefusal is a refused semaphore acquire: kind, then the detail.
-type semRefusal struct {
-	kind   error
-	detail string
-	err    error // the refusal as the state machine or the leader gave it
-}
-
-func (e *semRefusal) Error() string { return e.kind.Error() + e.detail }
-
-// Unwrap returns the kind and the original refusal (which wraps
-// ErrRejected).
-func (e *semRefusal) Unwrap() []error { return []error{e.kind, e.err} }

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/leases"
 	"github.com/holdfast-go/holdfast/internal/raftnode"
 	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/transport"
@@ -69,6 +70,7 @@ func TestForwardedSemaphoreRefusalKeepsItsKind(t *testing.T) {
 	defer follower.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	semError := func(err error) error { return leases.SemError(err, ErrSemaphoreFull, ErrSemaphoreLimit) }
 	for _, tc := range []struct {
 		fsmErr, want error
 		code         string

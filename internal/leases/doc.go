@@ -30,4 +30,14 @@
 // given up so that it changes nothing when it does. Settling is retried
 // until it commits, for as long as the session lives: when the session
 // ends, everything it held or waited for goes with it.
+//
+// # Built on the grants
+//
+// Election is a client-go-style leader election loop over any lease handle
+// (Term), with its readiness Check. HolderOf, SemHolders, List and Observe
+// read who holds what from a replica view. Retry commits an idempotent
+// command, retrying while its outcome is unknown. SemError gives a
+// semaphore refusal its caller-facing kind. Election.Run and Observe block:
+// they run in their caller's goroutine, and Run joins the goroutines it
+// starts before it returns.
 package leases

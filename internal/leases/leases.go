@@ -12,6 +12,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // Belief is this node's belief in one grant (made by Options.Believe): a
@@ -25,15 +26,11 @@ type Belief interface {
 	End(cause error) bool
 }
 
-// Result is what a committed acquire or release returned.
-type Result struct {
-	Index   uint64 // the raft index the command was applied at
-	Token   uint64 // the holder's token after an acquire
-	Holder  string // the holder's session after an acquire (leases)
-	Request uint64 // the holder's request that its grant answered (leases)
-	Queued  bool   // the acquire queued the request
-	Stale   bool   // the request had already been given up or superseded
-}
+// Result is what a committed acquire or release returned: the raft index
+// it was applied at, the holder's token, session and answered request
+// after an acquire, whether it queued the request (Queued) or found it
+// given up or superseded (Stale).
+type Result = wire.ApplyResult
 
 // Errors are the error values the part returns and recognises in the
 // proposer's errors (matched with errors.Is).
@@ -71,8 +68,12 @@ type Options struct {
 	View func() *fsm.View
 	// NextRequest waits for this node's current session and numbers a new
 	// request on it; it fails without numbering anything once ctx has
-	// ended. Required.
+	// ended. If nil, the part numbers requests itself on the sessions
+	// WaitSession returns.
 	NextRequest func(ctx context.Context) (*session.Session, uint64, error)
+	// WaitSession blocks until this node has a live session (used only
+	// when NextRequest is nil).
+	WaitSession func(ctx context.Context) (*session.Session, error)
 	// Believe starts this node's belief in a grant of kind to session s,
 	// seen in the replica at index. Required.
 	Believe func(s *session.Session, kind Kind, token, index uint64) Belief
@@ -114,6 +115,9 @@ type Part struct {
 func New(o Options) *Part {
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.NextRequest == nil {
+		o.NextRequest = numbered(o.WaitSession)
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
