@@ -64,9 +64,9 @@ func (lc *ElectionCheck) Ready() error { return lc.c.Ready(ErrNotLeading) }
 func (c *Coordinator) RunElection(ctx context.Context, cfg ElectionConfig) error {
 	switch {
 	case cfg.Name == "" || len(cfg.Name) > fsm.MaxNameLength:
-		return fmt.Errorf("%w: LeaderConfig.Name must have 1 to %d bytes", ErrInvalidConfig, fsm.MaxNameLength)
+		return fmt.Errorf("%w: ElectionConfig.Name must have 1 to %d bytes", ErrInvalidConfig, fsm.MaxNameLength)
 	case cfg.OnStartedLeading == nil:
-		return fmt.Errorf("%w: LeaderConfig.OnStartedLeading is required", ErrInvalidConfig)
+		return fmt.Errorf("%w: ElectionConfig.OnStartedLeading is required", ErrInvalidConfig)
 	}
 	e := &leases.Election[*Lease]{Name: cfg.Name, OnStartedLeading: cfg.OnStartedLeading,
 		OnStoppedLeading: cfg.OnStoppedLeading, Shutdown: ErrShutdown, ReleaseTimeout: c.cfg.RPCTimeout, Log: c.log,
