@@ -27,9 +27,9 @@ func benchCluster(b *testing.B) *holdfasttest.Cluster {
 	return cl
 }
 
-// BenchmarkCampaignResign measures acquire + release round trips of one
+// BenchmarkAcquireRelease measures acquire + release round trips of one
 // named lease: by one contender, and by 8 contenders on 3 nodes.
-func BenchmarkCampaignResign(b *testing.B) {
+func BenchmarkAcquireRelease(b *testing.B) {
 	b.Run("uncontended", func(b *testing.B) {
 		cl := benchCluster(b)
 		c := cl.Node(1).C()

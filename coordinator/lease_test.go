@@ -18,7 +18,7 @@ import (
 	"github.com/holdfast-go/holdfast/holdfasttest"
 )
 
-func TestCampaignResignHandsOver(t *testing.T) {
+func TestAcquireReleaseHandsOver(t *testing.T) {
 	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3})
 	cl.WaitFormed(formTimeout)

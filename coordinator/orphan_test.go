@@ -121,11 +121,11 @@ func TestTimedOutForwardedTryAcquireLeavesNoOrphanGrant(t *testing.T) {
 	}
 }
 
-// TestCampaignNotBlockedBehindOrphanedQueueEntry: a Campaign that timed
+// TestAcquireNotBlockedBehindOrphanedQueueEntry: a Campaign that timed
 // out after the leader queued it leaves a queue entry behind; a later
 // Campaign on the same node must get the lease when it comes to the node,
 // not wait for ever while its own session holds it.
-func TestCampaignNotBlockedBehindOrphanedQueueEntry(t *testing.T) {
+func TestAcquireNotBlockedBehindOrphanedQueueEntry(t *testing.T) {
 	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
 	leader := cl.WaitFormed(formTimeout)
@@ -190,10 +190,10 @@ func TestCampaignNotBlockedBehindOrphanedQueueEntry(t *testing.T) {
 	}
 }
 
-// TestResignWithCancelledContextReleasesOnFollower: Resign ends the local
+// TestReleaseWithCancelledContextReleasesOnFollower: Resign ends the local
 // belief at once and must still deliver the release when its context is
 // already cancelled.
-func TestResignWithCancelledContextReleasesOnFollower(t *testing.T) {
+func TestReleaseWithCancelledContextReleasesOnFollower(t *testing.T) {
 	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
 	leader := cl.WaitFormed(formTimeout)

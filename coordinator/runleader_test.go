@@ -91,12 +91,12 @@ func waitStopped(t *testing.T, r *runner) error {
 	}
 }
 
-// TestRunLeader runs RunLeader on three nodes: one leads and is the only
+// TestRunElection runs RunLeader on three nodes: one leads and is the only
 // ready one; isolating it ends its term by its own timer and another node
 // takes over; once healed it campaigns again on its own, and gets the
 // lease when the others' contexts end (the one leading resigns). Tokens
 // only grow, and OnNewLeader reports each holder in order.
-func TestRunLeader(t *testing.T) {
+func TestRunElection(t *testing.T) {
 	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
 	cl.WaitFormed(formTimeout)
@@ -186,10 +186,10 @@ func TestRunLeader(t *testing.T) {
 	}
 }
 
-// TestRunLeaderConfigAndShutdown checks that RunLeader refuses an invalid
+// TestRunElectionConfigAndShutdown checks that RunElection refuses an invalid
 // config at once, and returns ErrShutdown (after OnStoppedLeading) when
 // the coordinator shuts down during a term.
-func TestRunLeaderConfigAndShutdown(t *testing.T) {
+func TestRunElectionConfigAndShutdown(t *testing.T) {
 	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1, InMemory: true})
 	cl.WaitFormed(formTimeout)
@@ -200,7 +200,7 @@ func TestRunLeaderConfigAndShutdown(t *testing.T) {
 		{Name: "x"},
 	} {
 		if err := c.RunElection(ctx, cfg); !errors.Is(err, coordinator.ErrInvalidConfig) {
-			t.Errorf("RunLeader(%+v) = %v, want ErrInvalidConfig", cfg, err)
+			t.Errorf("RunElection(%+v) = %v, want ErrInvalidConfig", cfg, err)
 		}
 	}
 	r := startRunner(c, 0, "solo")
