@@ -52,10 +52,10 @@ type Coordinator struct {
 
 	spawnMu  sync.Mutex
 	spawnOff bool
-	futs     futures // raft futures in flight (the node's)
+	futs     raftnode.Futures // raft futures in flight (the node's)
 
-	leaderCh chan bool   // raft's NotifyCh
-	noLeader leaderWatch // since when no raft leader is known (sync.go)
+	leaderCh chan bool            // raft's NotifyCh
+	noLeader raftnode.LeaderWatch // since when no raft leader is known
 
 	keyStore   *keyring.Store     // the persisted gossip keyring (gossipkeys.go)
 	gossipKeys *keyring.Keyring   // cluster-wide gossip key rotation (gossipkeys.go)
@@ -96,7 +96,7 @@ func New(cfg Config) (*Coordinator, error) {
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	c.sessCtx, c.sessCancel = context.WithCancelCause(c.ctx)
 	c.sessions = c.newSessionClient()
-	c.noLeader.since = time.Now() // no leader is known at start
+	c.noLeader.Start() // no leader is known at start
 	if err := c.start(); err != nil {
 		c.cancel(ErrShutdown)
 		c.closeAll()
@@ -142,7 +142,7 @@ func (c *Coordinator) start() error {
 	c.goLoop(func() { c.lessor.ConfirmLoop(c.ctx) })
 	c.goLoop(func() { c.sessions.Run(c.sessCtx) })
 	c.shards.Start()
-	c.goLoop(c.leaderWatchLoop)
+	c.goLoop(func() { c.noLeader.Run(c.ctx, c.raft) })
 	return nil
 }
 
@@ -231,13 +231,13 @@ func (c *Coordinator) leave(ctx context.Context) error {
 		transfer, remove = c.cluster.LeavePlan()
 	}
 	if transfer {
-		if _, err := issue(ctx, &c.futs, c.raft.LeadershipTransfer); err != nil {
+		if _, err := raftnode.Issue(ctx, &c.futs, c.raft.LeadershipTransfer); err != nil {
 			errs = append(errs, fmt.Errorf("leadership transfer: %w", err))
 		}
 	}
 	if remove {
 		rctx, cancel := context.WithTimeout(ctx, 2*c.cfg.RPCTimeout)
-		if err := c.removeSelf(rctx); err != nil {
+		if err := c.node.RemoveSelf(rctx); err != nil {
 			errs = append(errs, fmt.Errorf("leaving the raft configuration: %w", err))
 		}
 		cancel()
@@ -268,7 +268,7 @@ func (c *Coordinator) closeSession(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.RPCTimeout)
 	defer cancel()
-	_, err := c.apply(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: s.ID()}})
+	_, err := c.node.Apply(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: s.ID()}})
 	return err
 }
 

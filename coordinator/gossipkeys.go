@@ -75,13 +75,13 @@ type remoteCaller struct{ t *transport.Transport }
 
 // Call implements keyring.Caller.
 func (r remoteCaller) Call(ctx context.Context, addr, method string, req, resp any) error {
-	return fromRemote(r.t.Call(ctx, addr, method, req, resp))
+	return wire.FromRemote(r.t.Call(ctx, addr, method, req, resp))
 }
 
 // serveKeyring handles an inbound methodGossipKeyring RPC.
 func (c *Coordinator) serveKeyring(body []byte) ([]byte, error) {
 	b, err := c.gossipKeys.Serve(body)
-	return b, toRemote(err)
+	return b, wire.ToRemote(err)
 }
 
 // keyID names a key in logs without revealing it.

@@ -7,13 +7,14 @@ import (
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leases"
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // newLeases builds the part that holds this node's leases and semaphore
 // permits (package internal/leases) over the coordinator's replica,
 // proposer and session. It starts the part's watch loop; closeAll joins it.
 func newLeases(c *Coordinator) *leases.Part {
-	propose := func(f func(context.Context, fsm.Command) (applyResult, error)) func(context.Context, fsm.Command) (leases.Result, error) {
+	propose := func(f func(context.Context, fsm.Command) (wire.ApplyResult, error)) func(context.Context, fsm.Command) (leases.Result, error) {
 		return func(ctx context.Context, cmd fsm.Command) (leases.Result, error) {
 			r, err := f(ctx, cmd)
 			return leases.Result{Index: r.Index, Token: r.Token, Holder: r.Holder, Request: r.Request, Queued: r.Queued, Stale: r.Stale}, err
@@ -26,9 +27,9 @@ func newLeases(c *Coordinator) *leases.Part {
 			b := newBelief(c, kind.String(), s, token, index)
 			return grantBelief{&b}
 		},
-		Propose:      propose(c.apply),
+		Propose:      propose(c.node.Apply),
 		ProposeRetry: propose(c.applyRetry),
-		Errors: leases.Errors{Shutdown: ErrShutdown, Rejected: errRejected, NoSession: errNoSession,
+		Errors: leases.Errors{Shutdown: ErrShutdown, Rejected: wire.ErrRejected, NoSession: wire.ErrNoSession,
 			Held: ErrLeaseHeld, Resigned: ErrReleased, Lost: ErrLeaseLost},
 		AttemptTimeout: c.cfg.RPCTimeout,
 		Log:            c.log,

@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/raftnode"
 	"github.com/holdfast-go/holdfast/internal/shards"
 )
 
@@ -65,7 +66,7 @@ func (d *runningDuties) stop() {
 func (c *Coordinator) leaderDuties(ctx context.Context) {
 	for {
 		barrier := func() raft.Future { return c.raft.Barrier(c.cfg.RPCTimeout) }
-		if _, err := issue(ctx, &c.futs, barrier); err == nil {
+		if _, err := raftnode.Issue(ctx, &c.futs, barrier); err == nil {
 			break
 		} else if ctx.Err() != nil {
 			return

@@ -9,6 +9,7 @@ import (
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leases"
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // Lease is a named lease held by this node (one holder per name). Its context is
@@ -87,11 +88,11 @@ func (c *Coordinator) nextRequest(ctx context.Context) (*session.Session, uint64
 // and request ID), retrying while its outcome is unknown (the leader was
 // lost mid-commit, a connection broke): a retry of a command that did
 // commit is answered the same way, so an acquire never mints two tokens.
-func (c *Coordinator) applyRetry(ctx context.Context, cmd fsm.Command) (applyResult, error) {
+func (c *Coordinator) applyRetry(ctx context.Context, cmd fsm.Command) (wire.ApplyResult, error) {
 	backoff := 20 * time.Millisecond
 	for {
-		res, err := c.apply(ctx, cmd)
-		if err == nil || errors.Is(err, errRejected) || errors.Is(err, errNoSession) ||
+		res, err := c.node.Apply(ctx, cmd)
+		if err == nil || errors.Is(err, wire.ErrRejected) || errors.Is(err, wire.ErrNoSession) ||
 			errors.Is(err, ErrLeaseHeld) || errors.Is(err, ErrShutdown) || ctx.Err() != nil {
 			return res, err
 		}
