@@ -53,7 +53,7 @@ func (c *Coordinator) newCluster() *cluster.Cluster {
 				c.metrics.failureTolerance.Set(float64(failureTolerance))
 			}
 		},
-		NewID: raftnode.NewID,
+		NewID:   raftnode.NewID,
 		Log:     c.log,
 		Closing: c.closing,
 	}

@@ -24,7 +24,7 @@ func (c *Coordinator) newSessionClient() *session.Client {
 		RPCTimeout:  c.cfg.RPCTimeout,
 		Margin:      c.cfg.Session.LeaseMargin,
 		MaxDrift:    c.cfg.Session.MaxClockDrift,
-		NewID: raftnode.NewID,
+		NewID:       raftnode.NewID,
 		LeaderKnown: func() bool { addr, _ := leader(); return addr != "" },
 		Create: func(ctx context.Context, id string) (uint64, error) {
 			cmd := &fsm.SessionCmd{ID: id, Node: c.cfg.NodeName, NodeID: c.id, TTLNanos: int64(c.cfg.Session.TTL)}
@@ -39,9 +39,9 @@ func (c *Coordinator) newSessionClient() *session.Client {
 		KeepAlive: session.SendKeepAlive(leader, func(ctx context.Context, id string) (uint64, error) {
 			return c.lessor.KeepAlive(ctx, id)
 		}, c.trans),
-		Wait:      c.fsm.Wait,
-		Renewing:  func(v *fsm.View, s *session.Session) { c.shards.Sync(v, s) },
-		Spawn:     c.spawn,
+		Wait:     c.fsm.Wait,
+		Renewing: func(v *fsm.View, s *session.Session) { c.shards.Sync(v, s) },
+		Spawn:    c.spawn,
 		// The loop starts after the metrics exist (start).
 		Answered: func(rtt time.Duration) { c.metrics.keepAliveLatency.Observe(rtt.Seconds()) },
 		Failed:   func() { c.metrics.keepAliveFailures.Inc() },

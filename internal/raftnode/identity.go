@@ -102,4 +102,3 @@ func checkName(dataDir, name string, allowRename bool) (renamedFrom string, err 
 	}
 	return prev, nil
 }
-
