@@ -38,7 +38,7 @@ func (c *Coordinator) newSessionClient() *session.Client {
 		},
 		KeepAlive: session.SendKeepAlive(leader, func(ctx context.Context, id string) (uint64, error) {
 			return c.lessor.KeepAlive(ctx, id)
-		}, c.trans),
+		}, func() session.Caller { return c.trans }),
 		Wait:     c.fsm.Wait,
 		Renewing: func(v *fsm.View, s *session.Session) { c.shards.Sync(v, s) },
 		Spawn:    c.spawn,

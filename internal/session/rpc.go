@@ -20,10 +20,11 @@ type LeaderFunc func() (addr string, self bool)
 
 // SendKeepAlive returns a ClientOptions.KeepAlive that renews a session at
 // the current leader: local (this node's lessor) when this node leads,
-// else wire.MethodKeepAlive over call. It returns the leader's applied
+// else wire.MethodKeepAlive over caller() (read at each call: the host's
+// transport may start after the client is built). It returns the leader's applied
 // index at the moment it answered; wire.ErrNoLeader when no leader is
 // known.
-func SendKeepAlive(leader LeaderFunc, local func(ctx context.Context, id string) (uint64, error), call Caller) func(ctx context.Context, id string) (uint64, error) {
+func SendKeepAlive(leader LeaderFunc, local func(ctx context.Context, id string) (uint64, error), caller func() Caller) func(ctx context.Context, id string) (uint64, error) {
 	return func(ctx context.Context, id string) (uint64, error) {
 		addr, self := leader()
 		switch {
@@ -33,7 +34,7 @@ func SendKeepAlive(leader LeaderFunc, local func(ctx context.Context, id string)
 			return 0, wire.ErrNoLeader
 		}
 		var rep wire.KeepAliveReply
-		err := wire.FromRemote(call.Call(ctx, addr, wire.MethodKeepAlive, wire.KeepAliveRequest{Session: id}, &rep))
+		err := wire.FromRemote(caller().Call(ctx, addr, wire.MethodKeepAlive, wire.KeepAliveRequest{Session: id}, &rep))
 		return rep.Index, err
 	}
 }
