@@ -56,19 +56,7 @@ func (c *Coordinator) currentSession() (*session.Session, <-chan struct{}) {
 
 // waitSession blocks until this node has a valid session.
 func (c *Coordinator) waitSession(ctx context.Context) (*session.Session, error) {
-	for {
-		s, changed := c.currentSession()
-		if s != nil {
-			return s, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-c.ctx.Done():
-			return nil, ErrShutdown
-		case <-changed:
-		}
-	}
+	return c.sessions.Await(ctx, c.ctx.Done())
 }
 
 // jitter returns d ± 10%.

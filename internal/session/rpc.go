@@ -94,3 +94,21 @@ func NotLeaderHere(leader LeaderFunc) func() error {
 		return &wire.NotLeaderError{Leader: addr}
 	}
 }
+
+// Await blocks until c has a valid session and returns it: ctx's error
+// once ctx ends first, wire.ErrShutdown once stop is closed first.
+func (c *Client) Await(ctx context.Context, stop <-chan struct{}) (*Session, error) {
+	for {
+		s, changed := c.Current()
+		if s != nil {
+			return s, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-stop:
+			return nil, wire.ErrShutdown
+		case <-changed:
+		}
+	}
+}
