@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/holdfast-go/holdfast/internal/raftnode"
-	"github.com/holdfast-go/holdfast/internal/session"
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
@@ -16,7 +15,8 @@ const maxPendingForwards = 512
 // newDispatcher routes the inbound RPCs to the parts that answer them.
 func (c *Coordinator) newDispatcher() *wire.Dispatcher {
 	d := wire.NewDispatcher(c.closing)
-	d.Handle(wire.MethodStats, func(_ context.Context, body []byte) ([]byte, error) { return c.cluster.ServeStats(body) })
+	c.cluster.Register(d)
+	c.lessor.Register(d)
 	d.Handle(wire.MethodApply, raftnode.ServeForwards(raftnode.ForwardOptions{
 		Limit:   maxPendingForwards,
 		Metrics: raftnode.ForwardMetrics{Refused: c.metrics.forwardsRefused, Expired: c.metrics.forwardsExpired},
@@ -25,11 +25,6 @@ func (c *Coordinator) newDispatcher() *wire.Dispatcher {
 	}))
 	d.Handle(wire.MethodRemove, c.node.ServeRemove)
 	d.Handle(wire.MethodSync, c.reads().ServeSync)
-	d.Handle(wire.MethodConfirm, session.ServeConfirm(c.raft.CurrentTerm))
-	d.Handle(wire.MethodKeepAlive, c.lessor.ServeKeepAlive)
 	d.Handle(wire.MethodGossipKeyring, func(_ context.Context, body []byte) ([]byte, error) { return c.serveKeyring(body) })
-	for _, m := range []string{wire.MethodBootstrapPrepare, wire.MethodBootstrapCommit, wire.MethodBootstrapAbort} {
-		d.Handle(m, func(_ context.Context, body []byte) ([]byte, error) { return c.cluster.ServeBootstrap(m, body) })
-	}
 	return d
 }

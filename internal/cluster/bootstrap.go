@@ -279,6 +279,15 @@ func (cl *Cluster) ServeBootstrap(method string, body []byte) ([]byte, error) {
 	return cl.boot.serve(method, body)
 }
 
+// Register registers the cluster part's handlers in d: autopilot's stats
+// poll (ServeStats) and the bootstrap round (ServeBootstrap).
+func (cl *Cluster) Register(d *wire.Dispatcher) {
+	d.Handle(wire.MethodStats, func(_ context.Context, body []byte) ([]byte, error) { return cl.ServeStats(body) })
+	for _, m := range []string{wire.MethodBootstrapPrepare, wire.MethodBootstrapCommit, wire.MethodBootstrapAbort} {
+		d.Handle(m, func(_ context.Context, body []byte) ([]byte, error) { return cl.ServeBootstrap(m, body) })
+	}
+}
+
 // serve answers one bootstrap RPC: a prepare promises (if this node is in
 // the set and free to), an abort releases, a commit bootstraps only the
 // proposal this node promised.

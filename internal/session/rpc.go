@@ -39,12 +39,16 @@ func SendKeepAlive(leader LeaderFunc, local func(ctx context.Context, id string)
 	}
 }
 
-// ServeKeepAlive is the leader's handler of wire.MethodKeepAlive.
-func (l *Lessor) ServeKeepAlive(ctx context.Context, body []byte) ([]byte, error) {
-	return wire.Typed(func(ctx context.Context, req wire.KeepAliveRequest) (wire.KeepAliveReply, error) {
+// Register registers the session handlers in d: wire.MethodKeepAlive
+// (answered by this lessor, which refuses while it is not active) and
+// wire.MethodConfirm (answered from LessorOptions.Term: yes while this
+// node's current raft term is the one asked about).
+func (l *Lessor) Register(d *wire.Dispatcher) {
+	d.Handle(wire.MethodKeepAlive, wire.Typed(func(ctx context.Context, req wire.KeepAliveRequest) (wire.KeepAliveReply, error) {
 		index, err := l.KeepAlive(ctx, req.Session)
 		return wire.KeepAliveReply{Index: index}, err
-	})(ctx, body)
+	}))
+	d.Handle(wire.MethodConfirm, ServeConfirm(l.o.Term))
 }
 
 // AskConfirm returns a LessorOptions.Confirm that asks the voter at addr,
