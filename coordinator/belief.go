@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // belief is what leader leases, shard leases and permits share: a token and
@@ -59,7 +60,7 @@ func (b *belief) Remaining() time.Duration { return b.life.Observe() }
 func (b *belief) Checkpoint() error {
 	r := b.life.Observe()
 	if err := b.life.Cause(); err != nil {
-		return wrap(ErrLeaseLost, err)
+		return wire.Wrap(ErrLeaseLost, err)
 	}
 	if r < b.c.cfg.Session.LeaseMargin {
 		return &ExpiringError{Remaining: r, Margin: b.c.cfg.Session.LeaseMargin}

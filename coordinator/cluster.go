@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/holdfast-go/holdfast/internal/cluster"
+	"github.com/holdfast-go/holdfast/internal/raftnode"
 )
 
 // newCluster builds the formation part (internal/cluster) over this
@@ -39,11 +40,11 @@ func (c *Coordinator) newCluster() *cluster.Cluster {
 		Heard:                   heardBy{c},
 		View:                    c.fsm.View,
 		ApplyLocal: func(ctx context.Context, cmd []byte) error {
-			_, err := c.applyLocal(ctx, cmd)
+			_, err := c.node.ApplyLocal(ctx, cmd)
 			return err
 		},
 		Issue: func(ctx context.Context, mk func() raft.Future) error {
-			_, err := issue(ctx, &c.futs, mk)
+			_, err := raftnode.Issue(ctx, &c.futs, mk)
 			return err
 		},
 		OnHealth: func(healthy bool, failureTolerance int) {
@@ -52,7 +53,7 @@ func (c *Coordinator) newCluster() *cluster.Cluster {
 				c.metrics.failureTolerance.Set(float64(failureTolerance))
 			}
 		},
-		NewID:   newID,
+		NewID:   raftnode.NewID,
 		Log:     c.log,
 		Closing: c.closing,
 	}

@@ -51,10 +51,10 @@ type Coordinator struct {
 
 	spawnMu  sync.Mutex
 	spawnOff bool
-	futs     futures // raft futures in flight (the node's)
+	futs     raftnode.Futures // raft futures in flight (the node's)
 
-	leaderCh chan bool   // raft's NotifyCh
-	noLeader leaderWatch // since when no raft leader is known (sync.go)
+	leaderCh chan bool            // raft's NotifyCh
+	noLeader raftnode.LeaderWatch // since when no raft leader is known
 
 	keyStore   *keyring.Store     // the persisted gossip keyring (gossipkeys.go)
 	gossipKeys *keyring.Keyring   // cluster-wide gossip key rotation (gossipkeys.go)
@@ -95,7 +95,7 @@ func New(cfg Config) (*Coordinator, error) {
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	c.sessCtx, c.sessCancel = context.WithCancelCause(c.ctx)
 	c.sessions = c.newSessionClient()
-	c.noLeader.since = time.Now() // no leader is known at start
+	c.noLeader.Start() // no leader is known at start
 	if err := c.start(); err != nil {
 		c.cancel(ErrShutdown)
 		c.closeAll()
@@ -141,7 +141,7 @@ func (c *Coordinator) start() error {
 	c.goLoop(func() { c.lessor.ConfirmLoop(c.ctx) })
 	c.goLoop(func() { c.sessions.Run(c.sessCtx) })
 	c.shards.Start()
-	c.goLoop(c.leaderWatchLoop)
+	c.goLoop(func() { c.noLeader.Run(c.ctx, c.raft) })
 	return nil
 }
 
@@ -234,7 +234,7 @@ func (c *Coordinator) leave(ctx context.Context) error {
 	}
 	if remove {
 		rctx, cancel := context.WithTimeout(ctx, 2*c.cfg.RPCTimeout)
-		if err := c.removeSelf(rctx); err != nil {
+		if err := c.node.RemoveSelf(rctx); err != nil {
 			errs = append(errs, fmt.Errorf("leaving the raft configuration: %w", err))
 		}
 		cancel()
@@ -259,7 +259,7 @@ func (c *Coordinator) leave(ctx context.Context) error {
 func (c *Coordinator) transferLeadership(ctx context.Context) {
 	var err error
 	for range 2 {
-		if _, err = issue(ctx, &c.futs, c.raft.LeadershipTransfer); err == nil || ctx.Err() != nil {
+		if _, err = raftnode.Issue(ctx, &c.futs, c.raft.LeadershipTransfer); err == nil || ctx.Err() != nil {
 			break
 		}
 	}
@@ -283,7 +283,7 @@ func (c *Coordinator) closeSession(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.RPCTimeout)
 	defer cancel()
-	_, err := c.apply(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: s.ID()}})
+	_, err := c.node.Apply(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: s.ID()}})
 	return err
 }
 

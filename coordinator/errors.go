@@ -15,14 +15,9 @@ var (
 	// ErrNoLeader is returned when a write needs the raft leader and none is
 	// known (an election is under way or quorum is lost).
 	ErrNoLeader = wire.ErrNoLeader
-	// errNotLeader is returned by leader-only RPCs that reached a follower.
-	errNotLeader = wire.ErrNotLeader
 	// ErrDuplicateName is returned by New when another live node already
 	// uses this node's name.
 	ErrDuplicateName = errors.New("holdfast: node name already in use")
-	// errRejected is returned when the state machine refused a command; the
-	// wrapped error says why.
-	errRejected = wire.ErrRejected
 	// ErrLeaseHeld is returned by TryAcquire when another node holds the
 	// lease.
 	ErrLeaseHeld = wire.ErrLeaseHeld
@@ -41,13 +36,6 @@ var (
 	// ErrSessionExpired is the cause when this node's belief in its session
 	// lapsed (no keepalive answered in time) or the leader expired it.
 	ErrSessionExpired = session.ErrExpired
-	// errBusy is returned when the raft leader refused a forwarded command
-	// because maxPendingForwards were already waiting; commands with a
-	// request ID are retried with backoff.
-	errBusy = wire.ErrBusy
-	// errNoSession is returned when a request names a session the cluster
-	// no longer has.
-	errNoSession = wire.ErrNoSession
 )
 
 // ExpiringError is returned by Lease.Checkpoint when the time left is below
@@ -62,8 +50,3 @@ func (e *ExpiringError) Error() string {
 
 // Is makes errors.Is(err, ErrLeaseExpiring) true.
 func (e *ExpiringError) Is(target error) bool { return target == ErrLeaseExpiring }
-
-// notLeaderError is returned when a request reached a node that is not the
-// raft leader. Leader is the leader's RPC address when known; errors.Is
-// finds errNotLeader in it.
-type notLeaderError = wire.NotLeaderError

@@ -1,4 +1,6 @@
 package coordinator
 
+import "github.com/holdfast-go/holdfast/internal/wire"
+
 // Names the black-box tests use that are not exported.
-var ErrRejected = errRejected
+var ErrRejected = wire.ErrRejected

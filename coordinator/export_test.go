@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/transport"
 )
 
@@ -45,7 +46,7 @@ func (c *Coordinator) SessionValidUntil() time.Time {
 func (c *Coordinator) KeepAliveNow() error {
 	s, _ := c.currentSession()
 	if s == nil {
-		return errNoSession
+		return wire.ErrNoSession
 	}
 	return c.sessions.KeepAliveOnce(s)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // FormationLogInterval is how often a node that is not yet a member of a
@@ -48,7 +50,7 @@ func (c *Coordinator) WaitReady(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("%w (%w)", err, ctx.Err())
 		case <-c.ctx.Done():
-			return wrap(ErrNotReady, ErrShutdown)
+			return wire.Wrap(ErrNotReady, ErrShutdown)
 		case <-tick.C:
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/holdfast-go/holdfast/internal/keyring"
+	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/transport"
 )
 
@@ -15,16 +16,16 @@ var (
 	// and RemoveGossipKey when this node, or a live member they reach, runs
 	// without gossip encryption (empty Config.Gossip.Keys). Encryption cannot
 	// be switched on at run time: restart the nodes with keys.
-	ErrGossipNotEncrypted = keyring.ErrNotEncrypted
+	ErrGossipNotEncrypted = wire.ErrGossipNotEncrypted
 	// ErrInvalidGossipKey is returned by the gossip key methods for a key
 	// that is not 16, 24 or 32 bytes long.
-	ErrInvalidGossipKey = keyring.ErrInvalidKey
+	ErrInvalidGossipKey = wire.ErrInvalidGossipKey
 	// ErrGossipKeyNotInstalled is returned by UseGossipKey when some live
 	// member does not have the key installed; no node was changed.
-	ErrGossipKeyNotInstalled = keyring.ErrNotInstalled
+	ErrGossipKeyNotInstalled = wire.ErrGossipKeyNotInstalled
 	// ErrGossipKeyPrimary is returned by RemoveGossipKey when the key is the
 	// primary key of some live member; no node was changed.
-	ErrGossipKeyPrimary = keyring.ErrPrimary
+	ErrGossipKeyPrimary = wire.ErrGossipKeyPrimary
 )
 
 // validateGossipKeys checks Config.Gossip.Keys: AES key sizes, no duplicates.
@@ -74,13 +75,13 @@ type remoteCaller struct{ t *transport.Transport }
 
 // Call implements keyring.Caller.
 func (r remoteCaller) Call(ctx context.Context, addr, method string, req, resp any) error {
-	return fromRemote(r.t.Call(ctx, addr, method, req, resp))
+	return wire.FromRemote(r.t.Call(ctx, addr, method, req, resp))
 }
 
 // serveKeyring handles an inbound methodGossipKeyring RPC.
 func (c *Coordinator) serveKeyring(body []byte) ([]byte, error) {
 	b, err := c.gossipKeys.Serve(body)
-	return b, toRemote(err)
+	return b, wire.ToRemote(err)
 }
 
 // keyID names a key in logs without revealing it.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/internal/leases"
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // newLeases builds the part that holds this node's leases and semaphore
@@ -18,7 +19,7 @@ func newLeases(c *Coordinator) *leases.Part {
 			b := newBelief(c, kind.String(), s, token, index)
 			return grantBelief{&b}
 		},
-		Propose:        c.apply,
+		Propose:        c.node.Apply,
 		ProposeRetry:   c.applyRetry,
 		Errors:         leaseErrors(),
 		AttemptTimeout: c.cfg.RPCTimeout,
@@ -29,7 +30,7 @@ func newLeases(c *Coordinator) *leases.Part {
 
 // leaseErrors are the error values package leases returns and recognises.
 func leaseErrors() leases.Errors {
-	return leases.Errors{Shutdown: ErrShutdown, Rejected: errRejected, NoSession: errNoSession,
+	return leases.Errors{Shutdown: ErrShutdown, Rejected: wire.ErrRejected, NoSession: wire.ErrNoSession,
 		Held: ErrLeaseHeld, Resigned: ErrReleased, Lost: ErrLeaseLost}
 }
 

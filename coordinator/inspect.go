@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/internal/leases"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // LeaseInfo describes one held named lease, as a replica shows it.
@@ -96,7 +97,7 @@ var ErrNotReady = errors.New("holdfast: not ready")
 func (c *Coordinator) Ready() error {
 	switch {
 	case c.closing():
-		return wrap(ErrNotReady, ErrShutdown)
+		return wire.Wrap(ErrNotReady, ErrShutdown)
 	case c.ClusterID() == "":
 		return fmt.Errorf("%w: not a member of a formed cluster yet (%s)", ErrNotReady, c.Formation().Progress)
 	}

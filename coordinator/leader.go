@@ -3,80 +3,26 @@ package coordinator
 import (
 	"context"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/raftnode"
 	"github.com/holdfast-go/holdfast/internal/shards"
 )
 
-// leaderLoop follows raft's leadership notifications and runs the leader's
-// duties while this node leads.
+// leaderLoop runs the leader's duties while this node leads (see
+// raftnode.FollowLeadership).
 func (c *Coordinator) leaderLoop() {
-	var duties *runningDuties
-	defer func() { duties.stop() }()
-	for {
-		select {
-		case <-c.ctx.Done():
-			return
-		case isLeader := <-c.leaderCh:
-			if c.metrics != nil {
-				c.metrics.leaderChanges.Inc()
-			}
-			duties.stop()
-			duties = nil
-			if !isLeader {
-				c.log.Info("lost raft leadership")
-				continue
-			}
-			c.log.Info("won raft leadership")
-			duties = c.startDuties()
+	raftnode.FollowLeadership(c.ctx, c.leaderCh, c.log, func() {
+		if c.metrics != nil {
+			c.metrics.leaderChanges.Inc()
 		}
-	}
-}
-
-// runningDuties is one term's leader duties.
-type runningDuties struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func (c *Coordinator) startDuties() *runningDuties {
-	ctx, cancel := context.WithCancel(c.ctx)
-	d := &runningDuties{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(d.done)
-		c.leaderDuties(ctx)
-	}()
-	return d
-}
-
-// stop ends the duties and waits for them; nil is a no-op.
-func (d *runningDuties) stop() {
-	if d == nil {
-		return
-	}
-	d.cancel()
-	<-d.done
+	}, c.leaderDuties)
 }
 
 // leaderDuties runs while this node leads: it makes sure the log is applied
 // (barrier), that the cluster is initialised, runs the lessor and the
 // balancer, and the cluster part's autopilot and member reconciler.
 func (c *Coordinator) leaderDuties(ctx context.Context) {
-	for {
-		barrier := func() raft.Future { return c.raft.Barrier(c.cfg.RPCTimeout) }
-		if _, err := issue(ctx, &c.futs, barrier); err == nil {
-			break
-		} else if ctx.Err() != nil {
-			return
-		} else {
-			c.log.Warn("leader barrier failed; retrying", "error", err)
-		}
-		if !sleepCtx(ctx, c.cfg.Raft.CommitTimeout) {
-			return
-		}
-	}
-	if !c.cluster.InitCluster(ctx) {
+	if !c.node.Barrier(ctx, c.cfg.Raft.CommitTimeout) || !c.cluster.InitCluster(ctx) {
 		return
 	}
 	lessorDone := make(chan struct{})

@@ -5,6 +5,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leases"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // Lease is a named lease held by this node (one holder per name). Its context is
@@ -63,8 +64,8 @@ func (c *Coordinator) acquire(ctx context.Context, name string, wait bool) (*Lea
 }
 
 // applyRetry applies an idempotent command (see leases.Retry).
-func (c *Coordinator) applyRetry(ctx context.Context, cmd fsm.Command) (applyResult, error) {
-	return leases.Retry(ctx, cmd, c.apply, leaseErrors(), c.log)
+func (c *Coordinator) applyRetry(ctx context.Context, cmd fsm.Command) (wire.ApplyResult, error) {
+	return leases.Retry(ctx, cmd, c.node.Apply, leaseErrors(), c.log)
 }
 
 // Observe streams the holder of the named lease: the current one first,

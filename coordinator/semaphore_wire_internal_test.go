@@ -60,7 +60,7 @@ func TestForwardedSemaphoreRefusalKeepsItsKind(t *testing.T) {
 		Metrics: raftnode.ForwardMetrics{Refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "r"}),
 			Expired: prometheus.NewCounter(prometheus.CounterOpts{Name: "e"})},
 		Apply: func(context.Context, []byte) (wire.ApplyResult, error) {
-			return wire.ApplyResult{}, wrap(errRejected, refusal) // as ApplyLocal returns it
+			return wire.ApplyResult{}, wire.Wrap(wire.ErrRejected, refusal) // as ApplyLocal returns it
 		}}))
 	leader.SetHandler(transport.HandlerFunc(d.ServeRPC))
 	follower, err := transport.New(transport.Config{BindAddr: "127.0.0.1:0"})
@@ -81,9 +81,9 @@ func TestForwardedSemaphoreRefusalKeepsItsKind(t *testing.T) {
 		if !errors.As(raw, &re) || re.Code != tc.code {
 			t.Fatalf("the leader answered %v, want code %q", raw, tc.code)
 		}
-		got := semError(fromRemote(raw))
-		local := semError(wrap(errRejected, tc.fsmErr))
-		if !errors.Is(got, tc.want) || !errors.Is(got, errRejected) {
+		got := semError(wire.FromRemote(raw))
+		local := semError(wire.Wrap(wire.ErrRejected, tc.fsmErr))
+		if !errors.Is(got, tc.want) || !errors.Is(got, wire.ErrRejected) {
 			t.Errorf("forwarded refusal %q: not %q and ErrRejected", got, tc.want)
 		}
 		if got.Error() != local.Error() {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/shards"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // shardMetrics are the shard collectors internal/shards updates.
@@ -20,7 +21,7 @@ func (c *Coordinator) balancerOptions() shards.BalancerOptions {
 	return shards.BalancerOptions{
 		View: c.fsm.View,
 		Apply: func(ctx context.Context, cmd fsm.Command) (shards.Applied, error) {
-			res, err := c.applyLocal(ctx, mustEncode(cmd))
+			res, err := c.node.ApplyLocal(ctx, mustEncode(cmd))
 			return shards.Applied{Index: res.Index, Count: res.Count}, err
 		},
 		Expiring:          c.lessor.ExpiringOrDue,
@@ -49,7 +50,7 @@ func (c *Coordinator) newShardManager() *shards.Manager[*ShardLease] {
 			_, err := c.applyRetry(ctx, cmd)
 			return err
 		},
-		IsNoSession: func(err error) bool { return errors.Is(err, errNoSession) },
+		IsNoSession: func(err error) bool { return errors.Is(err, wire.ErrNoSession) },
 		Stop:        c.ctx.Done(),
 		Wrap:        c.wrapShardLease,
 		Acquire: func(ctx context.Context, l *ShardLease) {

@@ -30,19 +30,6 @@ import (
 // cluster forms. A promise lasts BootstrapPromiseTTL; the proposer only
 // bootstraps if every promise arrived within half of it.
 
-type (
-	bootServer   = wire.BootServer
-	bootProposal = wire.BootProposal
-	bootReply    = wire.BootReply
-)
-
-// The bootstrap RPC methods. They are part of the wire protocol.
-const (
-	MethodBootstrapPrepare = "bootstrap.prepare"
-	MethodBootstrapCommit  = "bootstrap.commit"
-	MethodBootstrapAbort   = "bootstrap.abort"
-)
-
 type bootstrapper struct {
 	cl   *Cluster
 	wake chan struct{}
@@ -149,7 +136,7 @@ func (b *bootstrapper) ineligible() string {
 
 // proposalSet returns the servers to propose when this node is the
 // proposer, or nil.
-func (b *bootstrapper) proposalSet() []bootServer {
+func (b *bootstrapper) proposalSet() []wire.BootServer {
 	cl := b.cl
 	fresh := cl.freshEligible()
 	if len(fresh) < cl.o.BootstrapExpect {
@@ -159,24 +146,24 @@ func (b *bootstrapper) proposalSet() []bootServer {
 	if fresh[0].Name != cl.o.NodeName {
 		return nil
 	}
-	set := make([]bootServer, len(fresh))
+	set := make([]wire.BootServer, len(fresh))
 	for i, m := range fresh {
-		set[i] = bootServer{Name: m.Name, ID: m.Meta.NodeID, Addr: m.Meta.RPCAddr}
+		set[i] = wire.BootServer{Name: m.Name, ID: m.Meta.NodeID, Addr: m.Meta.RPCAddr}
 	}
 	return set
 }
 
 // propose runs one prepare/commit round for set.
-func (b *bootstrapper) propose(set []bootServer) error {
+func (b *bootstrapper) propose(set []wire.BootServer) error {
 	cl := b.cl
-	p := bootProposal{ID: cl.o.NewID(), By: cl.o.NodeName, Servers: set}
+	p := wire.BootProposal{ID: cl.o.NewID(), By: cl.o.NodeName, Servers: set}
 	if reason := b.promise(p); reason != "" {
 		return errors.New(reason)
 	}
 	start := cl.o.Now()
-	accepted, err := b.broadcast(MethodBootstrapPrepare, p)
+	accepted, err := b.broadcast(wire.MethodBootstrapPrepare, p)
 	if err != nil || cl.o.Now().Sub(start) > cl.o.BootstrapPromiseTTL/2 {
-		b.broadcastTo(accepted, MethodBootstrapAbort, p)
+		b.broadcastTo(accepted, wire.MethodBootstrapAbort, p)
 		b.release(p.ID)
 		if err == nil {
 			err = errors.New("promises arrived too late")
@@ -187,13 +174,13 @@ func (b *bootstrapper) propose(set []bootServer) error {
 	if err := b.bootstrap(p); err != nil {
 		return err
 	}
-	b.broadcastTo(accepted, MethodBootstrapCommit, p)
+	b.broadcastTo(accepted, wire.MethodBootstrapCommit, p)
 	return nil
 }
 
 // broadcast sends p to every other server in parallel. It returns the
 // names that accepted, and an error if any refused or failed.
-func (b *bootstrapper) broadcast(method string, p bootProposal) ([]string, error) {
+func (b *bootstrapper) broadcast(method string, p wire.BootProposal) ([]string, error) {
 	var others []string
 	for _, s := range p.Servers {
 		if s.Name != b.cl.o.NodeName {
@@ -203,7 +190,7 @@ func (b *bootstrapper) broadcast(method string, p bootProposal) ([]string, error
 	return b.broadcastTo(others, method, p)
 }
 
-func (b *bootstrapper) broadcastTo(names []string, method string, p bootProposal) ([]string, error) {
+func (b *bootstrapper) broadcastTo(names []string, method string, p wire.BootProposal) ([]string, error) {
 	cl := b.cl
 	type result struct {
 		name string
@@ -220,7 +207,7 @@ func (b *bootstrapper) broadcastTo(names []string, method string, p bootProposal
 		go func() {
 			ctx, cancel := context.WithTimeout(cl.ctx, cl.o.RPCTimeout)
 			defer cancel()
-			var rep bootReply
+			var rep wire.BootReply
 			err := cl.o.Caller.Call(ctx, addr, method, p, &rep)
 			if err == nil && !rep.OK {
 				err = fmt.Errorf("%s refused: %s", name, rep.Reason)
@@ -242,7 +229,7 @@ func (b *bootstrapper) broadcastTo(names []string, method string, p bootProposal
 }
 
 // promise records a promise to p; it returns a reason when it cannot.
-func (b *bootstrapper) promise(p bootProposal) string {
+func (b *bootstrapper) promise(p wire.BootProposal) string {
 	if reason := b.ineligible(); reason != "" {
 		return reason
 	}
@@ -269,7 +256,7 @@ func (b *bootstrapper) release(id string) {
 }
 
 // bootstrap starts raft with p's servers as the voters.
-func (b *bootstrapper) bootstrap(p bootProposal) error {
+func (b *bootstrapper) bootstrap(p wire.BootProposal) error {
 	var conf raft.Configuration
 	for _, s := range p.Servers {
 		conf.Servers = append(conf.Servers, raft.Server{
@@ -286,38 +273,47 @@ func (b *bootstrapper) bootstrap(p bootProposal) error {
 	return nil
 }
 
-// ServeBootstrap answers the bootstrap RPCs (MethodBootstrapPrepare,
-// MethodBootstrapCommit, MethodBootstrapAbort) of another node's proposal.
+// ServeBootstrap answers the bootstrap RPCs (wire.MethodBootstrapPrepare,
+// wire.MethodBootstrapCommit, wire.MethodBootstrapAbort) of another node's proposal.
 func (cl *Cluster) ServeBootstrap(method string, body []byte) ([]byte, error) {
 	return cl.boot.serve(method, body)
+}
+
+// Register registers the cluster part's handlers in d: autopilot's stats
+// poll (ServeStats) and the bootstrap round (ServeBootstrap).
+func (cl *Cluster) Register(d *wire.Dispatcher) {
+	d.Handle(wire.MethodStats, func(_ context.Context, body []byte) ([]byte, error) { return cl.ServeStats(body) })
+	for _, m := range []string{wire.MethodBootstrapPrepare, wire.MethodBootstrapCommit, wire.MethodBootstrapAbort} {
+		d.Handle(m, func(_ context.Context, body []byte) ([]byte, error) { return cl.ServeBootstrap(m, body) })
+	}
 }
 
 // serve answers one bootstrap RPC: a prepare promises (if this node is in
 // the set and free to), an abort releases, a commit bootstraps only the
 // proposal this node promised.
 func (b *bootstrapper) serve(method string, body []byte) ([]byte, error) {
-	var p bootProposal
+	var p wire.BootProposal
 	if err := transport.Decode(body, &p); err != nil {
 		return nil, err
 	}
-	rep := bootReply{OK: true}
+	rep := wire.BootReply{OK: true}
 	switch method {
-	case MethodBootstrapPrepare:
+	case wire.MethodBootstrapPrepare:
 		if !b.inSet(p) {
-			rep = bootReply{Reason: "not in the proposed set, or not voter-eligible"}
+			rep = wire.BootReply{Reason: "not in the proposed set, or not voter-eligible"}
 		} else if reason := b.promise(p); reason != "" {
-			rep = bootReply{Reason: reason}
+			rep = wire.BootReply{Reason: reason}
 		}
-	case MethodBootstrapAbort:
+	case wire.MethodBootstrapAbort:
 		b.release(p.ID)
-	case MethodBootstrapCommit:
+	case wire.MethodBootstrapCommit:
 		b.mu.Lock()
 		ours := b.promised == p.ID
 		b.mu.Unlock()
 		if !ours {
-			rep = bootReply{Reason: "not promised to this proposal"}
+			rep = wire.BootReply{Reason: "not promised to this proposal"}
 		} else if err := b.bootstrap(p); err != nil {
-			rep = bootReply{Reason: err.Error()}
+			rep = wire.BootReply{Reason: err.Error()}
 		} else {
 			b.cl.log.Info("bootstrapped with proposal", "proposal", p.ID, "by", p.By)
 		}
@@ -326,7 +322,7 @@ func (b *bootstrapper) serve(method string, body []byte) ([]byte, error) {
 }
 
 // inSet reports whether this node (by name and identity) is in p.
-func (b *bootstrapper) inSet(p bootProposal) bool {
+func (b *bootstrapper) inSet(p wire.BootProposal) bool {
 	o := b.cl.o
 	if !o.Eligible || o.BootstrapExpect == 0 {
 		return false

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/membership"
 )
 
@@ -99,7 +100,7 @@ func TestBootstrapFormsExactlyOnce(t *testing.T) {
 func TestBootstrapRefusalAborts(t *testing.T) {
 	clk, net := newFakeClock(), newFakeNet()
 	nodes := freshGroup(t, clk, net, "a", "b", "c")
-	other := bootProposal{ID: "other", By: "z", Servers: []bootServer{{Name: "c", ID: "id-c", Addr: addrOf("c")}}}
+	other := wire.BootProposal{ID: "other", By: "z", Servers: []wire.BootServer{{Name: "c", ID: "id-c", Addr: addrOf("c")}}}
 	if reason := nodes["c"].boot.promise(other); reason != "" {
 		t.Fatalf("c refused the first proposal: %s", reason)
 	}
@@ -112,7 +113,7 @@ func TestBootstrapRefusalAborts(t *testing.T) {
 			t.Errorf("%s bootstrapped although c refused", name)
 		}
 	}
-	if !slices.Contains(net.calls, MethodBootstrapAbort+"@"+addrOf("b")) {
+	if !slices.Contains(net.calls, wire.MethodBootstrapAbort+"@"+addrOf("b")) {
 		t.Errorf("b's promise not released: calls %v", net.calls)
 	}
 	if got := nodes["b"].boot.promised; got != "" {
@@ -136,26 +137,26 @@ func TestBootstrapRefusalAborts(t *testing.T) {
 func TestBootstrapCommitNeedsPromise(t *testing.T) {
 	clk, net := newFakeClock(), newFakeNet()
 	nodes := freshGroup(t, clk, net, "a", "b", "c")
-	p := bootProposal{ID: "p1", By: "a", Servers: []bootServer{
+	p := wire.BootProposal{ID: "p1", By: "a", Servers: []wire.BootServer{
 		{Name: "a", ID: "id-a", Addr: addrOf("a")}, {Name: "b", ID: "id-b", Addr: addrOf("b")}}}
-	var rep bootReply
-	if err := net.Call(t.Context(), addrOf("b"), MethodBootstrapCommit, p, &rep); err != nil || rep.OK {
+	var rep wire.BootReply
+	if err := net.Call(t.Context(), addrOf("b"), wire.MethodBootstrapCommit, p, &rep); err != nil || rep.OK {
 		t.Fatalf("commit without a promise: %+v, %v; want refused", rep, err)
 	}
-	if err := net.Call(t.Context(), addrOf("b"), MethodBootstrapPrepare, p, &rep); err != nil || !rep.OK {
+	if err := net.Call(t.Context(), addrOf("b"), wire.MethodBootstrapPrepare, p, &rep); err != nil || !rep.OK {
 		t.Fatalf("prepare: %+v, %v; want promised", rep, err)
 	}
-	if err := net.Call(t.Context(), addrOf("b"), MethodBootstrapAbort, p, &rep); err != nil {
+	if err := net.Call(t.Context(), addrOf("b"), wire.MethodBootstrapAbort, p, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if err := net.Call(t.Context(), addrOf("b"), MethodBootstrapCommit, p, &rep); err != nil || rep.OK {
+	if err := net.Call(t.Context(), addrOf("b"), wire.MethodBootstrapCommit, p, &rep); err != nil || rep.OK {
 		t.Fatalf("commit after the abort: %+v, %v; want refused", rep, err)
 	}
 	if len(nodes["b"].raft.bootstrapped) != 0 {
 		t.Fatal("b bootstrapped without a promise")
 	}
-	impostor := bootProposal{ID: "p2", By: "a", Servers: []bootServer{{Name: "b", ID: "id-someone-else", Addr: addrOf("b")}}}
-	if err := net.Call(t.Context(), addrOf("b"), MethodBootstrapPrepare, impostor, &rep); err != nil || rep.OK {
+	impostor := wire.BootProposal{ID: "p2", By: "a", Servers: []wire.BootServer{{Name: "b", ID: "id-someone-else", Addr: addrOf("b")}}}
+	if err := net.Call(t.Context(), addrOf("b"), wire.MethodBootstrapPrepare, impostor, &rep); err != nil || rep.OK {
 		t.Errorf("prepare naming b with another identity: %+v, %v; want refused", rep, err)
 	}
 }
@@ -167,7 +168,7 @@ func TestBootstrapLatePromisesAbort(t *testing.T) {
 	clk, net := newFakeClock(), newFakeNet()
 	nodes := freshGroup(t, clk, net, "a", "b", "c")
 	net.onCall = func(_, method string) {
-		if method == MethodBootstrapPrepare {
+		if method == wire.MethodBootstrapPrepare {
 			clk.Advance(nodes["a"].o.BootstrapPromiseTTL / 3) // two prepares: 2/3 of the TTL
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leaktest"
+	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -208,7 +209,7 @@ func (n *fakeNet) Call(ctx context.Context, addr, method string, req, rep any) e
 	}
 	var out []byte
 	switch method {
-	case MethodStats:
+	case wire.MethodStats:
 		out, err = target.ServeStats(body)
 	default:
 		out, err = target.ServeBootstrap(method, body)

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 	autopilot "github.com/hashicorp/raft-autopilot"
 
+	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/membership"
 )
 
@@ -37,8 +38,8 @@ func TestHealthFromCurrentLeaderOnly(t *testing.T) {
 		t.Fatalf("leader's verdict: %+v, want a's, voters sorted by name, b unhealthy", rep)
 	}
 	// The stats poll carries it to the follower.
-	var reply statsReply
-	if err := net.Call(context.Background(), addrOf("b"), MethodStats, statsRequest{Health: rep}, &reply); err != nil {
+	var reply wire.StatsReply
+	if err := net.Call(context.Background(), addrOf("b"), wire.MethodStats, wire.StatsRequest{Health: rep}, &reply); err != nil {
 		t.Fatal(err)
 	}
 	if got, at, ok := follower.Health(); !ok || got.Leader != "id-a" || !at.Equal(clk.Now()) {

@@ -9,6 +9,7 @@ import (
 	autopilot "github.com/hashicorp/raft-autopilot"
 
 	"github.com/holdfast-go/holdfast/internal/logbridge"
+	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -65,7 +66,7 @@ func (d *pilotDelegate) FetchServerStats(ctx context.Context, servers map[raft.S
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	out := make(map[raft.ServerID]*autopilot.ServerStats, len(servers))
-	req := statsRequest{Health: cl.leaderHealth()}
+	req := wire.StatsRequest{Health: cl.leaderHealth()}
 	for id, srv := range servers {
 		if string(id) == cl.o.ID {
 			st := toServerStats(cl.localStats())
@@ -83,9 +84,9 @@ func (d *pilotDelegate) FetchServerStats(ctx context.Context, servers map[raft.S
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(ctx, cl.o.RPCTimeout)
 			defer cancel()
-			var rep statsReply
+			var rep wire.StatsReply
 			st := &autopilot.ServerStats{LastContact: -1} // unreachable: unhealthy now
-			if err := cl.o.Caller.Call(ctx, addr, MethodStats, req, &rep); err == nil {
+			if err := cl.o.Caller.Call(ctx, addr, wire.MethodStats, req, &rep); err == nil {
 				st = toServerStats(rep)
 				cl.o.Heard.NoteHeard(string(id), cl.o.Now())
 			}
@@ -98,7 +99,7 @@ func (d *pilotDelegate) FetchServerStats(ctx context.Context, servers map[raft.S
 	return out
 }
 
-func toServerStats(s statsReply) *autopilot.ServerStats {
+func toServerStats(s wire.StatsReply) *autopilot.ServerStats {
 	lc := time.Duration(s.LastContactNs)
 	if s.LastContactNs < 0 {
 		lc = -1

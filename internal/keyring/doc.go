@@ -3,7 +3,7 @@
 //
 // A rotation is three cluster-wide steps, each applied to every member
 // gossip reports alive, this node locally and the others through one RPC
-// (Method) in parallel:
+// (wire.MethodGossipKeyring) in parallel:
 //
 //  1. Install(new): every member accepts gossip encrypted with the new key.
 //  2. Use(new): every member encrypts with it. Refused, with nothing

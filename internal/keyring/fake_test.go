@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/internal/leaktest"
+	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -158,7 +159,7 @@ type fakeCaller struct{ c *fakeCluster }
 
 func (f fakeCaller) Call(ctx context.Context, addr, method string, req, resp any) error {
 	name, ok := bytes.CutPrefix([]byte(addr), []byte("addr-"))
-	if !ok || method != Method {
+	if !ok || method != wire.MethodGossipKeyring {
 		return fmt.Errorf("fake: bad call %s %s", addr, method)
 	}
 	f.c.mu.Lock()

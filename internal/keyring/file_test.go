@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // open opens the keyring of dir configured with keys.
@@ -33,7 +35,10 @@ func TestKeyringFileReloaded(t *testing.T) {
 	}
 	c := newCluster(t, 0)
 	k := c.add("n0", got, s)
-	for _, r := range []Request{{OpInstall, newK}, {OpUse, newK}, {OpStatus, newK}, {OpRemove, oldK}} {
+	for _, r := range []wire.KeyringRequest{
+		{Op: wire.KeyringInstall, Key: newK}, {Op: wire.KeyringUse, Key: newK},
+		{Op: wire.KeyringStatus, Key: newK}, {Op: wire.KeyringRemove, Key: oldK},
+	} {
 		if _, err := k.Apply(r); err != nil {
 			t.Fatal(err)
 		}

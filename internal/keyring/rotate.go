@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/membership"
 )
 
@@ -80,21 +81,21 @@ func (k *Keyring) Keys() (primary []byte, all [][]byte) { return k.o.Gossip.Keys
 // included (step 1 of a rotation: every node accepts the key; nobody
 // encrypts with it yet).
 func (k *Keyring) Install(ctx context.Context, key []byte) error {
-	return k.change(ctx, OpInstall, key)
+	return k.change(ctx, wire.KeyringInstall, key)
 }
 
 // Use makes key the primary key of every live member (step 2). It first
 // asks every live member and, when some lack the key, changes nothing and
-// returns an error wrapping ErrNotInstalled that names them.
+// returns an error wrapping wire.ErrGossipKeyNotInstalled that names them.
 func (k *Keyring) Use(ctx context.Context, key []byte) error {
-	return k.change(ctx, OpUse, key)
+	return k.change(ctx, wire.KeyringUse, key)
 }
 
 // Remove removes key from the keyring of every live member (step 3). It
 // first asks every live member and, when it is the primary key of some,
-// changes nothing and returns an error wrapping ErrPrimary that names them.
+// changes nothing and returns an error wrapping wire.ErrGossipKeyPrimary that names them.
 func (k *Keyring) Remove(ctx context.Context, key []byte) error {
-	return k.change(ctx, OpRemove, key)
+	return k.change(ctx, wire.KeyringRemove, key)
 }
 
 // target is a live member an operation is sent to.
@@ -107,22 +108,22 @@ type target struct {
 // and remove, then the change itself. Every failure names its member.
 func (k *Keyring) change(ctx context.Context, op string, key []byte) error {
 	if !k.o.Gossip.Encrypted() {
-		return fmt.Errorf("%w on this node (%s)", ErrNotEncrypted, k.o.NodeName)
+		return fmt.Errorf("%w on this node (%s)", wire.ErrGossipNotEncrypted, k.o.NodeName)
 	}
 	if n := len(key); n != 16 && n != 24 && n != 32 {
-		return fmt.Errorf("%w: %d bytes; must be 16, 24 or 32", ErrInvalidKey, n)
+		return fmt.Errorf("%w: %d bytes; must be 16, 24 or 32", wire.ErrInvalidGossipKey, n)
 	}
 	if k.o.Plaintext {
 		k.o.Log.Warn("sending a gossip key to every member over plaintext RPC; set Config.TLS",
 			"op", op, "key", KeyID(key))
 	}
 	targets := k.targets()
-	if op == OpUse || op == OpRemove {
+	if op == wire.KeyringUse || op == wire.KeyringRemove {
 		if err := k.check(ctx, op, key, targets); err != nil {
 			return err
 		}
 	}
-	if _, err := k.fanOut(ctx, targets, Request{Op: op, Key: key}); err != nil {
+	if _, err := k.fanOut(ctx, targets, wire.KeyringRequest{Op: op, Key: key}); err != nil {
 		return fmt.Errorf("holdfast: %s gossip key %s: %w", op, KeyID(key), err)
 	}
 	k.o.Log.Info("gossip keyring changed on every live member", "op", op, "key", KeyID(key), "members", len(targets))
@@ -132,22 +133,22 @@ func (k *Keyring) change(ctx context.Context, op string, key []byte) error {
 // check asks every target about key and refuses op when some target
 // lacks it (use) or encrypts with it (remove).
 func (k *Keyring) check(ctx context.Context, op string, key []byte, targets []target) error {
-	replies, err := k.fanOut(ctx, targets, Request{Op: OpStatus, Key: key})
+	replies, err := k.fanOut(ctx, targets, wire.KeyringRequest{Op: wire.KeyringStatus, Key: key})
 	if err != nil {
 		return fmt.Errorf("holdfast: %s gossip key %s: checking the members first (nothing changed): %w", op, KeyID(key), err)
 	}
 	var bad []string
 	for i, r := range replies {
-		if (op == OpUse && !r.Installed) || (op == OpRemove && r.Primary) {
+		if (op == wire.KeyringUse && !r.Installed) || (op == wire.KeyringRemove && r.Primary) {
 			bad = append(bad, targets[i].name)
 		}
 	}
 	if len(bad) == 0 {
 		return nil
 	}
-	sentinel := ErrNotInstalled
-	if op == OpRemove {
-		sentinel = ErrPrimary
+	sentinel := wire.ErrGossipKeyNotInstalled
+	if op == wire.KeyringRemove {
+		sentinel = wire.ErrGossipKeyPrimary
 	}
 	return fmt.Errorf("%w on %s (key %s); nothing changed", sentinel, strings.Join(bad, ", "), KeyID(key))
 }
@@ -166,8 +167,8 @@ func (k *Keyring) targets() []target {
 
 // fanOut sends req to every target in parallel and returns the replies in
 // target order, with the failures joined, each naming its node.
-func (k *Keyring) fanOut(ctx context.Context, targets []target, req Request) ([]Reply, error) {
-	replies := make([]Reply, len(targets))
+func (k *Keyring) fanOut(ctx context.Context, targets []target, req wire.KeyringRequest) ([]wire.KeyringReply, error) {
+	replies := make([]wire.KeyringReply, len(targets))
 	errs := make([]error, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {
@@ -185,19 +186,19 @@ func (k *Keyring) fanOut(ctx context.Context, targets []target, req Request) ([]
 
 // call applies req on one target: locally for this node, by RPC
 // otherwise.
-func (k *Keyring) call(ctx context.Context, t target, req Request) (Reply, error) {
+func (k *Keyring) call(ctx context.Context, t target, req wire.KeyringRequest) (wire.KeyringReply, error) {
 	if t.self {
 		return k.Apply(req)
 	}
 	if t.addr == "" {
-		return Reply{}, errors.New("no RPC address in its gossip metadata")
+		return wire.KeyringReply{}, errors.New("no RPC address in its gossip metadata")
 	}
 	if k.o.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, k.o.Timeout)
 		defer cancel()
 	}
-	var r Reply
-	err := k.o.Caller.Call(ctx, t.addr, Method, req, &r)
-	return r, fromRemote(err)
+	var r wire.KeyringReply
+	err := k.o.Caller.Call(ctx, t.addr, wire.MethodGossipKeyring, req, &r)
+	return r, wire.FromRemote(err)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/membership"
 )
 
@@ -51,13 +52,13 @@ func TestUseRefusedUnlessInstalledEverywhere(t *testing.T) {
 	oldK, newK := key(1), key(2)
 	c := newCluster(t, 3, oldK)
 	for _, n := range []string{"n0", "n1"} {
-		if _, err := c.nodes[n].Apply(Request{Op: OpInstall, Key: newK}); err != nil {
+		if _, err := c.nodes[n].Apply(wire.KeyringRequest{Op: wire.KeyringInstall, Key: newK}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	err := c.nodes["n0"].Use(context.Background(), newK)
-	if !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "on n2 ") || strings.Contains(err.Error(), "n1") {
-		t.Fatalf("Use = %v; want ErrNotInstalled naming n2 only", err)
+	if !errors.Is(err, wire.ErrGossipKeyNotInstalled) || !strings.Contains(err.Error(), "on n2 ") || strings.Contains(err.Error(), "n1") {
+		t.Fatalf("Use = %v; want wire.ErrGossipKeyNotInstalled naming n2 only", err)
 	}
 	wantKeys(t, c, [][]byte{oldK, newK}, "n0", "n1")
 	wantKeys(t, c, [][]byte{oldK}, "n2")
@@ -68,12 +69,12 @@ func TestUseRefusedUnlessInstalledEverywhere(t *testing.T) {
 func TestRemovePrimaryRefused(t *testing.T) {
 	oldK, newK := key(1), key(2)
 	c := newCluster(t, 3, oldK, newK)
-	if _, err := c.nodes["n1"].Apply(Request{Op: OpUse, Key: newK}); err != nil {
+	if _, err := c.nodes["n1"].Apply(wire.KeyringRequest{Op: wire.KeyringUse, Key: newK}); err != nil {
 		t.Fatal(err)
 	}
 	err := c.nodes["n1"].Remove(context.Background(), oldK)
-	if !errors.Is(err, ErrPrimary) || !strings.Contains(err.Error(), "on n0, n2 ") {
-		t.Fatalf("Remove = %v; want ErrPrimary naming n0, n2", err)
+	if !errors.Is(err, wire.ErrGossipKeyPrimary) || !strings.Contains(err.Error(), "on n0, n2 ") {
+		t.Fatalf("Remove = %v; want wire.ErrGossipKeyPrimary naming n0, n2", err)
 	}
 	wantKeys(t, c, [][]byte{oldK, newK}, "n0", "n2")
 	wantKeys(t, c, [][]byte{newK, oldK}, "n1")
@@ -125,19 +126,19 @@ func TestOnlyLiveMembers(t *testing.T) {
 func TestRefusals(t *testing.T) {
 	ctx := context.Background()
 	plain := newCluster(t, 1)
-	if err := plain.nodes["n0"].Install(ctx, key(2)); !errors.Is(err, ErrNotEncrypted) || !strings.Contains(err.Error(), "n0") {
-		t.Errorf("Install on a plain node = %v, want ErrNotEncrypted naming it", err)
+	if err := plain.nodes["n0"].Install(ctx, key(2)); !errors.Is(err, wire.ErrGossipNotEncrypted) || !strings.Contains(err.Error(), "n0") {
+		t.Errorf("Install on a plain node = %v, want wire.ErrGossipNotEncrypted naming it", err)
 	}
 	c := newCluster(t, 2, key(1))
 	c.add("plain", nil, nil)
 	err := c.nodes["n0"].Install(ctx, key(2))
-	if !errors.Is(err, ErrNotEncrypted) || !strings.Contains(err.Error(), "plain (addr-plain)") {
-		t.Errorf("Install reaching a plain member = %v, want ErrNotEncrypted naming it", err)
+	if !errors.Is(err, wire.ErrGossipNotEncrypted) || !strings.Contains(err.Error(), "plain (addr-plain)") {
+		t.Errorf("Install reaching a plain member = %v, want wire.ErrGossipNotEncrypted naming it", err)
 	}
-	if err := c.nodes["n0"].Install(ctx, key(3)[:15]); !errors.Is(err, ErrInvalidKey) {
-		t.Errorf("Install of a 15-byte key = %v, want ErrInvalidKey", err)
+	if err := c.nodes["n0"].Install(ctx, key(3)[:15]); !errors.Is(err, wire.ErrInvalidGossipKey) {
+		t.Errorf("Install of a 15-byte key = %v, want wire.ErrInvalidGossipKey", err)
 	}
-	if _, err := c.nodes["n1"].Apply(Request{Op: "rotate", Key: key(2)}); err == nil {
+	if _, err := c.nodes["n1"].Apply(wire.KeyringRequest{Op: "rotate", Key: key(2)}); err == nil {
 		t.Error("an unknown operation was applied")
 	}
 }

@@ -4,7 +4,11 @@
 // closing never waits on a future raft will not answer), and proposing a
 // command: on this node when it leads, otherwise forwarded to the leader
 // over the RPC transport, within the caller's budget. It also serves the
-// leader's side of forwarding, bounded by a number of pending forwards.
+// leader's side of forwarding, bounded by a number of pending forwards,
+// the consistent-read round (Reads: a quorum-confirmed commit index, the
+// last command at or below it, the wait for the replica), the leader's
+// duties per term (FollowLeadership) and since when no leader has been
+// known (LeaderWatch).
 //
 // A Node gets what it needs through Options (configuration values, the RPC
 // transport, the state machine, a logger, its lifetime context) and owns

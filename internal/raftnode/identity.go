@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/holdfast-go/holdfast/internal/atomicfile"
 )
 
 // identityFile holds the node identity; nameFile the name of the node it
@@ -70,10 +72,10 @@ func LoadIdentity(dataDir, name string, allowRename bool) (Identity, error) {
 		return Identity{}, fmt.Errorf("holdfast: DataDir: %w", err)
 	}
 	id := Identity{ID: NewID(), Fresh: true}
-	if err := WriteFileSync(path, []byte(id.ID+"\n")); err != nil {
+	if err := atomicfile.Write(path, []byte(id.ID+"\n")); err != nil {
 		return Identity{}, fmt.Errorf("holdfast: DataDir: %w", err)
 	}
-	if err := WriteFileSync(filepath.Join(dataDir, nameFile), []byte(name+"\n")); err != nil {
+	if err := atomicfile.Write(filepath.Join(dataDir, nameFile), []byte(name+"\n")); err != nil {
 		return Identity{}, fmt.Errorf("holdfast: DataDir: %w", err)
 	}
 	return id, nil
@@ -95,38 +97,8 @@ func checkName(dataDir, name string, allowRename bool) (renamedFrom string, err 
 	if err == nil && !allowRename {
 		return "", &RenameError{Name: name, Previous: prev, DataDir: dataDir}
 	}
-	if err := WriteFileSync(path, []byte(name+"\n")); err != nil {
+	if err := atomicfile.Write(path, []byte(name+"\n")); err != nil {
 		return "", fmt.Errorf("holdfast: DataDir: %w", err)
 	}
 	return prev, nil
-}
-
-// WriteFileSync writes b to path atomically and durably (a temporary file,
-// synced, renamed over path, the directory synced).
-func WriteFileSync(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/holdfast-go/holdfast/internal/logbridge"
-	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/transport"
 )
 
@@ -185,27 +183,6 @@ func (n *Node) LeaderRPCAddr() (addr string, self bool) {
 		return "", false
 	}
 	return host, false
-}
-
-// Stats reads this node's raft progress for autopilot.
-func (n *Node) Stats() wire.StatsReply {
-	s := n.raft.Stats()
-	r := wire.StatsReply{LastContactNs: -1}
-	r.LastTerm, _ = strconv.ParseUint(s["last_log_term"], 10, 64)
-	r.LastIndex, _ = strconv.ParseUint(s["last_log_index"], 10, 64)
-	switch lc := s["last_contact"]; lc {
-	case "never", "":
-	case "0":
-		r.LastContactNs = 0
-	default:
-		if d, err := time.ParseDuration(lc); err == nil {
-			r.LastContactNs = int64(d)
-		}
-	}
-	if n.raft.State() == raft.Leader {
-		r.LastContactNs = 0
-	}
-	return r
 }
 
 // SetDupForward makes Apply send every lease command it forwards a second

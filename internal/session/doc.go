@@ -23,8 +23,10 @@
 // in its raft term.
 //
 // Neither side knows raft, the replica's storage or the network: they get
-// what they need as functions in ClientOptions and LessorOptions. Their
-// goroutines are the caller's: Client.Run, Lessor.Run and
+// what they need as functions in ClientOptions and LessorOptions. The
+// RPC glue between the two sides (SendKeepAlive and AskConfirm for the
+// caller, Lessor.Register for the server) speaks internal/wire's messages
+// over a Caller. Their goroutines are the caller's: Client.Run, Lessor.Run and
 // Lessor.ConfirmLoop return when their context ends, and the caller joins
 // them; the Client's background closes run through ClientOptions.Spawn.
 package session

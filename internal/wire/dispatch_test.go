@@ -177,3 +177,16 @@ func TestTypedDecodesAndEncodes(t *testing.T) {
 		t.Fatalf("the handler's error: %v", err)
 	}
 }
+
+// TestKeyringRefusalReadsTheSameOnBothSides: a keyring refusal from
+// another node keeps its sentinel and its detail.
+func TestKeyringRefusalReadsTheSameOnBothSides(t *testing.T) {
+	for _, target := range []error{ErrGossipNotEncrypted, ErrInvalidGossipKey, ErrGossipKeyNotInstalled, ErrGossipKeyPrimary} {
+		for _, local := range []error{target, fmt.Errorf("%w: 7 bytes", target)} {
+			back := FromRemote(ToRemote(local))
+			if !errors.Is(back, target) || back.Error() != local.Error() {
+				t.Errorf("%q comes back as %q", local, back)
+			}
+		}
+	}
+}

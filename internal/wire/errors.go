@@ -26,6 +26,16 @@ var (
 	ErrBusy = errors.New("holdfast: leader busy")
 	// ErrNoSession: the session named no longer exists.
 	ErrNoSession = errors.New("holdfast: no such session")
+
+	// ErrGossipNotEncrypted: this node, or a member, runs without gossip
+	// encryption.
+	ErrGossipNotEncrypted = errors.New("holdfast: gossip encryption is not enabled")
+	// ErrInvalidGossipKey: the gossip key is not 16, 24 or 32 bytes long.
+	ErrInvalidGossipKey = errors.New("holdfast: invalid gossip key")
+	// ErrGossipKeyNotInstalled: a live member does not have the gossip key.
+	ErrGossipKeyNotInstalled = errors.New("holdfast: gossip key not installed")
+	// ErrGossipKeyPrimary: the gossip key is a live member's primary key.
+	ErrGossipKeyPrimary = errors.New("holdfast: gossip key is a primary key")
 )
 
 // NotLeaderError is ErrNotLeader with the leader's RPC address, when known.
@@ -57,6 +67,10 @@ var codes = [...]struct {
 	{ErrRejected, CodeRejected},
 	{ErrShutdown, CodeShutdown},
 	{ErrBusy, CodeBusy},
+	{ErrGossipNotEncrypted, CodeGossipNotEncrypted},
+	{ErrInvalidGossipKey, CodeGossipBadKey},
+	{ErrGossipKeyNotInstalled, CodeGossipNotInstalled},
+	{ErrGossipKeyPrimary, CodeGossipPrimary},
 }
 
 // ToRemote maps err to the remote error a handler returns: the code of the
@@ -107,8 +121,25 @@ func FromRemote(err error) error {
 		return Wrap(ErrRejected, refusal(fsm.ErrSemFull, re.Message))
 	case CodeSemLimit:
 		return Wrap(ErrRejected, refusal(fsm.ErrSemLimit, re.Message))
+	case CodeGossipNotEncrypted:
+		return detailed(ErrGossipNotEncrypted, re.Message)
+	case CodeGossipBadKey:
+		return detailed(ErrInvalidGossipKey, re.Message)
+	case CodeGossipNotInstalled:
+		return detailed(ErrGossipKeyNotInstalled, re.Message)
+	case CodeGossipPrimary:
+		return detailed(ErrGossipKeyPrimary, re.Message)
 	}
 	return err
+}
+
+// detailed rebuilds a keyring refusal from a message that starts with its
+// text: target, then the rest of msg.
+func detailed(target error, msg string) error {
+	if detail := strings.TrimPrefix(msg, target.Error()); detail != "" {
+		return fmt.Errorf("%w%s", target, detail)
+	}
+	return target
 }
 
 // refusal rebuilds a state machine refusal from a message holding its text:
