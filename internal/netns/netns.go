@@ -98,7 +98,32 @@ func New(t testing.TB, n int) *Net {
 		nt.ip("-n", nd.NS, "addr", "add", nd.IP+"/24", "dev", "eth0")
 		nt.ip("-n", nd.NS, "link", "set", "eth0", "up")
 	}
+	nt.waitUp()
 	return nt
+}
+
+// waitUp waits until every link is up and every bridge port forwards: the
+// kernel applies carrier changes asynchronously (batched, up to a second
+// apart on a busy machine), and a first connection made before that times
+// out.
+func (nt *Net) waitUp() {
+	nt.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, nd := range nt.nodes {
+		for !nt.shows([]string{"-n", nt.hub, "-d", "link", "show", nd.port}, "bridge_slave state forwarding") ||
+			!nt.shows([]string{"-n", nd.NS, "link", "show", "eth0"}, "state UP") {
+			if time.Now().After(deadline) {
+				nt.t.Fatalf("netns: the link of node %d is not up and forwarding after 30s", nd.Index)
+			}
+			time.Sleep(20 * time.Millisecond) // polling the kernel's link state
+		}
+	}
+}
+
+// shows reports whether the output of one ip command contains want.
+func (nt *Net) shows(args []string, want string) bool {
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	return err == nil && strings.Contains(string(out), want)
 }
 
 // Node returns node i.

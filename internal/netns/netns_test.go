@@ -44,21 +44,22 @@ func TestCutAndHeal(t *testing.T) {
 			}
 			return err
 		}
-		if err := dial(); err != nil {
-			t.Fatalf("dial %s: %v", b.Addr(7000), err)
+		reach := func(what string) {
+			deadline := time.Now().Add(10 * time.Second)
+			for err := dial(); err != nil; err = dial() {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: dial %s: %v", what, b.Addr(7000), err)
+				}
+				time.Sleep(50 * time.Millisecond) // polling for the link to come up
+			}
 		}
+		reach("before the cut")
 		b.Cut()
 		if err := dial(); err == nil {
 			t.Error("dial across a cut succeeded")
 		}
 		b.Heal()
-		deadline := time.Now().Add(10 * time.Second)
-		for err := dial(); err != nil; err = dial() {
-			if time.Now().After(deadline) {
-				t.Fatalf("not reached after the heal: %v", err)
-			}
-			time.Sleep(50 * time.Millisecond) // polling for the link to come up
-		}
+		reach("after the heal")
 	})
 	for _, ns := range names {
 		if _, err := os.Stat("/var/run/netns/" + ns); err == nil {
