@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/holdfast-go/holdfast/internal/keyring"
+	"github.com/holdfast-go/holdfast/internal/tlsfiles"
 	"github.com/holdfast-go/holdfast/transport"
 )
 
@@ -209,6 +212,8 @@ func DefaultLocalConfig() Config {
 		ElectionTimeout:    300 * time.Millisecond,
 		LeaderLeaseTimeout: 200 * time.Millisecond,
 		CommitTimeout:      10 * time.Millisecond,
+		SnapshotThreshold:  1024,
+		TrailingLogs:       1024,
 	}
 	c.Gossip.Profile = GossipLocal
 	c.Cluster.ServerStabilization = 1 * time.Second
@@ -216,8 +221,6 @@ func DefaultLocalConfig() Config {
 	c.Cluster.ReconcileInterval = 500 * time.Millisecond
 	c.Cluster.BootstrapPromiseTTL = 10 * time.Second
 	c.RPCTimeout = 2 * time.Second
-	c.Raft.SnapshotThreshold = 1024
-	c.Raft.TrailingLogs = 1024
 	return c
 }
 
@@ -229,87 +232,83 @@ func fieldErr(field, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
 }
 
-// validate checks every field and the relations between them.
-func (c *Config) validate() error {
-	switch {
-	case c.NodeName == "":
-		return fieldErr("NodeName", "must be set")
-	case len(c.NodeName) > 128:
-		return fieldErr("NodeName", "longer than 128 bytes")
-	case c.GossipAddr == "":
-		return fieldErr("GossipAddr", "must be set")
-	case c.RPCAddr == "":
-		return fieldErr("RPCAddr", "must be set")
-	case c.Cluster.Voters != 1 && c.Cluster.Voters != 3 && c.Cluster.Voters != 5:
-		return fieldErr("Cluster.Voters", "is %d; must be 1, 3 or 5", c.Cluster.Voters)
-	case c.Cluster.BootstrapExpect < 0 || c.Cluster.BootstrapExpect > c.Cluster.Voters:
-		return fieldErr("Cluster.BootstrapExpect", "is %d; must be between 0 and Cluster.Voters (%d)", c.Cluster.BootstrapExpect, c.Cluster.Voters)
-	case c.Cluster.BootstrapExpect > 0 && c.DataDir == "":
-		return fieldErr("Cluster.BootstrapExpect", "is %d but DataDir is empty: only voter-eligible nodes bootstrap", c.Cluster.BootstrapExpect)
-	case c.Shards.Count <= 0 || c.Shards.Count > 1<<20:
-		return fieldErr("Shards.Count", "is %d; must be between 1 and %d", c.Shards.Count, 1<<20)
-	case math.IsNaN(c.Shards.Weight) || math.IsInf(c.Shards.Weight, 0) || c.Shards.Weight < 0:
-		return fieldErr("Shards.Weight", "is %v; must be a finite number >= 0", c.Shards.Weight)
-	case c.Shards.Epsilon < 0 || c.Shards.Epsilon >= 1 || math.IsNaN(c.Shards.Epsilon):
-		return fieldErr("Shards.Epsilon", "is %v; must be in [0, 1)", c.Shards.Epsilon)
-	case c.Shards.MaxMoves < 0:
-		return fieldErr("Shards.MaxMoves", "is %d; must be >= 0", c.Shards.MaxMoves)
-	case len(c.ServiceAddr) > 256:
-		return fieldErr("ServiceAddr", "longer than 256 bytes")
+// configErr turns a part's configuration error (one naming a Config field)
+// into an ErrInvalidConfig naming that field; other errors pass unchanged.
+func configErr(err error) error {
+	var fe interface{ ConfigField() (field, msg string) }
+	if errors.As(err, &fe) {
+		field, msg := fe.ConfigField()
+		return fieldErr(field, "%s", msg)
 	}
-	if err := validateAdvertise("AdvertiseRPCAddr", c.AdvertiseRPCAddr, false); err != nil {
-		return err
-	}
-	if err := validateAdvertise("AdvertiseGossipAddr", c.AdvertiseGossipAddr, true); err != nil {
-		return err
-	}
-	if err := c.validateTimings(); err != nil {
-		return err
-	}
-	if err := c.validateGossipKeys(); err != nil {
-		return err
-	}
-	return c.validateTLS()
+	return err
 }
 
-func (c *Config) validateTimings() error {
-	r := c.Raft
-	switch {
-	case r.HeartbeatTimeout < 5*time.Millisecond:
-		return fieldErr("Raft.HeartbeatTimeout", "is %v; must be at least 5ms", r.HeartbeatTimeout)
-	case r.ElectionTimeout < 5*time.Millisecond:
-		return fieldErr("Raft.ElectionTimeout", "is %v; must be at least 5ms", r.ElectionTimeout)
-	case r.LeaderLeaseTimeout < 5*time.Millisecond || r.LeaderLeaseTimeout > r.HeartbeatTimeout:
-		return fieldErr("Raft.LeaderLeaseTimeout", "is %v; must be between 5ms and HeartbeatTimeout (%v)", r.LeaderLeaseTimeout, r.HeartbeatTimeout)
-	case r.CommitTimeout <= 0:
-		return fieldErr("Raft.CommitTimeout", "must be positive")
-	case c.Session.TTL < 3*max(r.ElectionTimeout, r.HeartbeatTimeout):
-		return fieldErr("Session.TTL", "is %v; must be at least 3 × the raft election/heartbeat timeout (%v) so a leader change does not expire sessions",
-			c.Session.TTL, 3*max(r.ElectionTimeout, r.HeartbeatTimeout))
-	case c.Session.MaxClockDrift < 0 || c.Session.MaxClockDrift >= 0.5:
-		return fieldErr("Session.MaxClockDrift", "is %v; must be in [0, 0.5)", c.Session.MaxClockDrift)
-	case c.Session.LeaseMargin <= 0 || c.Session.LeaseMargin >= c.Session.TTL/3:
-		return fieldErr("Session.LeaseMargin", "is %v; must be positive and below Session.TTL/3 (%v)", c.Session.LeaseMargin, c.Session.TTL/3)
-	case c.Session.ExpiryGrace < max(r.ElectionTimeout, r.HeartbeatTimeout):
-		return fieldErr("Session.ExpiryGrace", "is %v; must be at least the raft election timeout (%v)", c.Session.ExpiryGrace, max(r.ElectionTimeout, r.HeartbeatTimeout))
-	case c.Shards.DrainTimeout <= 0:
-		return fieldErr("Shards.DrainTimeout", "must be positive")
-	case c.Shards.JoinStabilization < 0:
-		return fieldErr("Shards.JoinStabilization", "must not be negative")
-	case c.Shards.RebalanceDelay <= 0:
-		return fieldErr("Shards.RebalanceDelay", "must be positive")
-	case c.Cluster.ServerStabilization <= 0:
-		return fieldErr("Cluster.ServerStabilization", "must be positive")
-	case c.Cluster.DeadServerStabilization <= 0:
-		return fieldErr("Cluster.DeadServerStabilization", "must be positive")
-	case c.Cluster.ReconcileInterval <= 0:
-		return fieldErr("Cluster.ReconcileInterval", "must be positive")
-	case c.Cluster.BootstrapPromiseTTL < 2*c.RPCTimeout:
-		return fieldErr("Cluster.BootstrapPromiseTTL", "is %v; must be at least 2 × RPCTimeout (%v)", c.Cluster.BootstrapPromiseTTL, 2*c.RPCTimeout)
-	case c.RPCTimeout <= 0:
-		return fieldErr("RPCTimeout", "must be positive")
-	case c.Raft.SnapshotThreshold == 0:
-		return fieldErr("Raft.SnapshotThreshold", "must be positive")
+// rule is one check of validate: when bad, field is wrong as msg says.
+type rule struct {
+	bad        bool
+	field, msg string
+}
+
+// firstBad returns the error of the first bad rule, nil when none is.
+func firstBad(rules ...rule) error {
+	for _, r := range rules {
+		if r.bad {
+			return fieldErr(r.field, "%s", r.msg)
+		}
 	}
 	return nil
+}
+
+// validate checks every field and the relations between them; the first
+// rule broken, in order, is the error.
+func (c *Config) validate() error {
+	cl, sh, f := c.Cluster, c.Shards, fmt.Sprintf
+	err := firstBad(
+		rule{c.NodeName == "", "NodeName", "must be set"},
+		rule{len(c.NodeName) > 128, "NodeName", "longer than 128 bytes"},
+		rule{c.GossipAddr == "", "GossipAddr", "must be set"},
+		rule{c.RPCAddr == "", "RPCAddr", "must be set"},
+		rule{cl.Voters != 1 && cl.Voters != 3 && cl.Voters != 5, "Cluster.Voters", f("is %d; must be 1, 3 or 5", cl.Voters)},
+		rule{cl.BootstrapExpect < 0 || cl.BootstrapExpect > cl.Voters, "Cluster.BootstrapExpect",
+			f("is %d; must be between 0 and Cluster.Voters (%d)", cl.BootstrapExpect, cl.Voters)},
+		rule{cl.BootstrapExpect > 0 && c.DataDir == "", "Cluster.BootstrapExpect",
+			f("is %d but DataDir is empty: only voter-eligible nodes bootstrap", cl.BootstrapExpect)},
+		rule{sh.Count <= 0 || sh.Count > 1<<20, "Shards.Count", f("is %d; must be between 1 and %d", sh.Count, 1<<20)},
+		rule{math.IsNaN(sh.Weight) || math.IsInf(sh.Weight, 0) || sh.Weight < 0, "Shards.Weight", f("is %v; must be a finite number >= 0", sh.Weight)},
+		rule{sh.Epsilon < 0 || sh.Epsilon >= 1 || math.IsNaN(sh.Epsilon), "Shards.Epsilon", f("is %v; must be in [0, 1)", sh.Epsilon)},
+		rule{sh.MaxMoves < 0, "Shards.MaxMoves", f("is %d; must be >= 0", sh.MaxMoves)},
+		rule{len(c.ServiceAddr) > 256, "ServiceAddr", "longer than 256 bytes"},
+	)
+	return cmp.Or(err, validateAdvertise("AdvertiseRPCAddr", c.AdvertiseRPCAddr, false),
+		validateAdvertise("AdvertiseGossipAddr", c.AdvertiseGossipAddr, true), c.validateTimings(),
+		configErr(keyring.CheckKeys(c.Gossip.Keys)), configErr(tlsfiles.Check(c.tlsSource(), c.Insecure, c.NodeName)))
+}
+
+// validateTimings checks the durations of every group and their relations.
+func (c *Config) validateTimings() error {
+	r, s, sh, cl, f := c.Raft, c.Session, c.Shards, c.Cluster, fmt.Sprintf
+	election := max(r.ElectionTimeout, r.HeartbeatTimeout)
+	return firstBad(
+		rule{r.HeartbeatTimeout < 5*time.Millisecond, "Raft.HeartbeatTimeout", f("is %v; must be at least 5ms", r.HeartbeatTimeout)},
+		rule{r.ElectionTimeout < 5*time.Millisecond, "Raft.ElectionTimeout", f("is %v; must be at least 5ms", r.ElectionTimeout)},
+		rule{r.LeaderLeaseTimeout < 5*time.Millisecond || r.LeaderLeaseTimeout > r.HeartbeatTimeout, "Raft.LeaderLeaseTimeout",
+			f("is %v; must be between 5ms and HeartbeatTimeout (%v)", r.LeaderLeaseTimeout, r.HeartbeatTimeout)},
+		rule{r.CommitTimeout <= 0, "Raft.CommitTimeout", "must be positive"},
+		rule{s.TTL < 3*election, "Session.TTL",
+			f("is %v; must be at least 3 × the raft election/heartbeat timeout (%v) so a leader change does not expire sessions", s.TTL, 3*election)},
+		rule{s.MaxClockDrift < 0 || s.MaxClockDrift >= 0.5, "Session.MaxClockDrift", f("is %v; must be in [0, 0.5)", s.MaxClockDrift)},
+		rule{s.LeaseMargin <= 0 || s.LeaseMargin >= s.TTL/3, "Session.LeaseMargin",
+			f("is %v; must be positive and below Session.TTL/3 (%v)", s.LeaseMargin, s.TTL/3)},
+		rule{s.ExpiryGrace < election, "Session.ExpiryGrace", f("is %v; must be at least the raft election timeout (%v)", s.ExpiryGrace, election)},
+		rule{sh.DrainTimeout <= 0, "Shards.DrainTimeout", "must be positive"},
+		rule{sh.JoinStabilization < 0, "Shards.JoinStabilization", "must not be negative"},
+		rule{sh.RebalanceDelay <= 0, "Shards.RebalanceDelay", "must be positive"},
+		rule{cl.ServerStabilization <= 0, "Cluster.ServerStabilization", "must be positive"},
+		rule{cl.DeadServerStabilization <= 0, "Cluster.DeadServerStabilization", "must be positive"},
+		rule{cl.ReconcileInterval <= 0, "Cluster.ReconcileInterval", "must be positive"},
+		rule{cl.BootstrapPromiseTTL < 2*c.RPCTimeout, "Cluster.BootstrapPromiseTTL",
+			f("is %v; must be at least 2 × RPCTimeout (%v)", cl.BootstrapPromiseTTL, 2*c.RPCTimeout)},
+		rule{c.RPCTimeout <= 0, "RPCTimeout", "must be positive"},
+		rule{r.SnapshotThreshold == 0, "Raft.SnapshotThreshold", "must be positive"},
+	)
 }

@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"errors"
 
 	"github.com/holdfast-go/holdfast/internal/keyring"
 	"github.com/holdfast-go/holdfast/transport"
@@ -27,47 +26,6 @@ var (
 	ErrGossipKeyPrimary = keyring.ErrPrimary
 )
 
-// validateGossipKeys checks Config.Gossip.Keys: AES key sizes, no duplicates.
-func (c *Config) validateGossipKeys() error {
-	return configErr(keyring.CheckKeys(c.Gossip.Keys))
-}
-
-// configErr turns a part's configuration error (one naming a Config field)
-// into an ErrInvalidConfig naming that field; other errors pass unchanged.
-func configErr(err error) error {
-	var fe interface{ ConfigField() (field, msg string) }
-	if errors.As(err, &fe) {
-		field, msg := fe.ConfigField()
-		return fieldErr(field, "%s", msg)
-	}
-	return err
-}
-
-// initialGossipKeys opens the keyring file in DataDir and returns the keys
-// gossip starts with (see keyring.Open).
-func (c *Coordinator) initialGossipKeys() ([][]byte, error) {
-	store, keys, err := keyring.Open(keyring.FileOptions{DataDir: c.cfg.DataDir, ConfigKeys: c.cfg.Gossip.Keys, Log: c.log})
-	if err != nil {
-		return nil, configErr(err)
-	}
-	c.keyStore = store
-	return keys, nil
-}
-
-// startKeyring makes the cluster-wide keyring over the gossip member; after
-// startMembership.
-func (c *Coordinator) startKeyring() {
-	c.gossipKeys = keyring.New(keyring.Options{
-		NodeName:  c.cfg.NodeName,
-		Gossip:    c.members,
-		Store:     c.keyStore,
-		Caller:    remoteCaller{c.trans},
-		Timeout:   c.cfg.RPCTimeout,
-		Plaintext: c.cfg.TLS == nil,
-		Log:       c.log,
-	})
-}
-
 // remoteCaller is the transport with the coordinator's remote errors
 // (shutdown, busy...) mapped back to ours.
 type remoteCaller struct{ t *transport.Transport }
@@ -82,9 +40,6 @@ func (c *Coordinator) serveKeyring(body []byte) ([]byte, error) {
 	b, err := c.gossipKeys.Serve(body)
 	return b, toRemote(err)
 }
-
-// keyID names a key in logs without revealing it.
-func keyID(key []byte) string { return keyring.KeyID(key) }
 
 // GossipKeys returns copies of this node's gossip keyring: the primary key,
 // which encrypts outgoing gossip, and all keys accepted for incoming gossip,
@@ -115,25 +70,17 @@ func (c *Coordinator) GossipKeys() (primary []byte, all [][]byte) {
 // (Config.TLS); without TLS a warning is logged.
 //
 // Persistence: a node with a DataDir writes its keyring to
-// DataDir/gossip-keyring.json after every step (atomically, mode 0600) and
-// starts from it as long as its Config.Gossip.Keys is the one it was started
-// with when the file was written, so a node restarted after a rotation
-// rejoins with unchanged configuration; changing Config.Gossip.Keys makes
-// the configuration win at the next start. A node without a DataDir keeps
-// the keyring in memory only (it logs so) and, restarted later, needs the
-// current keys in its Config.Gossip.Keys. Members that were down during a
-// step missed it: start them with the current keys. Encryption cannot be
-// switched on or off in a running cluster: keyed and plain nodes cannot
-// gossip with each other.
+// DataDir/gossip-keyring.json after every step and starts from it as long
+// as its Config.Gossip.Keys is unchanged, so a node restarted after a
+// rotation rejoins as it is; a node without a DataDir keeps the keyring in
+// memory only (docs/SECURITY.md tells the rules). Encryption cannot be
+// switched on or off in a running cluster.
 //
 // It returns ErrGossipNotEncrypted (wrapped) when this node or a member has
 // no gossip encryption, ErrInvalidGossipKey for a key of the wrong size, and
 // ErrShutdown after Shutdown or Close.
 func (c *Coordinator) InstallGossipKey(ctx context.Context, key []byte) error {
-	if c.closing() {
-		return ErrShutdown
-	}
-	return c.gossipKeys.Install(ctx, key)
+	return c.keyringStep(ctx, c.gossipKeys.Install, key)
 }
 
 // UseGossipKey makes key the primary gossip key, the one outgoing gossip is
@@ -145,10 +92,7 @@ func (c *Coordinator) InstallGossipKey(ctx context.Context, key []byte) error {
 // the others' gossip with either key. Other errors are as for
 // InstallGossipKey.
 func (c *Coordinator) UseGossipKey(ctx context.Context, key []byte) error {
-	if c.closing() {
-		return ErrShutdown
-	}
-	return c.gossipKeys.Use(ctx, key)
+	return c.keyringStep(ctx, c.gossipKeys.Use, key)
 }
 
 // RemoveGossipKey removes key from the gossip keyring of every live member,
@@ -159,8 +103,13 @@ func (c *Coordinator) UseGossipKey(ctx context.Context, key []byte) error {
 // does not have does nothing there. Other errors are as for
 // InstallGossipKey.
 func (c *Coordinator) RemoveGossipKey(ctx context.Context, key []byte) error {
+	return c.keyringStep(ctx, c.gossipKeys.Remove, key)
+}
+
+// keyringStep runs one step of a rotation, unless the node is closing.
+func (c *Coordinator) keyringStep(ctx context.Context, step func(context.Context, []byte) error, key []byte) error {
 	if c.closing() {
 		return ErrShutdown
 	}
-	return c.gossipKeys.Remove(ctx, key)
+	return step(ctx, key)
 }

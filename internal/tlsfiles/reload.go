@@ -117,9 +117,9 @@ func (r *Reloader) Check(t Target) (changed bool, err error) {
 
 // Start runs the loop that calls Check(t) every Interval, when some
 // material comes from a file and Interval > 0; otherwise it does nothing.
-// Call it at most once; Stop ends the loop.
+// Call it at most once; Stop ends the loop. A nil Reloader does nothing.
 func (r *Reloader) Start(t Target) {
-	if !r.o.Source.Watches() || r.o.Interval <= 0 {
+	if r == nil || !r.o.Source.Watches() || r.o.Interval <= 0 {
 		return
 	}
 	r.runMu.Lock()
@@ -133,8 +133,11 @@ func (r *Reloader) Start(t Target) {
 }
 
 // Stop ends the loop Start began and waits for it to return. It is safe
-// to call more than once, and without Start.
+// to call more than once, without Start, and on a nil Reloader.
 func (r *Reloader) Stop() {
+	if r == nil {
+		return
+	}
 	r.runMu.Lock()
 	stop, done := r.stop, r.done
 	r.runMu.Unlock()
