@@ -12,8 +12,9 @@ import (
 
 // startMembership creates the gossip member over the keyring the data dir
 // or Config.Gossip.Keys gives, makes the cluster-wide keyring over it, and
-// hands it to the cluster part, which makes a first join attempt. A duplicate name fails New; other
-// join failures are retried in the background.
+// hands it to the cluster part, which makes a first join attempt. A
+// duplicate name fails New; other join failures are retried in the
+// background.
 func (c *Coordinator) startMembership() error {
 	store, keys, err := keyring.Open(keyring.FileOptions{DataDir: c.cfg.DataDir, ConfigKeys: c.cfg.Gossip.Keys, Log: c.log})
 	if err != nil {

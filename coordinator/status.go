@@ -63,8 +63,11 @@ type NodeInfo struct {
 }
 
 // RaftState returns this node's current raft role.
-func (c *Coordinator) RaftState() RaftState {
-	if st := c.raft.State(); st <= raft.Leader {
+func (c *Coordinator) RaftState() RaftState { return raftState(c.raft.State()) }
+
+// raftState names raft's role in our words, which are raft's in lower case.
+func raftState(st raft.RaftState) RaftState {
+	if st <= raft.Leader {
 		return RaftState(strings.ToLower(st.String())) // follower, candidate, leader
 	}
 	return StateShutdown
