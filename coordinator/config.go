@@ -198,28 +198,14 @@ func DefaultConfig() Config {
 func DefaultLocalConfig() Config {
 	c := DefaultConfig()
 	c.Insecure = true
-	c.GossipAddr = "127.0.0.1:0"
-	c.RPCAddr = "127.0.0.1:0"
-	c.Shards.Count = 16
-	c.Shards.DrainTimeout = 1 * time.Second
-	c.Shards.JoinStabilization = 1 * time.Second
-	c.Shards.RebalanceDelay = 50 * time.Millisecond
-	c.Session.TTL = 3 * time.Second
-	c.Session.LeaseMargin = 300 * time.Millisecond
-	c.Session.ExpiryGrace = 600 * time.Millisecond
-	c.Raft = RaftConfig{
-		HeartbeatTimeout:   300 * time.Millisecond,
-		ElectionTimeout:    300 * time.Millisecond,
-		LeaderLeaseTimeout: 200 * time.Millisecond,
-		CommitTimeout:      10 * time.Millisecond,
-		SnapshotThreshold:  1024,
-		TrailingLogs:       1024,
-	}
+	c.GossipAddr, c.RPCAddr = "127.0.0.1:0", "127.0.0.1:0"
+	c.Shards = ShardConfig{Count: 16, DrainTimeout: time.Second, JoinStabilization: time.Second, RebalanceDelay: 50 * time.Millisecond}
+	c.Session.TTL, c.Session.LeaseMargin, c.Session.ExpiryGrace = 3*time.Second, 300*time.Millisecond, 600*time.Millisecond
+	c.Raft = RaftConfig{HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
+		LeaderLeaseTimeout: 200 * time.Millisecond, CommitTimeout: 10 * time.Millisecond, SnapshotThreshold: 1024, TrailingLogs: 1024}
 	c.Gossip.Profile = GossipLocal
-	c.Cluster.ServerStabilization = 1 * time.Second
-	c.Cluster.DeadServerStabilization = 2 * time.Second
-	c.Cluster.ReconcileInterval = 500 * time.Millisecond
-	c.Cluster.BootstrapPromiseTTL = 10 * time.Second
+	c.Cluster.ServerStabilization, c.Cluster.DeadServerStabilization = 1*time.Second, 2*time.Second
+	c.Cluster.ReconcileInterval, c.Cluster.BootstrapPromiseTTL = 500*time.Millisecond, 10*time.Second
 	c.RPCTimeout = 2 * time.Second
 	return c
 }
@@ -243,18 +229,10 @@ func configErr(err error) error {
 	return err
 }
 
-// rule is one check of validate: when bad, field is wrong as msg says.
-type rule struct {
-	bad        bool
-	field, msg string
-}
-
-// firstBad returns the error of the first bad rule, nil when none is.
-func firstBad(rules ...rule) error {
-	for _, r := range rules {
-		if r.bad {
-			return fieldErr(r.field, "%s", r.msg)
-		}
+// check is one rule of validate: a field error when bad, else nil.
+func check(bad bool, field, format string, args ...any) error {
+	if bad {
+		return fieldErr(field, format, args...)
 	}
 	return nil
 }
@@ -262,53 +240,55 @@ func firstBad(rules ...rule) error {
 // validate checks every field and the relations between them; the first
 // rule broken, in order, is the error.
 func (c *Config) validate() error {
-	cl, sh, f := c.Cluster, c.Shards, fmt.Sprintf
-	err := firstBad(
-		rule{c.NodeName == "", "NodeName", "must be set"},
-		rule{len(c.NodeName) > 128, "NodeName", "longer than 128 bytes"},
-		rule{c.GossipAddr == "", "GossipAddr", "must be set"},
-		rule{c.RPCAddr == "", "RPCAddr", "must be set"},
-		rule{cl.Voters != 1 && cl.Voters != 3 && cl.Voters != 5, "Cluster.Voters", f("is %d; must be 1, 3 or 5", cl.Voters)},
-		rule{cl.BootstrapExpect < 0 || cl.BootstrapExpect > cl.Voters, "Cluster.BootstrapExpect",
-			f("is %d; must be between 0 and Cluster.Voters (%d)", cl.BootstrapExpect, cl.Voters)},
-		rule{cl.BootstrapExpect > 0 && c.DataDir == "", "Cluster.BootstrapExpect",
-			f("is %d but DataDir is empty: only voter-eligible nodes bootstrap", cl.BootstrapExpect)},
-		rule{sh.Count <= 0 || sh.Count > 1<<20, "Shards.Count", f("is %d; must be between 1 and %d", sh.Count, 1<<20)},
-		rule{math.IsNaN(sh.Weight) || math.IsInf(sh.Weight, 0) || sh.Weight < 0, "Shards.Weight", f("is %v; must be a finite number >= 0", sh.Weight)},
-		rule{sh.Epsilon < 0 || sh.Epsilon >= 1 || math.IsNaN(sh.Epsilon), "Shards.Epsilon", f("is %v; must be in [0, 1)", sh.Epsilon)},
-		rule{sh.MaxMoves < 0, "Shards.MaxMoves", f("is %d; must be >= 0", sh.MaxMoves)},
-		rule{len(c.ServiceAddr) > 256, "ServiceAddr", "longer than 256 bytes"},
+	cl, sh := c.Cluster, c.Shards
+	return cmp.Or(
+		check(c.NodeName == "", "NodeName", "must be set"),
+		check(len(c.NodeName) > 128, "NodeName", "longer than 128 bytes"),
+		check(c.GossipAddr == "", "GossipAddr", "must be set"),
+		check(c.RPCAddr == "", "RPCAddr", "must be set"),
+		check(cl.Voters != 1 && cl.Voters != 3 && cl.Voters != 5, "Cluster.Voters", "is %d; must be 1, 3 or 5", cl.Voters),
+		check(cl.BootstrapExpect < 0 || cl.BootstrapExpect > cl.Voters, "Cluster.BootstrapExpect",
+			"is %d; must be between 0 and Cluster.Voters (%d)", cl.BootstrapExpect, cl.Voters),
+		check(cl.BootstrapExpect > 0 && c.DataDir == "", "Cluster.BootstrapExpect",
+			"is %d but DataDir is empty: only voter-eligible nodes bootstrap", cl.BootstrapExpect),
+		check(sh.Count <= 0 || sh.Count > 1<<20, "Shards.Count", "is %d; must be between 1 and %d", sh.Count, 1<<20),
+		check(math.IsNaN(sh.Weight) || math.IsInf(sh.Weight, 0) || sh.Weight < 0, "Shards.Weight", "is %v; must be a finite number >= 0", sh.Weight),
+		check(sh.Epsilon < 0 || sh.Epsilon >= 1 || math.IsNaN(sh.Epsilon), "Shards.Epsilon", "is %v; must be in [0, 1)", sh.Epsilon),
+		check(sh.MaxMoves < 0, "Shards.MaxMoves", "is %d; must be >= 0", sh.MaxMoves),
+		check(len(c.ServiceAddr) > 256, "ServiceAddr", "longer than 256 bytes"),
+		validateAdvertise("AdvertiseRPCAddr", c.AdvertiseRPCAddr, false),
+		validateAdvertise("AdvertiseGossipAddr", c.AdvertiseGossipAddr, true),
+		c.validateTimings(),
+		configErr(keyring.CheckKeys(c.Gossip.Keys)),
+		configErr(tlsfiles.Check(c.tlsSource(), c.Insecure, c.NodeName)),
 	)
-	return cmp.Or(err, validateAdvertise("AdvertiseRPCAddr", c.AdvertiseRPCAddr, false),
-		validateAdvertise("AdvertiseGossipAddr", c.AdvertiseGossipAddr, true), c.validateTimings(),
-		configErr(keyring.CheckKeys(c.Gossip.Keys)), configErr(tlsfiles.Check(c.tlsSource(), c.Insecure, c.NodeName)))
 }
 
 // validateTimings checks the durations of every group and their relations.
 func (c *Config) validateTimings() error {
-	r, s, sh, cl, f := c.Raft, c.Session, c.Shards, c.Cluster, fmt.Sprintf
+	r, s, sh, cl := c.Raft, c.Session, c.Shards, c.Cluster
 	election := max(r.ElectionTimeout, r.HeartbeatTimeout)
-	return firstBad(
-		rule{r.HeartbeatTimeout < 5*time.Millisecond, "Raft.HeartbeatTimeout", f("is %v; must be at least 5ms", r.HeartbeatTimeout)},
-		rule{r.ElectionTimeout < 5*time.Millisecond, "Raft.ElectionTimeout", f("is %v; must be at least 5ms", r.ElectionTimeout)},
-		rule{r.LeaderLeaseTimeout < 5*time.Millisecond || r.LeaderLeaseTimeout > r.HeartbeatTimeout, "Raft.LeaderLeaseTimeout",
-			f("is %v; must be between 5ms and HeartbeatTimeout (%v)", r.LeaderLeaseTimeout, r.HeartbeatTimeout)},
-		rule{r.CommitTimeout <= 0, "Raft.CommitTimeout", "must be positive"},
-		rule{s.TTL < 3*election, "Session.TTL",
-			f("is %v; must be at least 3 × the raft election/heartbeat timeout (%v) so a leader change does not expire sessions", s.TTL, 3*election)},
-		rule{s.MaxClockDrift < 0 || s.MaxClockDrift >= 0.5, "Session.MaxClockDrift", f("is %v; must be in [0, 0.5)", s.MaxClockDrift)},
-		rule{s.LeaseMargin <= 0 || s.LeaseMargin >= s.TTL/3, "Session.LeaseMargin",
-			f("is %v; must be positive and below Session.TTL/3 (%v)", s.LeaseMargin, s.TTL/3)},
-		rule{s.ExpiryGrace < election, "Session.ExpiryGrace", f("is %v; must be at least the raft election timeout (%v)", s.ExpiryGrace, election)},
-		rule{sh.DrainTimeout <= 0, "Shards.DrainTimeout", "must be positive"},
-		rule{sh.JoinStabilization < 0, "Shards.JoinStabilization", "must not be negative"},
-		rule{sh.RebalanceDelay <= 0, "Shards.RebalanceDelay", "must be positive"},
-		rule{cl.ServerStabilization <= 0, "Cluster.ServerStabilization", "must be positive"},
-		rule{cl.DeadServerStabilization <= 0, "Cluster.DeadServerStabilization", "must be positive"},
-		rule{cl.ReconcileInterval <= 0, "Cluster.ReconcileInterval", "must be positive"},
-		rule{cl.BootstrapPromiseTTL < 2*c.RPCTimeout, "Cluster.BootstrapPromiseTTL",
-			f("is %v; must be at least 2 × RPCTimeout (%v)", cl.BootstrapPromiseTTL, 2*c.RPCTimeout)},
-		rule{c.RPCTimeout <= 0, "RPCTimeout", "must be positive"},
-		rule{r.SnapshotThreshold == 0, "Raft.SnapshotThreshold", "must be positive"},
+	return cmp.Or(
+		check(r.HeartbeatTimeout < 5*time.Millisecond, "Raft.HeartbeatTimeout", "is %v; must be at least 5ms", r.HeartbeatTimeout),
+		check(r.ElectionTimeout < 5*time.Millisecond, "Raft.ElectionTimeout", "is %v; must be at least 5ms", r.ElectionTimeout),
+		check(r.LeaderLeaseTimeout < 5*time.Millisecond || r.LeaderLeaseTimeout > r.HeartbeatTimeout, "Raft.LeaderLeaseTimeout",
+			"is %v; must be between 5ms and HeartbeatTimeout (%v)", r.LeaderLeaseTimeout, r.HeartbeatTimeout),
+		check(r.CommitTimeout <= 0, "Raft.CommitTimeout", "must be positive"),
+		check(s.TTL < 3*election, "Session.TTL",
+			"is %v; must be at least 3 × the raft election/heartbeat timeout (%v) so a leader change does not expire sessions", s.TTL, 3*election),
+		check(s.MaxClockDrift < 0 || s.MaxClockDrift >= 0.5, "Session.MaxClockDrift", "is %v; must be in [0, 0.5)", s.MaxClockDrift),
+		check(s.LeaseMargin <= 0 || s.LeaseMargin >= s.TTL/3, "Session.LeaseMargin",
+			"is %v; must be positive and below Session.TTL/3 (%v)", s.LeaseMargin, s.TTL/3),
+		check(s.ExpiryGrace < election, "Session.ExpiryGrace", "is %v; must be at least the raft election timeout (%v)", s.ExpiryGrace, election),
+		check(sh.DrainTimeout <= 0, "Shards.DrainTimeout", "must be positive"),
+		check(sh.JoinStabilization < 0, "Shards.JoinStabilization", "must not be negative"),
+		check(sh.RebalanceDelay <= 0, "Shards.RebalanceDelay", "must be positive"),
+		check(cl.ServerStabilization <= 0, "Cluster.ServerStabilization", "must be positive"),
+		check(cl.DeadServerStabilization <= 0, "Cluster.DeadServerStabilization", "must be positive"),
+		check(cl.ReconcileInterval <= 0, "Cluster.ReconcileInterval", "must be positive"),
+		check(cl.BootstrapPromiseTTL < 2*c.RPCTimeout, "Cluster.BootstrapPromiseTTL",
+			"is %v; must be at least 2 × RPCTimeout (%v)", cl.BootstrapPromiseTTL, 2*c.RPCTimeout),
+		check(c.RPCTimeout <= 0, "RPCTimeout", "must be positive"),
+		check(r.SnapshotThreshold == 0, "Raft.SnapshotThreshold", "must be positive"),
 	)
 }
