@@ -42,7 +42,7 @@ type RaftConfig struct {
 	// heartbeats carrying the commit index.
 	CommitTimeout time.Duration
 	// SnapshotThreshold is how many log entries raft keeps before it takes
-	// a snapshot; TrailingLogs how many it keeps after one.
+	// a snapshot.
 	SnapshotThreshold uint64
 	// TrailingLogs is how many log entries are kept after a snapshot.
 	TrailingLogs uint64
@@ -79,24 +79,21 @@ type Config struct {
 	// RPCAddr is the host:port of the one TCP listener carrying raft and
 	// holdfast's RPC. Port 0 picks a free port.
 	RPCAddr string
-	// AdvertiseRPCAddr, if set, is the RPC address (host:port) other nodes
-	// dial instead of the bound one, and the address Owner reports when
-	// ServiceAddr is empty: set it when the node is reached through another
-	// address than it binds (a container, NAT). Port 0 means the bound
-	// port. An unspecified host (0.0.0.0, ::) is refused. When it is empty
-	// and RPCAddr binds every interface, the node advertises an address of
-	// one of its interfaces and logs a warning saying so.
+	// AdvertiseRPCAddr, if set, is the host:port other nodes dial instead
+	// of the bound address, and the one Owner reports when ServiceAddr is
+	// empty: for a node reached through another address than it binds (a
+	// container, NAT). Port 0 means the bound port; an unspecified host
+	// (0.0.0.0, ::) is refused. Empty while RPCAddr binds every interface:
+	// an address of one of the node's interfaces, with a warning.
 	AdvertiseRPCAddr string
 	// ServiceAddr is the address applications reach this node's service
 	// at; Owner returns it. Empty means the RPC address.
 	ServiceAddr string
-	// Join lists gossip addresses of existing members. A host that is a DNS
-	// name stands for every address it resolves to (a Kubernetes headless
-	// Service: every pod), and each is contacted. Joining is retried in the
-	// background, with backoff, while this node is alone in the gossip
-	// pool; each failure is logged as a warning with a hint (nothing
-	// listening, not a gossip port, other gossip keys), repeated with a
-	// backoff of its own.
+	// Join lists gossip addresses of existing members; a DNS name stands
+	// for every address it resolves to (a Kubernetes headless Service:
+	// every pod). Joining is retried with backoff while this node is alone
+	// in the gossip pool; each failure is logged as a warning with a hint
+	// (nothing listening, not a gossip port, other gossip keys).
 	Join []string
 	// RPCTimeout bounds each internal RPC.
 	RPCTimeout time.Duration
@@ -116,16 +113,13 @@ type Config struct {
 
 	// Security.
 
-	// TLS enables mutual TLS on the RPC/raft port. It is required: New
-	// refuses a Config without TLS unless Insecure is set. Make a CA and
-	// node certificates with `holdfastctl cert create-ca` and
-	// `holdfastctl cert create-node NAME` (see TLSConfig).
+	// TLS enables mutual TLS on the RPC/raft port (see TLSConfig); New
+	// refuses a Config without it unless Insecure is set.
 	TLS *TLSConfig
-	// Insecure lets New start without TLS: the RPC/raft port is plaintext
-	// and unauthenticated, so anyone who can reach it can forge raft
-	// commands (grant themselves any lease or shard, remove voters) and
-	// keyring calls. Meant for tests and demos on one machine only;
-	// DefaultLocalConfig sets it. It has no effect when TLS is set.
+	// Insecure lets New start without TLS: the RPC/raft port is then
+	// plaintext, so anyone who can reach it can forge raft commands (take
+	// any lease or shard, remove voters) and keyring calls. For tests and
+	// demos on one machine (DefaultLocalConfig sets it); no effect with TLS.
 	Insecure bool
 
 	// Observability: metrics and logs go only where the caller says.
@@ -154,38 +148,15 @@ func DefaultConfig() Config {
 	return Config{
 		GossipAddr: "0.0.0.0:7946",
 		RPCAddr:    "0.0.0.0:7947",
-		Cluster: ClusterConfig{
-			Voters:                  3,
-			BootstrapExpect:         3,
-			ServerStabilization:     10 * time.Second,
-			DeadServerStabilization: 30 * time.Second,
-			ReconcileInterval:       10 * time.Second,
-			BootstrapPromiseTTL:     30 * time.Second,
-		},
-		Shards: ShardConfig{
-			Count:             256,
-			DrainTimeout:      5 * time.Second,
-			JoinStabilization: 5 * time.Second,
-			RebalanceDelay:    200 * time.Millisecond,
-		},
-		Session: SessionConfig{
-			TTL:           10 * time.Second,
-			LeaseMargin:   1 * time.Second,
-			MaxClockDrift: 0.01,
-			ExpiryGrace:   2 * time.Second,
-		},
-		Raft: RaftConfig{
-			HeartbeatTimeout:   1000 * time.Millisecond,
-			ElectionTimeout:    1000 * time.Millisecond,
-			LeaderLeaseTimeout: 500 * time.Millisecond,
-			CommitTimeout:      50 * time.Millisecond,
-			SnapshotThreshold:  8192,
-			TrailingLogs:       10240,
-		},
-		Gossip: GossipConfig{
-			Profile: GossipLAN,
-		},
 		RPCTimeout: 5 * time.Second,
+		Cluster: ClusterConfig{Voters: 3, BootstrapExpect: 3, ServerStabilization: 10 * time.Second,
+			DeadServerStabilization: 30 * time.Second, ReconcileInterval: 10 * time.Second, BootstrapPromiseTTL: 30 * time.Second},
+		Shards: ShardConfig{Count: 256, DrainTimeout: 5 * time.Second, JoinStabilization: 5 * time.Second,
+			RebalanceDelay: 200 * time.Millisecond},
+		Session: SessionConfig{TTL: 10 * time.Second, LeaseMargin: time.Second, MaxClockDrift: 0.01, ExpiryGrace: 2 * time.Second},
+		Raft: RaftConfig{HeartbeatTimeout: time.Second, ElectionTimeout: time.Second, LeaderLeaseTimeout: 500 * time.Millisecond,
+			CommitTimeout: 50 * time.Millisecond, SnapshotThreshold: 8192, TrailingLogs: 10240},
+		Gossip: GossipConfig{Profile: GossipLAN},
 	}
 }
 

@@ -56,15 +56,11 @@
 // Fresh voter-eligible nodes started with the same
 // Config.Cluster.BootstrapExpect find each other by gossip and bootstrap
 // one cluster; later nodes join it, and the leader keeps
-// Config.Cluster.Voters voters, replacing a failed one only after a
-// healthy node has been promoted (Health tells the group's fault
-// tolerance, Formation how far a node is in forming or joining).
-//
-// New refuses a Config without TLS unless Config.Insecure is set
-// (DefaultLocalConfig sets it): on a plaintext RPC port anyone can forge
-// raft commands. Config.Gossip.Keys encrypts gossip; InstallGossipKey,
-// UseGossipKey and RemoveGossipKey rotate the keys without downtime.
-// `holdfastctl cert` makes the CA, the node certificates and a gossip key.
+// Config.Cluster.Voters voters (Formation and Health tell how it stands).
+// New refuses a Config without TLS unless Config.Insecure is set;
+// Config.Gossip.Keys encrypts gossip, and InstallGossipKey, UseGossipKey
+// and RemoveGossipKey rotate the keys without downtime. `holdfastctl cert`
+// makes the CA, the node certificates and a gossip key.
 //
 // The repository's docs/ARCHITECTURE.md tells how it all works (the lease
 // protocol, shard handoffs, formation and voters, the parts of this

@@ -44,9 +44,7 @@ func (c *Coordinator) serveKeyring(body []byte) ([]byte, error) {
 // GossipKeys returns copies of this node's gossip keyring: the primary key,
 // which encrypts outgoing gossip, and all keys accepted for incoming gossip,
 // the primary first. Both are nil when gossip is not encrypted.
-func (c *Coordinator) GossipKeys() (primary []byte, all [][]byte) {
-	return c.members.Keys()
-}
+func (c *Coordinator) GossipKeys() (primary []byte, all [][]byte) { return c.members.Keys() }
 
 // InstallGossipKey adds key (16, 24 or 32 bytes) to the gossip keyring of
 // every live member, this node included, so that all of them accept gossip
@@ -80,7 +78,7 @@ func (c *Coordinator) GossipKeys() (primary []byte, all [][]byte) {
 // no gossip encryption, ErrInvalidGossipKey for a key of the wrong size, and
 // ErrShutdown after Shutdown or Close.
 func (c *Coordinator) InstallGossipKey(ctx context.Context, key []byte) error {
-	return c.keyringStep(ctx, c.gossipKeys.Install, key)
+	return c.gossipKeys.Install(ctx, key)
 }
 
 // UseGossipKey makes key the primary gossip key, the one outgoing gossip is
@@ -92,7 +90,7 @@ func (c *Coordinator) InstallGossipKey(ctx context.Context, key []byte) error {
 // the others' gossip with either key. Other errors are as for
 // InstallGossipKey.
 func (c *Coordinator) UseGossipKey(ctx context.Context, key []byte) error {
-	return c.keyringStep(ctx, c.gossipKeys.Use, key)
+	return c.gossipKeys.Use(ctx, key)
 }
 
 // RemoveGossipKey removes key from the gossip keyring of every live member,
@@ -103,13 +101,5 @@ func (c *Coordinator) UseGossipKey(ctx context.Context, key []byte) error {
 // does not have does nothing there. Other errors are as for
 // InstallGossipKey.
 func (c *Coordinator) RemoveGossipKey(ctx context.Context, key []byte) error {
-	return c.keyringStep(ctx, c.gossipKeys.Remove, key)
-}
-
-// keyringStep runs one step of a rotation, unless the node is closing.
-func (c *Coordinator) keyringStep(ctx context.Context, step func(context.Context, []byte) error, key []byte) error {
-	if c.closing() {
-		return ErrShutdown
-	}
-	return step(ctx, key)
+	return c.gossipKeys.Remove(ctx, key)
 }

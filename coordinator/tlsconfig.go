@@ -46,11 +46,9 @@ type TLSConfig struct {
 	// ReloadInterval is how often the files are checked for changes; 0
 	// means DefaultTLSReloadInterval, negative turns reloading off.
 	ReloadInterval time.Duration
-	// RequireTLS refuses plaintext: inbound raft and RPC connections that
-	// do not start a TLS handshake are closed, and peers that do not speak
-	// TLS are not retried in plaintext. False accepts plaintext peers (and
-	// falls back to plaintext towards them), which is meant only for
-	// migrating a running cluster: it lets anyone reach the node unsigned.
+	// RequireTLS refuses plaintext, inbound and outbound. False accepts
+	// plaintext peers and falls back to plaintext towards them: only for
+	// migrating a running cluster, as it lets anyone reach the node.
 	RequireTLS bool
 }
 
@@ -75,9 +73,6 @@ func (c *Coordinator) newTransport() (*transport.Transport, error) {
 	var o *tlsfiles.Options
 	if src := c.cfg.tlsSource(); src != nil {
 		o = &tlsfiles.Options{Source: *src, NodeName: c.cfg.NodeName, Interval: c.cfg.TLS.ReloadInterval, Log: c.log, Metrics: &c.tlsMetrics}
-		if o.Interval == 0 {
-			o.Interval = DefaultTLSReloadInterval
-		}
 	}
 	t, r, err := tlsfiles.Transport(tc, o, c.peerName)
 	c.tlsReload = r

@@ -22,8 +22,8 @@ type Options struct {
 	Source Source
 	// NodeName is the name the certificate must carry.
 	NodeName string
-	// Interval is how often Start's loop checks the files; <= 0 starts no
-	// loop (Check still works).
+	// Interval is how often Start's loop checks the files; 0 means
+	// DefaultInterval, negative starts no loop (Check still works).
 	Interval time.Duration
 	// Log receives reloads and refused changes; nil discards.
 	Log *slog.Logger
@@ -54,6 +54,9 @@ func New(o Options) (*Reloader, *Material, error) {
 	}
 	if o.Metrics == nil {
 		o.Metrics = new(Metrics)
+	}
+	if o.Interval == 0 {
+		o.Interval = DefaultInterval
 	}
 	r := &Reloader{o: o, last: readFiles(o.Source)}
 	m, err := Load(o.Source, o.NodeName)
