@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/holdfast-go/holdfast/internal/keyring"
+	"github.com/holdfast-go/holdfast/internal/tlsfiles"
 	"github.com/holdfast-go/holdfast/transport"
 )
 
@@ -39,7 +42,7 @@ type RaftConfig struct {
 	// heartbeats carrying the commit index.
 	CommitTimeout time.Duration
 	// SnapshotThreshold is how many log entries raft keeps before it takes
-	// a snapshot; TrailingLogs how many it keeps after one.
+	// a snapshot.
 	SnapshotThreshold uint64
 	// TrailingLogs is how many log entries are kept after a snapshot.
 	TrailingLogs uint64
@@ -76,24 +79,21 @@ type Config struct {
 	// RPCAddr is the host:port of the one TCP listener carrying raft and
 	// holdfast's RPC. Port 0 picks a free port.
 	RPCAddr string
-	// AdvertiseRPCAddr, if set, is the RPC address (host:port) other nodes
-	// dial instead of the bound one, and the address Owner reports when
-	// ServiceAddr is empty: set it when the node is reached through another
-	// address than it binds (a container, NAT). Port 0 means the bound
-	// port. An unspecified host (0.0.0.0, ::) is refused. When it is empty
-	// and RPCAddr binds every interface, the node advertises an address of
-	// one of its interfaces and logs a warning saying so.
+	// AdvertiseRPCAddr, if set, is the host:port other nodes dial instead
+	// of the bound address, and the one Owner reports when ServiceAddr is
+	// empty: for a node reached through another address than it binds (a
+	// container, NAT). Port 0 means the bound port; an unspecified host
+	// (0.0.0.0, ::) is refused. Empty while RPCAddr binds every interface:
+	// an address of one of the node's interfaces, with a warning.
 	AdvertiseRPCAddr string
 	// ServiceAddr is the address applications reach this node's service
 	// at; Owner returns it. Empty means the RPC address.
 	ServiceAddr string
-	// Join lists gossip addresses of existing members. A host that is a DNS
-	// name stands for every address it resolves to (a Kubernetes headless
-	// Service: every pod), and each is contacted. Joining is retried in the
-	// background, with backoff, while this node is alone in the gossip
-	// pool; each failure is logged as a warning with a hint (nothing
-	// listening, not a gossip port, other gossip keys), repeated with a
-	// backoff of its own.
+	// Join lists gossip addresses of existing members; a DNS name stands
+	// for every address it resolves to (a Kubernetes headless Service:
+	// every pod). Joining is retried with backoff while this node is alone
+	// in the gossip pool; each failure is logged as a warning with a hint
+	// (nothing listening, not a gossip port, other gossip keys).
 	Join []string
 	// RPCTimeout bounds each internal RPC.
 	RPCTimeout time.Duration
@@ -113,16 +113,13 @@ type Config struct {
 
 	// Security.
 
-	// TLS enables mutual TLS on the RPC/raft port. It is required: New
-	// refuses a Config without TLS unless Insecure is set. Make a CA and
-	// node certificates with `holdfastctl cert create-ca` and
-	// `holdfastctl cert create-node NAME` (see TLSConfig).
+	// TLS enables mutual TLS on the RPC/raft port (see TLSConfig); New
+	// refuses a Config without it unless Insecure is set.
 	TLS *TLSConfig
-	// Insecure lets New start without TLS: the RPC/raft port is plaintext
-	// and unauthenticated, so anyone who can reach it can forge raft
-	// commands (grant themselves any lease or shard, remove voters) and
-	// keyring calls. Meant for tests and demos on one machine only;
-	// DefaultLocalConfig sets it. It has no effect when TLS is set.
+	// Insecure lets New start without TLS: the RPC/raft port is then
+	// plaintext, so anyone who can reach it can forge raft commands (take
+	// any lease or shard, remove voters) and keyring calls. For tests and
+	// demos on one machine (DefaultLocalConfig sets it); no effect with TLS.
 	Insecure bool
 
 	// Observability: metrics and logs go only where the caller says.
@@ -151,38 +148,15 @@ func DefaultConfig() Config {
 	return Config{
 		GossipAddr: "0.0.0.0:7946",
 		RPCAddr:    "0.0.0.0:7947",
-		Cluster: ClusterConfig{
-			Voters:                  3,
-			BootstrapExpect:         3,
-			ServerStabilization:     10 * time.Second,
-			DeadServerStabilization: 30 * time.Second,
-			ReconcileInterval:       10 * time.Second,
-			BootstrapPromiseTTL:     30 * time.Second,
-		},
-		Shards: ShardConfig{
-			Count:             256,
-			DrainTimeout:      5 * time.Second,
-			JoinStabilization: 5 * time.Second,
-			RebalanceDelay:    200 * time.Millisecond,
-		},
-		Session: SessionConfig{
-			TTL:           10 * time.Second,
-			LeaseMargin:   1 * time.Second,
-			MaxClockDrift: 0.01,
-			ExpiryGrace:   2 * time.Second,
-		},
-		Raft: RaftConfig{
-			HeartbeatTimeout:   1000 * time.Millisecond,
-			ElectionTimeout:    1000 * time.Millisecond,
-			LeaderLeaseTimeout: 500 * time.Millisecond,
-			CommitTimeout:      50 * time.Millisecond,
-			SnapshotThreshold:  8192,
-			TrailingLogs:       10240,
-		},
-		Gossip: GossipConfig{
-			Profile: GossipLAN,
-		},
 		RPCTimeout: 5 * time.Second,
+		Cluster: ClusterConfig{Voters: 3, BootstrapExpect: 3, ServerStabilization: 10 * time.Second,
+			DeadServerStabilization: 30 * time.Second, ReconcileInterval: 10 * time.Second, BootstrapPromiseTTL: 30 * time.Second},
+		Shards: ShardConfig{Count: 256, DrainTimeout: 5 * time.Second, JoinStabilization: 5 * time.Second,
+			RebalanceDelay: 200 * time.Millisecond},
+		Session: SessionConfig{TTL: 10 * time.Second, LeaseMargin: time.Second, MaxClockDrift: 0.01, ExpiryGrace: 2 * time.Second},
+		Raft: RaftConfig{HeartbeatTimeout: time.Second, ElectionTimeout: time.Second, LeaderLeaseTimeout: 500 * time.Millisecond,
+			CommitTimeout: 50 * time.Millisecond, SnapshotThreshold: 8192, TrailingLogs: 10240},
+		Gossip: GossipConfig{Profile: GossipLAN},
 	}
 }
 
@@ -195,29 +169,15 @@ func DefaultConfig() Config {
 func DefaultLocalConfig() Config {
 	c := DefaultConfig()
 	c.Insecure = true
-	c.GossipAddr = "127.0.0.1:0"
-	c.RPCAddr = "127.0.0.1:0"
-	c.Shards.Count = 16
-	c.Shards.DrainTimeout = 1 * time.Second
-	c.Shards.JoinStabilization = 1 * time.Second
-	c.Shards.RebalanceDelay = 50 * time.Millisecond
-	c.Session.TTL = 3 * time.Second
-	c.Session.LeaseMargin = 300 * time.Millisecond
-	c.Session.ExpiryGrace = 600 * time.Millisecond
-	c.Raft = RaftConfig{
-		HeartbeatTimeout:   300 * time.Millisecond,
-		ElectionTimeout:    300 * time.Millisecond,
-		LeaderLeaseTimeout: 200 * time.Millisecond,
-		CommitTimeout:      10 * time.Millisecond,
-	}
+	c.GossipAddr, c.RPCAddr = "127.0.0.1:0", "127.0.0.1:0"
+	c.Shards = ShardConfig{Count: 16, DrainTimeout: time.Second, JoinStabilization: time.Second, RebalanceDelay: 50 * time.Millisecond}
+	c.Session.TTL, c.Session.LeaseMargin, c.Session.ExpiryGrace = 3*time.Second, 300*time.Millisecond, 600*time.Millisecond
+	c.Raft = RaftConfig{HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
+		LeaderLeaseTimeout: 200 * time.Millisecond, CommitTimeout: 10 * time.Millisecond, SnapshotThreshold: 1024, TrailingLogs: 1024}
 	c.Gossip.Profile = GossipLocal
-	c.Cluster.ServerStabilization = 1 * time.Second
-	c.Cluster.DeadServerStabilization = 2 * time.Second
-	c.Cluster.ReconcileInterval = 500 * time.Millisecond
-	c.Cluster.BootstrapPromiseTTL = 10 * time.Second
+	c.Cluster.ServerStabilization, c.Cluster.DeadServerStabilization = 1*time.Second, 2*time.Second
+	c.Cluster.ReconcileInterval, c.Cluster.BootstrapPromiseTTL = 500*time.Millisecond, 10*time.Second
 	c.RPCTimeout = 2 * time.Second
-	c.Raft.SnapshotThreshold = 1024
-	c.Raft.TrailingLogs = 1024
 	return c
 }
 
@@ -229,87 +189,77 @@ func fieldErr(field, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
 }
 
-// validate checks every field and the relations between them.
-func (c *Config) validate() error {
-	switch {
-	case c.NodeName == "":
-		return fieldErr("NodeName", "must be set")
-	case len(c.NodeName) > 128:
-		return fieldErr("NodeName", "longer than 128 bytes")
-	case c.GossipAddr == "":
-		return fieldErr("GossipAddr", "must be set")
-	case c.RPCAddr == "":
-		return fieldErr("RPCAddr", "must be set")
-	case c.Cluster.Voters != 1 && c.Cluster.Voters != 3 && c.Cluster.Voters != 5:
-		return fieldErr("Cluster.Voters", "is %d; must be 1, 3 or 5", c.Cluster.Voters)
-	case c.Cluster.BootstrapExpect < 0 || c.Cluster.BootstrapExpect > c.Cluster.Voters:
-		return fieldErr("Cluster.BootstrapExpect", "is %d; must be between 0 and Cluster.Voters (%d)", c.Cluster.BootstrapExpect, c.Cluster.Voters)
-	case c.Cluster.BootstrapExpect > 0 && c.DataDir == "":
-		return fieldErr("Cluster.BootstrapExpect", "is %d but DataDir is empty: only voter-eligible nodes bootstrap", c.Cluster.BootstrapExpect)
-	case c.Shards.Count <= 0 || c.Shards.Count > 1<<20:
-		return fieldErr("Shards.Count", "is %d; must be between 1 and %d", c.Shards.Count, 1<<20)
-	case math.IsNaN(c.Shards.Weight) || math.IsInf(c.Shards.Weight, 0) || c.Shards.Weight < 0:
-		return fieldErr("Shards.Weight", "is %v; must be a finite number >= 0", c.Shards.Weight)
-	case c.Shards.Epsilon < 0 || c.Shards.Epsilon >= 1 || math.IsNaN(c.Shards.Epsilon):
-		return fieldErr("Shards.Epsilon", "is %v; must be in [0, 1)", c.Shards.Epsilon)
-	case c.Shards.MaxMoves < 0:
-		return fieldErr("Shards.MaxMoves", "is %d; must be >= 0", c.Shards.MaxMoves)
-	case len(c.ServiceAddr) > 256:
-		return fieldErr("ServiceAddr", "longer than 256 bytes")
+// configErr turns a part's configuration error (one naming a Config field)
+// into an ErrInvalidConfig naming that field; other errors pass unchanged.
+func configErr(err error) error {
+	var fe interface{ ConfigField() (field, msg string) }
+	if errors.As(err, &fe) {
+		field, msg := fe.ConfigField()
+		return fieldErr(field, "%s", msg)
 	}
-	if err := validateAdvertise("AdvertiseRPCAddr", c.AdvertiseRPCAddr, false); err != nil {
-		return err
-	}
-	if err := validateAdvertise("AdvertiseGossipAddr", c.AdvertiseGossipAddr, true); err != nil {
-		return err
-	}
-	if err := c.validateTimings(); err != nil {
-		return err
-	}
-	if err := c.validateGossipKeys(); err != nil {
-		return err
-	}
-	return c.validateTLS()
+	return err
 }
 
-func (c *Config) validateTimings() error {
-	r := c.Raft
-	switch {
-	case r.HeartbeatTimeout < 5*time.Millisecond:
-		return fieldErr("Raft.HeartbeatTimeout", "is %v; must be at least 5ms", r.HeartbeatTimeout)
-	case r.ElectionTimeout < 5*time.Millisecond:
-		return fieldErr("Raft.ElectionTimeout", "is %v; must be at least 5ms", r.ElectionTimeout)
-	case r.LeaderLeaseTimeout < 5*time.Millisecond || r.LeaderLeaseTimeout > r.HeartbeatTimeout:
-		return fieldErr("Raft.LeaderLeaseTimeout", "is %v; must be between 5ms and HeartbeatTimeout (%v)", r.LeaderLeaseTimeout, r.HeartbeatTimeout)
-	case r.CommitTimeout <= 0:
-		return fieldErr("Raft.CommitTimeout", "must be positive")
-	case c.Session.TTL < 3*max(r.ElectionTimeout, r.HeartbeatTimeout):
-		return fieldErr("Session.TTL", "is %v; must be at least 3 × the raft election/heartbeat timeout (%v) so a leader change does not expire sessions",
-			c.Session.TTL, 3*max(r.ElectionTimeout, r.HeartbeatTimeout))
-	case c.Session.MaxClockDrift < 0 || c.Session.MaxClockDrift >= 0.5:
-		return fieldErr("Session.MaxClockDrift", "is %v; must be in [0, 0.5)", c.Session.MaxClockDrift)
-	case c.Session.LeaseMargin <= 0 || c.Session.LeaseMargin >= c.Session.TTL/3:
-		return fieldErr("Session.LeaseMargin", "is %v; must be positive and below Session.TTL/3 (%v)", c.Session.LeaseMargin, c.Session.TTL/3)
-	case c.Session.ExpiryGrace < max(r.ElectionTimeout, r.HeartbeatTimeout):
-		return fieldErr("Session.ExpiryGrace", "is %v; must be at least the raft election timeout (%v)", c.Session.ExpiryGrace, max(r.ElectionTimeout, r.HeartbeatTimeout))
-	case c.Shards.DrainTimeout <= 0:
-		return fieldErr("Shards.DrainTimeout", "must be positive")
-	case c.Shards.JoinStabilization < 0:
-		return fieldErr("Shards.JoinStabilization", "must not be negative")
-	case c.Shards.RebalanceDelay <= 0:
-		return fieldErr("Shards.RebalanceDelay", "must be positive")
-	case c.Cluster.ServerStabilization <= 0:
-		return fieldErr("Cluster.ServerStabilization", "must be positive")
-	case c.Cluster.DeadServerStabilization <= 0:
-		return fieldErr("Cluster.DeadServerStabilization", "must be positive")
-	case c.Cluster.ReconcileInterval <= 0:
-		return fieldErr("Cluster.ReconcileInterval", "must be positive")
-	case c.Cluster.BootstrapPromiseTTL < 2*c.RPCTimeout:
-		return fieldErr("Cluster.BootstrapPromiseTTL", "is %v; must be at least 2 × RPCTimeout (%v)", c.Cluster.BootstrapPromiseTTL, 2*c.RPCTimeout)
-	case c.RPCTimeout <= 0:
-		return fieldErr("RPCTimeout", "must be positive")
-	case c.Raft.SnapshotThreshold == 0:
-		return fieldErr("Raft.SnapshotThreshold", "must be positive")
+// check is one rule of validate: a field error when bad, else nil.
+func check(bad bool, field, format string, args ...any) error {
+	if bad {
+		return fieldErr(field, format, args...)
 	}
 	return nil
+}
+
+// validate checks every field and the relations between them; the first
+// rule broken, in order, is the error.
+func (c *Config) validate() error {
+	cl, sh := c.Cluster, c.Shards
+	return cmp.Or(
+		check(c.NodeName == "", "NodeName", "must be set"),
+		check(len(c.NodeName) > 128, "NodeName", "longer than 128 bytes"),
+		check(c.GossipAddr == "", "GossipAddr", "must be set"),
+		check(c.RPCAddr == "", "RPCAddr", "must be set"),
+		check(cl.Voters != 1 && cl.Voters != 3 && cl.Voters != 5, "Cluster.Voters", "is %d; must be 1, 3 or 5", cl.Voters),
+		check(cl.BootstrapExpect < 0 || cl.BootstrapExpect > cl.Voters, "Cluster.BootstrapExpect",
+			"is %d; must be between 0 and Cluster.Voters (%d)", cl.BootstrapExpect, cl.Voters),
+		check(cl.BootstrapExpect > 0 && c.DataDir == "", "Cluster.BootstrapExpect",
+			"is %d but DataDir is empty: only voter-eligible nodes bootstrap", cl.BootstrapExpect),
+		check(sh.Count <= 0 || sh.Count > 1<<20, "Shards.Count", "is %d; must be between 1 and %d", sh.Count, 1<<20),
+		check(math.IsNaN(sh.Weight) || math.IsInf(sh.Weight, 0) || sh.Weight < 0, "Shards.Weight", "is %v; must be a finite number >= 0", sh.Weight),
+		check(sh.Epsilon < 0 || sh.Epsilon >= 1 || math.IsNaN(sh.Epsilon), "Shards.Epsilon", "is %v; must be in [0, 1)", sh.Epsilon),
+		check(sh.MaxMoves < 0, "Shards.MaxMoves", "is %d; must be >= 0", sh.MaxMoves),
+		check(len(c.ServiceAddr) > 256, "ServiceAddr", "longer than 256 bytes"),
+		validateAdvertise("AdvertiseRPCAddr", c.AdvertiseRPCAddr, false),
+		validateAdvertise("AdvertiseGossipAddr", c.AdvertiseGossipAddr, true),
+		c.validateTimings(),
+		configErr(keyring.CheckKeys(c.Gossip.Keys)),
+		configErr(tlsfiles.Check(c.tlsSource(), c.Insecure, c.NodeName)),
+	)
+}
+
+// validateTimings checks the durations of every group and their relations.
+func (c *Config) validateTimings() error {
+	r, s, sh, cl := c.Raft, c.Session, c.Shards, c.Cluster
+	election := max(r.ElectionTimeout, r.HeartbeatTimeout)
+	return cmp.Or(
+		check(r.HeartbeatTimeout < 5*time.Millisecond, "Raft.HeartbeatTimeout", "is %v; must be at least 5ms", r.HeartbeatTimeout),
+		check(r.ElectionTimeout < 5*time.Millisecond, "Raft.ElectionTimeout", "is %v; must be at least 5ms", r.ElectionTimeout),
+		check(r.LeaderLeaseTimeout < 5*time.Millisecond || r.LeaderLeaseTimeout > r.HeartbeatTimeout, "Raft.LeaderLeaseTimeout",
+			"is %v; must be between 5ms and HeartbeatTimeout (%v)", r.LeaderLeaseTimeout, r.HeartbeatTimeout),
+		check(r.CommitTimeout <= 0, "Raft.CommitTimeout", "must be positive"),
+		check(s.TTL < 3*election, "Session.TTL",
+			"is %v; must be at least 3 × the raft election/heartbeat timeout (%v) so a leader change does not expire sessions", s.TTL, 3*election),
+		check(s.MaxClockDrift < 0 || s.MaxClockDrift >= 0.5, "Session.MaxClockDrift", "is %v; must be in [0, 0.5)", s.MaxClockDrift),
+		check(s.LeaseMargin <= 0 || s.LeaseMargin >= s.TTL/3, "Session.LeaseMargin",
+			"is %v; must be positive and below Session.TTL/3 (%v)", s.LeaseMargin, s.TTL/3),
+		check(s.ExpiryGrace < election, "Session.ExpiryGrace", "is %v; must be at least the raft election timeout (%v)", s.ExpiryGrace, election),
+		check(sh.DrainTimeout <= 0, "Shards.DrainTimeout", "must be positive"),
+		check(sh.JoinStabilization < 0, "Shards.JoinStabilization", "must not be negative"),
+		check(sh.RebalanceDelay <= 0, "Shards.RebalanceDelay", "must be positive"),
+		check(cl.ServerStabilization <= 0, "Cluster.ServerStabilization", "must be positive"),
+		check(cl.DeadServerStabilization <= 0, "Cluster.DeadServerStabilization", "must be positive"),
+		check(cl.ReconcileInterval <= 0, "Cluster.ReconcileInterval", "must be positive"),
+		check(cl.BootstrapPromiseTTL < 2*c.RPCTimeout, "Cluster.BootstrapPromiseTTL",
+			"is %v; must be at least 2 × RPCTimeout (%v)", cl.BootstrapPromiseTTL, 2*c.RPCTimeout),
+		check(c.RPCTimeout <= 0, "RPCTimeout", "must be positive"),
+		check(r.SnapshotThreshold == 0, "Raft.SnapshotThreshold", "must be positive"),
+	)
 }

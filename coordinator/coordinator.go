@@ -56,7 +56,6 @@ type Coordinator struct {
 	leaderCh chan bool            // raft's NotifyCh
 	noLeader raftnode.LeaderWatch // since when no raft leader is known
 
-	keyStore   *keyring.Store     // the persisted gossip keyring (gossipkeys.go)
 	gossipKeys *keyring.Keyring   // cluster-wide gossip key rotation (gossipkeys.go)
 	tlsReload  *tlsfiles.Reloader // follows the TLS files; nil without TLS (tlsconfig.go)
 	tlsMetrics tlsfiles.Metrics   // counts TLS reloads
@@ -128,11 +127,10 @@ func (c *Coordinator) start() error {
 	if err := c.startMembership(); err != nil {
 		return err
 	}
-	c.startKeyring()
 	cluster.WarnLoopbackAdvertise(c.log, c.cfg.Join, c.RPCAddr(), c.GossipAddr())
 	c.metrics = newMetrics(c)
 	c.leases = newLeases(c)
-	c.startTLSReload()
+	c.tlsReload.Start(c.trans) // follows the TLS files, if any
 	c.lessor = c.newLessor()
 	c.shards = c.newShardManager()
 	c.trans.SetHandler(transport.HandlerFunc(c.newDispatcher().ServeRPC))
@@ -309,9 +307,7 @@ func (c *Coordinator) closeAll() error {
 	if c.node != nil {
 		errs = append(errs, c.node.Stop())
 	}
-	if c.tlsReload != nil {
-		c.tlsReload.Stop()
-	}
+	c.tlsReload.Stop()
 	if c.trans != nil {
 		errs = append(errs, c.trans.Close())
 	}

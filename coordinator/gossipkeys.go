@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"errors"
 
 	"github.com/holdfast-go/holdfast/internal/keyring"
 	"github.com/holdfast-go/holdfast/internal/wire"
@@ -28,47 +27,6 @@ var (
 	ErrGossipKeyPrimary = wire.ErrGossipKeyPrimary
 )
 
-// validateGossipKeys checks Config.Gossip.Keys: AES key sizes, no duplicates.
-func (c *Config) validateGossipKeys() error {
-	return configErr(keyring.CheckKeys(c.Gossip.Keys))
-}
-
-// configErr turns a part's configuration error (one naming a Config field)
-// into an ErrInvalidConfig naming that field; other errors pass unchanged.
-func configErr(err error) error {
-	var fe interface{ ConfigField() (field, msg string) }
-	if errors.As(err, &fe) {
-		field, msg := fe.ConfigField()
-		return fieldErr(field, "%s", msg)
-	}
-	return err
-}
-
-// initialGossipKeys opens the keyring file in DataDir and returns the keys
-// gossip starts with (see keyring.Open).
-func (c *Coordinator) initialGossipKeys() ([][]byte, error) {
-	store, keys, err := keyring.Open(keyring.FileOptions{DataDir: c.cfg.DataDir, ConfigKeys: c.cfg.Gossip.Keys, Log: c.log})
-	if err != nil {
-		return nil, configErr(err)
-	}
-	c.keyStore = store
-	return keys, nil
-}
-
-// startKeyring makes the cluster-wide keyring over the gossip member; after
-// startMembership.
-func (c *Coordinator) startKeyring() {
-	c.gossipKeys = keyring.New(keyring.Options{
-		NodeName:  c.cfg.NodeName,
-		Gossip:    c.members,
-		Store:     c.keyStore,
-		Caller:    remoteCaller{c.trans},
-		Timeout:   c.cfg.RPCTimeout,
-		Plaintext: c.cfg.TLS == nil,
-		Log:       c.log,
-	})
-}
-
 // remoteCaller is the transport with the coordinator's remote errors
 // (shutdown, busy...) mapped back to ours.
 type remoteCaller struct{ t *transport.Transport }
@@ -84,15 +42,10 @@ func (c *Coordinator) serveKeyring(body []byte) ([]byte, error) {
 	return b, wire.ToRemote(err)
 }
 
-// keyID names a key in logs without revealing it.
-func keyID(key []byte) string { return keyring.KeyID(key) }
-
 // GossipKeys returns copies of this node's gossip keyring: the primary key,
 // which encrypts outgoing gossip, and all keys accepted for incoming gossip,
 // the primary first. Both are nil when gossip is not encrypted.
-func (c *Coordinator) GossipKeys() (primary []byte, all [][]byte) {
-	return c.members.Keys()
-}
+func (c *Coordinator) GossipKeys() (primary []byte, all [][]byte) { return c.members.Keys() }
 
 // InstallGossipKey adds key (16, 24 or 32 bytes) to the gossip keyring of
 // every live member, this node included, so that all of them accept gossip
@@ -116,24 +69,16 @@ func (c *Coordinator) GossipKeys() (primary []byte, all [][]byte) {
 // (Config.TLS); without TLS a warning is logged.
 //
 // Persistence: a node with a DataDir writes its keyring to
-// DataDir/gossip-keyring.json after every step (atomically, mode 0600) and
-// starts from it as long as its Config.Gossip.Keys is the one it was started
-// with when the file was written, so a node restarted after a rotation
-// rejoins with unchanged configuration; changing Config.Gossip.Keys makes
-// the configuration win at the next start. A node without a DataDir keeps
-// the keyring in memory only (it logs so) and, restarted later, needs the
-// current keys in its Config.Gossip.Keys. Members that were down during a
-// step missed it: start them with the current keys. Encryption cannot be
-// switched on or off in a running cluster: keyed and plain nodes cannot
-// gossip with each other.
+// DataDir/gossip-keyring.json after every step and starts from it as long
+// as its Config.Gossip.Keys is unchanged, so a node restarted after a
+// rotation rejoins as it is; a node without a DataDir keeps the keyring in
+// memory only (docs/SECURITY.md tells the rules). Encryption cannot be
+// switched on or off in a running cluster.
 //
 // It returns ErrGossipNotEncrypted (wrapped) when this node or a member has
 // no gossip encryption, ErrInvalidGossipKey for a key of the wrong size, and
 // ErrShutdown after Shutdown or Close.
 func (c *Coordinator) InstallGossipKey(ctx context.Context, key []byte) error {
-	if c.closing() {
-		return ErrShutdown
-	}
 	return c.gossipKeys.Install(ctx, key)
 }
 
@@ -146,9 +91,6 @@ func (c *Coordinator) InstallGossipKey(ctx context.Context, key []byte) error {
 // the others' gossip with either key. Other errors are as for
 // InstallGossipKey.
 func (c *Coordinator) UseGossipKey(ctx context.Context, key []byte) error {
-	if c.closing() {
-		return ErrShutdown
-	}
 	return c.gossipKeys.Use(ctx, key)
 }
 
@@ -160,8 +102,5 @@ func (c *Coordinator) UseGossipKey(ctx context.Context, key []byte) error {
 // does not have does nothing there. Other errors are as for
 // InstallGossipKey.
 func (c *Coordinator) RemoveGossipKey(ctx context.Context, key []byte) error {
-	if c.closing() {
-		return ErrShutdown
-	}
 	return c.gossipKeys.Remove(ctx, key)
 }

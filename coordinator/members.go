@@ -5,17 +5,20 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/holdfast-go/holdfast/internal/keyring"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
 
-// startMembership creates the gossip member and hands it to the cluster
-// part, which makes a first join attempt. A duplicate name fails New; other
-// join failures are retried in the background.
+// startMembership creates the gossip member over the keyring the data dir
+// or Config.Gossip.Keys gives, makes the cluster-wide keyring over it, and
+// hands it to the cluster part, which makes a first join attempt. A
+// duplicate name fails New; other join failures are retried in the
+// background.
 func (c *Coordinator) startMembership() error {
-	keys, err := c.initialGossipKeys()
+	store, keys, err := keyring.Open(keyring.FileOptions{DataDir: c.cfg.DataDir, ConfigKeys: c.cfg.Gossip.Keys, Log: c.log})
 	if err != nil {
-		return err
+		return configErr(err)
 	}
 	mc := membership.Config{
 		NodeName: c.cfg.NodeName,
@@ -42,15 +45,10 @@ func (c *Coordinator) startMembership() error {
 		return fmt.Errorf("holdfast: gossip: %w", err)
 	}
 	c.members = m
-	switch {
-	case len(keys) > 0:
-		c.log.Info("gossip encrypted", "keys", len(keys), "primary", keyID(keys[0]))
-	case c.cfg.TLS != nil:
-		c.log.Warn("gossip in clear text although TLS is on: anyone who reaches the gossip port can inject members and " +
-			"suspicions (raft and leases stay protected by TLS); set Config.GossipKeys (holdfastctl cert create-ca writes gossip.key)")
-	default:
-		c.log.Info("gossip in clear text: set Config.GossipKeys to encrypt and authenticate it")
-	}
+	c.gossipKeys = keyring.New(keyring.Options{NodeName: c.cfg.NodeName, Gossip: m, Store: store,
+		Caller: remoteCaller{c.trans}, Timeout: c.cfg.RPCTimeout, Plaintext: c.cfg.TLS == nil, Log: c.log,
+		Closed: func() error { return context.Cause(c.ctx) }}) // ErrShutdown once closing
+	keyring.LogStart(c.log, keys, c.cfg.TLS != nil)
 	if err := c.cluster.Join(c.ctx, m); err != nil { // only a duplicate name
 		return fmt.Errorf("%w: %w", ErrDuplicateName, err)
 	}

@@ -55,7 +55,7 @@ func newMetrics(c *Coordinator) *metrics {
 	m.collectors = append(m.collectors, m.leaderChanges, m.healthy, m.failureTolerance, m.expiries,
 		m.keepAliveLatency, m.keepAliveFailures, m.acquireWait, m.holdTime, m.leasesEnded,
 		m.handoffs, m.forced, m.handoffDuration, m.unownedSeconds, m.forwardsRefused, m.forwardsExpired, m.settlements, &stateCollector{c: c},
-		&transportCollector{c: c})
+		&transportCollector{c: c}, &c.tlsMetrics)
 	m.collectors = append(m.collectors, gaugeFuncs(c)...)
 	if m.reg != nil {
 		for _, col := range m.collectors {

@@ -1,11 +1,11 @@
 package coordinator
 
 import (
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
 
-	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
 
@@ -63,17 +63,14 @@ type NodeInfo struct {
 }
 
 // RaftState returns this node's current raft role.
-func (c *Coordinator) RaftState() RaftState {
-	switch c.raft.State() {
-	case raft.Leader:
-		return StateLeader
-	case raft.Candidate:
-		return StateCandidate
-	case raft.Follower:
-		return StateFollower
-	default:
-		return StateShutdown
+func (c *Coordinator) RaftState() RaftState { return raftState(c.raft.State()) }
+
+// raftState names raft's role in our words, which are raft's in lower case.
+func raftState(st raft.RaftState) RaftState {
+	if st <= raft.Leader {
+		return RaftState(strings.ToLower(st.String())) // follower, candidate, leader
 	}
+	return StateShutdown
 }
 
 // RaftLeader returns the current raft leader as this node knows it, and
@@ -98,43 +95,20 @@ func (c *Coordinator) Members() []Member {
 	var out []Member
 	for _, m := range c.cluster.Members() {
 		s := SuffrageNone
-		switch {
-		case m.Voter:
+		if m.Voter {
 			s = SuffrageVoter
-		case m.InConfig:
+		} else if m.InConfig {
 			s = SuffrageNonVoter
 		}
-		out = append(out, Member{
-			Name:       m.Name,
-			ID:         m.Meta.NodeID,
-			RPCAddr:    m.Meta.RPCAddr,
-			GossipAddr: m.Addr,
-			State:      memberState(m.State),
-			Since:      m.Since,
-			Eligible:   m.Meta.Voter,
-			Suffrage:   s,
-			ClusterID:  m.Meta.ClusterID,
-			Zone:       m.Meta.Zone,
-		})
+		out = append(out, Member{Name: m.Name, ID: m.Meta.NodeID, RPCAddr: m.Meta.RPCAddr, GossipAddr: m.Addr,
+			State: MemberState(m.State.String()), Since: m.Since, Eligible: m.Meta.Voter, Suffrage: s,
+			ClusterID: m.Meta.ClusterID, Zone: m.Meta.Zone})
 	}
 	return out
 }
 
 // Voters returns the raft IDs of the current voters.
 func (c *Coordinator) Voters() []string { return c.cluster.Voters() }
-
-func memberState(s membership.State) MemberState {
-	switch s {
-	case membership.Alive:
-		return MemberAlive
-	case membership.Suspect:
-		return MemberSuspect
-	case membership.Left:
-		return MemberLeft
-	default:
-		return MemberFailed
-	}
-}
 
 // LastToken returns the last fencing token the cluster issued, as this
 // node's replica knows it.

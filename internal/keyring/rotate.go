@@ -54,6 +54,9 @@ type Options struct {
 	Plaintext bool
 	// Log receives the changes; nil discards.
 	Log *slog.Logger
+	// Closed, if set, is asked before every cluster-wide operation: an
+	// error (the node is shutting down) is returned as it is.
+	Closed func() error
 }
 
 // Keyring applies gossip key operations to this node's keyring (Apply,
@@ -107,6 +110,11 @@ type target struct {
 // change applies op with key on every live member: checks first for use
 // and remove, then the change itself. Every failure names its member.
 func (k *Keyring) change(ctx context.Context, op string, key []byte) error {
+	if k.o.Closed != nil {
+		if err := k.o.Closed(); err != nil {
+			return err
+		}
+	}
 	if !k.o.Gossip.Encrypted() {
 		return fmt.Errorf("%w on this node (%s)", wire.ErrGossipNotEncrypted, k.o.NodeName)
 	}

@@ -142,3 +142,20 @@ func TestRefusals(t *testing.T) {
 		t.Error("an unknown operation was applied")
 	}
 }
+
+// TestClosedRefusesEverything: once Options.Closed reports an error, every
+// cluster-wide step returns it and no member's keyring changes.
+func TestClosedRefusesEverything(t *testing.T) {
+	oldK, newK := key(1), key(2)
+	c := newCluster(t, 2, oldK)
+	closed := errors.New("shut down")
+	k := c.nodes["n0"]
+	k.o.Closed = func() error { return closed }
+	ctx := context.Background()
+	for name, step := range map[string]func(context.Context, []byte) error{"install": k.Install, "use": k.Use, "remove": k.Remove} {
+		if err := step(ctx, newK); err != closed {
+			t.Errorf("%s after close = %v, want the Closed error itself", name, err)
+		}
+	}
+	wantKeys(t, c, [][]byte{oldK}, "n0", "n1")
+}

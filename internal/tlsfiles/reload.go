@@ -22,8 +22,8 @@ type Options struct {
 	Source Source
 	// NodeName is the name the certificate must carry.
 	NodeName string
-	// Interval is how often Start's loop checks the files; <= 0 starts no
-	// loop (Check still works).
+	// Interval is how often Start's loop checks the files; 0 means
+	// DefaultInterval, negative starts no loop (Check still works).
 	Interval time.Duration
 	// Log receives reloads and refused changes; nil discards.
 	Log *slog.Logger
@@ -54,6 +54,9 @@ func New(o Options) (*Reloader, *Material, error) {
 	}
 	if o.Metrics == nil {
 		o.Metrics = new(Metrics)
+	}
+	if o.Interval == 0 {
+		o.Interval = DefaultInterval
 	}
 	r := &Reloader{o: o, last: readFiles(o.Source)}
 	m, err := Load(o.Source, o.NodeName)
@@ -117,9 +120,9 @@ func (r *Reloader) Check(t Target) (changed bool, err error) {
 
 // Start runs the loop that calls Check(t) every Interval, when some
 // material comes from a file and Interval > 0; otherwise it does nothing.
-// Call it at most once; Stop ends the loop.
+// Call it at most once; Stop ends the loop. A nil Reloader does nothing.
 func (r *Reloader) Start(t Target) {
-	if !r.o.Source.Watches() || r.o.Interval <= 0 {
+	if r == nil || !r.o.Source.Watches() || r.o.Interval <= 0 {
 		return
 	}
 	r.runMu.Lock()
@@ -133,8 +136,11 @@ func (r *Reloader) Start(t Target) {
 }
 
 // Stop ends the loop Start began and waits for it to return. It is safe
-// to call more than once, and without Start.
+// to call more than once, without Start, and on a nil Reloader.
 func (r *Reloader) Stop() {
+	if r == nil {
+		return
+	}
 	r.runMu.Lock()
 	stop, done := r.stop, r.done
 	r.runMu.Unlock()

@@ -202,8 +202,13 @@ func TestReloadLoop(t *testing.T) {
 	r.Stop() // idempotent
 }
 
-// TestReloadOff: no loop without files or with a non-positive interval.
+// TestReloadOff: no loop without files or with a negative interval; a
+// zero interval is the default.
 func TestReloadOff(t *testing.T) {
+	_, _, r0, _ := setup(t, 0)
+	if r0.o.Interval != DefaultInterval {
+		t.Errorf("interval 0 became %v, want DefaultInterval", r0.o.Interval)
+	}
 	_, src, r, _ := setup(t, -1)
 	r.Start(&fakeTarget{})
 	if r.stop != nil {
