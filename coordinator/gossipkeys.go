@@ -3,7 +3,6 @@ package coordinator
 import (
 	"context"
 
-	"github.com/holdfast-go/holdfast/internal/keyring"
 	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/transport"
 )
