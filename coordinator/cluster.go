@@ -46,12 +46,7 @@ func (c *Coordinator) newCluster() *cluster.Cluster {
 			_, err := issue(ctx, &c.futs, mk)
 			return err
 		},
-		OnHealth: func(healthy bool, failureTolerance int) {
-			if c.metrics != nil {
-				c.metrics.healthy.Set(boolFloat(healthy))
-				c.metrics.failureTolerance.Set(float64(failureTolerance))
-			}
-		},
+		Metrics: c.metrics.cluster,
 		NewID:   newID,
 		Log:     c.log,
 		Closing: c.closing,

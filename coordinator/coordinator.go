@@ -95,6 +95,7 @@ func New(cfg Config) (*Coordinator, error) {
 	c.log = c.log.With("node", cfg.NodeName)
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	c.sessCtx, c.sessCancel = context.WithCancelCause(c.ctx)
+	c.metrics = newMetrics()
 	c.sessions = c.newSessionClient()
 	c.noLeader.since = time.Now() // no leader is known at start
 	if err := c.start(); err != nil {
@@ -131,11 +132,11 @@ func (c *Coordinator) start() error {
 	}
 	c.startKeyring()
 	cluster.WarnLoopbackAdvertise(c.log, c.cfg.Join, c.RPCAddr(), c.GossipAddr())
-	c.metrics = newMetrics(c)
 	c.leases = newLeases(c)
 	c.startTLSReload()
 	c.lessor = c.newLessor()
 	c.shards = c.newShardManager()
+	c.metrics.register(c.log, c.cfg.Registerer, &c.tlsMetrics) // every part exists: a scrape meets no nil part
 	c.trans.SetHandler(transport.HandlerFunc(c.newDispatcher().ServeRPC))
 	c.goLoop(c.leaderLoop)
 	c.cluster.Start()

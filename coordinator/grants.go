@@ -32,7 +32,7 @@ func newLeases(c *Coordinator) *leases.Part {
 			Held: ErrLeaseHeld, Resigned: ErrReleased, Lost: ErrLeaseLost},
 		AttemptTimeout: c.cfg.RPCTimeout,
 		Log:            c.log,
-		Metrics:        leases.Metrics{AcquireWait: c.metrics.acquireWait, Settlements: c.metrics.settlements},
+		Metrics:        c.metrics.leases,
 	})
 }
 

@@ -19,9 +19,7 @@ func (c *Coordinator) leaderLoop() {
 		case <-c.ctx.Done():
 			return
 		case isLeader := <-c.leaderCh:
-			if c.metrics != nil {
-				c.metrics.leaderChanges.Inc()
-			}
+			c.metrics.raft.LeadershipChanged()
 			duties.stop()
 			duties = nil
 			if !isLeader {

@@ -30,7 +30,7 @@ func (c *Coordinator) newLessor() *session.Lessor {
 		ConfirmTimeout: min(c.cfg.RPCTimeout, c.cfg.Session.TTL/3),
 		ExpiryGrace:    c.cfg.Session.ExpiryGrace,
 		NotLeader:      c.notLeaderHere,
-		Expired:        func() { c.metrics.expiries.Inc() },
+		Metrics:        c.metrics.session,
 	})
 }
 

@@ -29,7 +29,7 @@ func (c *Coordinator) newDispatcher() *wire.Dispatcher {
 	d.Handle(wire.MethodStats, func(_ context.Context, body []byte) ([]byte, error) { return c.cluster.ServeStats(body) })
 	d.Handle(wire.MethodApply, raftnode.ServeForwards(raftnode.ForwardOptions{
 		Limit:   maxPendingForwards,
-		Metrics: raftnode.ForwardMetrics{Refused: c.metrics.forwardsRefused, Expired: c.metrics.forwardsExpired},
+		Metrics: c.metrics.raft,
 		Log:     c.log,
 		Apply:   c.node.ApplyLocal,
 	}))

@@ -159,16 +159,10 @@ func (c *Coordinator) peerName(addr, id string) (string, bool) {
 	return name, found
 }
 
-// startTLSReload registers the reload metric (always, so that it exists
-// at 0 on every node) and starts following the TLS files when some
-// material comes from files and reloading is not turned off.
+// startTLSReload starts following the TLS files when some material comes
+// from files and reloading is not turned off (the reload metric is
+// registered with the others, on every node).
 func (c *Coordinator) startTLSReload() {
-	c.metrics.collectors = append(c.metrics.collectors, &c.tlsMetrics)
-	if c.metrics.reg != nil {
-		if err := c.metrics.reg.Register(&c.tlsMetrics); err != nil {
-			c.log.Warn("registering metric", "error", err)
-		}
-	}
 	if c.tlsReload != nil {
 		c.tlsReload.Start(c.trans)
 	}
