@@ -127,7 +127,8 @@ var (
 		"Inbound connections and frames the RPC/raft port refused, by reason.", []string{"reason"}, nil)
 )
 
-// stateCollector reports the raft state, one series per state.
+// stateCollector reports the raft state, one series per state (all 0
+// before the node is bound).
 type stateCollector struct{ m *Metrics }
 
 // Describe implements prometheus.Collector.
@@ -135,15 +136,16 @@ func (s stateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- raftDesc }
 
 // Collect implements prometheus.Collector.
 func (s stateCollector) Collect(ch chan<- prometheus.Metric) {
-	cur := raft.Shutdown
-	if n := s.m.node.Load(); n != nil {
+	n := s.m.node.Load()
+	var cur raft.RaftState
+	if n != nil {
 		cur = n.raft.State()
 	}
 	for _, st := range []struct {
 		state raft.RaftState
 		label string
 	}{{raft.Follower, "follower"}, {raft.Candidate, "candidate"}, {raft.Leader, "leader"}, {raft.Shutdown, "shutdown"}} {
-		ch <- prometheus.MustNewConstMetric(raftDesc, prometheus.GaugeValue, boolFloat(st.state == cur), st.label)
+		ch <- prometheus.MustNewConstMetric(raftDesc, prometheus.GaugeValue, boolFloat(n != nil && st.state == cur), st.label)
 	}
 }
 
