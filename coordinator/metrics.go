@@ -14,8 +14,7 @@ import (
 	"github.com/holdfast-go/holdfast/internal/shards"
 )
 
-// kindShard labels shard leases in the lease metrics.
-const kindShard = "shard"
+const kindShard = "shard" // the "kind" label of shard leases in the lease metrics
 
 // metrics are this coordinator's Prometheus collectors: each part's own,
 // handed to it through its options, and the lease families the parts share
@@ -42,17 +41,16 @@ func newMetrics() *metrics {
 		leasesEnded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holdfast_leases_lost_total",
 			Help: "Leases this node stopped holding, by kind and reason (expired, revoked, resigned, shutdown, lost)."}, []string{"kind", "reason"}),
 	}
-	wait := func(kind string) prometheus.ObserverVec {
-		return m.acquireWait.MustCurryWith(prometheus.Labels{"kind": kind})
-	}
-	m.leases = leases.NewMetrics(map[leases.Kind]prometheus.ObserverVec{leases.Leader: wait(leases.Leader.String()),
-		leases.Semaphore: wait(kindSemaphore)})
-	m.shards = shards.NewMetrics(wait(kindShard).WithLabelValues())
+	wait := map[string]prometheus.ObserverVec{} // the acquire wait family curried per kind
 	for _, kind := range []string{leases.Leader.String(), kindShard, kindSemaphore} {
+		wait[kind] = m.acquireWait.MustCurryWith(prometheus.Labels{"kind": kind})
 		for _, reason := range []string{"expired", "revoked", "resigned", "shutdown", "lost"} {
 			m.leasesEnded.WithLabelValues(kind, reason)
 		}
 	}
+	m.leases = leases.NewMetrics(map[leases.Kind]prometheus.ObserverVec{leases.Leader: wait[leases.Leader.String()],
+		leases.Semaphore: wait[kindSemaphore]})
+	m.shards = shards.NewMetrics(wait[kindShard].WithLabelValues())
 	return m
 }
 
