@@ -12,7 +12,7 @@ import (
 // leader, the raft voters and the gossip members by state. Make them with
 // NewMetrics and hand them to New (Options.Metrics); the caller registers
 // Collectors. The voters and members are read at scrape time, and read 0
-// until Join has attached gossip. A nil *Metrics records nothing.
+// until Join has attached gossip. A nil (or zero) *Metrics records nothing.
 type Metrics struct {
 	healthy          prometheus.Gauge
 	failureTolerance prometheus.Gauge
@@ -52,7 +52,7 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 
 // health records the leader's autopilot verdict.
 func (m *Metrics) health(healthy bool, failureTolerance int) {
-	if m == nil {
+	if m == nil || m.healthy == nil {
 		return
 	}
 	v := 0.0

@@ -11,7 +11,7 @@ import (
 // held now (read from the part at scrape time, 0 before New), and the
 // acquire waits observed into a family the caller shares with other parts.
 // Make them with NewMetrics and hand them to New (Options.Metrics); the
-// caller registers Collectors. A nil *Metrics records nothing.
+// caller registers Collectors. A nil (or zero) *Metrics records nothing.
 type Metrics struct {
 	wait        map[Kind]prometheus.ObserverVec
 	settlements *prometheus.CounterVec
@@ -60,7 +60,7 @@ func (m *Metrics) waited(k Kind, d time.Duration) {
 
 // settled counts one settlement of op label.
 func (m *Metrics) settled(label string) {
-	if m != nil {
+	if m != nil && m.settlements != nil {
 		m.settlements.WithLabelValues(label).Inc()
 	}
 }

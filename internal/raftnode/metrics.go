@@ -13,7 +13,7 @@ import (
 // state, and the transport's refusals. Make them with NewMetrics and hand
 // them to Start (Options.Metrics) and ServeForwards; the caller registers
 // Collectors. The gauges read the node at scrape time, and read 0 until
-// Start has bound them to it. A nil *Metrics counts nothing.
+// Start has bound them to it. A nil (or zero) *Metrics counts nothing.
 type Metrics struct {
 	leaderChanges prometheus.Counter
 	refused       prometheus.Counter
@@ -67,19 +67,26 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 // LeadershipChanged counts one leadership change (raft's NotifyCh).
 func (m *Metrics) LeadershipChanged() {
 	if m != nil {
-		m.leaderChanges.Inc()
+		inc(m.leaderChanges)
 	}
 }
 
 func (m *Metrics) forwardRefused() {
 	if m != nil {
-		m.refused.Inc()
+		inc(m.refused)
 	}
 }
 
 func (m *Metrics) forwardExpired() {
 	if m != nil {
-		m.expired.Inc()
+		inc(m.expired)
+	}
+}
+
+// inc counts one on c, if there is one (a zero Metrics has none).
+func inc(c prometheus.Counter) {
+	if c != nil {
+		c.Inc()
 	}
 }
 

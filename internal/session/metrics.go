@@ -15,7 +15,7 @@ var latencyBuckets = prometheus.ExponentialBuckets(0.001, 2, 15)
 // (Client). Make them with NewMetrics and hand the same value to
 // NewClient and NewLessor (their Options.Metrics); the caller registers
 // Collectors. The TTL and remaining time are read from the Client at
-// scrape time (0 before NewClient). A nil *Metrics records nothing.
+// scrape time (0 before NewClient). A nil (or zero) *Metrics records nothing.
 type Metrics struct {
 	expiries          prometheus.Counter
 	keepAliveLatency  prometheus.Histogram
@@ -67,19 +67,19 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 }
 
 func (m *Metrics) expired() {
-	if m != nil {
+	if m != nil && m.expiries != nil {
 		m.expiries.Inc()
 	}
 }
 
 func (m *Metrics) keepAliveAnswered(rtt time.Duration) {
-	if m != nil {
+	if m != nil && m.keepAliveLatency != nil {
 		m.keepAliveLatency.Observe(rtt.Seconds())
 	}
 }
 
 func (m *Metrics) keepAliveFailed() {
-	if m != nil {
+	if m != nil && m.keepAliveFailures != nil {
 		m.keepAliveFailures.Inc()
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// TestMetricsNilAndUnbound: a nil *Metrics records nothing and has no
+// TestMetricsNilAndUnbound: a nil or zero *Metrics records nothing and has no
 // collectors, and collectors not yet bound to their part register, gather
 // and read 0 (a scrape before the part exists).
 func TestMetricsNilAndUnbound(t *testing.T) {
@@ -16,6 +16,10 @@ func TestMetricsNilAndUnbound(t *testing.T) {
 	none.keepAliveAnswered(time.Second)
 	none.keepAliveFailed()
 	none.bind(nil)
+	zero := &Metrics{}
+	zero.expired()
+	zero.keepAliveAnswered(time.Second)
+	zero.keepAliveFailed()
 	if cols := none.Collectors(); cols != nil {
 		t.Fatalf("a nil *Metrics has %d collectors", len(cols))
 	}

@@ -18,7 +18,7 @@ var latencyBuckets = prometheus.ExponentialBuckets(0.001, 2, 15)
 // read from the Manager at scrape time (0 before NewManager). Make them
 // with NewMetrics and hand the same value to NewManager and every
 // Balancer (their Options.Metrics); the caller registers Collectors. A nil
-// *Metrics records nothing.
+// (or zero) *Metrics records nothing.
 type Metrics struct {
 	handoffs        prometheus.Counter
 	forced          prometheus.Counter

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// TestMetricsNilAndUnbound: a nil *Metrics records nothing and has no
+// TestMetricsNilAndUnbound: a nil or zero *Metrics records nothing and has no
 // collectors, and collectors not yet bound to their part register, gather
 // and read 0 (a scrape before the part exists).
 func TestMetricsNilAndUnbound(t *testing.T) {
