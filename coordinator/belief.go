@@ -20,7 +20,7 @@ type belief struct {
 	life  *session.Belief
 }
 
-// newBelief starts a belief of the given kind (kindLeader or kindShard)
+// newBelief starts a belief of the given kind (leader, semaphore, shard)
 // under session s; its end is counted in the metrics.
 func newBelief(c *Coordinator, kind string, s *session.Session, token, index uint64) belief {
 	life := session.NewBelief(s)

@@ -47,12 +47,7 @@ func (c *Coordinator) newCluster() *cluster.Cluster {
 			_, err := raftnode.Issue(ctx, &c.futs, mk)
 			return err
 		},
-		OnHealth: func(healthy bool, failureTolerance int) {
-			if c.metrics != nil {
-				c.metrics.healthy.Set(boolFloat(healthy))
-				c.metrics.failureTolerance.Set(float64(failureTolerance))
-			}
-		},
+		Metrics: c.metrics.cluster,
 		NewID:   raftnode.NewID,
 		Log:     c.log,
 		Closing: c.closing,

@@ -93,6 +93,7 @@ func New(cfg Config) (*Coordinator, error) {
 	c.log = c.log.With("node", cfg.NodeName)
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	c.sessCtx, c.sessCancel = context.WithCancelCause(c.ctx)
+	c.metrics = newMetrics()
 	c.sessions = c.newSessionClient()
 	c.noLeader.Start() // no leader is known at start
 	if err := c.start(); err != nil {
@@ -128,11 +129,11 @@ func (c *Coordinator) start() error {
 		return err
 	}
 	cluster.WarnLoopbackAdvertise(c.log, c.cfg.Join, c.RPCAddr(), c.GossipAddr())
-	c.metrics = newMetrics(c)
 	c.leases = newLeases(c)
 	c.tlsReload.Start(c.trans) // follows the TLS files, if any
 	c.lessor = c.newLessor()
 	c.shards = c.newShardManager()
+	c.metrics.register(c.log, c.cfg.Registerer, &c.tlsMetrics) // every part exists: a scrape meets no nil part
 	c.trans.SetHandler(transport.HandlerFunc(c.newDispatcher().ServeRPC))
 	c.goLoop(c.leaderLoop)
 	c.cluster.Start()

@@ -24,7 +24,7 @@ func newLeases(c *Coordinator) *leases.Part {
 		Errors:         leaseErrors(),
 		AttemptTimeout: c.cfg.RPCTimeout,
 		Log:            c.log,
-		Metrics:        leases.Metrics{AcquireWait: c.metrics.acquireWait, Settlements: c.metrics.settlements},
+		Metrics:        c.metrics.leases,
 	})
 }
 

@@ -11,11 +11,7 @@ import (
 // leaderLoop runs the leader's duties while this node leads (see
 // raftnode.FollowLeadership).
 func (c *Coordinator) leaderLoop() {
-	raftnode.FollowLeadership(c.ctx, c.leaderCh, c.log, func() {
-		if c.metrics != nil {
-			c.metrics.leaderChanges.Inc()
-		}
-	}, c.leaderDuties)
+	raftnode.FollowLeadership(c.ctx, c.leaderCh, c.log, c.metrics.raft.LeadershipChanged, c.leaderDuties)
 }
 
 // leaderDuties runs while this node leads: it makes sure the log is applied

@@ -28,6 +28,6 @@ func (c *Coordinator) newLessor() *session.Lessor {
 		ConfirmTimeout: min(c.cfg.RPCTimeout, c.cfg.Session.TTL/3),
 		ExpiryGrace:    c.cfg.Session.ExpiryGrace,
 		NotLeader:      session.NotLeaderHere(c.node.LeaderRPCAddr),
-		Expired:        func() { c.metrics.expiries.Inc() },
+		Metrics:        c.metrics.session,
 	})
 }

@@ -34,6 +34,8 @@ func (c *Coordinator) startRaft() error {
 		Futures:    &c.futs,
 		Context:    c.ctx,
 		Log:        c.log,
+		Metrics:    c.metrics.raft,
+		Applied:    func() uint64 { return c.fsm.View().Index() },
 	})
 	if err != nil {
 		return err

@@ -19,7 +19,7 @@ func (c *Coordinator) newDispatcher() *wire.Dispatcher {
 	c.lessor.Register(d)
 	d.Handle(wire.MethodApply, raftnode.ServeForwards(raftnode.ForwardOptions{
 		Limit:   maxPendingForwards,
-		Metrics: raftnode.ForwardMetrics{Refused: c.metrics.forwardsRefused, Expired: c.metrics.forwardsExpired},
+		Metrics: c.metrics.raft,
 		Log:     c.log,
 		Apply:   c.node.ApplyLocal,
 	}))

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leases"
@@ -57,8 +56,6 @@ func TestForwardedSemaphoreRefusalKeepsItsKind(t *testing.T) {
 	defer leader.Close()
 	d := wire.NewDispatcher(nil)
 	d.Handle(wire.MethodApply, raftnode.ServeForwards(raftnode.ForwardOptions{Limit: 1,
-		Metrics: raftnode.ForwardMetrics{Refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "r"}),
-			Expired: prometheus.NewCounter(prometheus.CounterOpts{Name: "e"})},
 		Apply: func(context.Context, []byte) (wire.ApplyResult, error) {
 			return wire.ApplyResult{}, wire.Wrap(wire.ErrRejected, refusal) // as ApplyLocal returns it
 		}}))

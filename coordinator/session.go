@@ -42,9 +42,7 @@ func (c *Coordinator) newSessionClient() *session.Client {
 		Wait:     c.fsm.Wait,
 		Renewing: func(v *fsm.View, s *session.Session) { c.shards.Sync(v, s) },
 		Spawn:    c.spawn,
-		// The loop starts after the metrics exist (start).
-		Answered: func(rtt time.Duration) { c.metrics.keepAliveLatency.Observe(rtt.Seconds()) },
-		Failed:   func() { c.metrics.keepAliveFailures.Inc() },
+		Metrics:  c.metrics.session,
 	})
 }
 

@@ -9,13 +9,6 @@ import (
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
-// shardMetrics are the shard collectors internal/shards updates.
-func (c *Coordinator) shardMetrics() *shards.Metrics {
-	m := c.metrics
-	return &shards.Metrics{Handoffs: m.handoffs, Forced: m.forced, HandoffDuration: m.handoffDuration,
-		UnownedSeconds: m.unownedSeconds, AcquireWait: m.acquireWait.WithLabelValues(kindShard)}
-}
-
 // balancerOptions wires a leader term's balancer to this node.
 func (c *Coordinator) balancerOptions() shards.BalancerOptions {
 	return shards.BalancerOptions{
@@ -26,7 +19,7 @@ func (c *Coordinator) balancerOptions() shards.BalancerOptions {
 		},
 		Expiring:          c.lessor.ExpiringOrDue,
 		Log:               c.log,
-		Metrics:           c.shardMetrics(),
+		Metrics:           c.metrics.shards,
 		SessionTTL:        c.cfg.Session.TTL,
 		ExpiryGrace:       c.cfg.Session.ExpiryGrace,
 		JoinStabilization: c.cfg.Shards.JoinStabilization,
@@ -71,6 +64,6 @@ func (c *Coordinator) newShardManager() *shards.Manager[*ShardLease] {
 		SessionTTL:   c.cfg.Session.TTL,
 		Errors:       shards.Errors{Lost: ErrLeaseLost, Revoked: ErrRevoked, Shutdown: ErrShutdown},
 		Log:          c.log,
-		Metrics:      c.shardMetrics(),
+		Metrics:      c.metrics.shards,
 	})
 }

@@ -87,8 +87,9 @@ type Options struct {
 	ApplyLocal func(ctx context.Context, cmd []byte) error
 	// Issue starts a raft request with mk and waits for its future or ctx.
 	Issue func(ctx context.Context, mk func() raft.Future) error
-	// OnHealth receives the leader's autopilot verdict (metrics); may be nil.
-	OnHealth func(healthy bool, failureTolerance int)
+	// Metrics record the leader's autopilot verdict and read the voters
+	// and members (nil: none).
+	Metrics *Metrics
 	// NewID returns a fresh random identifier (proposals, cluster IDs).
 	NewID func() string
 	// Now is the clock of the part's decisions; nil means time.Now.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	autopilot "github.com/hashicorp/raft-autopilot"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/membership"
@@ -27,11 +28,11 @@ func TestHealthFromCurrentLeaderOnly(t *testing.T) {
 			"id-a": {Server: autopilot.Server{ID: "id-a", Name: "a"}, Health: autopilot.ServerHealth{Healthy: true}},
 			"id-b": {Server: autopilot.Server{ID: "id-b", Name: "b"}, Health: autopilot.ServerHealth{Healthy: false}},
 		}}
-	var gotHealthy, gotTolerance = true, -1
-	lead.o.OnHealth = func(h bool, ft int) { gotHealthy, gotTolerance = h, ft }
+	lead.o.Metrics = NewMetrics()
+	lead.o.Metrics.healthy.Set(1)
 	(&pilotDelegate{cl: lead.Cluster}).NotifyState(state)
-	if gotHealthy || gotTolerance != 1 {
-		t.Errorf("metrics hook got healthy %v, tolerance %d; want false, 1", gotHealthy, gotTolerance)
+	if gotHealthy, gotTolerance := testutil.ToFloat64(lead.o.Metrics.healthy), testutil.ToFloat64(lead.o.Metrics.failureTolerance); gotHealthy != 0 || gotTolerance != 1 {
+		t.Errorf("metrics hook got healthy %v, tolerance %v; want 0, 1", gotHealthy, gotTolerance)
 	}
 	rep := lead.leaderHealth()
 	if rep == nil || rep.Leader != "id-a" || len(rep.Voters) != 2 || rep.Voters[0].Name != "a" || rep.Voters[1].Healthy {

@@ -19,6 +19,7 @@ import (
 // alone in the gossip pool. Call it once, before Start.
 func (cl *Cluster) Join(ctx context.Context, m Members) error {
 	cl.members = m
+	cl.o.Metrics.bind(cl)
 	if len(cl.o.Join) == 0 {
 		return nil
 	}

@@ -51,9 +51,7 @@ func (d *pilotDelegate) AutopilotConfig() *autopilot.Config {
 // call back into autopilot.
 func (d *pilotDelegate) NotifyState(s *autopilot.State) {
 	d.cl.noteHealth(reportFromState(s, d.cl.o.Raft.CurrentTerm()))
-	if d.cl.o.OnHealth != nil {
-		d.cl.o.OnHealth(s.Healthy, s.FailureTolerance)
-	}
+	d.cl.o.Metrics.health(s.Healthy, s.FailureTolerance)
 }
 
 // FetchServerStats asks every server for its raft progress, and hands each

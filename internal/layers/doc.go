@@ -15,7 +15,7 @@
 //  4. the parts built on sessions: internal/leases, internal/shards
 //  5. coordinator, the facade
 //  6. admin and holdfasttest, built on the facade
-//  7. everything else: commands, examples, internal/metricset (a test
+//  7. everything else: commands, examples, holdfasttest/metricset (a test
 //     helper that runs a real coordinator)
 //
 // So no internal part imports coordinator, and parts of one rank do not

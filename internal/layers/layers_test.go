@@ -29,7 +29,7 @@ func rank(pkg string) int {
 		return 5
 	case "admin", "holdfasttest":
 		return 6
-	case "internal/metricset", "internal/layers": // test helpers above the facade
+	case "internal/layers": // a test above the facade
 		return top
 	}
 	if strings.HasPrefix(pkg, "internal/") {

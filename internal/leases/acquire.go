@@ -100,9 +100,7 @@ func (p *Part) Acquire(ctx context.Context, r Request) (*Grant, error) {
 		}
 		return nil, err
 	}
-	if m := p.o.Metrics.AcquireWait; m != nil {
-		m.WithLabelValues(r.Kind.String()).Observe(p.o.Now().Sub(start).Seconds())
-	}
+	p.o.Metrics.waited(r.Kind, p.o.Now().Sub(start))
 	if slot != nil {
 		g.slot = slot
 		ctx := g.belief.Context()

@@ -51,7 +51,8 @@ type harness struct {
 	fsm  *fsm.FSM
 	part *Part
 	reg  *prometheus.Registry
-	m    Metrics
+	m    *Metrics
+	wait *prometheus.HistogramVec
 
 	mu       sync.Mutex
 	index    uint64
@@ -70,10 +71,11 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{t: t, fsm: fsm.New(), reg: prometheus.NewRegistry()}
-	h.m = Metrics{
-		AcquireWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "acquire_wait"}, []string{"kind"}),
-		Settlements: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "settlements"}, []string{"op"}),
-	}
+	h.wait = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "acquire_wait"}, []string{"kind"})
+	h.m = NewMetrics(map[Kind]prometheus.ObserverVec{
+		Leader:    h.wait.MustCurryWith(prometheus.Labels{"kind": Leader.String()}),
+		Semaphore: h.wait.MustCurryWith(prometheus.Labels{"kind": Semaphore.String()}),
+	})
 	h.newSession()
 	h.part = New(Options{
 		View:        h.fsm.View,
@@ -227,14 +229,14 @@ func (h *harness) setFault(f func(cmd fsm.Command) fault) {
 
 // settled returns the settlement counter for op label.
 func (h *harness) settled(label string) float64 {
-	return testutil.ToFloat64(h.m.Settlements.WithLabelValues(label))
+	return testutil.ToFloat64(h.m.settlements.WithLabelValues(label))
 }
 
 // waits returns how many acquire waits of kind were observed.
 func (h *harness) waits(k Kind) uint64 {
 	h.t.Helper()
 	var m dto.Metric
-	if err := h.m.AcquireWait.WithLabelValues(k.String()).(prometheus.Metric).Write(&m); err != nil {
+	if err := h.wait.WithLabelValues(k.String()).(prometheus.Metric).Write(&m); err != nil {
 		h.t.Fatal(err)
 	}
 	return m.GetHistogram().GetSampleCount()

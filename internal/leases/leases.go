@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/session"
 	"github.com/holdfast-go/holdfast/internal/wire"
@@ -50,17 +48,6 @@ type Errors struct {
 	Lost error
 }
 
-// Metrics are the part's collectors (either may be nil). The part only
-// uses them; the caller registers them.
-type Metrics struct {
-	// AcquireWait observes, by kind label, the time from an acquire call to
-	// its grant.
-	AcquireWait *prometheus.HistogramVec
-	// Settlements counts settled requests by op label ("acquire", "resign",
-	// "sem-acquire", "sem-release").
-	Settlements *prometheus.CounterVec
-}
-
 // Options are the part's dependencies.
 type Options struct {
 	// View returns the local replica's current view (its Changed channel
@@ -90,8 +77,9 @@ type Options struct {
 	// Now reads the clock for the acquire-wait metric (nil: time.Now).
 	Now func() time.Time
 	// Log receives the part's logs (nil: discarded).
-	Log     *slog.Logger
-	Metrics Metrics
+	Log *slog.Logger
+	// Metrics are bound to the part by New (nil: none).
+	Metrics *Metrics
 }
 
 // Part holds this node's grants of leases and permits. All methods are
@@ -124,6 +112,7 @@ func New(o Options) *Part {
 	}
 	p := &Part{o: o, kick: make(chan struct{}, 1), grants: map[*Grant]struct{}{}, slots: map[string]chan struct{}{}}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	o.Metrics.bind(p)
 	p.spawn(p.watchLoop)
 	return p
 }

@@ -29,9 +29,7 @@ func (p *Part) mayHaveCommitted(err error) bool {
 // (token: only that grant, or 0 for whatever the request holds); o labels
 // the metric.
 func (p *Part) settle(k Kind, s *session.Session, name string, req, token uint64, o op) {
-	if m := p.o.Metrics.Settlements; m != nil {
-		m.WithLabelValues(k.label(o)).Inc()
-	}
+	p.o.Metrics.settled(k.label(o))
 	cmd := k.ReleaseCmd(name, s.ID(), req, token)
 	if !p.spawn(func() { p.settleLoop(s, cmd, name, req) }) {
 		p.o.Log.Debug("not settling a lease request: shutting down (the session's end releases it)", "lease", name, "request", req)

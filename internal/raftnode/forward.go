@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
@@ -16,20 +14,14 @@ import (
 // waiting before any commit could answer it, so the leader drops it.
 const minForwardBudget = time.Millisecond
 
-// ForwardMetrics count the forwarded commands the leader did not propose.
-type ForwardMetrics struct {
-	// Refused counts commands refused because Limit were already pending.
-	Refused prometheus.Counter
-	// Expired counts commands dropped because their budget ran out.
-	Expired prometheus.Counter
-}
-
 // ForwardOptions configure the leader's side of forwarding.
 type ForwardOptions struct {
 	// Limit bounds the forwarded commands that may wait for their commit
 	// at once; more are refused with wire.ErrBusy.
-	Limit   int
-	Metrics ForwardMetrics
+	Limit int
+	// Metrics count the commands refused for the limit and those dropped
+	// because their budget ran out (nil: not counted).
+	Metrics *Metrics
 	Log     *slog.Logger
 	// Apply commits a command on this node (Node.ApplyLocal).
 	Apply func(ctx context.Context, data []byte) (wire.ApplyResult, error)
@@ -53,7 +45,7 @@ func ServeForwards(opts ForwardOptions) wire.HandlerFunc {
 		case pending <- struct{}{}:
 			defer func() { <-pending }()
 		default:
-			opts.Metrics.Refused.Inc()
+			opts.Metrics.forwardRefused()
 			log.Warn("refusing a forwarded command: too many pending", "limit", opts.Limit)
 			return nil, fmt.Errorf("%w: %d forwarded commands pending", wire.ErrBusy, opts.Limit)
 		}
@@ -65,7 +57,7 @@ func ServeForwards(opts ForwardOptions) wire.HandlerFunc {
 					// commit could answer it): it settles the request
 					// itself, so applying it now could only leave behind
 					// what nobody waits for.
-					opts.Metrics.Expired.Inc()
+					opts.Metrics.forwardExpired()
 					return wire.ApplyResult{}, fmt.Errorf("%w: the forwarded command's budget ran out before it was proposed", wire.ErrBusy)
 				}
 				var cancel context.CancelFunc

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/holdfast-go/holdfast/internal/wire"
@@ -18,15 +17,12 @@ import (
 // fake apply.
 type forwards struct {
 	d       *wire.Dispatcher
-	metrics ForwardMetrics
+	metrics *Metrics
 	applied atomic.Int64
 }
 
 func newForwards(limit int, apply func(ctx context.Context, data []byte) (wire.ApplyResult, error)) *forwards {
-	f := &forwards{metrics: ForwardMetrics{
-		Refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "refused"}),
-		Expired: prometheus.NewCounter(prometheus.CounterOpts{Name: "expired"}),
-	}}
+	f := &forwards{metrics: NewMetrics()}
 	f.d = wire.NewDispatcher(nil)
 	f.d.Handle(wire.MethodApply, ServeForwards(ForwardOptions{Limit: limit, Metrics: f.metrics,
 		Apply: func(ctx context.Context, data []byte) (wire.ApplyResult, error) {
@@ -74,7 +70,7 @@ func TestForwardPastItsBudgetIsDropped(t *testing.T) {
 	if n := f.applied.Load(); n != 0 {
 		t.Fatalf("a command past its budget was applied (%d)", n)
 	}
-	if got := testutil.ToFloat64(f.metrics.Expired); got != 1 {
+	if got := testutil.ToFloat64(f.metrics.expired); got != 1 {
 		t.Fatalf("expired counter %v, want 1", got)
 	}
 	res, err := f.forward(t, time.Hour)
@@ -84,7 +80,7 @@ func TestForwardPastItsBudgetIsDropped(t *testing.T) {
 	if deadline > time.Hour {
 		t.Fatalf("applied with %v left, more than its budget", deadline)
 	}
-	if got := testutil.ToFloat64(f.metrics.Expired); got != 1 {
+	if got := testutil.ToFloat64(f.metrics.expired); got != 1 {
 		t.Fatalf("expired counter %v after a command in budget, want 1", got)
 	}
 }
@@ -141,7 +137,7 @@ func TestForwardsBeyondTheLimitAreRefused(t *testing.T) {
 		<-over
 		t.Fatalf("forward %d of limit %d was applied", limit+1, limit)
 	}
-	if got := testutil.ToFloat64(f.metrics.Refused); got != 1 {
+	if got := testutil.ToFloat64(f.metrics.refused); got != 1 {
 		t.Fatalf("refused counter %v, want 1", got)
 	}
 	if n := f.applied.Load(); n != limit {

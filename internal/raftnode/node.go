@@ -51,6 +51,10 @@ type Options struct {
 	Context context.Context
 	// Log receives the node's and raft's logs (nil: discarded).
 	Log *slog.Logger
+	// Metrics are bound to the node by Start (nil: none); Applied is the
+	// replica's applied index they report (nil: 0).
+	Metrics *Metrics
+	Applied func() uint64
 }
 
 // Node is a started raft server with its stores.
@@ -93,6 +97,7 @@ func Start(opts Options) (*Node, error) {
 		return nil, fmt.Errorf("holdfast: starting raft: %w", err)
 	}
 	n.stores, n.raft = st, r
+	opts.Metrics.bind(n)
 	return n, nil
 }
 

@@ -49,10 +49,9 @@ type ClientOptions struct {
 	// Spawn runs f in a goroutine the node joins at shutdown; false: the
 	// node is closing and f did not run.
 	Spawn func(f func()) bool
-	// Answered sees each answered keepalive's round trip, send to answer;
-	// Failed each keepalive that failed or was refused (nil: not observed).
-	Answered func(rtt time.Duration)
-	Failed   func()
+	// Metrics observe each answered keepalive's round trip (send to
+	// answer) and count the failed or refused ones (nil: none).
+	Metrics *Metrics
 }
 
 // Client is the holder's side of sessions: it keeps this node in a
@@ -73,6 +72,7 @@ func NewClient(o ClientOptions) *Client {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
+	o.Metrics.bind(c)
 	return c
 }
 
@@ -229,9 +229,7 @@ func (c *Client) keepAlive(s *Session) {
 		index, err := c.send(s)
 		switch {
 		case err == nil:
-			if c.o.Answered != nil {
-				c.o.Answered(time.Since(sent))
-			}
+			c.o.Metrics.keepAliveAnswered(time.Since(sent))
 			c.renew(s, sent, sentC, index)
 			backoff = 20 * time.Millisecond
 			next = sent.Add(jitter(interval))
@@ -248,11 +246,7 @@ func (c *Client) keepAlive(s *Session) {
 	}
 }
 
-func (c *Client) failed() {
-	if c.o.Failed != nil {
-		c.o.Failed()
-	}
-}
+func (c *Client) failed() { c.o.Metrics.keepAliveFailed() }
 
 // KeepAliveOnce sends one keepalive for s and, once it is answered,
 // extends the belief as the keepalive loop does (see renew). It returns

@@ -41,9 +41,9 @@ type LessorOptions struct {
 	// NotLeader returns the error for a request this node cannot serve as
 	// leader (naming the leader, if one is known).
 	NotLeader func() error
-	// Expired sees each session expiry this lessor committed (nil: not
-	// observed).
-	Expired func()
+	// Metrics count each session expiry this lessor committed (nil: not
+	// counted).
+	Metrics *Metrics
 }
 
 // Voter is one voter of the raft configuration, as a confirmation round
@@ -228,9 +228,7 @@ func (l *Lessor) expireDue(ctx context.Context) {
 			l.log.Warn("expiring session failed", "session", id, "error", err)
 			return
 		}
-		if l.o.Expired != nil {
-			l.o.Expired()
-		}
+		l.o.Metrics.expired()
 	}
 }
 

@@ -186,7 +186,7 @@ func (b *Balancer) force(ctx context.Context, v *fsm.View, now time.Time) {
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].Shard < items[j].Shard })
 	b.o.Log.Warn("forcing the release of revoked shards whose owner did not release them", "shards", len(items))
-	b.o.Metrics.Forced.Add(float64(b.commitForced(ctx, items)))
+	b.o.Metrics.forcedFree(b.commitForced(ctx, items))
 }
 
 // commitForced commits the forced release of items in commands of at
@@ -301,7 +301,7 @@ func (b *Balancer) commit(ctx context.Context, op fsm.Op, items []fsm.ShardItem)
 		if op == fsm.OpShardGrant {
 			b.observeHandoffs(chunk, res.Index)
 		} else {
-			b.o.Metrics.Handoffs.Add(float64(res.Count))
+			b.o.Metrics.handedOff(res.Count)
 			b.startHandoffs(chunk, res.Index)
 		}
 		b.o.Log.Debug("shard command committed", "op", op.String(), "items", len(chunk), "applied", res.Count)
@@ -333,7 +333,7 @@ func (b *Balancer) observeHandoffs(items []fsm.ShardItem, index uint64) {
 		if sh := v.ShardRef(it.Shard); !ok || sh == nil || sh.Owner != it.Session || sh.Granted != index {
 			continue
 		}
-		b.o.Metrics.HandoffDuration.Observe(now.Sub(start).Seconds())
+		b.o.Metrics.handoffTook(now.Sub(start))
 		delete(b.handoffStart, id)
 	}
 }
@@ -341,6 +341,6 @@ func (b *Balancer) observeHandoffs(items []fsm.ShardItem, index uint64) {
 // integrateUnowned adds the shard-seconds spent unowned since the last
 // round (at the count seen then) and takes the new count.
 func (b *Balancer) integrateUnowned(v *fsm.View, now time.Time) {
-	b.o.Metrics.UnownedSeconds.Add(float64(b.unowned) * now.Sub(b.unownedAt).Seconds())
+	b.o.Metrics.unowned(float64(b.unowned) * now.Sub(b.unownedAt).Seconds())
 	b.unowned, b.unownedAt = FreeShards(v), now
 }

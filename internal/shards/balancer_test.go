@@ -47,12 +47,14 @@ type balancerRig struct {
 
 func newBalancerRig(t *testing.T, shards int, o BalancerOptions) *balancerRig {
 	rig := &balancerRig{replica: newReplica(t, shards), now: time.Unix(1_000_000, 0), expiring: map[string]bool{},
-		forced: prometheus.NewCounter(prometheus.CounterOpts{Name: "f"}), handoffs: prometheus.NewCounter(prometheus.CounterOpts{Name: "h"}),
 		duration: &observer{}}
+	m := NewMetrics(nil)
+	m.handoffDuration = rig.duration
+	rig.forced, rig.handoffs = m.forced, m.handoffs
 	o.View, o.Apply = rig.view, rig.apply
 	o.Now = func() time.Time { return rig.now }
 	o.Expiring = func(s string, _ time.Time) bool { return rig.expiring[s] }
-	o.Metrics = &Metrics{Forced: rig.forced, Handoffs: rig.handoffs, HandoffDuration: rig.duration}
+	o.Metrics = m
 	o.SessionTTL, o.ExpiryGrace = ttl, 3*time.Second
 	o.ReconcileInterval = time.Hour
 	if o.Epsilon == 0 {

@@ -78,9 +78,11 @@ type Manager[W any] struct {
 
 // NewManager returns a Manager; call Start to have it follow the replica.
 func NewManager[W any](o Options[W]) *Manager[W] {
-	return &Manager[W]{o: o.withDefaults(), stop: make(chan struct{}), leases: map[ShardID]*held[W]{},
+	m := &Manager[W]{o: o.withDefaults(), stop: make(chan struct{}), leases: map[ShardID]*held[W]{},
 		ended: map[ShardID]uint64{}, releases: map[ShardID]uint64{}, freeSeen: map[ShardID]time.Time{},
 		changed: make(chan struct{})}
+	o.Metrics.bind(m.Count, o.View)
+	return m
 }
 
 // Start follows the replica and the session in a goroutine Close joins,
@@ -187,7 +189,7 @@ func (m *Manager[W]) startLocked(s *session.Session, id ShardID, token, index ui
 		wait = l.life.Start().Sub(t)
 		delete(m.freeSeen, id)
 	}
-	m.o.Metrics.AcquireWait.Observe(wait.Seconds())
+	m.o.Metrics.waited(wait)
 	h := &held[W]{Lease: l, w: m.o.Wrap(l)}
 	m.leases[id] = h
 	m.notifyLocked()

@@ -67,7 +67,8 @@ type Options[W any] struct {
 	Errors Errors
 	// Log receives the Manager's logs (nil: discarded).
 	Log *slog.Logger
-	// Metrics: AcquireWait is observed at every lease's start.
+	// Metrics observe every lease's acquire wait and read the leases and
+	// the replica at scrape time (nil: none).
 	Metrics *Metrics
 }
 
@@ -84,6 +85,5 @@ func (o Options[W]) withDefaults() Options[W] {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	o.Metrics = o.Metrics.withDefaults()
 	return o
 }

@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/shardown"
 )
@@ -20,50 +18,6 @@ type Applied struct {
 	Index uint64
 	// Count is how many of its items took effect.
 	Count int
-}
-
-// Metrics are the shard collectors the parts update; the caller creates and
-// registers them (their names are part of the documented metrics). A nil
-// field is replaced by an unregistered collector.
-type Metrics struct {
-	// Handoffs counts revokes committed as leader
-	// (holdfast_shard_handoffs_total).
-	Handoffs prometheus.Counter
-	// Forced counts revoked shards forced free as leader
-	// (holdfast_shard_forced_releases_total).
-	Forced prometheus.Counter
-	// HandoffDuration observes revoke-to-grant times as leader
-	// (holdfast_shard_handoff_duration_seconds).
-	HandoffDuration prometheus.Observer
-	// UnownedSeconds sums shard-seconds without an owner as leader
-	// (holdfast_shards_unowned_seconds_total).
-	UnownedSeconds prometheus.Counter
-	// AcquireWait observes how long a shard was seen free before this
-	// node's grant (holdfast_lease_acquire_wait_seconds{kind="shard"}).
-	AcquireWait prometheus.Observer
-}
-
-func (m *Metrics) withDefaults() *Metrics {
-	out := Metrics{}
-	if m != nil {
-		out = *m
-	}
-	c := func(p *prometheus.Counter, name string) {
-		if *p == nil {
-			*p = prometheus.NewCounter(prometheus.CounterOpts{Name: name})
-		}
-	}
-	o := func(p *prometheus.Observer, name string) {
-		if *p == nil {
-			*p = prometheus.NewHistogram(prometheus.HistogramOpts{Name: name})
-		}
-	}
-	c(&out.Handoffs, "handoffs")
-	c(&out.Forced, "forced")
-	c(&out.UnownedSeconds, "unowned_seconds")
-	o(&out.HandoffDuration, "handoff_duration")
-	o(&out.AcquireWait, "acquire_wait")
-	return &out
 }
 
 // BalancerOptions is what the leader's balancer needs from its neighbours.
@@ -114,7 +68,6 @@ func (o BalancerOptions) withDefaults() BalancerOptions {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	o.Metrics = o.Metrics.withDefaults()
 	if o.ReconcileInterval <= 0 {
 		o.ReconcileInterval = time.Second
 	}
