@@ -31,6 +31,7 @@ func (c *Coordinator) newLessor() *session.Lessor {
 		ExpiryGrace:    c.cfg.Session.ExpiryGrace,
 		NotLeader:      c.notLeaderHere,
 		Expired:        func() { c.metrics.expiries.Inc() },
+		StallThreshold: c.cfg.Session.TTL / 10,
 	})
 }
 

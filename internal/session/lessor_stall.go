@@ -1,0 +1,77 @@
+package session
+
+import "time"
+
+// defaultStallThreshold is LessorOptions.StallThreshold's zero value: a
+// tenth of the default session TTL (10s).
+const defaultStallThreshold = time.Second
+
+// stallThreshold is the longest gap in the lessor's own running that is
+// not treated as a stall.
+func (l *Lessor) stallThreshold() time.Duration {
+	if l.o.StallThreshold > 0 {
+		return l.o.StallThreshold
+	}
+	return defaultStallThreshold
+}
+
+// beatEvery is the longest the Run loop waits between two passes, so that
+// a pass that comes later than stallThreshold after the previous one can
+// only be a stall (a frozen or starved process, or a pass held up by a long
+// commit), never an idle wait.
+func (l *Lessor) beatEvery() time.Duration { return max(l.stallThreshold()/2, time.Millisecond) }
+
+// observe is the stall check every pass of the lessor's loop starts with,
+// before it decides any expiry. A gap since the previous pass longer than
+// the stall threshold means the lessor may not have been able to run for
+// that long, and then neither may the keepalives it answers (a process
+// frozen or starved of CPU runs neither), or it was held up by a commit
+// that long: keepalives sent in that time may still be on their way in. As
+// a new leader does (rule 3), it then gives every session what it had when
+// the stall began and at least a full TTL from now: deadline =
+// max(deadline + gap, now + TTL). The raft term did not change, so no
+// election grace is added. It returns the gap it extended by (0: none).
+//
+// Extending only moves the leader's own deadlines later: a holder's belief
+// counts from its keepalive's send time and never reached past the old
+// deadline, so it ends before the new one too.
+func (l *Lessor) observe(now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.active {
+		return 0
+	}
+	gap := now.Sub(l.lastBeat)
+	l.lastBeat = now
+	if gap <= l.stallThreshold() {
+		return 0
+	}
+	v := l.o.View()
+	for id, d := range l.deadlines {
+		d = d.Add(gap)
+		if s, ok := v.Session(id); ok {
+			d = later(d, now.Add(time.Duration(s.TTLNanos)))
+		}
+		l.deadlines[id] = d
+	}
+	l.stalls++
+	l.stalled += gap
+	l.log.Warn("lessor stalled: every session's deadline extended before deciding any expiry",
+		"gap", gap, "threshold", l.stallThreshold(), "sessions", len(l.deadlines))
+	return gap
+}
+
+// Stalls reports how many stalls this lessor detected and their total
+// length, over its lifetime.
+func (l *Lessor) Stalls() (n int, total time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stalls, l.stalled
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
