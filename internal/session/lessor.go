@@ -46,8 +46,9 @@ type LessorOptions struct {
 	Expired func()
 	// StallThreshold is the longest gap between two passes of Run's loop
 	// that is not a stall (0: 1s). A longer gap (the process frozen or
-	// starved, a pass held up by a slow commit) extends every deadline
-	// before any expiry is decided; Run wakes at least every half of it.
+	// starved, a pass held up by a slow commit) extends every deadline by
+	// the gap, to at least one threshold from the end of the stall, before
+	// any expiry is decided; Run wakes at least every half of it.
 	StallThreshold time.Duration
 }
 

@@ -27,14 +27,17 @@ func (l *Lessor) beatEvery() time.Duration { return max(l.stallThreshold()/2, ti
 // that long, and then neither may the keepalives it answers (a process
 // frozen or starved of CPU runs neither), or it was held up by a commit
 // that long: keepalives sent in that time may still be on their way in. As
-// a new leader does (rule 3), it then gives every session what it had when
-// the stall began and at least a full TTL from now: deadline =
-// max(deadline + gap, now + TTL). The raft term did not change, so no
-// election grace is added. It returns the gap it extended by (0: none).
+// a new leader does (rule 3), it then extends every deadline before it
+// decides any expiry: each session keeps the time it had left when the
+// stall began, and at least one threshold from now for keepalives queued
+// during the stall to reach the lessor: deadline = max(deadline + gap, now
+// + threshold). It returns the gap it extended by (0: none).
 //
 // Extending only moves the leader's own deadlines later: a holder's belief
 // counts from its keepalive's send time and never reached past the old
-// deadline, so it ends before the new one too.
+// deadline, so it ends before the new one too. A dead holder's expiry is
+// delayed by the time the leader lost, plus at most one threshold per
+// stall.
 func (l *Lessor) observe(now time.Time) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -46,13 +49,8 @@ func (l *Lessor) observe(now time.Time) time.Duration {
 	if gap <= l.stallThreshold() {
 		return 0
 	}
-	v := l.o.View()
 	for id, d := range l.deadlines {
-		d = d.Add(gap)
-		if s, ok := v.Session(id); ok {
-			d = later(d, now.Add(time.Duration(s.TTLNanos)))
-		}
-		l.deadlines[id] = d
+		l.deadlines[id] = later(d.Add(gap), now.Add(l.stallThreshold()))
 	}
 	l.stalls++
 	l.stalled += gap
