@@ -118,7 +118,9 @@ func (l *Lessor) SetTestHooks(onActivate func(at time.Time), onKeepAlive func(se
 // Run is the lessor's duty while this node leads: it activates, extends
 // every session by TTL + ExpiryGrace (rule 3), follows sessions appearing
 // and disappearing in the replica, and expires the ones whose deadline
-// passed, until ctx ends; then it deactivates and returns.
+// passed, until ctx ends; then it deactivates and returns. It wakes at
+// least every StallThreshold/2, and each pass first extends every deadline
+// if the gap since the previous pass shows a stall (see observe).
 func (l *Lessor) Run(ctx context.Context) {
 	v := l.o.View()
 	l.Activate(v)
