@@ -91,6 +91,7 @@ type Lessor struct {
 	// lessor took over; onKeepAlive sees each answered keepalive's arrival.
 	onActivate  func(at time.Time)
 	onKeepAlive func(session string, arrived time.Time)
+	pause       func() // see SetPauseHook
 }
 
 // NewLessor returns an inactive lessor. Its confirmation loop
@@ -128,6 +129,7 @@ func (l *Lessor) Run(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		l.held()
 		l.observe(l.now()) // before any expiry is decided
 		l.sync(v)
 		l.expireDue(ctx)
@@ -262,6 +264,7 @@ func (l *Lessor) expireDue(ctx context.Context) {
 // session the replica does not have or whose expiry is decided, and with
 // NotLeader's error when this node cannot answer as leader.
 func (l *Lessor) KeepAlive(ctx context.Context, id string) (uint64, error) {
+	l.held()
 	arrived := l.now()
 	epoch, err := l.check(id)
 	if err != nil {

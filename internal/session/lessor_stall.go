@@ -67,6 +67,26 @@ func (l *Lessor) Stalls() (n int, total time.Duration) {
 	return l.stalls, l.stalled
 }
 
+// SetPauseHook installs a test hook (nil: none): hold is called at the
+// start of every pass of Run's loop and as every keepalive reaches
+// KeepAlive, so a test can freeze the lessor as a stalled leader would be
+// frozen by blocking in it.
+func (l *Lessor) SetPauseHook(hold func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pause = hold
+}
+
+// held calls the pause hook, if any.
+func (l *Lessor) held() {
+	l.mu.Lock()
+	hold := l.pause
+	l.mu.Unlock()
+	if hold != nil {
+		hold()
+	}
+}
+
 func later(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a
