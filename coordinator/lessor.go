@@ -29,5 +29,6 @@ func (c *Coordinator) newLessor() *session.Lessor {
 		ExpiryGrace:    c.cfg.Session.ExpiryGrace,
 		NotLeader:      session.NotLeaderHere(c.node.LeaderRPCAddr),
 		Metrics:        c.metrics.session,
+		StallThreshold: c.cfg.Session.TTL / 10,
 	})
 }

@@ -171,31 +171,61 @@ func TestKeepAliveAcrossDeactivation(t *testing.T) {
 	}
 }
 
-// TestKeepAliveRefusedWhenExpiryDecidedMidRound: a keepalive that arrived
-// before its session's deadline but whose confirmation round ends after
-// the lessor decided the expiry is refused: the expiry may commit, so the
-// holder must not be told it can go on believing.
-func TestKeepAliveRefusedWhenExpiryDecidedMidRound(t *testing.T) {
-	r := newLessorRig(t, 3)
-	r.rep.create(t, "s1", testTTL)
-	r.l.Activate(r.rep.f.View())
-	gate := make(chan struct{})
-	r.voters.mu.Lock()
-	r.voters.gate = gate
-	r.voters.mu.Unlock()
-	errc := make(chan error, 1)
-	go func() {
-		_, err := r.keepAlive(t, "s1")
-		errc <- err
-	}()
-	waitFor(t, "the round to ask the voters", func() bool { return r.voters.askedCount() == 2 })
-	d, _ := r.l.Deadline("s1")
-	r.wall.advance(d.Sub(r.wall.Now()))
-	r.rep.setFail(errors.New("commit slow (test)")) // decided, not committed yet
-	r.step()
-	close(gate)
-	if err := <-errc; !errors.Is(err, ErrNoSession) {
-		t.Fatalf("keepalive answered after its expiry was decided: %v, want ErrNoSession", err)
+// TestExpiryWaitsForKeepAliveInFlight: a session whose deadline passes
+// while a keepalive for it waits for its confirmation round is not expired
+// then (the leader may not have been able to process that keepalive yet):
+// the expiry is decided only once the keepalive is answered, which extends
+// the deadline to its arrival + TTL, or refused, after which the session
+// is expired on the next pass. A keepalive is never answered once the
+// expiry is decided (TestLessorKeepAliveRefusals).
+func TestExpiryWaitsForKeepAliveInFlight(t *testing.T) {
+	for _, roundOK := range []bool{true, false} {
+		r := newLessorRig(t, 3)
+		r.rep.create(t, "s1", testTTL)
+		r.l.Activate(r.rep.f.View())
+		gate := make(chan struct{})
+		r.voters.mu.Lock()
+		r.voters.gate = gate
+		r.voters.mu.Unlock()
+		if !roundOK {
+			for _, v := range r.voters.voters[1:] {
+				r.voters.set(v.Addr, 8, false)
+			}
+		}
+		d, _ := r.l.Deadline("s1")
+		arrived := r.wall.advance(d.Sub(r.wall.Now()) - time.Second)
+		errc := make(chan error, 1)
+		go func() {
+			_, err := r.keepAlive(t, "s1")
+			errc <- err
+		}()
+		waitFor(t, "the round to ask the voters", func() bool { return r.voters.askedCount() == 2 })
+		r.wall.advance(2 * time.Second) // the deadline passed mid-round
+		r.step()
+		if !r.rep.has("s1") || r.l.ExpiringOrDue("s1", arrived) {
+			t.Fatalf("round ok=%v: session expired while its keepalive was in flight", roundOK)
+		}
+		if got := r.l.nextDeadline(); got > 100*time.Millisecond {
+			t.Fatalf("round ok=%v: next pass in %v with a due session in flight, want within 100ms", roundOK, got)
+		}
+		close(gate)
+		err := <-errc
+		r.step()
+		if roundOK {
+			if err != nil {
+				t.Fatalf("keepalive in flight at the deadline: %v, want answered", err)
+			}
+			if got, _ := r.l.Deadline("s1"); !got.Equal(arrived.Add(testTTL)) || !r.rep.has("s1") {
+				t.Fatalf("after the answer: deadline %v (session kept %v), want arrival + TTL = %v", got, r.rep.has("s1"), arrived.Add(testTTL))
+			}
+			continue
+		}
+		if !errors.Is(err, errNotLeaderTest) {
+			t.Fatalf("keepalive whose round failed: %v, want the not-leader error", err)
+		}
+		if r.rep.has("s1") {
+			t.Fatal("session not expired once its only keepalive in flight was refused")
+		}
 	}
 }
 

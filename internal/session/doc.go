@@ -16,8 +16,11 @@
 //
 // The leader's side: a Lessor keeps every session's deadline in memory on
 // the leader's clock, gives every session TTL + grace when it becomes
-// active, commits an expiry when a deadline passes and refuses keepalives
-// for it from then on, and answers a keepalive (or a consistent read's
+// active and extends every deadline by the time it was stalled (a gap
+// between the passes of its loop over LessorOptions.StallThreshold) before
+// it decides any expiry, commits an expiry when a deadline passes (and no
+// keepalive for the session is in flight) and refuses keepalives for it
+// from then on, and answers a keepalive (or a consistent read's
 // commit index) only after a confirmation round that started after it
 // arrived: a majority of voters, this node included, saying they are still
 // in its raft term.

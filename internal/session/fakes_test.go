@@ -143,6 +143,8 @@ func (vs *voterSet) askedCount() int {
 
 // lessorRig is a Lessor over fake neighbours: a fake wall clock, a real
 // replica behind a fake raft, and n voters (this node first) in term 7.
+// Its stall threshold is an hour, so the fake clock's jumps are not
+// stalls; newStallRig sets a realistic one.
 type lessorRig struct {
 	l       *Lessor
 	wall    *fakeWall
@@ -152,9 +154,16 @@ type lessorRig struct {
 	leading atomic.Bool
 	grace   time.Duration
 	expired atomic.Int64 // expiries counted
+	// beforeExpire, if set before the lessor runs, is called before each
+	// expiry is committed (a slow raft apply).
+	beforeExpire func()
 }
 
-func newLessorRig(t *testing.T, n int) *lessorRig {
+func newLessorRig(t *testing.T, n int) *lessorRig { return newStallRig(t, n, time.Hour) }
+
+// newStallRig is a lessorRig whose lessor treats a gap longer than
+// threshold between two passes as a stall.
+func newStallRig(t *testing.T, n int, threshold time.Duration) *lessorRig {
 	r := &lessorRig{wall: newFakeWall(), rep: newReplica(), grace: 2 * time.Second,
 		voters: &voterSet{terms: map[string]uint64{}, down: map[string]bool{}}}
 	r.term.Store(7)
@@ -168,6 +177,9 @@ func newLessorRig(t *testing.T, n int) *lessorRig {
 		Now:  r.wall.Now,
 		View: r.rep.f.View,
 		Expire: func(_ context.Context, cmd fsm.Command) error {
+			if r.beforeExpire != nil {
+				r.beforeExpire()
+			}
 			if err := r.rep.apply(cmd); err != nil {
 				return err
 			}
@@ -181,6 +193,7 @@ func newLessorRig(t *testing.T, n int) *lessorRig {
 		Confirm:        r.voters.confirm,
 		ConfirmTimeout: time.Minute,
 		ExpiryGrace:    r.grace,
+		StallThreshold: threshold,
 		NotLeader:      func() error { return errNotLeaderTest },
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -196,9 +209,10 @@ func newLessorRig(t *testing.T, n int) *lessorRig {
 	return r
 }
 
-// step runs one pass of the lessor's loop: follow the replica, expire
-// what is due.
+// step runs one pass of the lessor's loop: the stall check, follow the
+// replica, expire what is due.
 func (r *lessorRig) step() {
+	r.l.observe(r.wall.Now())
 	r.l.sync(r.rep.f.View())
 	r.l.expireDue(context.Background())
 }

@@ -44,6 +44,12 @@ type LessorOptions struct {
 	// Metrics count each session expiry this lessor committed (nil: not
 	// counted).
 	Metrics *Metrics
+	// StallThreshold is the longest gap between two passes of Run's loop
+	// that is not a stall (0: 1s). A longer gap (the process frozen or
+	// starved, a pass held up by a slow commit) extends every deadline by
+	// the gap, to at least one threshold from the end of the stall, before
+	// any expiry is decided; Run wakes at least every half of it.
+	StallThreshold time.Duration
 }
 
 // Voter is one voter of the raft configuration, as a confirmation round
@@ -74,6 +80,10 @@ type Lessor struct {
 	deadlines map[string]time.Time // session → deadline
 	expiring  map[string]bool      // expiry decided: keepalives are refused
 	heard     map[string]time.Time // node ID → its last answered keepalive or stats poll
+	pending   map[string]int       // session → keepalives in flight: its expiry waits for them
+	lastBeat  time.Time            // the start of Run's latest pass (or the activation)
+	stalls    int                  // stalls detected (observe), and their total length
+	stalled   time.Duration
 
 	verifyReq chan chan error // batched confirmation requests
 
@@ -81,6 +91,7 @@ type Lessor struct {
 	// lessor took over; onKeepAlive sees each answered keepalive's arrival.
 	onActivate  func(at time.Time)
 	onKeepAlive func(session string, arrived time.Time)
+	pause       func() // see SetPauseHook
 }
 
 // NewLessor returns an inactive lessor. Its confirmation loop
@@ -108,7 +119,9 @@ func (l *Lessor) SetTestHooks(onActivate func(at time.Time), onKeepAlive func(se
 // Run is the lessor's duty while this node leads: it activates, extends
 // every session by TTL + ExpiryGrace (rule 3), follows sessions appearing
 // and disappearing in the replica, and expires the ones whose deadline
-// passed, until ctx ends; then it deactivates and returns.
+// passed, until ctx ends; then it deactivates and returns. It wakes at
+// least every StallThreshold/2, and each pass first extends every deadline
+// if the gap since the previous pass shows a stall (see observe).
 func (l *Lessor) Run(ctx context.Context) {
 	v := l.o.View()
 	l.Activate(v)
@@ -116,9 +129,11 @@ func (l *Lessor) Run(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		l.held()
+		l.observe(l.now()) // before any expiry is decided
 		l.sync(v)
 		l.expireDue(ctx)
-		timer.Reset(l.nextDeadline())
+		timer.Reset(min(l.nextDeadline(), l.beatEvery()))
 		select {
 		case <-ctx.Done():
 			return
@@ -143,6 +158,8 @@ func (l *Lessor) Activate(v *fsm.View) {
 	l.deadlines = map[string]time.Time{}
 	l.expiring = map[string]bool{}
 	l.heard = map[string]time.Time{}
+	l.pending = map[string]int{}
+	l.lastBeat = now
 	sessions := v.Sessions()
 	for _, s := range sessions {
 		l.deadlines[s.ID] = now.Add(time.Duration(s.TTLNanos) + l.o.ExpiryGrace)
@@ -163,15 +180,16 @@ func (l *Lessor) Deactivate() {
 	defer l.mu.Unlock()
 	l.active = false
 	l.epoch++
-	l.deadlines, l.expiring, l.heard = nil, nil, nil
+	l.deadlines, l.expiring, l.heard, l.pending = nil, nil, nil, nil
 }
 
 // sync adds sessions new in v (deadline now + TTL) and forgets gone ones.
 func (l *Lessor) sync(v *fsm.View) {
 	now := l.now()
+	sessions := v.Sessions() // outside the lock keepalives take
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, s := range v.Sessions() {
+	for _, s := range sessions {
 		if _, ok := l.deadlines[s.ID]; !ok {
 			l.deadlines[s.ID] = now.Add(time.Duration(s.TTLNanos))
 		}
@@ -185,14 +203,15 @@ func (l *Lessor) sync(v *fsm.View) {
 }
 
 // nextDeadline is how long until the earliest deadline; a session whose
-// expiry did not commit yet is retried after a short pause.
+// expiry did not commit yet, or that is due while a keepalive for it is in
+// flight, is looked at again after a short pause.
 func (l *Lessor) nextDeadline() time.Duration {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	next := time.Hour
 	for id, d := range l.deadlines {
-		if l.expiring[id] {
+		if l.expiring[id] || (l.pending[id] > 0 && !now.Before(d)) {
 			next = min(next, 100*time.Millisecond)
 		} else {
 			next = min(next, d.Sub(now))
@@ -201,15 +220,18 @@ func (l *Lessor) nextDeadline() time.Duration {
 	return max(next, time.Millisecond)
 }
 
-// expireDue commits an expiry for every session whose deadline passed. From
-// the moment one is chosen its keepalives are refused, so a keepalive can
-// never be answered for a session whose expiry is under way.
+// expireDue commits an expiry for every session whose deadline passed and
+// for which no keepalive is in flight (one that arrived and waits for its
+// confirmation round may extend it: the expiry is decided once it is
+// answered or refused). From the moment one is chosen its keepalives are
+// refused, so a keepalive can never be answered for a session whose expiry
+// is under way.
 func (l *Lessor) expireDue(ctx context.Context) {
 	now := l.now()
 	l.mu.Lock()
 	var due []string
 	for id, d := range l.deadlines {
-		if !now.Before(d) {
+		if !now.Before(d) && l.pending[id] == 0 {
 			l.expiring[id] = true
 			due = append(due, id)
 		}
@@ -240,11 +262,13 @@ func (l *Lessor) expireDue(ctx context.Context) {
 // session the replica does not have or whose expiry is decided, and with
 // NotLeader's error when this node cannot answer as leader.
 func (l *Lessor) KeepAlive(ctx context.Context, id string) (uint64, error) {
+	l.held()
 	arrived := l.now()
 	epoch, err := l.check(id)
 	if err != nil {
 		return 0, err
 	}
+	defer l.done(id, epoch)
 	if err := l.verify(ctx); err != nil {
 		return 0, l.o.NotLeader()
 	}
@@ -274,7 +298,7 @@ func (l *Lessor) KeepAlive(ctx context.Context, id string) (uint64, error) {
 }
 
 // check says whether a keepalive for id can be served now, and in which
-// activation.
+// activation; one that can is in flight until done.
 func (l *Lessor) check(id string) (uint64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -284,7 +308,20 @@ func (l *Lessor) check(id string) (uint64, error) {
 	if _, ok := l.o.View().Session(id); !ok || l.expiring[id] {
 		return 0, ErrNoSession
 	}
+	l.pending[id]++
 	return l.epoch, nil
+}
+
+// done ends a keepalive's flight that check started in epoch.
+func (l *Lessor) done(id string, epoch uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.epoch != epoch {
+		return
+	}
+	if l.pending[id]--; l.pending[id] <= 0 {
+		delete(l.pending, id)
+	}
 }
 
 // ExpiringOrDue reports whether the session's expiry is decided or its
