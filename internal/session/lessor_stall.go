@@ -54,6 +54,7 @@ func (l *Lessor) observe(now time.Time) time.Duration {
 	}
 	l.stalls++
 	l.stalled += gap
+	l.o.Metrics.stalled(gap)
 	l.log.Warn("lessor stalled: every session's deadline extended before deciding any expiry",
 		"gap", gap, "threshold", l.stallThreshold(), "sessions", len(l.deadlines))
 	return gap

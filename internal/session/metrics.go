@@ -18,6 +18,8 @@ var latencyBuckets = prometheus.ExponentialBuckets(0.001, 2, 15)
 // scrape time (0 before NewClient). A nil (or zero) *Metrics records nothing.
 type Metrics struct {
 	expiries          prometheus.Counter
+	stalls            prometheus.Counter
+	stalledSeconds    prometheus.Counter
 	keepAliveLatency  prometheus.Histogram
 	keepAliveFailures prometheus.Counter
 	client            atomic.Pointer[Client]
@@ -29,6 +31,10 @@ func NewMetrics() *Metrics {
 	m := &Metrics{
 		expiries: prometheus.NewCounter(prometheus.CounterOpts{Name: "holdfast_session_expiries_total",
 			Help: "Sessions this node expired as raft leader."}),
+		stalls: prometheus.NewCounter(prometheus.CounterOpts{Name: "holdfast_lessor_stalls_total",
+			Help: "Times this node's lessor, as raft leader, found it had not run for longer than its stall threshold and extended every session's deadline by the gap."}),
+		stalledSeconds: prometheus.NewCounter(prometheus.CounterOpts{Name: "holdfast_lessor_stalled_seconds_total",
+			Help: "Total length of the lessor stalls counted by holdfast_lessor_stalls_total."}),
 		keepAliveLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "holdfast_keepalive_duration_seconds",
 			Help:    "Round trip of answered keepalives, send to answer (the leader's confirmation round included).",
 			Buckets: latencyBuckets}),
@@ -43,7 +49,7 @@ func NewMetrics() *Metrics {
 			return 0
 		})
 	}
-	m.collectors = []prometheus.Collector{m.expiries, m.keepAliveLatency, m.keepAliveFailures,
+	m.collectors = []prometheus.Collector{m.expiries, m.stalls, m.stalledSeconds, m.keepAliveLatency, m.keepAliveFailures,
 		g("holdfast_session_ttl_seconds", "The configured session TTL (to compare keepalive latency and remaining time with).",
 			func(c *Client) time.Duration { return c.o.TTL }),
 		g("holdfast_session_remaining_seconds", "How long this node may still believe in its session without another answered keepalive.",
@@ -69,6 +75,13 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 func (m *Metrics) expired() {
 	if m != nil && m.expiries != nil {
 		m.expiries.Inc()
+	}
+}
+
+func (m *Metrics) stalled(gap time.Duration) {
+	if m != nil && m.stalls != nil {
+		m.stalls.Inc()
+		m.stalledSeconds.Add(gap.Seconds())
 	}
 }
 
