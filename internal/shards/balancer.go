@@ -190,13 +190,11 @@ func (b *Balancer) force(ctx context.Context, v *fsm.View, now time.Time) {
 }
 
 // commitForced commits the forced release of items in commands of at
-// most shardChunk items (one command for thousands of shards would exceed
+// most a chunk of items (chunkItems) (one command for thousands of shards would exceed
 // fsm.MaxCommandSize); it returns how many took effect.
 func (b *Balancer) commitForced(ctx context.Context, items []fsm.ShardItem) int {
 	n := 0
-	for len(items) > 0 {
-		chunk := items[:min(len(items), shardChunk)]
-		items = items[len(chunk):]
+	for _, chunk := range chunkItems(items) {
 		res, err := b.o.Apply(ctx, fsm.Command{Op: fsm.OpShardRelease, Shard: &fsm.ShardCmd{Force: true, Items: chunk}})
 		if err != nil {
 			b.o.Log.Warn("forced shard release failed", "error", err)
@@ -281,16 +279,36 @@ func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, now tim
 	return grants, revokes
 }
 
-// shardChunk bounds the items per command so a command stays far below
-// fsm.MaxCommandSize.
-const shardChunk = 256
+// maxChunkItems bounds the items per command, and maxChunkBytes their
+// estimated encoded size, so a command stays far below fsm.MaxCommandSize
+// whatever the session IDs' length.
+const (
+	maxChunkItems = 1024
+	maxChunkBytes = fsm.MaxCommandSize / 2
+)
+
+// chunkItems splits items, in order, into commands' worth.
+func chunkItems(items []fsm.ShardItem) [][]fsm.ShardItem {
+	var out [][]fsm.ShardItem
+	start, size := 0, 0
+	for i, it := range items {
+		n := 32 + len(it.Session) + len(it.To) // keys, shard, token and headers at most
+		if i > start && (i-start == maxChunkItems || size+n > maxChunkBytes) {
+			out = append(out, items[start:i])
+			start, size = i, 0
+		}
+		size += n
+	}
+	if start < len(items) {
+		out = append(out, items[start:])
+	}
+	return out
+}
 
 // commit commits items in chunks; a failure is logged and the next round
 // replans.
 func (b *Balancer) commit(ctx context.Context, op fsm.Op, items []fsm.ShardItem) {
-	for len(items) > 0 {
-		chunk := items[:min(len(items), shardChunk)]
-		items = items[len(chunk):]
+	for _, chunk := range chunkItems(items) {
 		res, err := b.o.Apply(ctx, fsm.Command{Op: op, Shard: &fsm.ShardCmd{Items: chunk}})
 		if err != nil {
 			if ctx.Err() == nil {

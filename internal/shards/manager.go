@@ -71,8 +71,11 @@ type Manager[W any] struct {
 	releases map[ShardID]uint64    // releases under way (token)
 	freeSeen map[ShardID]time.Time // when this node first saw each shard free (acquire-wait metric)
 	synced   uint64                // index of the newest view synced
-	scanned  uint64                // ShardsIndex of the last full scan
-	scanSess string                // session of the last full scan
+	cursor   fsm.ShardCursor       // the newest view synced, for its changes
+	scanSess string                // session of the newest view synced
+	changes  []uint32              // Sync's buffer of changed shards
+	pending  []release             // releases waiting for the releaser
+	flushing bool                  // the releaser is running
 	changed  chan struct{}         // closed and replaced when leases or releases change
 }
 
@@ -115,7 +118,10 @@ func (m *Manager[W]) loop() {
 // already synced are ignored, so a lease is never recreated from stale
 // state. The session's keepalive calls it with the view of a keepalive
 // answer before extending the session, so a revoke seen by then caps the
-// lease first.
+// lease first. While the session stays the same, Sync visits only the
+// shards that changed since the last view it synced (fsm.View.ShardChanges);
+// it reads the whole table after a session change, or when the replica
+// cannot say what changed.
 func (m *Manager[W]) Sync(v *fsm.View, s *session.Session) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -123,31 +129,47 @@ func (m *Manager[W]) Sync(v *fsm.View, s *session.Session) {
 		return
 	}
 	m.synced = v.Index()
-	for id, l := range m.leases {
-		if v.Index() < l.index {
-			continue
-		}
-		cur, _ := v.Shard(uint32(id))
-		switch {
-		case cur.State == fsm.ShardFree || cur.Owner != l.sessionID() || cur.Token != l.token:
-			l.end(m.o.Errors.Lost)
-		case cur.State == fsm.ShardRevoking:
-			m.revokeLocked(l)
-		}
-	}
 	sid := ""
 	if s != nil {
 		sid = s.ID()
 	}
-	if v.ShardsIndex() == m.scanned && sid == m.scanSess {
-		return
-	}
-	m.scanned, m.scanSess = v.ShardsIndex(), sid
 	now := time.Now()
+	if sid == m.scanSess {
+		if ids, ok := v.ShardChanges(m.cursor, m.changes[:0]); ok {
+			m.changes, m.cursor = ids, v.ShardCursor()
+			for _, id := range ids {
+				sh, _ := v.Shard(id)
+				if h, ok := m.leases[ShardID(id)]; ok {
+					m.checkLocked(v, h, sh)
+				}
+				m.scanLocked(v, s, sh, now)
+			}
+			return
+		}
+	}
+	m.cursor, m.scanSess = v.ShardCursor(), sid
+	for id, h := range m.leases {
+		sh, _ := v.Shard(uint32(id))
+		m.checkLocked(v, h, sh)
+	}
 	v.EachShard(func(sh fsm.Shard) bool {
 		m.scanLocked(v, s, sh, now)
 		return true
 	})
+}
+
+// checkLocked ends lease h if cur (its shard's entry in v) shows it lost,
+// and starts its handoff if cur shows it revoked.
+func (m *Manager[W]) checkLocked(v *fsm.View, h *held[W], cur fsm.Shard) {
+	if v.Index() < h.index {
+		return
+	}
+	switch {
+	case cur.State == fsm.ShardFree || cur.Owner != h.sessionID() || cur.Token != h.token:
+		h.end(m.o.Errors.Lost)
+	case cur.State == fsm.ShardRevoking:
+		m.revokeLocked(h)
+	}
 }
 
 // scanLocked acts on one entry of the table for session s.
