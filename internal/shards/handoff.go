@@ -11,12 +11,10 @@ import (
 // revokeLocked freezes a revoked lease's belief (keepalives no longer
 // extend it) and starts its handoff.
 func (m *Manager[W]) revokeLocked(h *held[W]) {
-	select {
-	case <-h.revoked:
+	if h.revoked.fired() {
 		return
-	default:
 	}
-	close(h.revoked)
+	h.revoked.fire(&m.fired)
 	h.life.CapAt(func(at time.Time) { h.life.End(m.o.Errors.Lost, at, nil) })
 	m.releases[h.shard] = h.token
 	m.goLocked(func() { m.handoff(h) })
@@ -35,7 +33,7 @@ func (m *Manager[W]) handoff(h *held[W]) {
 	h.end(m.o.Errors.Revoked)
 	wait := time.NewTimer(max(m.o.DrainTimeout-time.Since(start), time.Millisecond))
 	select {
-	case <-h.hookDone:
+	case <-h.hookDone.wait():
 	case <-wait.C:
 		m.o.Log.Warn("shard acquire hook still running after the lease ended", "shard", h.shard)
 	}

@@ -20,8 +20,8 @@ type Lease struct {
 	token    uint64
 	index    uint64 // raft index at which the grant was seen
 	life     *session.Belief
-	revoked  chan struct{} // closed when the leader's revoke is seen
-	hookDone chan struct{} // closed when the Acquire callback returned
+	revoked  signal // fires when the leader's revoke is seen
+	hookDone signal // fires when the Acquire callback returned
 }
 
 // Shard returns the shard the lease owns.
@@ -38,7 +38,7 @@ func (l *Lease) Belief() *session.Belief { return l.life }
 
 // Revoked returns a channel closed once the leader has asked this node to
 // hand the shard off; the lease holds until the handoff ends it.
-func (l *Lease) Revoked() <-chan struct{} { return l.revoked }
+func (l *Lease) Revoked() <-chan struct{} { return l.revoked.wait() }
 
 func (l *Lease) sessionID() string { return l.life.Session().ID() }
 
@@ -77,13 +77,16 @@ type Manager[W any] struct {
 	pending  []release             // releases waiting for the releaser
 	flushing bool                  // the releaser is running
 	changed  chan struct{}         // closed and replaced when leases or releases change
+	fired    chan struct{}         // closed at once: the channel of signals that fired unwatched
 }
 
 // NewManager returns a Manager; call Start to have it follow the replica.
 func NewManager[W any](o Options[W]) *Manager[W] {
-	return &Manager[W]{o: o.withDefaults(), stop: make(chan struct{}), leases: map[ShardID]*held[W]{},
+	m := &Manager[W]{o: o.withDefaults(), stop: make(chan struct{}), leases: map[ShardID]*held[W]{},
 		ended: map[ShardID]uint64{}, releases: map[ShardID]uint64{}, freeSeen: map[ShardID]time.Time{},
-		changed: make(chan struct{})}
+		changed: make(chan struct{}), fired: make(chan struct{})}
+	close(m.fired)
+	return m
 }
 
 // Start follows the replica and the session in a goroutine Close joins,
@@ -202,8 +205,7 @@ func (m *Manager[W]) scanLocked(v *fsm.View, s *session.Session, sh fsm.Shard, n
 // startLocked creates the lease of a shard granted to s and runs the
 // Acquire callback.
 func (m *Manager[W]) startLocked(s *session.Session, id ShardID, token, index uint64) {
-	l := &Lease{shard: id, token: token, index: index, life: session.NewBelief(s),
-		revoked: make(chan struct{}), hookDone: make(chan struct{})}
+	l := &Lease{shard: id, token: token, index: index, life: session.NewBelief(s)}
 	wait := time.Duration(0)
 	if t, ok := m.freeSeen[id]; ok {
 		wait = l.life.Start().Sub(t)
@@ -215,7 +217,7 @@ func (m *Manager[W]) startLocked(s *session.Session, id ShardID, token, index ui
 	m.notifyLocked()
 	context.AfterFunc(l.life.Context(), func() { m.forget(h) })
 	m.goLocked(func() {
-		defer close(l.hookDone)
+		defer l.hookDone.fire(&m.fired)
 		m.o.Acquire(l.life.Context(), h.w)
 	})
 }
