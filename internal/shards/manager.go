@@ -67,23 +67,24 @@ type Manager[W any] struct {
 	mu       sync.Mutex
 	closed   bool
 	leases   map[ShardID]*held[W]
-	ended    map[ShardID]uint64    // highest token this node stopped believing, per shard
-	releases map[ShardID]uint64    // releases under way (token)
-	freeSeen map[ShardID]time.Time // when this node first saw each shard free (acquire-wait metric)
-	synced   uint64                // index of the newest view synced
-	cursor   fsm.ShardCursor       // the newest view synced, for its changes
-	scanSess string                // session of the newest view synced
-	changes  []uint32              // Sync's buffer of changed shards
-	pending  []release             // releases waiting for the releaser
-	flushing bool                  // the releaser is running
-	changed  chan struct{}         // closed and replaced when leases or releases change
-	fired    chan struct{}         // closed at once: the channel of signals that fired unwatched
+	ended    map[ShardID]uint64 // highest token this node stopped believing, per shard
+	releases map[ShardID]uint64 // releases under way (token)
+	epoch    time.Time          // the origin of freeSeen's times
+	freeSeen []time.Duration    // per shard: when this node first saw it free, after epoch (0: not free)
+	synced   uint64             // index of the newest view synced
+	cursor   fsm.ShardCursor    // the newest view synced, for its changes
+	scanSess string             // session of the newest view synced
+	changes  []uint32           // Sync's buffer of changed shards
+	pending  []release          // releases waiting for the releaser
+	flushing bool               // the releaser is running
+	changed  chan struct{}      // closed and replaced when leases or releases change
+	fired    chan struct{}      // closed at once: the channel of signals that fired unwatched
 }
 
 // NewManager returns a Manager; call Start to have it follow the replica.
 func NewManager[W any](o Options[W]) *Manager[W] {
 	m := &Manager[W]{o: o.withDefaults(), stop: make(chan struct{}), leases: map[ShardID]*held[W]{},
-		ended: map[ShardID]uint64{}, releases: map[ShardID]uint64{}, freeSeen: map[ShardID]time.Time{},
+		ended: map[ShardID]uint64{}, releases: map[ShardID]uint64{}, epoch: time.Now(),
 		changed: make(chan struct{}), fired: make(chan struct{})}
 	close(m.fired)
 	return m
@@ -137,6 +138,9 @@ func (m *Manager[W]) Sync(v *fsm.View, s *session.Session) {
 		sid = s.ID()
 	}
 	now := time.Now()
+	if n := v.ShardCount(); len(m.freeSeen) < n {
+		m.freeSeen = append(m.freeSeen, make([]time.Duration, n-len(m.freeSeen))...)
+	}
 	if sid == m.scanSess {
 		if ids, ok := v.ShardChanges(m.cursor, m.changes[:0]); ok {
 			m.changes, m.cursor = ids, v.ShardCursor()
@@ -179,13 +183,13 @@ func (m *Manager[W]) checkLocked(v *fsm.View, h *held[W], cur fsm.Shard) {
 func (m *Manager[W]) scanLocked(v *fsm.View, s *session.Session, sh fsm.Shard, now time.Time) {
 	id := ShardID(sh.ID)
 	if sh.State == fsm.ShardFree {
-		if _, ok := m.freeSeen[id]; !ok {
-			m.freeSeen[id] = now
+		if m.freeSeen[id] == 0 {
+			m.freeSeen[id] = max(now.Sub(m.epoch), 1)
 		}
 		return
 	}
 	if s == nil || sh.Owner != s.ID() {
-		delete(m.freeSeen, id)
+		m.freeSeen[id] = 0
 		return
 	}
 	if l, ok := m.leases[id]; ok && l.token == sh.Token {
@@ -207,9 +211,9 @@ func (m *Manager[W]) scanLocked(v *fsm.View, s *session.Session, sh fsm.Shard, n
 func (m *Manager[W]) startLocked(s *session.Session, id ShardID, token, index uint64) {
 	l := &Lease{shard: id, token: token, index: index, life: session.NewBelief(s)}
 	wait := time.Duration(0)
-	if t, ok := m.freeSeen[id]; ok {
-		wait = l.life.Start().Sub(t)
-		delete(m.freeSeen, id)
+	if t := m.freeSeen[id]; t != 0 {
+		wait = max(l.life.Start().Sub(m.epoch)-t, 0)
+		m.freeSeen[id] = 0
 	}
 	m.o.Metrics.AcquireWait.Observe(wait.Seconds())
 	h := &held[W]{Lease: l, w: m.o.Wrap(l)}
