@@ -35,7 +35,7 @@ func TestNoSessionLostInLargeRebalance(t *testing.T) {
 	}})
 	cl.WaitFormed(formTimeout)
 	waitBalanced(t, cl, shards, formTimeout)
-	before := sessions(cl)
+	before := nodeSessionIDs(cl)
 
 	joined := cl.Add()
 	cl.WaitFor("the fourth node in a session", formTimeout, func() error {
@@ -48,7 +48,7 @@ func TestNoSessionLostInLargeRebalance(t *testing.T) {
 	t.Logf("balanced after the join: %v", counts)
 
 	for name, id := range before {
-		if now := sessions(cl)[name]; now != id {
+		if now := nodeSessionIDs(cl)[name]; now != id {
 			t.Errorf("%s: session %s replaced by %q during the rebalance", name, id, now)
 		}
 	}
@@ -59,8 +59,8 @@ func TestNoSessionLostInLargeRebalance(t *testing.T) {
 	}
 }
 
-// sessions returns each running node's current session ID by name.
-func sessions(cl *holdfasttest.Cluster) map[string]string {
+// nodeSessionIDs returns each running node's current session ID by name.
+func nodeSessionIDs(cl *holdfasttest.Cluster) map[string]string {
 	out := map[string]string{}
 	for _, n := range cl.Running() {
 		out[n.Name] = n.C().SessionID()
