@@ -21,6 +21,7 @@ import (
 type Balancer struct {
 	o         BalancerOptions
 	planner   shardown.Planner // plans as shardown.Plan does, reusing its buffers
+	table     table            // the table as of the last round, updated from its changes
 	activated time.Time
 	epoch     time.Time            // origin of the planner's logical clock
 	firstSeen map[string]time.Time // session → when this leader first saw it
@@ -81,8 +82,9 @@ func (b *Balancer) Round(ctx context.Context, v *fsm.View, now time.Time, first 
 	if v.ShardCount() == 0 {
 		return wake
 	}
-	b.integrateUnowned(v, now)
-	members, wakeJoin := b.members(v, now, first)
+	b.table.update(v)
+	b.integrateUnowned(now)
+	members, drained, wakeJoin := b.members(v, now, first)
 	if !wakeJoin.IsZero() && wakeJoin.Before(wake) {
 		wake = wakeJoin
 	}
@@ -90,7 +92,7 @@ func (b *Balancer) Round(ctx context.Context, v *fsm.View, now time.Time, first 
 		wake = d
 	}
 	b.force(ctx, v, now)
-	grants, revokes := b.plan(v, members, now)
+	grants, revokes := b.plan(v, members, drained, now)
 	if len(grants) > 0 {
 		b.commit(ctx, fsm.OpShardGrant, grants)
 	}
@@ -101,14 +103,17 @@ func (b *Balancer) Round(ctx context.Context, v *fsm.View, now time.Time, first 
 }
 
 // members returns the sessions that may own shards (live, undrained, not
-// being expired) as planner members, and when the next one becomes stable.
-func (b *Balancer) members(v *fsm.View, now time.Time, first bool) (map[string]shardown.Member, time.Time) {
+// being expired) as planner members, whether any session is drained, and
+// when the next member becomes stable.
+func (b *Balancer) members(v *fsm.View, now time.Time, first bool) (map[string]shardown.Member, bool, time.Time) {
 	stab := b.o.JoinStabilization
 	out := map[string]shardown.Member{}
 	var next time.Time
 	seen := map[string]bool{}
+	drained := false
 	for _, s := range v.Sessions() {
 		seen[s.ID] = true
+		drained = drained || s.Drained
 		t, ok := b.firstSeen[s.ID]
 		if !ok {
 			t = now
@@ -130,44 +135,39 @@ func (b *Balancer) members(v *fsm.View, now time.Time, first bool) (map[string]s
 			delete(b.firstSeen, id)
 		}
 	}
-	return out, next
+	return out, drained, next
 }
 
 // trackRevokes records when each revoke was first seen and returns the
-// earliest forced-release deadline.
+// earliest forced-release deadline. It visits the shards changed since the
+// last round (all of them on the term's first), then the revokes under way.
 func (b *Balancer) trackRevokes(v *fsm.View, now time.Time, first bool) time.Time {
-	cur := map[ShardID]bool{}
-	var next time.Time
-	v.EachShard(func(s fsm.Shard) bool {
-		if s.State != fsm.ShardRevoking {
-			return true
-		}
+	b.table.each(v, func(s fsm.Shard) {
 		id := ShardID(s.ID)
-		cur[id] = true
-		t, ok := b.revokes[id]
-		if !ok || t.owner != s.Owner || t.token != s.Token {
-			ttl := b.o.SessionTTL
-			if sess, ok := v.Session(s.Owner); ok {
-				ttl = time.Duration(sess.TTLNanos)
-			}
-			d := now.Add(ttl)
-			if first {
-				d = d.Add(b.o.ExpiryGrace) // a previous leader's keepalive answers may run that much later
-			}
-			t = revokeTrack{owner: s.Owner, token: s.Token, deadline: d}
-			b.revokes[id] = t
-			if _, ok := b.handoffStart[id]; !ok {
-				b.handoffStart[id] = now
-			}
+		if s.State != fsm.ShardRevoking {
+			delete(b.revokes, id)
+			return
 		}
+		if t, ok := b.revokes[id]; ok && t.owner == s.Owner && t.token == s.Token {
+			return
+		}
+		ttl := b.o.SessionTTL
+		if sess, ok := v.Session(s.Owner); ok {
+			ttl = time.Duration(sess.TTLNanos)
+		}
+		d := now.Add(ttl)
+		if first {
+			d = d.Add(b.o.ExpiryGrace) // a previous leader's keepalive answers may run that much later
+		}
+		b.revokes[id] = revokeTrack{owner: s.Owner, token: s.Token, deadline: d}
+		if _, ok := b.handoffStart[id]; !ok {
+			b.handoffStart[id] = now
+		}
+	})
+	var next time.Time
+	for _, t := range b.revokes {
 		if next.IsZero() || t.deadline.Before(next) {
 			next = t.deadline
-		}
-		return true
-	})
-	for id := range b.revokes {
-		if !cur[id] {
-			delete(b.revokes, id)
 		}
 	}
 	return next
@@ -190,13 +190,11 @@ func (b *Balancer) force(ctx context.Context, v *fsm.View, now time.Time) {
 }
 
 // commitForced commits the forced release of items in commands of at
-// most shardChunk items (one command for thousands of shards would exceed
+// most a chunk of items (chunkItems) (one command for thousands of shards would exceed
 // fsm.MaxCommandSize); it returns how many took effect.
 func (b *Balancer) commitForced(ctx context.Context, items []fsm.ShardItem) int {
 	n := 0
-	for len(items) > 0 {
-		chunk := items[:min(len(items), shardChunk)]
-		items = items[len(chunk):]
+	for _, chunk := range chunkItems(items) {
 		res, err := b.o.Apply(ctx, fsm.Command{Op: fsm.OpShardRelease, Shard: &fsm.ShardCmd{Force: true, Items: chunk}})
 		if err != nil {
 			b.o.Log.Warn("forced shard release failed", "error", err)
@@ -208,41 +206,37 @@ func (b *Balancer) commitForced(ctx context.Context, items []fsm.ShardItem) int 
 }
 
 // plan runs the planner and turns its moves into grants (free shards) and
-// revokes (owned shards), limiting rebalancing handoffs in flight.
-func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, now time.Time) (grants, revokes []fsm.ShardItem) {
+// revokes (owned shards), limiting rebalancing handoffs in flight. The
+// planner keeps its table between rounds and reads only the shards that
+// changed, unless the members changed.
+func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, drained bool, now time.Time) (grants, revokes []fsm.ShardItem) {
 	n := v.ShardCount()
-	current := make([]string, n)
+	current, moved, all := b.table.planInput(v, members)
 	inflight := 0
-	v.EachShard(func(s fsm.Shard) bool {
-		_, ownerOK := members[s.Owner]
-		switch s.State {
-		case fsm.ShardOwned:
-			if ownerOK {
-				current[s.ID] = s.Owner
-			}
-		case fsm.ShardRevoking:
-			if ownerOK {
-				inflight++
-			}
-			if _, ok := members[s.To]; ok {
-				current[s.ID] = s.To
-			}
+	for _, t := range b.revokes {
+		if _, ok := members[t.owner]; ok {
+			inflight++
 		}
-		return true
-	})
+	}
 	var moves []shardown.Move
 	if len(members) > 0 {
 		ms := make([]shardown.Member, 0, len(members))
 		for _, m := range members {
 			ms = append(ms, m)
 		}
-		var err error
-		moves, err = b.planner.Plan(ms, current, shardown.Params{
+		p := shardown.Params{
 			Shards: n, Epsilon: b.o.Epsilon, MaxMovesInFlight: -1,
 			Now: uint64(now.Sub(b.epoch)), JoinStabilization: uint64(b.o.JoinStabilization),
-		})
+		}
+		var err error
+		if all {
+			moves, err = b.planner.Plan(ms, current, p)
+		} else {
+			moves, err = b.planner.PlanChanged(ms, current, moved, p)
+		}
 		if err != nil {
 			b.o.Log.Error("shard planning failed", "error", err)
+			b.table.members = nil // the next round plans from scratch
 			return nil, nil
 		}
 	}
@@ -270,6 +264,9 @@ func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, now tim
 		}
 	}
 	// A drained owner gives up its shards even when nobody can take them.
+	if !drained {
+		return grants, revokes
+	}
 	v.EachShard(func(s fsm.Shard) bool {
 		if s.State == fsm.ShardOwned && !revoked[s.ID] {
 			if sess, ok := v.Session(s.Owner); ok && sess.Drained {
@@ -281,16 +278,36 @@ func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, now tim
 	return grants, revokes
 }
 
-// shardChunk bounds the items per command so a command stays far below
-// fsm.MaxCommandSize.
-const shardChunk = 256
+// maxChunkItems bounds the items per command, and maxChunkBytes their
+// estimated encoded size, so a command stays far below fsm.MaxCommandSize
+// whatever the session IDs' length.
+const (
+	maxChunkItems = 1024
+	maxChunkBytes = fsm.MaxCommandSize / 2
+)
+
+// chunkItems splits items, in order, into commands' worth.
+func chunkItems(items []fsm.ShardItem) [][]fsm.ShardItem {
+	var out [][]fsm.ShardItem
+	start, size := 0, 0
+	for i, it := range items {
+		n := 32 + len(it.Session) + len(it.To) // keys, shard, token and headers at most
+		if i > start && (i-start == maxChunkItems || size+n > maxChunkBytes) {
+			out = append(out, items[start:i])
+			start, size = i, 0
+		}
+		size += n
+	}
+	if start < len(items) {
+		out = append(out, items[start:])
+	}
+	return out
+}
 
 // commit commits items in chunks; a failure is logged and the next round
 // replans.
 func (b *Balancer) commit(ctx context.Context, op fsm.Op, items []fsm.ShardItem) {
-	for len(items) > 0 {
-		chunk := items[:min(len(items), shardChunk)]
-		items = items[len(chunk):]
+	for _, chunk := range chunkItems(items) {
 		res, err := b.o.Apply(ctx, fsm.Command{Op: op, Shard: &fsm.ShardCmd{Items: chunk}})
 		if err != nil {
 			if ctx.Err() == nil {
@@ -314,7 +331,7 @@ func (b *Balancer) startHandoffs(items []fsm.ShardItem, index uint64) {
 	v := b.o.View()
 	now := b.o.Now()
 	for _, it := range items {
-		if sh := v.ShardRef(it.Shard); sh != nil && sh.Revoked == index {
+		if sh, ok := v.Shard(it.Shard); ok && sh.Revoked == index {
 			if _, ok := b.handoffStart[ShardID(it.Shard)]; !ok {
 				b.handoffStart[ShardID(it.Shard)] = now
 			}
@@ -330,7 +347,7 @@ func (b *Balancer) observeHandoffs(items []fsm.ShardItem, index uint64) {
 	for _, it := range items {
 		id := ShardID(it.Shard)
 		start, ok := b.handoffStart[id]
-		if sh := v.ShardRef(it.Shard); !ok || sh == nil || sh.Owner != it.Session || sh.Granted != index {
+		if sh, found := v.Shard(it.Shard); !ok || !found || sh.Owner != it.Session || sh.Granted != index {
 			continue
 		}
 		b.o.Metrics.handoffTook(now.Sub(start))
@@ -340,7 +357,7 @@ func (b *Balancer) observeHandoffs(items []fsm.ShardItem, index uint64) {
 
 // integrateUnowned adds the shard-seconds spent unowned since the last
 // round (at the count seen then) and takes the new count.
-func (b *Balancer) integrateUnowned(v *fsm.View, now time.Time) {
+func (b *Balancer) integrateUnowned(now time.Time) {
 	b.o.Metrics.unowned(float64(b.unowned) * now.Sub(b.unownedAt).Seconds())
-	b.unowned, b.unownedAt = FreeShards(v), now
+	b.unowned, b.unownedAt = b.table.free, now
 }

@@ -3,7 +3,9 @@
 // application's handler and hands shards off when the leader revokes them,
 // and drains the node on request; the Balancer is the raft leader's side,
 // planning with shardown.Plan and committing grants, revokes and forced
-// releases.
+// releases. Both follow the table by its changes (fsm.View.ShardChanges)
+// rather than by rescanning it, so a rebalance costs what moves, and the
+// Manager commits the releases of many shards in one command.
 //
 // Neither part knows the coordinator: each takes its neighbours (the
 // replica's views, a proposer, the session, a clock, the logger and its

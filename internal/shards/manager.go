@@ -20,8 +20,8 @@ type Lease struct {
 	token    uint64
 	index    uint64 // raft index at which the grant was seen
 	life     *session.Belief
-	revoked  chan struct{} // closed when the leader's revoke is seen
-	hookDone chan struct{} // closed when the Acquire callback returned
+	revoked  signal // fires when the leader's revoke is seen
+	hookDone signal // fires when the Acquire callback returned
 }
 
 // Shard returns the shard the lease owns.
@@ -38,7 +38,7 @@ func (l *Lease) Belief() *session.Belief { return l.life }
 
 // Revoked returns a channel closed once the leader has asked this node to
 // hand the shard off; the lease holds until the handoff ends it.
-func (l *Lease) Revoked() <-chan struct{} { return l.revoked }
+func (l *Lease) Revoked() <-chan struct{} { return l.revoked.wait() }
 
 func (l *Lease) sessionID() string { return l.life.Session().ID() }
 
@@ -67,20 +67,26 @@ type Manager[W any] struct {
 	mu       sync.Mutex
 	closed   bool
 	leases   map[ShardID]*held[W]
-	ended    map[ShardID]uint64    // highest token this node stopped believing, per shard
-	releases map[ShardID]uint64    // releases under way (token)
-	freeSeen map[ShardID]time.Time // when this node first saw each shard free (acquire-wait metric)
-	synced   uint64                // index of the newest view synced
-	scanned  uint64                // ShardsIndex of the last full scan
-	scanSess string                // session of the last full scan
-	changed  chan struct{}         // closed and replaced when leases or releases change
+	ended    map[ShardID]uint64 // highest token this node stopped believing, per shard
+	releases map[ShardID]uint64 // releases under way (token)
+	epoch    time.Time          // the origin of freeSeen's times
+	freeSeen []time.Duration    // per shard: when this node first saw it free, after epoch (0: not free)
+	synced   uint64             // index of the newest view synced
+	cursor   fsm.ShardCursor    // the newest view synced, for its changes
+	scanSess string             // session of the newest view synced
+	changes  []uint32           // Sync's buffer of changed shards
+	pending  []release          // releases waiting for the releaser
+	flushing bool               // the releaser is running
+	changed  chan struct{}      // closed and replaced when leases or releases change
+	fired    chan struct{}      // closed at once: the channel of signals that fired unwatched
 }
 
 // NewManager returns a Manager; call Start to have it follow the replica.
 func NewManager[W any](o Options[W]) *Manager[W] {
 	m := &Manager[W]{o: o.withDefaults(), stop: make(chan struct{}), leases: map[ShardID]*held[W]{},
-		ended: map[ShardID]uint64{}, releases: map[ShardID]uint64{}, freeSeen: map[ShardID]time.Time{},
-		changed: make(chan struct{})}
+		ended: map[ShardID]uint64{}, releases: map[ShardID]uint64{}, epoch: time.Now(),
+		changed: make(chan struct{}), fired: make(chan struct{})}
+	close(m.fired)
 	o.Metrics.bind(m.Count, o.View)
 	return m
 }
@@ -117,7 +123,10 @@ func (m *Manager[W]) loop() {
 // already synced are ignored, so a lease is never recreated from stale
 // state. The session's keepalive calls it with the view of a keepalive
 // answer before extending the session, so a revoke seen by then caps the
-// lease first.
+// lease first. While the session stays the same, Sync visits only the
+// shards that changed since the last view it synced (fsm.View.ShardChanges);
+// it reads the whole table after a session change, or when the replica
+// cannot say what changed.
 func (m *Manager[W]) Sync(v *fsm.View, s *session.Session) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -125,44 +134,63 @@ func (m *Manager[W]) Sync(v *fsm.View, s *session.Session) {
 		return
 	}
 	m.synced = v.Index()
-	for id, l := range m.leases {
-		if v.Index() < l.index {
-			continue
-		}
-		cur, _ := v.Shard(uint32(id))
-		switch {
-		case cur.State == fsm.ShardFree || cur.Owner != l.sessionID() || cur.Token != l.token:
-			l.end(m.o.Errors.Lost)
-		case cur.State == fsm.ShardRevoking:
-			m.revokeLocked(l)
-		}
-	}
 	sid := ""
 	if s != nil {
 		sid = s.ID()
 	}
-	if v.ShardsIndex() == m.scanned && sid == m.scanSess {
-		return
-	}
-	m.scanned, m.scanSess = v.ShardsIndex(), sid
 	now := time.Now()
+	if n := v.ShardCount(); len(m.freeSeen) < n {
+		m.freeSeen = append(m.freeSeen, make([]time.Duration, n-len(m.freeSeen))...)
+	}
+	if sid == m.scanSess {
+		if ids, ok := v.ShardChanges(m.cursor, m.changes[:0]); ok {
+			m.changes, m.cursor = ids, v.ShardCursor()
+			for _, id := range ids {
+				sh, _ := v.Shard(id)
+				if h, ok := m.leases[ShardID(id)]; ok {
+					m.checkLocked(v, h, sh)
+				}
+				m.scanLocked(v, s, sh, now)
+			}
+			return
+		}
+	}
+	m.cursor, m.scanSess = v.ShardCursor(), sid
+	for id, h := range m.leases {
+		sh, _ := v.Shard(uint32(id))
+		m.checkLocked(v, h, sh)
+	}
 	v.EachShard(func(sh fsm.Shard) bool {
 		m.scanLocked(v, s, sh, now)
 		return true
 	})
 }
 
+// checkLocked ends lease h if cur (its shard's entry in v) shows it lost,
+// and starts its handoff if cur shows it revoked.
+func (m *Manager[W]) checkLocked(v *fsm.View, h *held[W], cur fsm.Shard) {
+	if v.Index() < h.index {
+		return
+	}
+	switch {
+	case cur.State == fsm.ShardFree || cur.Owner != h.sessionID() || cur.Token != h.token:
+		h.end(m.o.Errors.Lost)
+	case cur.State == fsm.ShardRevoking:
+		m.revokeLocked(h)
+	}
+}
+
 // scanLocked acts on one entry of the table for session s.
 func (m *Manager[W]) scanLocked(v *fsm.View, s *session.Session, sh fsm.Shard, now time.Time) {
 	id := ShardID(sh.ID)
 	if sh.State == fsm.ShardFree {
-		if _, ok := m.freeSeen[id]; !ok {
-			m.freeSeen[id] = now
+		if m.freeSeen[id] == 0 {
+			m.freeSeen[id] = max(now.Sub(m.epoch), 1)
 		}
 		return
 	}
 	if s == nil || sh.Owner != s.ID() {
-		delete(m.freeSeen, id)
+		m.freeSeen[id] = 0
 		return
 	}
 	if l, ok := m.leases[id]; ok && l.token == sh.Token {
@@ -182,12 +210,11 @@ func (m *Manager[W]) scanLocked(v *fsm.View, s *session.Session, sh fsm.Shard, n
 // startLocked creates the lease of a shard granted to s and runs the
 // Acquire callback.
 func (m *Manager[W]) startLocked(s *session.Session, id ShardID, token, index uint64) {
-	l := &Lease{shard: id, token: token, index: index, life: session.NewBelief(s),
-		revoked: make(chan struct{}), hookDone: make(chan struct{})}
+	l := &Lease{shard: id, token: token, index: index, life: session.NewBelief(s)}
 	wait := time.Duration(0)
-	if t, ok := m.freeSeen[id]; ok {
-		wait = l.life.Start().Sub(t)
-		delete(m.freeSeen, id)
+	if t := m.freeSeen[id]; t != 0 {
+		wait = max(l.life.Start().Sub(m.epoch)-t, 0)
+		m.freeSeen[id] = 0
 	}
 	m.o.Metrics.waited(wait)
 	h := &held[W]{Lease: l, w: m.o.Wrap(l)}
@@ -195,7 +222,7 @@ func (m *Manager[W]) startLocked(s *session.Session, id ShardID, token, index ui
 	m.notifyLocked()
 	context.AfterFunc(l.life.Context(), func() { m.forget(h) })
 	m.goLocked(func() {
-		defer close(l.hookDone)
+		defer l.hookDone.fire(&m.fired)
 		m.o.Acquire(l.life.Context(), h.w)
 	})
 }
