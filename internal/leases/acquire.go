@@ -181,12 +181,11 @@ func (p *Part) acquire(ctx context.Context, r Request) (*Grant, error) {
 		}
 		var g *Grant
 		if r.Kind.grantedNow(res, s.ID()) {
-			// Read your writes: the local replica shows the grant before
-			// the call returns.
-			if err := p.waitIndex(ctx, res.Index); err != nil {
-				p.settle(r.Kind, s, r.Name, req, res.Token, opAcquire)
-				return nil, err
-			}
+			// The leader committed the grant and answered it: its token,
+			// session and request are settled at res.Index, so the grant
+			// is believed at once, without waiting for the local replica
+			// to apply that index (see "Granted on the leader's answer"
+			// in the package doc).
 			g, err = p.newGrant(r, s, res.Token, req, res.Index)
 		} else {
 			g, err = p.waitGrant(ctx, r, s, req, res.Index)

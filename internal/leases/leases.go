@@ -234,21 +234,6 @@ func (p *Part) watchLoop() {
 	}
 }
 
-// waitIndex waits until the local replica has applied index.
-func (p *Part) waitIndex(ctx context.Context, index uint64) error {
-	for {
-		v := p.o.View()
-		if v.Index() >= index {
-			return nil
-		}
-		select {
-		case <-v.Changed():
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
 // errSessionEnded: the session ended while its request waited, or before
 // its grant was believed; the acquire asks again with the next session.
 var errSessionEnded = errors.New("session ended while waiting")
