@@ -143,13 +143,17 @@ func (t targetRun) memoryRow() targetRow {
 	v, found := met, false
 	for _, r := range t.o.replicas {
 		for _, name := range []string{"RSS (VmRSS)", "Go heap live after GC"} {
+			what := "RSS"
+			if name != "RSS (VmRSS)" {
+				what = "live heap"
+			}
 			m := t.metricAt(r, "6. memory per node, 10,000 shards + 100 leases", name)
 			if m == nil {
 				continue
 			}
 			found = true
 			ok, s := judgeRatio(m, 1, false)
-			res = append(res, fmt.Sprintf("%d replica(s) %s: %s", r, strings.Fields(name)[0], s))
+			res = append(res, fmt.Sprintf("%d replica(s) %s: %s", r, what, s))
 			if !ok {
 				v = notMet
 			}
@@ -173,7 +177,7 @@ func (t targetRun) points(nodes, shards int) ([]scaleRow, string) {
 	if len(out) > 0 {
 		return out, ""
 	}
-	p := fmt.Sprintf("%d-shard", shards)
+	p := thousands(shards) + "-shard"
 	if nodes > 0 {
 		p = fmt.Sprintf("%dx%d", nodes, shards)
 	}
@@ -265,4 +269,13 @@ func (t targetRun) idleRow() targetRow {
 		each := r.othersCPU / float64(r.c.nodes-1)
 		return r.leaderCPU <= 10 && each <= 1, fmt.Sprintf("leader %s, others %s each (%s together)", pct(r.leaderCPU), pct(each), pct(r.othersCPU))
 	})
+}
+
+// thousands writes n with commas between groups of three digits.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -45,6 +45,16 @@ func (n *Node) handsOver(data []byte) bool {
 	if !ok {
 		return false
 	}
+	if len(data) < 2 || data[0] != fsm.CommandVersion {
+		return false
+	}
+	switch fsm.Op(data[1]) { // the op, without decoding the body
+	case fsm.OpSessionClose, fsm.OpSessionExpire:
+		return true
+	case fsm.OpRelease, fsm.OpSemRelease:
+	default:
+		return false
+	}
 	cmd, err := fsm.Decode(data)
 	if err != nil {
 		return false
@@ -63,9 +73,6 @@ func (n *Node) handsOver(data []byte) bool {
 				return true
 			}
 		}
-		return false
-	case fsm.OpSessionClose, fsm.OpSessionExpire:
-		return true
 	}
 	return false
 }
