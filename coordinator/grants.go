@@ -7,6 +7,7 @@ import (
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leases"
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // newLeases builds the part that holds this node's leases and semaphore
@@ -25,6 +26,13 @@ func newLeases(c *Coordinator) *leases.Part {
 		Believe: func(s *session.Session, kind leases.Kind, token, index uint64) leases.Belief {
 			b := newBelief(c, kind.String(), s, token, index)
 			return grantBelief{&b}
+		},
+		AskLeader: func(ctx context.Context, r wire.WaitGrantRequest) (rep wire.WaitGrantReply, err error) {
+			addr, self := c.leaderRPCAddr()
+			if self || addr == "" {
+				return rep, wire.ErrNoLeader // this node leads: its replica answers first
+			}
+			return rep, wire.FromRemote(c.trans.Call(ctx, addr, wire.MethodWaitGrant, r, &rep))
 		},
 		Propose:      propose(c.apply),
 		ProposeRetry: propose(c.applyRetry),

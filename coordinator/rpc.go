@@ -42,6 +42,7 @@ func (c *Coordinator) newDispatcher() *wire.Dispatcher {
 		index, err := c.lessor.KeepAlive(ctx, req.Session)
 		return keepAliveReply{Index: index}, err
 	}))
+	d.Handle(wire.MethodWaitGrant, wire.Typed(c.leases.ServeWait))
 	d.Handle(wire.MethodGossipKeyring, func(_ context.Context, body []byte) ([]byte, error) { return c.serveKeyring(body) })
 	for _, m := range []string{wire.MethodBootstrapPrepare, wire.MethodBootstrapCommit, wire.MethodBootstrapAbort} {
 		d.Handle(m, func(_ context.Context, body []byte) ([]byte, error) { return c.cluster.ServeBootstrap(m, body) })

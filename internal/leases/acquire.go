@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // Grant is this node's handle on one grant: a lease or a permit.
@@ -199,18 +200,26 @@ func (p *Part) acquire(ctx context.Context, r Request) (*Grant, error) {
 
 // waitGrant waits in the queue until the replica, at or past the index of
 // the acquire that queued request req (after), shows the grant that
-// answers it. Looking only at views from after the acquire, and only at
+// answers it, or the leader answers that its replica does (askLeader). Looking only at views from after the acquire, and only at
 // the grant that answers this request, keeps a lagging replica from
 // handing back an older grant of the same session. If ctx ends first, the
 // request is settled in the background (it leaves the queue, or releases a
 // grant that came too late) and ctx's error is returned at once.
 func (p *Part) waitGrant(ctx context.Context, r Request, s *session.Session, req, after uint64) (*Grant, error) {
+	lead := make(chan wire.WaitGrantReply, 1)
+	if p.o.AskLeader != nil {
+		actx, stop := context.WithCancel(ctx)
+		defer stop()
+		p.spawn(func() { p.askLeader(actx, r, s, req, after, lead) })
+	}
 	for {
 		v := p.o.View()
 		if token, ok := r.Kind.granted(v, r.Name, s.ID(), req); ok && v.Index() >= after {
 			return p.newGrant(r, s, token, req, v.Index())
 		}
 		select {
+		case rep := <-lead:
+			return p.newGrant(r, s, rep.Token, req, rep.Index)
 		case <-v.Changed():
 		case <-s.Context().Done():
 			return nil, errSessionEnded

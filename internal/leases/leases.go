@@ -12,6 +12,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // Belief is this node's belief in one grant (made by Options.Believe): a
@@ -82,6 +83,11 @@ type Options struct {
 	// ProposeRetry commits cmd, retrying while its outcome is unknown, until
 	// it commits, is refused, or ctx ends. Required.
 	ProposeRetry func(ctx context.Context, cmd fsm.Command) (Result, error)
+	// AskLeader asks the raft leader, over wire.MethodWaitGrant, for the
+	// grant of a queued request (see ServeWait); it fails at once when this
+	// node leads or no leader is known. Nil: a queued request watches the
+	// local replica only.
+	AskLeader func(ctx context.Context, r wire.WaitGrantRequest) (wire.WaitGrantReply, error)
 	// Errors are the error values to return and recognise.
 	Errors Errors
 	// AttemptTimeout bounds each settlement attempt.
@@ -101,6 +107,7 @@ type Part struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	kick   chan struct{} // wakes the watch loop for a new grant
+	served chan struct{} // one per ServeWait answering now
 	// settling counts settlements in flight.
 	settling atomic.Int64
 
@@ -118,7 +125,7 @@ func New(o Options) *Part {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	p := &Part{o: o, kick: make(chan struct{}, 1), grants: map[*Grant]struct{}{}, slots: map[string]chan struct{}{}}
+	p := &Part{o: o, kick: make(chan struct{}, 1), served: make(chan struct{}, maxServedWaits), grants: map[*Grant]struct{}{}, slots: map[string]chan struct{}{}}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.spawn(p.watchLoop)
 	return p
