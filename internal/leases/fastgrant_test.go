@@ -1,10 +1,13 @@
 package leases
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // An acquire the leader grants at once returns on the leader's answer, with
@@ -68,5 +71,80 @@ func TestGrantedOnLeadersAnswer(t *testing.T) {
 				t.Fatalf("the part proposed %d releases (settlements) of its own", n)
 			}
 		})
+	}
+}
+
+// A queued request on a lagging follower takes its grant from the leader's
+// answer (ServeWait on the leader's replica) as soon as the release that
+// grants it is applied there, before its own replica hears of it; the grant
+// then lives on as any other once the replica catches up.
+func TestQueuedRequestTakesTheLeadersAnswer(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.String(), func(t *testing.T) {
+			h := newHarness(t)
+			leader := New(Options{View: h.lead.View})
+			t.Cleanup(leader.Close)
+			h.mu.Lock()
+			h.ask = leader.ServeWait
+			h.mu.Unlock()
+			h.other("o")
+			held := k.acquireCmd(req(k, "x", true), "o", 1)
+			if k == Semaphore {
+				held.Sem.Limit = 1
+			}
+			if r, _ := h.commit(held); r.Err != nil || r.Queued {
+				t.Fatalf("the other session's acquire: %+v", r)
+			}
+			h.lag()
+			got := make(chan *Grant, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+				defer cancel()
+				r := req(k, "x", true)
+				r.Limit = 1
+				g, err := h.part.Acquire(ctx, r)
+				if err != nil {
+					t.Errorf("acquire: %v", err)
+				}
+				got <- g
+			}()
+			poll(t, "the request queued on the leader", func() error {
+				v := h.lead.View()
+				if l, ok := v.Lease("x"); ok && len(l.Waiters) == 1 {
+					return nil
+				}
+				if s, ok := v.Semaphore("x"); ok && len(s.Waiters) == 1 {
+					return nil
+				}
+				return errors.New("not queued yet")
+			})
+			h.commit(k.ReleaseCmd("x", "o", 1, 0)) // grants the queued request, on the leader
+			g := <-got
+			if g == nil {
+				return
+			}
+			if v := h.fsm.View(); v.Index() >= g.index {
+				t.Fatalf("the replica is at %d, the grant at %d: the grant did not come from the leader", v.Index(), g.index)
+			}
+			if token, ok := k.granted(h.lead.View(), "x", g.SessionID(), g.Request()); !ok || token != g.Token() {
+				t.Fatalf("the leader shows token %d (ok %v), the grant has %d", token, ok, g.Token())
+			}
+			h.catchUp()
+			if err := g.Release(context.Background()); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			if cause := ended(t, g); !errors.Is(cause, errResigned) {
+				t.Fatalf("grant ended with %v, want errResigned", cause)
+			}
+		})
+	}
+}
+
+// ServeWait answers "not granted" once the asker's wait has passed.
+func TestServeWaitAnswersNotGrantedAfterTheWait(t *testing.T) {
+	h := newHarness(t)
+	rep, err := h.part.ServeWait(context.Background(), wire.WaitGrantRequest{Name: "x", Session: "s1", Request: 7, WaitNanos: int64(time.Millisecond)})
+	if err != nil || rep.Granted {
+		t.Fatalf("ServeWait for a request nobody granted: %+v, %v", rep, err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // The error values the part is given in these tests.
@@ -62,6 +63,8 @@ type harness struct {
 	all      []*session.Session // every session opened
 	sessN    int
 	proposed []fsm.Command
+	// ask answers the part's asks to the leader (nil: no leader to ask).
+	ask func(ctx context.Context, r wire.WaitGrantRequest) (wire.WaitGrantReply, error)
 	// lagging holds committed entries back from the local replica until
 	// catchUp; pending are the entries held back.
 	lagging bool
@@ -88,6 +91,7 @@ func newHarness(t *testing.T) *harness {
 		Believe: func(s *session.Session, _ Kind, _, _ uint64) Belief {
 			return testBelief{session.NewBelief(s)}
 		},
+		AskLeader:      h.askLeader,
 		Propose:        h.propose,
 		ProposeRetry:   h.proposeRetry,
 		Errors:         Errors{Shutdown: errShutdown, Rejected: errRejected, NoSession: errNoSession, Held: errHeld, Resigned: errResigned, Lost: errLost},
@@ -163,6 +167,17 @@ func (h *harness) commit(cmd fsm.Command) (fsm.Result, uint64) {
 		h.applyPending()
 	}
 	return r, h.index
+}
+
+// askLeader is the part's Options.AskLeader: h.ask, or no leader.
+func (h *harness) askLeader(ctx context.Context, r wire.WaitGrantRequest) (wire.WaitGrantReply, error) {
+	h.mu.Lock()
+	ask := h.ask
+	h.mu.Unlock()
+	if ask == nil {
+		return wire.WaitGrantReply{}, wire.ErrNoLeader
+	}
+	return ask(ctx, r)
 }
 
 // lag holds later commits back from the local replica (a follower that
