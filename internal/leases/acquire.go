@@ -210,6 +210,7 @@ func (p *Part) waitGrant(ctx context.Context, r Request, s *session.Session, req
 	if p.o.AskLeader != nil {
 		actx, stop := context.WithCancel(ctx)
 		defer stop()
+		defer context.AfterFunc(p.ctx, stop)() // Close joins the ask
 		p.spawn(func() { p.askLeader(actx, r, s, req, after, lead) })
 	}
 	for {
