@@ -40,10 +40,16 @@
 //     past that index, a view that shows another holder, or none, ends the
 //     belief with Errors.Lost as for any other grant.
 //
+// A queued request learns of its grant from the local replica, or from the
+// leader (Options.AskLeader, answered by ServeWait), whichever shows it
+// first: the leader applies the release that grants it one raft message
+// before a follower's replica does. Any replica's applied view holds only
+// committed entries, so the leader's answer (the token, and the index of a
+// view that shows the grant) is taken as the replica's would be.
+//
 // What the local replica shows lags by the same time: the holder of a name
 // read from the replica (the coordinator's Holder, Leases, Semaphore) may
-// not show this node's grant until the replica catches up. A queued request
-// still learns of its grant from the replica (see waitGrant).
+// not show this node's grant until the replica catches up.
 //
 // Goroutines: New starts the watch loop; settlements run in goroutines of
 // their own. Close ends every grant and joins them all.
