@@ -68,13 +68,11 @@ type Node struct {
 	wg         sync.WaitGroup
 	dupForward atomic.Pointer[func() (time.Duration, bool)]
 	dupsSent   atomic.Int64
-	nudgeCh    chan struct{} // asks nudgeLoop for a barrier (see nudge.go)
-	nudges     atomic.Int64  // barriers appended by nudgeLoop
 }
 
 // Start opens the stores and starts raft. On error nothing is left open.
 func Start(opts Options) (*Node, error) {
-	n := &Node{opts: opts, log: opts.Log, nudgeCh: make(chan struct{}, 1)}
+	n := &Node{opts: opts, log: opts.Log}
 	if n.log == nil {
 		n.log = slog.New(slog.DiscardHandler)
 	}
@@ -97,7 +95,6 @@ func Start(opts Options) (*Node, error) {
 		return nil, fmt.Errorf("holdfast: starting raft: %w", err)
 	}
 	n.stores, n.raft = st, r
-	n.spawn(n.nudgeLoop)
 	return n, nil
 }
 

@@ -38,9 +38,6 @@ func (n *Node) ApplyLocal(ctx context.Context, data []byte) (wire.ApplyResult, e
 		return wire.ApplyResult{}, err
 	}
 	r, _ := f.Response().(fsm.Result)
-	if r.Err == nil {
-		n.maybeNudge(data)
-	}
 	res := wire.ApplyResult{Index: f.Index(), Token: r.Token, Holder: r.Holder, Request: r.Request, Queued: r.Queued, Noop: r.Noop, Stale: r.Stale, Count: r.Count}
 	switch {
 	case r.Err == nil:
