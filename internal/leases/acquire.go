@@ -200,11 +200,12 @@ func (p *Part) acquire(ctx context.Context, r Request) (*Grant, error) {
 
 // waitGrant waits in the queue until the replica, at or past the index of
 // the acquire that queued request req (after), shows the grant that
-// answers it, or the leader answers that its replica does (askLeader). Looking only at views from after the acquire, and only at
-// the grant that answers this request, keeps a lagging replica from
-// handing back an older grant of the same session. If ctx ends first, the
-// request is settled in the background (it leaves the queue, or releases a
-// grant that came too late) and ctx's error is returned at once.
+// answers it, or the leader answers that its replica does (askLeader).
+// Looking only at views from after the acquire, and only at the grant that
+// answers this request, keeps a lagging replica from handing back an older
+// grant of the same session. If ctx ends first, the request is settled in
+// the background (it leaves the queue, or releases a grant that came too
+// late) and ctx's error is returned at once.
 func (p *Part) waitGrant(ctx context.Context, r Request, s *session.Session, req, after uint64) (*Grant, error) {
 	lead := make(chan wire.WaitGrantReply, 1)
 	if p.o.AskLeader != nil {
