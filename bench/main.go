@@ -167,6 +167,7 @@ func run(w io.Writer, o *options, quick bool) error {
 	if comparing {
 		for _, r := range o.replicas {
 			sec := rep.section(fmt.Sprintf("%d replica(s): %d holdfast voter(s) vs %d etcd member(s), loopback TCP, fsync on", r, r, r))
+			sec.replicas = r
 			if o.selected("acquire") || o.selected("contended") || o.selected("failover") ||
 				o.selected("handoff") || o.selected("lookup") {
 				if err := runCompare(o, r, sec); err != nil {
@@ -187,9 +188,11 @@ func run(w io.Writer, o *options, quick bool) error {
 			}
 		}
 	}
+	var scale []scaleRow
 	if o.selected("scale") {
-		scaleCurve(w, o.scale, o.window, o.limit)
+		scale = scaleCurve(w, o.scale, o.window, o.limit)
 	}
+	printTargets(w, targetRun{rep: rep, scale: scale, o: o, quick: quick})
 	fmt.Fprintf(w, "\nTotal time %v; load average at the end: %s.\n", time.Since(start).Round(time.Second), loadavg())
 	return nil
 }

@@ -73,9 +73,10 @@ type report struct {
 }
 
 type section struct {
-	title   string
-	metrics []*metric
-	notes   []string
+	title    string
+	replicas int // the replica count of its side by side workloads
+	metrics  []*metric
+	notes    []string
 }
 
 func (r *report) section(title string) *section {

@@ -1,6 +1,8 @@
 package coordinator
 
 import (
+	"context"
+
 	"time"
 
 	"github.com/holdfast-go/holdfast/internal/leases"
@@ -18,6 +20,13 @@ func newLeases(c *Coordinator) *leases.Part {
 		Believe: func(s *session.Session, kind leases.Kind, token, index uint64) leases.Belief {
 			b := newBelief(c, kind.String(), s, token, index)
 			return grantBelief{&b}
+		},
+		AskLeader: func(ctx context.Context, r wire.WaitGrantRequest) (rep wire.WaitGrantReply, err error) {
+			addr, self := c.node.LeaderRPCAddr()
+			if self || addr == "" {
+				return rep, wire.ErrNoLeader // this node leads: its replica answers first
+			}
+			return rep, wire.FromRemote(c.trans.Call(ctx, addr, wire.MethodWaitGrant, r, &rep))
 		},
 		Propose:        c.node.Apply,
 		ProposeRetry:   c.applyRetry,

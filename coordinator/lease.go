@@ -34,7 +34,8 @@ func (l *Lease) Release(ctx context.Context) error { return l.g.Release(ctx) }
 // Holder returns who holds the named lease (node, address, session and
 // the grant's token) from the local replica: no network, no lock, no
 // allocation. ok is false when nobody holds it. The replica may lag the
-// leader by a little; call Sync first for an answer that reflects every
+// leader by a little, also behind this node's own Acquire, which returns on
+// the leader's answer; call Sync first for an answer that reflects every
 // change committed before the call.
 func (c *Coordinator) Holder(name string) (h Holder, ok bool) {
 	lh, ok := leases.HolderOf(c.fsm.View(), name)

@@ -159,6 +159,11 @@ func TestSemaphoreCluster(t *testing.T) {
 		t.Fatalf("a's new token %d not above %d", pa2.Token(), pc.Token())
 	}
 	write(pa2)
+	// a's permit came with the leader's answer; its replica may not have
+	// applied the expiry yet (Semaphore reads the replica): Sync first.
+	if err := a.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
 	for _, h := range a.Semaphore(name) {
 		if h.Node == dead {
 			t.Fatalf("the killed node %s still holds a permit: %+v", dead, h)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // Grant is this node's handle on one grant: a lease or a permit.
@@ -179,12 +180,11 @@ func (p *Part) acquire(ctx context.Context, r Request) (*Grant, error) {
 		}
 		var g *Grant
 		if r.Kind.grantedNow(res, s.ID()) {
-			// Read your writes: the local replica shows the grant before
-			// the call returns.
-			if err := p.waitIndex(ctx, res.Index); err != nil {
-				p.settle(r.Kind, s, r.Name, req, res.Token, opAcquire)
-				return nil, err
-			}
+			// The leader committed the grant and answered it: its token,
+			// session and request are settled at res.Index, so the grant
+			// is believed at once, without waiting for the local replica
+			// to apply that index (see "Granted on the leader's answer"
+			// in the package doc).
 			g, err = p.newGrant(r, s, res.Token, req, res.Index)
 		} else {
 			g, err = p.waitGrant(ctx, r, s, req, res.Index)
@@ -198,18 +198,28 @@ func (p *Part) acquire(ctx context.Context, r Request) (*Grant, error) {
 
 // waitGrant waits in the queue until the replica, at or past the index of
 // the acquire that queued request req (after), shows the grant that
-// answers it. Looking only at views from after the acquire, and only at
-// the grant that answers this request, keeps a lagging replica from
-// handing back an older grant of the same session. If ctx ends first, the
-// request is settled in the background (it leaves the queue, or releases a
-// grant that came too late) and ctx's error is returned at once.
+// answers it, or the leader answers that its replica does (askLeader).
+// Looking only at views from after the acquire, and only at the grant that
+// answers this request, keeps a lagging replica from handing back an older
+// grant of the same session. If ctx ends first, the request is settled in
+// the background (it leaves the queue, or releases a grant that came too
+// late) and ctx's error is returned at once.
 func (p *Part) waitGrant(ctx context.Context, r Request, s *session.Session, req, after uint64) (*Grant, error) {
+	lead := make(chan wire.WaitGrantReply, 1)
+	if p.o.AskLeader != nil {
+		actx, stop := context.WithCancel(ctx)
+		defer stop()
+		defer context.AfterFunc(p.ctx, stop)() // Close joins the ask
+		p.spawn(func() { p.askLeader(actx, r, s, req, after, lead) })
+	}
 	for {
 		v := p.o.View()
 		if token, ok := r.Kind.granted(v, r.Name, s.ID(), req); ok && v.Index() >= after {
 			return p.newGrant(r, s, token, req, v.Index())
 		}
 		select {
+		case rep := <-lead:
+			return p.newGrant(r, s, rep.Token, req, rep.Index)
 		case <-v.Changed():
 		case <-s.Context().Done():
 			return nil, errSessionEnded

@@ -17,6 +17,40 @@
 // its metrics. A grant's belief (its context, token and deadline) comes from
 // the coordinator through Options.Believe.
 //
+// # Granted on the leader's answer
+//
+// An acquire the leader grants at once returns as soon as the leader has
+// committed the grant and answered it, on a follower too: it does not wait
+// for the local replica to apply the grant's index (on a follower that
+// takes until raft's next append, up to two CommitTimeouts). This is safe:
+//
+//   - The fencing token is the one the leader's commit minted, at the
+//     grant's raft index: every replica will show that very token for the
+//     request once it applies the index, and no other holder can be granted
+//     the name at a lower index.
+//   - The belief's time comes from the session, whose deadline is counted
+//     from the send time of this node's last answered keepalive, which is
+//     before the leader's own expiry deadline. Believing before the replica
+//     has applied the grant adds nothing to that window: the grant cannot
+//     outlive the session on the leader, and the belief ends at the
+//     session's deadline whether or not the replica has caught up.
+//   - The watch loop looks at a grant only in views at or past the index it
+//     was granted at: a replica that has not applied it yet shows the old
+//     holder (or none), which must not end the belief. Once the replica is
+//     past that index, a view that shows another holder, or none, ends the
+//     belief with Errors.Lost as for any other grant.
+//
+// A queued request learns of its grant from the local replica, or from the
+// leader (Options.AskLeader, answered by ServeWait), whichever shows it
+// first: the leader applies the release that grants it one raft message
+// before a follower's replica does. Any replica's applied view holds only
+// committed entries, so the leader's answer (the token, and the index of a
+// view that shows the grant) is taken as the replica's would be.
+//
+// What the local replica shows lags by the same time: the holder of a name
+// read from the replica (the coordinator's Holder, Leases, Semaphore) may
+// not show this node's grant until the replica catches up.
+//
 // Goroutines: New starts the watch loop; settlements run in goroutines of
 // their own. Close ends every grant and joins them all.
 //

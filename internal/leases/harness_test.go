@@ -16,6 +16,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // The error values the part is given in these tests.
@@ -44,11 +45,14 @@ const (
 )
 
 // harness is a Part over fake neighbours: a real fsm.FSM the fake
-// proposer applies commands to in order, real sessions numbered by the
-// harness, and real session beliefs.
+// proposer applies commands to in order (the leader's), the local replica
+// (fsm, another fsm.FSM that applies the same log, at once unless the
+// harness lags), real sessions numbered by the harness, and real session
+// beliefs.
 type harness struct {
 	t    *testing.T
-	fsm  *fsm.FSM
+	fsm  *fsm.FSM // the local replica the part reads
+	lead *fsm.FSM // the leader's replica, whose results the proposer answers
 	part *Part
 	reg  *prometheus.Registry
 	m    *Metrics
@@ -60,6 +64,12 @@ type harness struct {
 	all      []*session.Session // every session opened
 	sessN    int
 	proposed []fsm.Command
+	// ask answers the part's asks to the leader (nil: no leader to ask).
+	ask func(ctx context.Context, r wire.WaitGrantRequest) (wire.WaitGrantReply, error)
+	// lagging holds committed entries back from the local replica until
+	// catchUp; pending are the entries held back.
+	lagging bool
+	pending []*raft.Log
 	// fault decides what happens to each command (nil: pass).
 	fault func(cmd fsm.Command) fault
 	// cancel is the caller context's cancel used by cancelAfter.
@@ -70,7 +80,7 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	h := &harness{t: t, fsm: fsm.New(), reg: prometheus.NewRegistry()}
+	h := &harness{t: t, fsm: fsm.New(), lead: fsm.New(), reg: prometheus.NewRegistry()}
 	h.wait = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "acquire_wait"}, []string{"kind"})
 	h.m = NewMetrics(map[Kind]prometheus.ObserverVec{
 		Leader:    h.wait.MustCurryWith(prometheus.Labels{"kind": Leader.String()}),
@@ -83,6 +93,7 @@ func newHarness(t *testing.T) *harness {
 		Believe: func(s *session.Session, _ Kind, _, _ uint64) Belief {
 			return testBelief{session.NewBelief(s)}
 		},
+		AskLeader:      h.askLeader,
 		Propose:        h.propose,
 		ProposeRetry:   h.proposeRetry,
 		Errors:         Errors{Shutdown: errShutdown, Rejected: errRejected, NoSession: errNoSession, Held: errHeld, Resigned: errResigned, Lost: errLost},
@@ -152,8 +163,60 @@ func (h *harness) commit(cmd fsm.Command) (fsm.Result, uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.index++
-	r, _ := h.fsm.Apply(&raft.Log{Type: raft.LogCommand, Index: h.index, Data: data}).(fsm.Result)
+	r, _ := h.lead.Apply(&raft.Log{Type: raft.LogCommand, Index: h.index, Data: data}).(fsm.Result)
+	h.pending = append(h.pending, &raft.Log{Type: raft.LogCommand, Index: h.index, Data: data})
+	if !h.lagging {
+		h.applyPending()
+	}
 	return r, h.index
+}
+
+// askLeader is the part's Options.AskLeader: h.ask, or no leader.
+func (h *harness) askLeader(ctx context.Context, r wire.WaitGrantRequest) (wire.WaitGrantReply, error) {
+	h.mu.Lock()
+	ask := h.ask
+	h.mu.Unlock()
+	if ask == nil {
+		return wire.WaitGrantReply{}, wire.ErrNoLeader
+	}
+	return ask(ctx, r)
+}
+
+// lag holds later commits back from the local replica (a follower that
+// has not heard of them yet) until catchUp.
+func (h *harness) lag() {
+	h.mu.Lock()
+	h.lagging = true
+	h.mu.Unlock()
+}
+
+// catchUp applies every held-back commit to the local replica and stops
+// lagging.
+func (h *harness) catchUp() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.lagging = false
+	h.applyPending()
+}
+
+// catchUpTo applies the held-back commits up to index to the local
+// replica; it goes on lagging.
+func (h *harness) catchUpTo(index uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for len(h.pending) > 0 && h.pending[0].Index <= index {
+		h.fsm.Apply(h.pending[0])
+		h.pending = h.pending[1:]
+	}
+}
+
+// applyPending applies the held-back entries to the local replica; h.mu
+// is held.
+func (h *harness) applyPending() {
+	for _, l := range h.pending {
+		h.fsm.Apply(l)
+	}
+	h.pending = nil
 }
 
 // propose is the fake one-attempt proposer: it applies the command to the

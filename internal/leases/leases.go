@@ -70,6 +70,11 @@ type Options struct {
 	// ProposeRetry commits cmd, retrying while its outcome is unknown, until
 	// it commits, is refused, or ctx ends. Required.
 	ProposeRetry func(ctx context.Context, cmd fsm.Command) (Result, error)
+	// AskLeader asks the raft leader, over wire.MethodWaitGrant, for the
+	// grant of a queued request (see ServeWait); it fails at once when this
+	// node leads or no leader is known. Nil: a queued request watches the
+	// local replica only.
+	AskLeader func(ctx context.Context, r wire.WaitGrantRequest) (wire.WaitGrantReply, error)
 	// Errors are the error values to return and recognise.
 	Errors Errors
 	// AttemptTimeout bounds each settlement attempt.
@@ -90,6 +95,7 @@ type Part struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	kick   chan struct{} // wakes the watch loop for a new grant
+	served chan struct{} // one per ServeWait answering now
 	// settling counts settlements in flight.
 	settling atomic.Int64
 
@@ -110,7 +116,7 @@ func New(o Options) *Part {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	p := &Part{o: o, kick: make(chan struct{}, 1), grants: map[*Grant]struct{}{}, slots: map[string]chan struct{}{}}
+	p := &Part{o: o, kick: make(chan struct{}, 1), served: make(chan struct{}, maxServedWaits), grants: map[*Grant]struct{}{}, slots: map[string]chan struct{}{}}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	o.Metrics.bind(p)
 	p.spawn(p.watchLoop)
@@ -223,21 +229,6 @@ func (p *Part) watchLoop() {
 			return
 		case <-v.Changed():
 		case <-p.kick:
-		}
-	}
-}
-
-// waitIndex waits until the local replica has applied index.
-func (p *Part) waitIndex(ctx context.Context, index uint64) error {
-	for {
-		v := p.o.View()
-		if v.Index() >= index {
-			return nil
-		}
-		select {
-		case <-v.Changed():
-		case <-ctx.Done():
-			return ctx.Err()
 		}
 	}
 }

@@ -21,6 +21,10 @@ const (
 	// MethodGossipKeyring applies one step of a gossip key rotation on a
 	// node (KeyringRequest → KeyringReply).
 	MethodGossipKeyring = "gossip.keyring"
+	// MethodWaitGrant asks a node (the leader) to answer once its replica
+	// shows the grant of a queued lease or permit request, or when the
+	// request's wait runs out (WaitGrantRequest → WaitGrantReply).
+	MethodWaitGrant = "lease.wait"
 	// MethodBootstrapPrepare asks a node to promise itself to a bootstrap
 	// proposal (BootProposal → BootReply).
 	MethodBootstrapPrepare = "bootstrap.prepare"

@@ -124,3 +124,25 @@ type VoterReport struct {
 	Zone    string `msgpack:"zone"`
 	Healthy bool   `msgpack:"healthy"`
 }
+
+// WaitGrantRequest asks for the grant of a queued request (MethodWaitGrant):
+// request Request of session Session for the named lease (or semaphore),
+// as shown in a replica at or past index After (the acquire that queued it).
+type WaitGrantRequest struct {
+	Semaphore bool   `msgpack:"sem,omitempty"`
+	Name      string `msgpack:"name"`
+	Session   string `msgpack:"session"`
+	Request   uint64 `msgpack:"req"`
+	After     uint64 `msgpack:"after"`
+	// WaitNanos is the longest the node waits before it answers that the
+	// grant has not come (a duration: clocks differ).
+	WaitNanos int64 `msgpack:"wait"`
+}
+
+// WaitGrantReply answers a WaitGrantRequest: Granted with the grant's token
+// and the index of a replica view that shows it, or not granted (yet).
+type WaitGrantReply struct {
+	Granted bool   `msgpack:"granted"`
+	Token   uint64 `msgpack:"token,omitempty"`
+	Index   uint64 `msgpack:"index,omitempty"`
+}
