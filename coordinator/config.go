@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holdfast-go/holdfast/internal/keyring"
+	"github.com/holdfast-go/holdfast/internal/raftnode"
 	"github.com/holdfast-go/holdfast/internal/tlsfiles"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -26,27 +27,12 @@ const (
 	GossipLocal
 )
 
-// RaftConfig is Config.Raft: raft's timeouts and log compaction. The
+// RaftConfig is Config.Raft: raft's timeouts (HeartbeatTimeout,
+// ElectionTimeout, LeaderLeaseTimeout no longer than HeartbeatTimeout,
+// CommitTimeout) and log compaction (SnapshotThreshold, TrailingLogs). The
 // session TTL (Config.Session.TTL) must be at least three times the
 // election and heartbeat timeouts.
-type RaftConfig struct {
-	// HeartbeatTimeout is how long a follower waits without contact from the
-	// leader before it starts an election.
-	HeartbeatTimeout time.Duration
-	// ElectionTimeout is how long a candidate waits before a new election.
-	ElectionTimeout time.Duration
-	// LeaderLeaseTimeout is how long a leader stays leader without contact
-	// from a quorum. It must not exceed HeartbeatTimeout.
-	LeaderLeaseTimeout time.Duration
-	// CommitTimeout bounds how long an idle leader waits before it sends
-	// heartbeats carrying the commit index.
-	CommitTimeout time.Duration
-	// SnapshotThreshold is how many log entries raft keeps before it takes
-	// a snapshot.
-	SnapshotThreshold uint64
-	// TrailingLogs is how many log entries are kept after a snapshot.
-	TrailingLogs uint64
-}
+type RaftConfig = raftnode.Timing
 
 // Config configures a Coordinator. Start from DefaultConfig or
 // DefaultLocalConfig and set the node's own fields. New copies the Config
@@ -240,11 +226,7 @@ func (c *Config) validateTimings() error {
 	r, s, sh, cl := c.Raft, c.Session, c.Shards, c.Cluster
 	election := max(r.ElectionTimeout, r.HeartbeatTimeout)
 	return cmp.Or(
-		check(r.HeartbeatTimeout < 5*time.Millisecond, "Raft.HeartbeatTimeout", "is %v; must be at least 5ms", r.HeartbeatTimeout),
-		check(r.ElectionTimeout < 5*time.Millisecond, "Raft.ElectionTimeout", "is %v; must be at least 5ms", r.ElectionTimeout),
-		check(r.LeaderLeaseTimeout < 5*time.Millisecond || r.LeaderLeaseTimeout > r.HeartbeatTimeout, "Raft.LeaderLeaseTimeout",
-			"is %v; must be between 5ms and HeartbeatTimeout (%v)", r.LeaderLeaseTimeout, r.HeartbeatTimeout),
-		check(r.CommitTimeout <= 0, "Raft.CommitTimeout", "must be positive"),
+		configErr(r.Check()),
 		check(s.TTL < 3*election, "Session.TTL",
 			"is %v; must be at least 3 × the raft election/heartbeat timeout (%v) so a leader change does not expire sessions", s.TTL, 3*election),
 		check(s.MaxClockDrift < 0 || s.MaxClockDrift >= 0.5, "Session.MaxClockDrift", "is %v; must be in [0, 0.5)", s.MaxClockDrift),
@@ -260,6 +242,6 @@ func (c *Config) validateTimings() error {
 		check(cl.BootstrapPromiseTTL < 2*c.RPCTimeout, "Cluster.BootstrapPromiseTTL",
 			"is %v; must be at least 2 × RPCTimeout (%v)", cl.BootstrapPromiseTTL, 2*c.RPCTimeout),
 		check(c.RPCTimeout <= 0, "RPCTimeout", "must be positive"),
-		check(r.SnapshotThreshold == 0, "Raft.SnapshotThreshold", "must be positive"),
+		configErr(r.CheckSnapshot()),
 	)
 }
