@@ -197,17 +197,13 @@ func check(bad bool, field, format string, args ...any) error {
 // validate checks every field and the relations between them; the first
 // rule broken, in order, is the error.
 func (c *Config) validate() error {
-	cl, sh := c.Cluster, c.Shards
+	sh := c.Shards
 	return cmp.Or(
 		check(c.NodeName == "", "NodeName", "must be set"),
 		check(len(c.NodeName) > 128, "NodeName", "longer than 128 bytes"),
 		check(c.GossipAddr == "", "GossipAddr", "must be set"),
 		check(c.RPCAddr == "", "RPCAddr", "must be set"),
-		check(cl.Voters != 1 && cl.Voters != 3 && cl.Voters != 5, "Cluster.Voters", "is %d; must be 1, 3 or 5", cl.Voters),
-		check(cl.BootstrapExpect < 0 || cl.BootstrapExpect > cl.Voters, "Cluster.BootstrapExpect",
-			"is %d; must be between 0 and Cluster.Voters (%d)", cl.BootstrapExpect, cl.Voters),
-		check(cl.BootstrapExpect > 0 && c.DataDir == "", "Cluster.BootstrapExpect",
-			"is %d but DataDir is empty: only voter-eligible nodes bootstrap", cl.BootstrapExpect),
+		configErr(c.Cluster.CheckSize(c.DataDir != "")),
 		check(sh.Count <= 0 || sh.Count > 1<<20, "Shards.Count", "is %d; must be between 1 and %d", sh.Count, 1<<20),
 		check(math.IsNaN(sh.Weight) || math.IsInf(sh.Weight, 0) || sh.Weight < 0, "Shards.Weight", "is %v; must be a finite number >= 0", sh.Weight),
 		check(sh.Epsilon < 0 || sh.Epsilon >= 1 || math.IsNaN(sh.Epsilon), "Shards.Epsilon", "is %v; must be in [0, 1)", sh.Epsilon),
@@ -223,7 +219,7 @@ func (c *Config) validate() error {
 
 // validateTimings checks the durations of every group and their relations.
 func (c *Config) validateTimings() error {
-	r, s, sh, cl := c.Raft, c.Session, c.Shards, c.Cluster
+	r, s, sh := c.Raft, c.Session, c.Shards
 	election := max(r.ElectionTimeout, r.HeartbeatTimeout)
 	return cmp.Or(
 		configErr(r.Check()),
@@ -236,11 +232,7 @@ func (c *Config) validateTimings() error {
 		check(sh.DrainTimeout <= 0, "Shards.DrainTimeout", "must be positive"),
 		check(sh.JoinStabilization < 0, "Shards.JoinStabilization", "must not be negative"),
 		check(sh.RebalanceDelay <= 0, "Shards.RebalanceDelay", "must be positive"),
-		check(cl.ServerStabilization <= 0, "Cluster.ServerStabilization", "must be positive"),
-		check(cl.DeadServerStabilization <= 0, "Cluster.DeadServerStabilization", "must be positive"),
-		check(cl.ReconcileInterval <= 0, "Cluster.ReconcileInterval", "must be positive"),
-		check(cl.BootstrapPromiseTTL < 2*c.RPCTimeout, "Cluster.BootstrapPromiseTTL",
-			"is %v; must be at least 2 × RPCTimeout (%v)", cl.BootstrapPromiseTTL, 2*c.RPCTimeout),
+		configErr(c.Cluster.CheckTimings(c.RPCTimeout)),
 		check(c.RPCTimeout <= 0, "RPCTimeout", "must be positive"),
 		configErr(r.CheckSnapshot()),
 	)
