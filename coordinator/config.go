@@ -213,7 +213,7 @@ func (c *Config) validate() error {
 		validateAdvertise("AdvertiseGossipAddr", c.AdvertiseGossipAddr, true),
 		c.validateTimings(),
 		configErr(keyring.CheckKeys(c.Gossip.Keys)),
-		configErr(tlsfiles.Check(c.tlsSource(), c.Insecure, c.NodeName)),
+		configErr(tlsfiles.Check(c.TLS, c.Insecure, c.NodeName)),
 	)
 }
 
