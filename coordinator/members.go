@@ -46,7 +46,7 @@ func (c *Coordinator) startMembership() error {
 	}
 	c.members = m
 	c.gossipKeys = keyring.New(keyring.Options{NodeName: c.cfg.NodeName, Gossip: m, Store: store,
-		Caller: remoteCaller{c.trans}, Timeout: c.cfg.RPCTimeout, Plaintext: c.cfg.TLS == nil, Log: c.log,
+		Caller: c.trans, Timeout: c.cfg.RPCTimeout, Plaintext: c.cfg.TLS == nil, Log: c.log,
 		Closed: func() error { return context.Cause(c.ctx) }}) // ErrShutdown once closing
 	keyring.LogStart(c.log, keys, c.cfg.TLS != nil)
 	if err := c.cluster.Join(c.ctx, m); err != nil { // only a duplicate name
