@@ -1,23 +1,20 @@
 package coordinator
 
 import (
-	"strings"
-
-	"github.com/hashicorp/raft"
-
 	"github.com/holdfast-go/holdfast/internal/cluster"
+	"github.com/holdfast-go/holdfast/internal/raftnode"
 	"github.com/holdfast-go/holdfast/transport"
 )
 
 // RaftState is this node's role in the raft group.
-type RaftState string
+type RaftState = raftnode.State
 
 // The raft roles.
 const (
-	StateFollower  RaftState = "follower"
-	StateCandidate RaftState = "candidate"
-	StateLeader    RaftState = "leader"
-	StateShutdown  RaftState = "shutdown"
+	StateFollower  = raftnode.StateFollower
+	StateCandidate = raftnode.StateCandidate
+	StateLeader    = raftnode.StateLeader
+	StateShutdown  = raftnode.StateShutdown
 )
 
 // Suffrage is a member's place in the raft configuration.
@@ -55,15 +52,7 @@ type NodeInfo struct {
 }
 
 // RaftState returns this node's current raft role.
-func (c *Coordinator) RaftState() RaftState { return raftState(c.raft.State()) }
-
-// raftState names raft's role in our words, which are raft's in lower case.
-func raftState(st raft.RaftState) RaftState {
-	if st <= raft.Leader {
-		return RaftState(strings.ToLower(st.String())) // follower, candidate, leader
-	}
-	return StateShutdown
-}
+func (c *Coordinator) RaftState() RaftState { return raftnode.StateOf(c.raft.State()) }
 
 // RaftLeader returns the current raft leader as this node knows it, and
 // false when no leader is known.
