@@ -2,9 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"time"
-
-	"github.com/hashicorp/raft"
 
 	"github.com/holdfast-go/holdfast/internal/cluster"
 	"github.com/holdfast-go/holdfast/internal/raftnode"
@@ -32,16 +29,13 @@ func (c *Coordinator) newCluster() *cluster.Cluster {
 		RequireTLS:           c.cfg.TLS != nil && c.cfg.TLS.RequireTLS,
 		Raft:                 c.raft,
 		Caller:               c.trans,
-		Heard:                heardBy{c},
+		Heard:                c.lessor, // its record of the nodes that reached this leader
 		View:                 c.fsm.View,
 		ApplyLocal: func(ctx context.Context, cmd []byte) error {
 			_, err := c.node.ApplyLocal(ctx, cmd)
 			return err
 		},
-		Issue: func(ctx context.Context, mk func() raft.Future) error {
-			_, err := raftnode.Issue(ctx, &c.futs, mk)
-			return err
-		},
+		Issue:   c.node.IssueFuture,
 		Metrics: c.metrics.cluster,
 		NewID:   raftnode.NewID,
 		Log:     c.log,
@@ -49,16 +43,6 @@ func (c *Coordinator) newCluster() *cluster.Cluster {
 	}
 	return cluster.New(o)
 }
-
-// heardBy is the lessor's record of the nodes that reached this leader,
-// as the cluster part asks for it.
-type heardBy struct{ c *Coordinator }
-
-func (h heardBy) HeardWithin(id string, d time.Duration, now time.Time) bool {
-	return h.c.lessor.HeardWithin(id, d, now)
-}
-
-func (h heardBy) NoteHeard(id string, t time.Time) { h.c.lessor.NoteHeard(id, t) }
 
 // validateAdvertise checks an Advertise* field (see cluster.CheckAdvertise).
 func validateAdvertise(field, addr string, ipOnly bool) error {

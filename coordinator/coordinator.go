@@ -123,6 +123,7 @@ func (c *Coordinator) start() error {
 	if err := c.startRaft(); err != nil {
 		return err
 	}
+	c.lessor = c.newLessor() // before the cluster part, which asks it whom it heard
 	c.cluster = c.newCluster()
 	if err := c.startMembership(); err != nil {
 		return err
@@ -130,7 +131,6 @@ func (c *Coordinator) start() error {
 	cluster.WarnLoopbackAdvertise(c.log, c.cfg.Join, c.RPCAddr(), c.GossipAddr())
 	c.leases = newLeases(c)
 	c.tlsReload.Start(c.trans) // follows the TLS files, if any
-	c.lessor = c.newLessor()
 	c.shards = c.newShardManager()
 	c.metrics.register(c.log, c.cfg.Registerer, &c.tlsMetrics) // every part exists: a scrape meets no nil part
 	c.trans.SetHandler(transport.HandlerFunc(c.newDispatcher().ServeRPC))
