@@ -43,11 +43,3 @@ func (c *Coordinator) newCluster() *cluster.Cluster {
 	}
 	return cluster.New(o)
 }
-
-// validateAdvertise checks an Advertise* field (see cluster.CheckAdvertise).
-func validateAdvertise(field, addr string, ipOnly bool) error {
-	if err := cluster.CheckAdvertise(addr, ipOnly); err != nil {
-		return fieldErr(field, "%s", err)
-	}
-	return nil
-}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/holdfast-go/holdfast/internal/cluster"
 	"github.com/holdfast-go/holdfast/internal/keyring"
 	"github.com/holdfast-go/holdfast/internal/raftnode"
 	"github.com/holdfast-go/holdfast/internal/tlsfiles"
@@ -209,8 +210,8 @@ func (c *Config) validate() error {
 		check(sh.Epsilon < 0 || sh.Epsilon >= 1 || math.IsNaN(sh.Epsilon), "Shards.Epsilon", "is %v; must be in [0, 1)", sh.Epsilon),
 		check(sh.MaxMoves < 0, "Shards.MaxMoves", "is %d; must be >= 0", sh.MaxMoves),
 		check(len(c.ServiceAddr) > 256, "ServiceAddr", "longer than 256 bytes"),
-		validateAdvertise("AdvertiseRPCAddr", c.AdvertiseRPCAddr, false),
-		validateAdvertise("AdvertiseGossipAddr", c.AdvertiseGossipAddr, true),
+		configErr(cluster.CheckAdvertise("AdvertiseRPCAddr", c.AdvertiseRPCAddr, false)),
+		configErr(cluster.CheckAdvertise("AdvertiseGossipAddr", c.AdvertiseGossipAddr, true)),
 		c.validateTimings(),
 		configErr(keyring.CheckKeys(c.Gossip.Keys)),
 		configErr(tlsfiles.Check(c.TLS, c.Insecure, c.NodeName)),
