@@ -86,7 +86,7 @@ func (cl *Cluster) GroupHealth() GroupHealth {
 	if !ok {
 		return GroupHealth{Wanted: cl.o.Voters}
 	}
-	g := GroupHealth{Wanted: cl.o.Voters, Leader: rep.Leader, FailureTolerance: rep.FailureTolerance, Age: time.Since(at)}
+	g := GroupHealth{Wanted: cl.o.Voters, Leader: rep.Leader, FailureTolerance: rep.FailureTolerance, Age: cl.o.Now().Sub(at)}
 	g.Known = g.Age <= 2*cl.o.ReconcileInterval+cl.o.RPCTimeout
 	for _, v := range rep.Voters {
 		g.Voters = append(g.Voters, VoterHealth{ID: v.ID, Name: v.Name, Zone: v.Zone, Healthy: v.Healthy, Leader: v.ID == rep.Leader})
