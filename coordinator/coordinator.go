@@ -226,11 +226,9 @@ func (c *Coordinator) leave(ctx context.Context) error {
 		c.node.TransferLeadership(ctx)
 	}
 	if remove {
-		rctx, cancel := context.WithTimeout(ctx, 2*c.cfg.RPCTimeout)
-		if err := c.node.RemoveSelf(rctx); err != nil {
+		if err := c.node.RemoveSelf(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("leaving the raft configuration: %w", err))
 		}
-		cancel()
 	}
 	if c.members != nil {
 		if err := c.members.Leave(ctx); err != nil {

@@ -20,19 +20,8 @@ func (c *Coordinator) startMembership() error {
 	if err != nil {
 		return configErr(err)
 	}
-	mc := membership.Config{
-		NodeName: c.cfg.NodeName,
-		BindAddr: c.cfg.GossipAddr,
-		Profile:  membership.LAN,
-		Meta:     c.cluster.LocalMeta(),
-		Accept:   c.cluster.Accept,
-		Keys:     keys,
-		Logger:   c.log.With("subsystem", "gossip"),
-	}
-	if c.cfg.Gossip.Profile == GossipLocal {
-		mc.Profile = membership.Local
-	}
-	mc.AdvertiseAddr = c.cfg.AdvertiseGossipAddr // set by cluster.ResolveAdvertise too when GossipAddr binds every interface
+	// AdvertiseGossipAddr is set by cluster.ResolveAdvertise too when GossipAddr binds every interface.
+	mc := c.cluster.GossipConfig(c.cfg.GossipAddr, c.cfg.AdvertiseGossipAddr, c.cfg.Gossip.Profile == GossipLocal, keys)
 	if gn, ok := c.cfg.Network.(transport.GossipNetwork); ok {
 		t, err := gn.GossipTransport(c.cfg.GossipAddr)
 		if err != nil {

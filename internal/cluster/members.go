@@ -243,6 +243,19 @@ func (cl *Cluster) MemberList() []Member {
 	return out
 }
 
+// GossipConfig is this node's gossip member configuration: its name, the
+// meta and admission rule of this part, keys, bound at bind and advertising
+// advertise ("": the bound address), with memberlist's local profile when
+// local (else LAN). The host adds the transport, if any.
+func (cl *Cluster) GossipConfig(bind, advertise string, local bool, keys [][]byte) membership.Config {
+	mc := membership.Config{NodeName: cl.o.NodeName, BindAddr: bind, AdvertiseAddr: advertise, Profile: membership.LAN,
+		Meta: cl.LocalMeta(), Accept: cl.Accept, Keys: keys, Logger: cl.log.With("subsystem", "gossip")}
+	if local {
+		mc.Profile = membership.Local
+	}
+	return mc
+}
+
 // Voters returns the raft IDs of the current voters.
 func (cl *Cluster) Voters() []string {
 	var out []string
