@@ -10,7 +10,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/holdfast-go/holdfast/internal/cluster"
 	"github.com/holdfast-go/holdfast/internal/keyring"
+	"github.com/holdfast-go/holdfast/internal/raftnode"
 	"github.com/holdfast-go/holdfast/internal/tlsfiles"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -26,27 +28,12 @@ const (
 	GossipLocal
 )
 
-// RaftConfig is Config.Raft: raft's timeouts and log compaction. The
+// RaftConfig is Config.Raft: raft's timeouts (HeartbeatTimeout,
+// ElectionTimeout, LeaderLeaseTimeout no longer than HeartbeatTimeout,
+// CommitTimeout) and log compaction (SnapshotThreshold, TrailingLogs). The
 // session TTL (Config.Session.TTL) must be at least three times the
 // election and heartbeat timeouts.
-type RaftConfig struct {
-	// HeartbeatTimeout is how long a follower waits without contact from the
-	// leader before it starts an election.
-	HeartbeatTimeout time.Duration
-	// ElectionTimeout is how long a candidate waits before a new election.
-	ElectionTimeout time.Duration
-	// LeaderLeaseTimeout is how long a leader stays leader without contact
-	// from a quorum. It must not exceed HeartbeatTimeout.
-	LeaderLeaseTimeout time.Duration
-	// CommitTimeout bounds how long an idle leader waits before it sends
-	// heartbeats carrying the commit index.
-	CommitTimeout time.Duration
-	// SnapshotThreshold is how many log entries raft keeps before it takes
-	// a snapshot.
-	SnapshotThreshold uint64
-	// TrailingLogs is how many log entries are kept after a snapshot.
-	TrailingLogs uint64
-}
+type RaftConfig = raftnode.Timing
 
 // Config configures a Coordinator. Start from DefaultConfig or
 // DefaultLocalConfig and set the node's own fields. New copies the Config
@@ -211,40 +198,32 @@ func check(bad bool, field, format string, args ...any) error {
 // validate checks every field and the relations between them; the first
 // rule broken, in order, is the error.
 func (c *Config) validate() error {
-	cl, sh := c.Cluster, c.Shards
+	sh := c.Shards
 	return cmp.Or(
 		check(c.NodeName == "", "NodeName", "must be set"),
 		check(len(c.NodeName) > 128, "NodeName", "longer than 128 bytes"),
 		check(c.GossipAddr == "", "GossipAddr", "must be set"),
 		check(c.RPCAddr == "", "RPCAddr", "must be set"),
-		check(cl.Voters != 1 && cl.Voters != 3 && cl.Voters != 5, "Cluster.Voters", "is %d; must be 1, 3 or 5", cl.Voters),
-		check(cl.BootstrapExpect < 0 || cl.BootstrapExpect > cl.Voters, "Cluster.BootstrapExpect",
-			"is %d; must be between 0 and Cluster.Voters (%d)", cl.BootstrapExpect, cl.Voters),
-		check(cl.BootstrapExpect > 0 && c.DataDir == "", "Cluster.BootstrapExpect",
-			"is %d but DataDir is empty: only voter-eligible nodes bootstrap", cl.BootstrapExpect),
+		configErr(c.Cluster.CheckSize(c.DataDir != "")),
 		check(sh.Count <= 0 || sh.Count > 1<<20, "Shards.Count", "is %d; must be between 1 and %d", sh.Count, 1<<20),
 		check(math.IsNaN(sh.Weight) || math.IsInf(sh.Weight, 0) || sh.Weight < 0, "Shards.Weight", "is %v; must be a finite number >= 0", sh.Weight),
 		check(sh.Epsilon < 0 || sh.Epsilon >= 1 || math.IsNaN(sh.Epsilon), "Shards.Epsilon", "is %v; must be in [0, 1)", sh.Epsilon),
 		check(sh.MaxMoves < 0, "Shards.MaxMoves", "is %d; must be >= 0", sh.MaxMoves),
 		check(len(c.ServiceAddr) > 256, "ServiceAddr", "longer than 256 bytes"),
-		validateAdvertise("AdvertiseRPCAddr", c.AdvertiseRPCAddr, false),
-		validateAdvertise("AdvertiseGossipAddr", c.AdvertiseGossipAddr, true),
+		configErr(cluster.CheckAdvertise("AdvertiseRPCAddr", c.AdvertiseRPCAddr, false)),
+		configErr(cluster.CheckAdvertise("AdvertiseGossipAddr", c.AdvertiseGossipAddr, true)),
 		c.validateTimings(),
 		configErr(keyring.CheckKeys(c.Gossip.Keys)),
-		configErr(tlsfiles.Check(c.tlsSource(), c.Insecure, c.NodeName)),
+		configErr(tlsfiles.Check(c.TLS, c.Insecure, c.NodeName)),
 	)
 }
 
 // validateTimings checks the durations of every group and their relations.
 func (c *Config) validateTimings() error {
-	r, s, sh, cl := c.Raft, c.Session, c.Shards, c.Cluster
+	r, s, sh := c.Raft, c.Session, c.Shards
 	election := max(r.ElectionTimeout, r.HeartbeatTimeout)
 	return cmp.Or(
-		check(r.HeartbeatTimeout < 5*time.Millisecond, "Raft.HeartbeatTimeout", "is %v; must be at least 5ms", r.HeartbeatTimeout),
-		check(r.ElectionTimeout < 5*time.Millisecond, "Raft.ElectionTimeout", "is %v; must be at least 5ms", r.ElectionTimeout),
-		check(r.LeaderLeaseTimeout < 5*time.Millisecond || r.LeaderLeaseTimeout > r.HeartbeatTimeout, "Raft.LeaderLeaseTimeout",
-			"is %v; must be between 5ms and HeartbeatTimeout (%v)", r.LeaderLeaseTimeout, r.HeartbeatTimeout),
-		check(r.CommitTimeout <= 0, "Raft.CommitTimeout", "must be positive"),
+		configErr(r.Check()),
 		check(s.TTL < 3*election, "Session.TTL",
 			"is %v; must be at least 3 × the raft election/heartbeat timeout (%v) so a leader change does not expire sessions", s.TTL, 3*election),
 		check(s.MaxClockDrift < 0 || s.MaxClockDrift >= 0.5, "Session.MaxClockDrift", "is %v; must be in [0, 0.5)", s.MaxClockDrift),
@@ -254,12 +233,8 @@ func (c *Config) validateTimings() error {
 		check(sh.DrainTimeout <= 0, "Shards.DrainTimeout", "must be positive"),
 		check(sh.JoinStabilization < 0, "Shards.JoinStabilization", "must not be negative"),
 		check(sh.RebalanceDelay <= 0, "Shards.RebalanceDelay", "must be positive"),
-		check(cl.ServerStabilization <= 0, "Cluster.ServerStabilization", "must be positive"),
-		check(cl.DeadServerStabilization <= 0, "Cluster.DeadServerStabilization", "must be positive"),
-		check(cl.ReconcileInterval <= 0, "Cluster.ReconcileInterval", "must be positive"),
-		check(cl.BootstrapPromiseTTL < 2*c.RPCTimeout, "Cluster.BootstrapPromiseTTL",
-			"is %v; must be at least 2 × RPCTimeout (%v)", cl.BootstrapPromiseTTL, 2*c.RPCTimeout),
+		configErr(c.Cluster.CheckTimings(c.RPCTimeout)),
 		check(c.RPCTimeout <= 0, "RPCTimeout", "must be positive"),
-		check(r.SnapshotThreshold == 0, "Raft.SnapshotThreshold", "must be positive"),
+		configErr(r.CheckSnapshot()),
 	)
 }

@@ -1,33 +1,16 @@
 package coordinator
 
-import "time"
+import (
+	"time"
 
-// ClusterConfig is Config.Cluster: forming a cluster and keeping its voters.
-type ClusterConfig struct {
-	// BootstrapExpect is the number of voter-eligible nodes that must see
-	// each other before a new cluster is bootstrapped; 0 means never
-	// bootstrap, only join an existing cluster. At most Voters.
-	BootstrapExpect int
-	// Voters is the number of voters the cluster keeps: 1, 3 or 5. A voter
-	// that fails keeps its vote until a healthy eligible node has been
-	// promoted in its place; with no such node it stays a voter.
-	Voters int
-	// ServerStabilization is how long a non-voter must be healthy before it
-	// is promoted to voter.
-	ServerStabilization time.Duration
-	// DeadServerStabilization is how long gossip must report a voter dead,
-	// or autopilot find it unhealthy, before it counts as down and a
-	// replacement is promoted; it is removed only after that promotion. A
-	// voter whose keepalives or stats answers reached the leader within
-	// that time is not down, whatever gossip says.
-	DeadServerStabilization time.Duration
-	// ReconcileInterval is how often the leader reconciles gossip members
-	// with the raft configuration (it also reacts to membership events).
-	ReconcileInterval time.Duration
-	// BootstrapPromiseTTL is how long a node, once it has promised to join a
-	// bootstrap proposal, refuses any other proposal.
-	BootstrapPromiseTTL time.Duration
-}
+	"github.com/holdfast-go/holdfast/internal/cluster"
+)
+
+// ClusterConfig is Config.Cluster: forming a cluster (BootstrapExpect,
+// BootstrapPromiseTTL) and keeping its voters (Voters: 1, 3 or 5;
+// ServerStabilization before a promotion, DeadServerStabilization before a
+// failed voter is replaced, ReconcileInterval).
+type ClusterConfig = cluster.Config
 
 // SessionConfig is Config.Session: the timing every lease, permit and shard
 // lease of a node rests on.

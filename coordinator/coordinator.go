@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -124,6 +123,7 @@ func (c *Coordinator) start() error {
 	if err := c.startRaft(); err != nil {
 		return err
 	}
+	c.lessor = c.newLessor() // before the cluster part, which asks it whom it heard
 	c.cluster = c.newCluster()
 	if err := c.startMembership(); err != nil {
 		return err
@@ -131,22 +131,16 @@ func (c *Coordinator) start() error {
 	cluster.WarnLoopbackAdvertise(c.log, c.cfg.Join, c.RPCAddr(), c.GossipAddr())
 	c.leases = newLeases(c)
 	c.tlsReload.Start(c.trans) // follows the TLS files, if any
-	c.lessor = c.newLessor()
 	c.shards = c.newShardManager()
 	c.metrics.register(c.log, c.cfg.Registerer, &c.tlsMetrics) // every part exists: a scrape meets no nil part
 	c.trans.SetHandler(transport.HandlerFunc(c.newDispatcher().ServeRPC))
-	c.goLoop(c.leaderLoop)
+	c.spawn(c.leaderLoop)
 	c.cluster.Start()
-	c.goLoop(func() { c.lessor.ConfirmLoop(c.ctx) })
-	c.goLoop(func() { c.sessions.Run(c.sessCtx) })
+	c.spawn(func() { c.lessor.ConfirmLoop(c.ctx) })
+	c.spawn(func() { c.sessions.Run(c.sessCtx) })
 	c.shards.Start()
-	c.goLoop(func() { c.noLeader.Run(c.ctx, c.raft) })
+	c.spawn(func() { c.noLeader.Run(c.ctx, c.raft) })
 	return nil
-}
-
-// goLoop runs f in a goroutine that Shutdown and Close wait for.
-func (c *Coordinator) goLoop(f func()) {
-	c.spawn(f)
 }
 
 // spawn runs f in a goroutine that Shutdown and Close wait for; it reports
@@ -229,14 +223,12 @@ func (c *Coordinator) leave(ctx context.Context) error {
 		transfer, remove = c.cluster.LeavePlan()
 	}
 	if transfer {
-		c.transferLeadership(ctx)
+		c.node.TransferLeadership(ctx)
 	}
 	if remove {
-		rctx, cancel := context.WithTimeout(ctx, 2*c.cfg.RPCTimeout)
-		if err := c.node.RemoveSelf(rctx); err != nil {
+		if err := c.node.RemoveSelf(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("leaving the raft configuration: %w", err))
 		}
-		cancel()
 	}
 	if c.members != nil {
 		if err := c.members.Leave(ctx); err != nil {
@@ -247,24 +239,6 @@ func (c *Coordinator) leave(ctx context.Context) error {
 		c.log.Warn("graceful shutdown incomplete", "error", errors.Join(errs...))
 	}
 	return errors.Join(errs...)
-}
-
-// transferLeadership hands raft leadership to another voter before this
-// node leaves, so the cluster need not wait an election timeout. Raft gives
-// a transfer one election timeout; on a loaded machine that can pass, so it
-// is tried twice and then given up with a warning: the transfer only saves
-// time (the removal that follows, or the election after this node stops,
-// moves leadership anyway), so its failure is not a failed shutdown.
-func (c *Coordinator) transferLeadership(ctx context.Context) {
-	var err error
-	for range 2 {
-		if _, err = raftnode.Issue(ctx, &c.futs, c.raft.LeadershipTransfer); err == nil || ctx.Err() != nil {
-			break
-		}
-	}
-	if err != nil {
-		c.log.Warn("leadership transfer did not complete; leaving as leader (the next election moves it)", "error", err)
-	}
 }
 
 // closeSession ends every lease and the session loop, then commits the
@@ -326,16 +300,4 @@ func (c *Coordinator) closeAll() error {
 		c.metrics.unregister()
 	}
 	return errors.Join(errs...)
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether d elapsed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/holdfast-go/holdfast/internal/wire"
-	"github.com/holdfast-go/holdfast/transport"
 )
 
 // Gossip keyring errors. Cluster-wide calls wrap them in an error that names
@@ -25,21 +24,6 @@ var (
 	// primary key of some live member; no node was changed.
 	ErrGossipKeyPrimary = wire.ErrGossipKeyPrimary
 )
-
-// remoteCaller is the transport with the coordinator's remote errors
-// (shutdown, busy...) mapped back to ours.
-type remoteCaller struct{ t *transport.Transport }
-
-// Call implements keyring.Caller.
-func (r remoteCaller) Call(ctx context.Context, addr, method string, req, resp any) error {
-	return wire.FromRemote(r.t.Call(ctx, addr, method, req, resp))
-}
-
-// serveKeyring handles an inbound methodGossipKeyring RPC.
-func (c *Coordinator) serveKeyring(body []byte) ([]byte, error) {
-	b, err := c.gossipKeys.Serve(body)
-	return b, wire.ToRemote(err)
-}
 
 // GossipKeys returns copies of this node's gossip keyring: the primary key,
 // which encrypts outgoing gossip, and all keys accepted for incoming gossip,

@@ -20,19 +20,8 @@ func (c *Coordinator) startMembership() error {
 	if err != nil {
 		return configErr(err)
 	}
-	mc := membership.Config{
-		NodeName: c.cfg.NodeName,
-		BindAddr: c.cfg.GossipAddr,
-		Profile:  membership.LAN,
-		Meta:     c.cluster.LocalMeta(),
-		Accept:   c.cluster.Accept,
-		Keys:     keys,
-		Logger:   c.log.With("subsystem", "gossip"),
-	}
-	if c.cfg.Gossip.Profile == GossipLocal {
-		mc.Profile = membership.Local
-	}
-	mc.AdvertiseAddr = c.cfg.AdvertiseGossipAddr // set by cluster.ResolveAdvertise too when GossipAddr binds every interface
+	// AdvertiseGossipAddr is set by cluster.ResolveAdvertise too when GossipAddr binds every interface.
+	mc := c.cluster.GossipConfig(c.cfg.GossipAddr, c.cfg.AdvertiseGossipAddr, c.cfg.Gossip.Profile == GossipLocal, keys)
 	if gn, ok := c.cfg.Network.(transport.GossipNetwork); ok {
 		t, err := gn.GossipTransport(c.cfg.GossipAddr)
 		if err != nil {
@@ -46,7 +35,7 @@ func (c *Coordinator) startMembership() error {
 	}
 	c.members = m
 	c.gossipKeys = keyring.New(keyring.Options{NodeName: c.cfg.NodeName, Gossip: m, Store: store,
-		Caller: remoteCaller{c.trans}, Timeout: c.cfg.RPCTimeout, Plaintext: c.cfg.TLS == nil, Log: c.log,
+		Caller: c.trans, Timeout: c.cfg.RPCTimeout, Plaintext: c.cfg.TLS == nil, Log: c.log,
 		Closed: func() error { return context.Cause(c.ctx) }}) // ErrShutdown once closing
 	keyring.LogStart(c.log, keys, c.cfg.TLS != nil)
 	if err := c.cluster.Join(c.ctx, m); err != nil { // only a duplicate name

@@ -20,13 +20,10 @@ func loadIdentity(dataDir, name string, allowRename bool) (raftnode.Identity, er
 
 // startRaft opens the stores and starts the raft instance.
 func (c *Coordinator) startRaft() error {
-	r := c.cfg.Raft
 	n, err := raftnode.Start(raftnode.Options{
-		ID:      c.id,
-		DataDir: c.cfg.DataDir,
-		Timing: raftnode.Timing{HeartbeatTimeout: r.HeartbeatTimeout, ElectionTimeout: r.ElectionTimeout,
-			LeaderLeaseTimeout: r.LeaderLeaseTimeout, CommitTimeout: r.CommitTimeout,
-			SnapshotThreshold: r.SnapshotThreshold, TrailingLogs: r.TrailingLogs},
+		ID:         c.id,
+		DataDir:    c.cfg.DataDir,
+		Timing:     c.cfg.Raft,
 		RPCTimeout: c.cfg.RPCTimeout,
 		Trans:      c.trans,
 		FSM:        c.fsm,

@@ -55,14 +55,6 @@ func ownerIn(v *fsm.View, s ShardID) (Holder, bool) {
 	return Holder{Node: o.Node, NodeID: o.NodeID, Addr: o.Addr, Session: o.ID, Token: token}, true
 }
 
-// ownerOf describes the owner of a table entry (nil: out of range).
-func ownerOf(sh *fsm.Shard) (Holder, bool) {
-	if sh == nil || sh.State == fsm.ShardFree {
-		return Holder{}, false
-	}
-	return Holder{Node: sh.OwnerNode, NodeID: sh.OwnerNodeID, Addr: sh.OwnerAddr, Session: sh.Owner, Token: sh.Token}, true
-}
-
 // Owned returns this node's live shard leases, sorted by shard.
 func (c *Coordinator) Owned() []*ShardLease { return c.shards.Owned() }
 

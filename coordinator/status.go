@@ -1,59 +1,48 @@
 package coordinator
 
 import (
-	"strings"
-	"time"
-
-	"github.com/hashicorp/raft"
-
+	"github.com/holdfast-go/holdfast/internal/cluster"
+	"github.com/holdfast-go/holdfast/internal/raftnode"
 	"github.com/holdfast-go/holdfast/transport"
 )
 
 // RaftState is this node's role in the raft group.
-type RaftState string
+type RaftState = raftnode.State
 
 // The raft roles.
 const (
-	StateFollower  RaftState = "follower"
-	StateCandidate RaftState = "candidate"
-	StateLeader    RaftState = "leader"
-	StateShutdown  RaftState = "shutdown"
+	StateFollower  = raftnode.StateFollower
+	StateCandidate = raftnode.StateCandidate
+	StateLeader    = raftnode.StateLeader
+	StateShutdown  = raftnode.StateShutdown
 )
 
 // Suffrage is a member's place in the raft configuration.
-type Suffrage string
+type Suffrage = cluster.Suffrage
 
 // The suffrages.
 const (
-	SuffrageVoter    Suffrage = "voter"
-	SuffrageNonVoter Suffrage = "non-voter"
-	SuffrageNone     Suffrage = "none" // not (yet) in the raft configuration
+	SuffrageVoter    = cluster.SuffrageVoter
+	SuffrageNonVoter = cluster.SuffrageNonVoter
+	SuffrageNone     = cluster.SuffrageNone // not (yet) in the raft configuration
 )
 
 // MemberState is what gossip says of a member.
-type MemberState string
+type MemberState = cluster.MemberState
 
 // The member states.
 const (
-	MemberAlive   MemberState = "alive"
-	MemberSuspect MemberState = "suspect"
-	MemberFailed  MemberState = "failed"
-	MemberLeft    MemberState = "left"
+	MemberAlive   = cluster.MemberAlive
+	MemberSuspect = cluster.MemberSuspect
+	MemberFailed  = cluster.MemberFailed
+	MemberLeft    = cluster.MemberLeft
 )
 
-// Member describes one node as this node sees it.
-type Member struct {
-	Name       string
-	ID         string // identity and raft server ID
-	RPCAddr    string
-	GossipAddr string
-	State      MemberState
-	Since      time.Time // when State last changed, on this node's clock
-	Eligible   bool      // has a data dir, may become a voter
-	Suffrage   Suffrage
-	ClusterID  string
-	Zone       string
-}
+// Member describes one node as this node sees it: its name, ID (identity
+// and raft server ID), addresses, gossip State and since when (on this
+// node's clock), whether it is voter-Eligible (has a data dir), its
+// Suffrage, ClusterID and Zone.
+type Member = cluster.Member
 
 // NodeInfo identifies a node.
 type NodeInfo struct {
@@ -63,15 +52,7 @@ type NodeInfo struct {
 }
 
 // RaftState returns this node's current raft role.
-func (c *Coordinator) RaftState() RaftState { return raftState(c.raft.State()) }
-
-// raftState names raft's role in our words, which are raft's in lower case.
-func raftState(st raft.RaftState) RaftState {
-	if st <= raft.Leader {
-		return RaftState(strings.ToLower(st.String())) // follower, candidate, leader
-	}
-	return StateShutdown
-}
+func (c *Coordinator) RaftState() RaftState { return raftnode.StateOf(c.raft.State()) }
 
 // RaftLeader returns the current raft leader as this node knows it, and
 // false when no leader is known.
@@ -91,21 +72,7 @@ func (c *Coordinator) AppliedIndex() uint64 { return c.fsm.View().Index() }
 // Members lists every node gossip knows of (failed and left ones until
 // gossip forgets them), sorted by name, with each one's raft suffrage. A
 // member of the raft configuration that gossip does not know is not listed.
-func (c *Coordinator) Members() []Member {
-	var out []Member
-	for _, m := range c.cluster.Members() {
-		s := SuffrageNone
-		if m.Voter {
-			s = SuffrageVoter
-		} else if m.InConfig {
-			s = SuffrageNonVoter
-		}
-		out = append(out, Member{Name: m.Name, ID: m.Meta.NodeID, RPCAddr: m.Meta.RPCAddr, GossipAddr: m.Addr,
-			State: MemberState(m.State.String()), Since: m.Since, Eligible: m.Meta.Voter, Suffrage: s,
-			ClusterID: m.Meta.ClusterID, Zone: m.Meta.Zone})
-	}
-	return out
-}
+func (c *Coordinator) Members() []Member { return c.cluster.MemberList() }
 
 // Voters returns the raft IDs of the current voters.
 func (c *Coordinator) Voters() []string { return c.cluster.Voters() }

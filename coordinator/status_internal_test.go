@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/holdfast-go/holdfast/internal/raftnode"
 	"github.com/holdfast-go/holdfast/membership"
 )
 
@@ -15,8 +16,8 @@ func TestStatusWords(t *testing.T) {
 		raft.Follower: StateFollower, raft.Candidate: StateCandidate, raft.Leader: StateLeader,
 		raft.Shutdown: StateShutdown, raft.RaftState(99): StateShutdown,
 	} {
-		if got := raftState(st); got != want {
-			t.Errorf("raftState(%v) = %q, want %q", st, got, want)
+		if got := raftnode.StateOf(st); got != want {
+			t.Errorf("raftnode.StateOf(%v) = %q, want %q", st, got, want)
 		}
 	}
 	for st, want := range map[membership.State]MemberState{

@@ -1,8 +1,6 @@
 package coordinator
 
 import (
-	"time"
-
 	"github.com/holdfast-go/holdfast/internal/tlsfiles"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -27,43 +25,20 @@ import (
 // To move a running plaintext cluster to TLS without downtime, restart the
 // nodes one by one with TLS and RequireTLS false, then one by one with
 // RequireTLS true.
-type TLSConfig struct {
-	// CAFile is the path of a PEM file holding the CA certificate(s) that
-	// peers' certificates must chain to.
-	CAFile string
-	// CertFile is the path of a PEM file holding this node's certificate,
-	// followed by any intermediate certificates.
-	CertFile string
-	// KeyFile is the path of a PEM file holding the private key of the
-	// certificate.
-	KeyFile string
-	// CAPEM, if set, is used instead of CAFile.
-	CAPEM []byte
-	// CertPEM, if set, is used instead of CertFile.
-	CertPEM []byte
-	// KeyPEM, if set, is used instead of KeyFile.
-	KeyPEM []byte
-	// ReloadInterval is how often the files are checked for changes; 0
-	// means DefaultTLSReloadInterval, negative turns reloading off.
-	ReloadInterval time.Duration
-	// RequireTLS refuses plaintext, inbound and outbound. False accepts
-	// plaintext peers and falls back to plaintext towards them: only for
-	// migrating a running cluster, as it lets anyone reach the node.
-	RequireTLS bool
-}
+//
+// The fields: CAFile, CertFile and KeyFile (paths of PEM files: the CA
+// certificate(s) peers must chain to, this node's certificate followed by
+// any intermediates, its private key); CAPEM, CertPEM and KeyPEM (used
+// instead of the files when set); ReloadInterval (how often the files are
+// checked; 0 means DefaultTLSReloadInterval, negative turns reloading off);
+// RequireTLS (refuse plaintext, inbound and outbound; false accepts
+// plaintext peers and falls back to plaintext towards them, only for
+// migrating a running cluster).
+type TLSConfig = tlsfiles.Source
 
 // DefaultTLSReloadInterval is how often the TLS files are checked for
 // changes when TLSConfig.ReloadInterval is zero.
 const DefaultTLSReloadInterval = tlsfiles.DefaultInterval
-
-// tlsSource is Config.TLS for package tlsfiles; nil without TLS.
-func (c *Config) tlsSource() *tlsfiles.Source {
-	if t := c.TLS; t != nil {
-		return &tlsfiles.Source{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile,
-			CAPEM: t.CAPEM, CertPEM: t.CertPEM, KeyPEM: t.KeyPEM, RequireTLS: t.RequireTLS}
-	}
-	return nil
-}
 
 // newTransport starts the listener carrying raft and RPC, with mutual TLS
 // when Config.TLS is set (see tlsfiles.Transport).
@@ -71,8 +46,8 @@ func (c *Coordinator) newTransport() (*transport.Transport, error) {
 	tc := transport.Config{Network: c.cfg.Network, BindAddr: c.cfg.RPCAddr, AdvertiseAddr: c.cfg.AdvertiseRPCAddr,
 		LocalID: c.id, DefaultCallTimeout: c.cfg.RPCTimeout, Logger: c.log.With("subsystem", "transport")}
 	var o *tlsfiles.Options
-	if src := c.cfg.tlsSource(); src != nil {
-		o = &tlsfiles.Options{Source: *src, NodeName: c.cfg.NodeName, Interval: c.cfg.TLS.ReloadInterval, Log: c.log, Metrics: &c.tlsMetrics}
+	if t := c.cfg.TLS; t != nil {
+		o = &tlsfiles.Options{Source: *t, NodeName: c.cfg.NodeName, Interval: t.ReloadInterval, Log: c.log, Metrics: &c.tlsMetrics}
 	}
 	t, r, err := tlsfiles.Transport(tc, o, c.peerName)
 	c.tlsReload = r

@@ -15,23 +15,27 @@ import (
 // dial, so in its place the node advertises an address of one of its
 // network interfaces, and says so in a warning.
 
-// CheckAdvertise checks an advertised address: host:port with a host
-// other nodes can dial (port 0 stands for the bound port), an IP address
-// when ipOnly. "" is accepted (nothing set).
-func CheckAdvertise(addr string, ipOnly bool) error {
+// CheckAdvertise checks the advertised address in Config field field:
+// host:port with a host other nodes can dial (port 0 stands for the bound
+// port), an IP address when ipOnly. "" is accepted (nothing set). A bad
+// address is a *FieldError naming field.
+func CheckAdvertise(field, addr string, ipOnly bool) error {
 	if addr == "" {
 		return nil
 	}
 	host, _, err := net.SplitHostPort(addr)
+	var msg string
 	switch {
 	case err != nil:
-		return fmt.Errorf("%q is not host:port: %v", addr, err)
+		msg = fmt.Sprintf("%q is not host:port: %v", addr, err)
 	case unspecifiedHost(host):
-		return fmt.Errorf("%q has an unspecified host, which no other node can dial: give this node's reachable address", addr)
+		msg = fmt.Sprintf("%q has an unspecified host, which no other node can dial: give this node's reachable address", addr)
 	case ipOnly && net.ParseIP(host) == nil:
-		return fmt.Errorf("%q: the host must be an IP address (gossip advertises IPs)", addr)
+		msg = fmt.Sprintf("%q: the host must be an IP address (gossip advertises IPs)", addr)
+	default:
+		return nil
 	}
-	return nil
+	return &FieldError{Field: field, Msg: msg}
 }
 
 // unspecifiedHost reports whether host is empty or 0.0.0.0 or ::.

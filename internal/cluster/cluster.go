@@ -63,20 +63,15 @@ type Options struct {
 	Eligible bool     // voter-eligible: has a data dir
 	Join     []string // gossip seeds
 
-	Voters                  int
-	Shards                  int
-	BootstrapExpect         int
-	SnapshotThreshold       uint64
-	ServerStabilization     time.Duration
-	DeadServerStabilization time.Duration
-	ReconcileInterval       time.Duration
-	BootstrapPromiseTTL     time.Duration
-	RPCTimeout              time.Duration
-	HeartbeatTimeout        time.Duration // raft's
-	CommitTimeout           time.Duration // raft's
-	FormationLogInterval    time.Duration // progress logged this often before the cluster forms
-	TLS                     bool          // members must prove their identity before raft admits them
-	RequireTLS              bool          // ... and plaintext members are refused
+	Config               // the facade's Config.Cluster
+	Shards               int
+	SnapshotThreshold    uint64
+	RPCTimeout           time.Duration
+	HeartbeatTimeout     time.Duration // raft's
+	CommitTimeout        time.Duration // raft's
+	FormationLogInterval time.Duration // progress logged this often before the cluster forms
+	TLS                  bool          // members must prove their identity before raft admits them
+	RequireTLS           bool          // ... and plaintext members are refused
 
 	Raft   Raft
 	Caller Caller

@@ -265,9 +265,9 @@ func newTestNode(t *testing.T, name string, net *fakeNet, clk *fakeClock, edit f
 	ids := 0
 	o := Options{
 		NodeName: name, ID: "id-" + name, RPCAddr: addrOf(name), Eligible: true,
-		Voters: 3, Shards: 8, BootstrapExpect: 3,
-		ServerStabilization: testStable, DeadServerStabilization: testDead,
-		ReconcileInterval: time.Hour, BootstrapPromiseTTL: 10 * time.Second, RPCTimeout: time.Second,
+		Config: Config{Voters: 3, BootstrapExpect: 3, ServerStabilization: testStable, DeadServerStabilization: testDead,
+			ReconcileInterval: time.Hour, BootstrapPromiseTTL: 10 * time.Second},
+		Shards: 8, RPCTimeout: time.Second,
 		HeartbeatTimeout: time.Hour, CommitTimeout: time.Millisecond,
 		Raft: n.raft, Caller: net, Heard: n.heard, View: f.View,
 		ApplyLocal: func(context.Context, []byte) error { return errors.New("no raft here") },

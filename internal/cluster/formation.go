@@ -10,12 +10,22 @@ import (
 )
 
 // Formation describes how far this node is in forming or joining a
-// cluster (the facade's Formation has the same fields and meaning).
+// cluster, as Coordinator.Formation reports it (the facade aliases it).
 type Formation struct {
-	Formed   bool     // a member of a formed cluster (knows its ID)
-	Expect   int      // BootstrapExpect
-	Seen     []string // sorted names of the fresh voter-eligible members seen
-	Progress string   // one line on where formation stands
+	// Formed is true once this node is a member of a formed cluster (it
+	// knows the cluster's ID).
+	Formed bool
+	// Expect is Config.Cluster.BootstrapExpect: how many voter-eligible nodes must
+	// see each other before a new cluster is bootstrapped (0: this node
+	// only joins an existing cluster).
+	Expect int
+	// Seen lists, sorted, the names of the voter-eligible members that
+	// gossip shows alive and in no cluster yet, this node included when it
+	// is eligible: the candidates for a bootstrap.
+	Seen []string
+	// Progress says in one line where formation stands, for instance
+	// "bootstrap: 2 of 3 eligible nodes seen (n1, n2)".
+	Progress string
 }
 
 // Formation reports how far this node is in forming or joining a

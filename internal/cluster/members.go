@@ -191,6 +191,71 @@ func (cl *Cluster) Members() []MemberInfo {
 	return out
 }
 
+// Suffrage is a member's place in the raft configuration.
+type Suffrage string
+
+// The suffrages.
+const (
+	SuffrageVoter    Suffrage = "voter"
+	SuffrageNonVoter Suffrage = "non-voter"
+	SuffrageNone     Suffrage = "none" // not (yet) in the raft configuration
+)
+
+// MemberState is what gossip says of a member.
+type MemberState string
+
+// The member states.
+const (
+	MemberAlive   MemberState = "alive"
+	MemberSuspect MemberState = "suspect"
+	MemberFailed  MemberState = "failed"
+	MemberLeft    MemberState = "left"
+)
+
+// Member describes one node as this node sees it.
+type Member struct {
+	Name       string
+	ID         string // identity and raft server ID
+	RPCAddr    string
+	GossipAddr string
+	State      MemberState
+	Since      time.Time // when State last changed, on this node's clock
+	Eligible   bool      // has a data dir, may become a voter
+	Suffrage   Suffrage
+	ClusterID  string
+	Zone       string
+}
+
+// MemberList is Members described as Coordinator.Members shows them.
+func (cl *Cluster) MemberList() []Member {
+	var out []Member
+	for _, m := range cl.Members() {
+		s := SuffrageNone
+		if m.Voter {
+			s = SuffrageVoter
+		} else if m.InConfig {
+			s = SuffrageNonVoter
+		}
+		out = append(out, Member{Name: m.Name, ID: m.Meta.NodeID, RPCAddr: m.Meta.RPCAddr, GossipAddr: m.Addr,
+			State: MemberState(m.State.String()), Since: m.Since, Eligible: m.Meta.Voter, Suffrage: s,
+			ClusterID: m.Meta.ClusterID, Zone: m.Meta.Zone})
+	}
+	return out
+}
+
+// GossipConfig is this node's gossip member configuration: its name, the
+// meta and admission rule of this part, keys, bound at bind and advertising
+// advertise ("": the bound address), with memberlist's local profile when
+// local (else LAN). The host adds the transport, if any.
+func (cl *Cluster) GossipConfig(bind, advertise string, local bool, keys [][]byte) membership.Config {
+	mc := membership.Config{NodeName: cl.o.NodeName, BindAddr: bind, AdvertiseAddr: advertise, Profile: membership.LAN,
+		Meta: cl.LocalMeta(), Accept: cl.Accept, Keys: keys, Logger: cl.log.With("subsystem", "gossip")}
+	if local {
+		mc.Profile = membership.Local
+	}
+	return mc
+}
+
 // Voters returns the raft IDs of the current voters.
 func (cl *Cluster) Voters() []string {
 	var out []string

@@ -90,3 +90,10 @@ func (fs *Futures) Close(limit time.Duration) int {
 	defer fs.mu.Unlock()
 	return fs.n
 }
+
+// IssueFuture starts a raft request with mk through the node's Futures and
+// waits for its future or ctx (see Issue).
+func (n *Node) IssueFuture(ctx context.Context, mk func() raft.Future) error {
+	_, err := Issue(ctx, n.opts.Futures, mk)
+	return err
+}

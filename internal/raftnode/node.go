@@ -15,14 +15,59 @@ import (
 	"github.com/holdfast-go/holdfast/transport"
 )
 
-// Timing is raft's timing and log-compaction configuration.
+// Timing is raft's timing and log-compaction configuration: the facade's
+// Config.Raft (RaftConfig aliases it).
 type Timing struct {
-	HeartbeatTimeout   time.Duration
-	ElectionTimeout    time.Duration
+	// HeartbeatTimeout is how long a follower waits without contact from the
+	// leader before it starts an election.
+	HeartbeatTimeout time.Duration
+	// ElectionTimeout is how long a candidate waits before a new election.
+	ElectionTimeout time.Duration
+	// LeaderLeaseTimeout is how long a leader stays leader without contact
+	// from a quorum. It must not exceed HeartbeatTimeout.
 	LeaderLeaseTimeout time.Duration
-	CommitTimeout      time.Duration
-	SnapshotThreshold  uint64
-	TrailingLogs       uint64
+	// CommitTimeout bounds how long an idle leader waits before it sends
+	// heartbeats carrying the commit index.
+	CommitTimeout time.Duration
+	// SnapshotThreshold is how many log entries raft keeps before it takes
+	// a snapshot.
+	SnapshotThreshold uint64
+	// TrailingLogs is how many log entries are kept after a snapshot.
+	TrailingLogs uint64
+}
+
+// FieldError is a Timing rule broken, naming the facade's Config field.
+type FieldError struct{ Field, Msg string }
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// ConfigField returns the field at fault and what is wrong with it.
+func (e *FieldError) ConfigField() (field, msg string) { return e.Field, e.Msg }
+
+// Check returns the first broken timing rule (as Config.Raft.<field>), or
+// nil. SnapshotThreshold is checked apart (CheckSnapshot), last of all.
+func (t Timing) Check() error {
+	const floor = 5 * time.Millisecond
+	switch {
+	case t.HeartbeatTimeout < floor:
+		return &FieldError{"Raft.HeartbeatTimeout", fmt.Sprintf("is %v; must be at least 5ms", t.HeartbeatTimeout)}
+	case t.ElectionTimeout < floor:
+		return &FieldError{"Raft.ElectionTimeout", fmt.Sprintf("is %v; must be at least 5ms", t.ElectionTimeout)}
+	case t.LeaderLeaseTimeout < floor || t.LeaderLeaseTimeout > t.HeartbeatTimeout:
+		return &FieldError{"Raft.LeaderLeaseTimeout",
+			fmt.Sprintf("is %v; must be between 5ms and HeartbeatTimeout (%v)", t.LeaderLeaseTimeout, t.HeartbeatTimeout)}
+	case t.CommitTimeout <= 0:
+		return &FieldError{"Raft.CommitTimeout", "must be positive"}
+	}
+	return nil
+}
+
+// CheckSnapshot checks SnapshotThreshold.
+func (t Timing) CheckSnapshot() error {
+	if t.SnapshotThreshold == 0 {
+		return &FieldError{"Raft.SnapshotThreshold", "must be positive"}
+	}
+	return nil
 }
 
 // Options are what a Node needs from its host.

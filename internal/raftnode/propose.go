@@ -99,8 +99,10 @@ func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (wire.ApplyResult, er
 
 // RemoveSelf asks the leader to remove this node from the raft
 // configuration, retrying while there is no leader or it moves, until ctx
-// ends.
+// ends or 2 × RPCTimeout passes.
 func (n *Node) RemoveSelf(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*n.opts.RPCTimeout)
+	defer cancel()
 	for {
 		addr, self := n.LeaderRPCAddr()
 		var err error

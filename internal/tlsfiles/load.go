@@ -8,15 +8,36 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"time"
 )
 
 // Source says where the TLS material comes from: each of the CA, the
 // certificate and the key as PEM bytes or as a file path; when both are
-// set, the PEM bytes win.
+// set, the PEM bytes win. It is the facade's Config.TLS (TLSConfig
+// aliases it).
 type Source struct {
-	CAFile, CertFile, KeyFile string
-	CAPEM, CertPEM, KeyPEM    []byte
-	// RequireTLS refuses plaintext peers; it demands a certificate.
+	// CAFile is the path of a PEM file holding the CA certificate(s) that
+	// peers' certificates must chain to.
+	CAFile string
+	// CertFile is the path of a PEM file holding this node's certificate,
+	// followed by any intermediate certificates.
+	CertFile string
+	// KeyFile is the path of a PEM file holding the private key of the
+	// certificate.
+	KeyFile string
+	// CAPEM, if set, is used instead of CAFile.
+	CAPEM []byte
+	// CertPEM, if set, is used instead of CertFile.
+	CertPEM []byte
+	// KeyPEM, if set, is used instead of KeyFile.
+	KeyPEM []byte
+	// ReloadInterval is how often the files are checked for changes; 0
+	// means DefaultInterval, negative turns reloading off. (The facade
+	// hands it to Options.Interval.)
+	ReloadInterval time.Duration
+	// RequireTLS refuses plaintext, inbound and outbound. False accepts
+	// plaintext peers and falls back to plaintext towards them: only for
+	// migrating a running cluster, as it lets anyone reach the node.
 	RequireTLS bool
 }
 

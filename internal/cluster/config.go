@@ -1,0 +1,76 @@
+package cluster
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config is the facade's Config.Cluster (ClusterConfig aliases it):
+// forming a cluster and keeping its voters.
+type Config struct {
+	// BootstrapExpect is the number of voter-eligible nodes that must see
+	// each other before a new cluster is bootstrapped; 0 means never
+	// bootstrap, only join an existing cluster. At most Voters.
+	BootstrapExpect int
+	// Voters is the number of voters the cluster keeps: 1, 3 or 5. A voter
+	// that fails keeps its vote until a healthy eligible node has been
+	// promoted in its place; with no such node it stays a voter.
+	Voters int
+	// ServerStabilization is how long a non-voter must be healthy before it
+	// is promoted to voter.
+	ServerStabilization time.Duration
+	// DeadServerStabilization is how long gossip must report a voter dead,
+	// or autopilot find it unhealthy, before it counts as down and a
+	// replacement is promoted; it is removed only after that promotion. A
+	// voter whose keepalives or stats answers reached the leader within
+	// that time is not down, whatever gossip says.
+	DeadServerStabilization time.Duration
+	// ReconcileInterval is how often the leader reconciles gossip members
+	// with the raft configuration (it also reacts to membership events).
+	ReconcileInterval time.Duration
+	// BootstrapPromiseTTL is how long a node, once it has promised to join a
+	// bootstrap proposal, refuses any other proposal.
+	BootstrapPromiseTTL time.Duration
+}
+
+// FieldError is a Config rule broken, naming the facade's Config field.
+type FieldError struct{ Field, Msg string }
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// ConfigField returns the field at fault and what is wrong with it.
+func (e *FieldError) ConfigField() (field, msg string) { return e.Field, e.Msg }
+
+func fieldErr(field, format string, args ...any) error {
+	return &FieldError{Field: "Cluster." + field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// CheckSize returns the first broken rule on Voters and BootstrapExpect
+// (only a voter-eligible node bootstraps), or nil.
+func (c Config) CheckSize(eligible bool) error {
+	switch {
+	case c.Voters != 1 && c.Voters != 3 && c.Voters != 5:
+		return fieldErr("Voters", "is %d; must be 1, 3 or 5", c.Voters)
+	case c.BootstrapExpect < 0 || c.BootstrapExpect > c.Voters:
+		return fieldErr("BootstrapExpect", "is %d; must be between 0 and Cluster.Voters (%d)", c.BootstrapExpect, c.Voters)
+	case c.BootstrapExpect > 0 && !eligible:
+		return fieldErr("BootstrapExpect", "is %d but DataDir is empty: only voter-eligible nodes bootstrap", c.BootstrapExpect)
+	}
+	return nil
+}
+
+// CheckTimings returns the first broken rule on the durations, or nil; a
+// bootstrap promise must outlast two RPCs (rpcTimeout each).
+func (c Config) CheckTimings(rpcTimeout time.Duration) error {
+	switch {
+	case c.ServerStabilization <= 0:
+		return fieldErr("ServerStabilization", "must be positive")
+	case c.DeadServerStabilization <= 0:
+		return fieldErr("DeadServerStabilization", "must be positive")
+	case c.ReconcileInterval <= 0:
+		return fieldErr("ReconcileInterval", "must be positive")
+	case c.BootstrapPromiseTTL < 2*rpcTimeout:
+		return fieldErr("BootstrapPromiseTTL", "is %v; must be at least 2 × RPCTimeout (%v)", c.BootstrapPromiseTTL, 2*rpcTimeout)
+	}
+	return nil
+}
