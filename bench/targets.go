@@ -219,11 +219,18 @@ func (t targetRun) heap100kRow() targetRow {
 }
 
 func (t targetRun) ownedRow() targetRow {
-	return t.scaleRows("100,000 shards, 3 and 64 nodes", "every shard owned ≤ 10 s after formation; balanced ≤ 20 s", 0, 100_000,
+	row := t.scaleRows("100,000 shards, 3 and 64 nodes", "every shard owned ≤ 10 s after formation; balanced ≤ 20 s", 0, 100_000,
 		func(r scaleRow) (bool, string) {
 			owned, bal := r.owned-r.form, r.balanced-r.form
 			return owned <= 10*time.Second && bal <= 20*time.Second, fmt.Sprintf("owned %s, balanced %s after formation", secs(owned), secs(bal))
 		})
+	// The row names two sizes: met only when both were measured and met.
+	for _, n := range []int{3, 64} {
+		if rows, _ := t.points(n, 100_000); rows == nil && row.verdict == met {
+			row.verdict = fmt.Sprintf("%s (%d nodes not measured)", notMeasured, n)
+		}
+	}
+	return row
 }
 
 func (t targetRun) joinRow() targetRow {
