@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/holdfast-go/holdfast/coordinator"
 	"github.com/holdfast-go/holdfast/holdfasttest"
 )
@@ -20,12 +22,7 @@ func TestJoinMistakesWarnWithHint(t *testing.T) {
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1})
 	cl.WaitFormed(formTimeout)
 	tlsCl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1, TLS: true})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	ln.Close()
+	dead := deadAddr(t)
 
 	for _, tc := range []struct {
 		name, join, hint string
@@ -63,6 +60,28 @@ func TestJoinMistakesWarnWithHint(t *testing.T) {
 			t.Logf("%s %s", recs[0].Message, strings.Join(attrs(recs[0]), " "))
 		})
 	}
+}
+
+// deadAddr returns a loopback TCP address where nothing listens, and that
+// stays so until the test ends: a socket bound to it but never listening
+// keeps the port out of every other bind (a port merely closed again could
+// be handed to a node of a test running in parallel), and a connection to
+// it is refused.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", sa.(*unix.SockaddrInet4).Port)
 }
 
 // TestJoinOnlySelfIsInfo joins a node to its own gossip address, as the

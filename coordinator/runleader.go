@@ -31,10 +31,12 @@ type ElectionConfig struct {
 	// when RunElection's context ended (the lease was then released), or the
 	// lease's cause (ErrSessionExpired, ErrLeaseLost, ErrShutdown).
 	OnStoppedLeading func(cause error)
-	// OnNewLeader, if set, is called with each new holder of the lease,
-	// this node included, in the order the local replica sees them (a
-	// holder is new when its token is). It runs in a goroutine of its own,
-	// concurrently with the other callbacks, and may lag them a little.
+	// OnNewLeader, if set, is called with each new holder of the lease, in
+	// token order, one call at a time: the holders the local replica shows,
+	// and this node as each of its terms starts (before its replica may
+	// show the grant). A holder is new when its token is above the last one
+	// reported. It runs concurrently with the other callbacks, and the
+	// replica's holders may lag them a little.
 	OnNewLeader func(holder Holder)
 	// Check, if set, is kept up to date by RunElection: its Ready reports nil
 	// only while this node leads. Serve it as a readiness probe to send
@@ -76,6 +78,9 @@ func (c *Coordinator) RunElection(ctx context.Context, cfg ElectionConfig) error
 	}
 	if cfg.OnNewLeader != nil {
 		e.OnNewLeader = func(h leases.Holder) { cfg.OnNewLeader(Holder(h)) }
+		e.Self = func(l *Lease) leases.Holder {
+			return leases.Holder{Node: c.cfg.NodeName, NodeID: c.id, Addr: c.serviceAddr(), Session: l.g.SessionID(), Token: l.Token()}
+		}
 		e.Observe = func(ctx context.Context) <-chan leases.Holder {
 			return observe(c, ctx, cfg.Name, func(h leases.Holder) leases.Holder { return h })
 		}

@@ -32,10 +32,7 @@ func (c *Coordinator) balancerOptions() shards.BalancerOptions {
 
 // newShardManager wires the owner side of shard ownership to this node.
 func (c *Coordinator) newShardManager() *shards.Manager[*ShardLease] {
-	addr := c.cfg.ServiceAddr
-	if addr == "" {
-		addr = c.trans.Addr()
-	}
+	addr := c.serviceAddr()
 	return shards.NewManager(shards.Options[*ShardLease]{
 		View:    c.fsm.View,
 		Session: c.currentSession,
@@ -66,4 +63,13 @@ func (c *Coordinator) newShardManager() *shards.Manager[*ShardLease] {
 		Log:          c.log,
 		Metrics:      c.metrics.shards,
 	})
+}
+
+// serviceAddr is the address this node's holders show: Config.ServiceAddr,
+// or the RPC address when that is empty.
+func (c *Coordinator) serviceAddr() string {
+	if c.cfg.ServiceAddr != "" {
+		return c.cfg.ServiceAddr
+	}
+	return c.trans.Addr()
 }

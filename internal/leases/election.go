@@ -35,10 +35,16 @@ type Election[L Term] struct {
 	// OnStoppedLeading (optional) is called after each term, once
 	// OnStartedLeading has returned, with the lease's Err.
 	OnStoppedLeading func(cause error)
-	// OnNewLeader (optional) is called, from a goroutine Run joins, with
-	// each holder Observe streams whose token is not zero and differs from
-	// the last one's.
+	// OnNewLeader (optional) is called with each new holder, in token
+	// order, never twice at once: the holders Observe streams, and this
+	// node itself (Self) as each term starts, since an acquire returns on
+	// the leader's answer and the local replica may show the grant later,
+	// or, if this node is cut off at once, never. A holder is new when its
+	// token is above the last one reported.
 	OnNewLeader func(Holder)
+	// Self is the holder a term's lease names: this node (required with
+	// OnNewLeader).
+	Self func(L) Holder
 	// Observe streams the lease's holders until ctx ends, then closes the
 	// channel (required with OnNewLeader).
 	Observe func(ctx context.Context) <-chan Holder
@@ -54,6 +60,8 @@ type Election[L Term] struct {
 	BackoffMin, BackoffMax time.Duration
 	// Log receives the election's logs (nil: discarded).
 	Log *slog.Logger
+
+	reported *reporter // with OnNewLeader
 }
 
 // Run acquires the lease until ctx ends, running one term each time it is
@@ -70,6 +78,7 @@ func (e *Election[L]) Run(ctx context.Context) error {
 		e.BackoffMin, e.BackoffMax = 100*time.Millisecond, 5*time.Second
 	}
 	if e.OnNewLeader != nil {
+		e.reported = &reporter{f: e.OnNewLeader}
 		octx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
@@ -110,6 +119,9 @@ func (e *Election[L]) Run(ctx context.Context) error {
 func (e *Election[L]) term(ctx context.Context, l L) {
 	e.Log.Info("started leading", "lease", e.Name, "token", l.Token())
 	e.Check.set(l, true)
+	if e.reported != nil {
+		e.reported.report(e.Self(l))
+	}
 	termCtx, cancel := context.WithCancel(l.Context())
 	returned := make(chan struct{})
 	go func() {
@@ -145,12 +157,25 @@ func (e *Election[L]) resign(ctx context.Context, l L) {
 
 // notifyNewLeaders calls OnNewLeader with each new holder until ctx ends.
 func (e *Election[L]) notifyNewLeaders(ctx context.Context) {
-	var last uint64
 	for h := range e.Observe(ctx) {
-		if h.Token != 0 && h.Token != last {
-			last = h.Token
-			e.OnNewLeader(h)
-		}
+		e.reported.report(h)
+	}
+}
+
+// reporter calls f with each holder whose token is above the last one
+// reported, one call at a time.
+type reporter struct {
+	mu   sync.Mutex
+	last uint64
+	f    func(Holder)
+}
+
+func (r *reporter) report(h Holder) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h.Token > r.last {
+		r.last = h.Token
+		r.f(h)
 	}
 }
 

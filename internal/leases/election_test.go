@@ -75,6 +75,7 @@ func (h *harness) runElection(name string, fails int) *elected {
 			go Observe(ctx, nil, h.fsm.View, name, ch, func(h Holder) Holder { return h })
 			return ch
 		},
+		Self:           func(l grantTerm) Holder { return Holder{Node: "self", Session: l.SessionID(), Token: l.Token()} },
 		Check:          &el.check,
 		Shutdown:       errShutdown,
 		ReleaseTimeout: waitFor,
@@ -234,4 +235,81 @@ func TestElectionRetriesThenStopsOnShutdown(t *testing.T) {
 		t.Fatalf("Run returned %v on shutdown, want errShutdown", err)
 	}
 	el.noMoreStops(t)
+}
+
+// TestElectionReportsItselfBeforeItsReplica: a term's own holder reaches
+// OnNewLeader as the term starts, even when the replica never shows the
+// grant (an acquire returns on the leader's answer, and a node cut off
+// right after never applies it); the replica's later view of the same
+// grant, or of an older one, is not reported again.
+func TestElectionReportsItselfBeforeItsReplica(t *testing.T) {
+	h := newHarness(t)
+	views := make(chan Holder)
+	var mu sync.Mutex
+	var got []Holder
+	started := make(chan grantTerm, 1)
+	e := &Election[grantTerm]{
+		Name: "y",
+		Acquire: func(ctx context.Context) (grantTerm, error) {
+			g, err := h.part.Acquire(ctx, Request{Kind: Leader, Name: "y", Wait: true})
+			return grantTerm{g}, err
+		},
+		OnStartedLeading: func(ctx context.Context, l grantTerm) { started <- l; <-ctx.Done() },
+		OnNewLeader: func(holder Holder) {
+			mu.Lock()
+			got = append(got, holder)
+			mu.Unlock()
+		},
+		Observe: func(ctx context.Context) <-chan Holder {
+			out := make(chan Holder)
+			go func() {
+				defer close(out)
+				for {
+					select {
+					case hv := <-views:
+						select {
+						case out <- hv:
+						case <-ctx.Done():
+							return
+						}
+					case <-ctx.Done():
+						return
+					}
+				}
+			}()
+			return out
+		},
+		Self:           func(l grantTerm) Holder { return Holder{Node: "self", Session: l.SessionID(), Token: l.Token()} },
+		Shutdown:       errShutdown,
+		ReleaseTimeout: waitFor,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	var l grantTerm
+	select {
+	case l = <-started:
+	case <-time.After(waitFor):
+		t.Fatal("no term started")
+	}
+	poll(t, "OnNewLeader reports this node without a view showing it", func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got) != 1 || got[0].Node != "self" || got[0].Token != l.Token() {
+			return fmt.Errorf("reported %+v, want this node with token %d", got, l.Token())
+		}
+		return nil
+	})
+	views <- Holder{Node: "self", Session: l.SessionID(), Token: l.Token()} // the replica catches up
+	views <- Holder{Node: "old", Token: l.Token() - 1}                      // a stale view
+	views <- Holder{Node: "next", Token: l.Token() + 1}                     // the next holder
+	poll(t, "OnNewLeader reports the next holder once, after this node", func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got) != 2 || got[1].Node != "next" {
+			return fmt.Errorf("reported %+v, want this node then the next holder only", got)
+		}
+		return nil
+	})
 }
