@@ -2,8 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"math/rand/v2"
-	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/raftnode"
@@ -28,7 +26,7 @@ func (c *Coordinator) newSessionClient() *session.Client {
 		LeaderKnown: func() bool { addr, _ := leader(); return addr != "" },
 		Create: func(ctx context.Context, id string) (uint64, error) {
 			cmd := &fsm.SessionCmd{ID: id, Node: c.cfg.NodeName, NodeID: c.id, TTLNanos: int64(c.cfg.Session.TTL)}
-			c.shardSessionCmd(cmd)
+			c.shards.FillSessionCmd(cmd)
 			res, err := c.node.Apply(ctx, fsm.Command{Op: fsm.OpSessionCreate, Session: cmd})
 			return res.Index, err
 		},
@@ -55,12 +53,4 @@ func (c *Coordinator) currentSession() (*session.Session, <-chan struct{}) {
 // waitSession blocks until this node has a valid session.
 func (c *Coordinator) waitSession(ctx context.Context) (*session.Session, error) {
 	return c.sessions.Await(ctx, c.ctx.Done())
-}
-
-// jitter returns d ± 10%.
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return d - d/10 + rand.N(d/5+1)
 }

@@ -120,6 +120,3 @@ func (c *Coordinator) Undrain(ctx context.Context) error {
 	}
 	return c.shards.SetDrained(ctx, false)
 }
-
-// shardSessionCmd fills the session-creation fields shard assignment uses.
-func (c *Coordinator) shardSessionCmd(cmd *fsm.SessionCmd) { c.shards.FillSessionCmd(cmd) }

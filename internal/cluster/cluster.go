@@ -254,15 +254,3 @@ func (cl *Cluster) LeavePlan() (transfer, remove bool) {
 	transfer = cl.o.Raft.State() == raft.Leader && alive > 0
 	return transfer, others > 0 && alive >= others/2+1
 }
-
-// sleepCtx waits d or until ctx ends; it reports whether d elapsed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}

@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/pause"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -32,7 +33,7 @@ func (cl *Cluster) InitCluster(ctx context.Context) bool {
 			break
 		}
 		cl.log.Warn("initialising the cluster failed; retrying", "error", err)
-		if !sleepCtx(ctx, cl.o.CommitTimeout*10) {
+		if !pause.For(ctx, cl.o.CommitTimeout*10) {
 			return false
 		}
 	}

@@ -3,12 +3,12 @@ package cluster
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/holdfast-go/holdfast/internal/pause"
 	"github.com/holdfast-go/holdfast/membership"
 )
 
@@ -45,20 +45,12 @@ const (
 	joinLogMax     = time.Minute
 )
 
-// jitter spreads d by ±10%.
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return d - d/10 + rand.N(d/5+1)
-}
-
 // retryJoin keeps trying the seeds with backoff while this node is alone
 // in the gossip pool: until a seed answers, or another member reaches it.
 func (cl *Cluster) retryJoin() {
 	backoff, logEvery := joinRetryFirst, joinLogFirst
 	lastLog := time.Now()
-	for attempt := 2; sleepCtx(cl.ctx, jitter(backoff)); attempt++ {
+	for attempt := 2; pause.For(cl.ctx, pause.Jitter(backoff)); attempt++ {
 		if n := cl.aliveMembers(); n > 1 {
 			cl.log.Info("in the gossip pool: another member reached this node; no longer retrying the seeds", "seeds", cl.o.Join, "alive", n)
 			return

@@ -17,7 +17,7 @@ const module = "github.com/holdfast-go/holdfast/"
 func rank(pkg string) int {
 	const top = 7
 	switch pkg {
-	case "internal/codec", "internal/atomicfile", "internal/logbridge", "internal/netns", "internal/leaktest":
+	case "internal/codec", "internal/atomicfile", "internal/logbridge", "internal/netns", "internal/leaktest", "internal/pause":
 		return 0
 	case "fsm", "membership", "transport", "transport/memnet", "shardown", "fence", "certs":
 		return 1

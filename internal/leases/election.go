@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/holdfast-go/holdfast/internal/pause"
 )
 
 // Term is a held lease as an election sees it.
@@ -100,7 +102,7 @@ func (e *Election[L]) Run(ctx context.Context) error {
 			return e.Shutdown
 		case err != nil:
 			e.Log.Warn("campaign failed; retrying", "lease", e.Name, "error", err, "retry_in", backoff)
-			if !sleepCtx(ctx, backoff) {
+			if !pause.For(ctx, backoff) {
 				return nil
 			}
 			backoff = min(2*backoff, e.BackoffMax)

@@ -15,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/pause"
 	"github.com/holdfast-go/holdfast/internal/session"
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
@@ -265,7 +266,7 @@ func (h *harness) proposeRetry(ctx context.Context, cmd fsm.Command) (Result, er
 		if !errors.Is(err, errUnknown) || ctx.Err() != nil {
 			return res, err
 		}
-		if !sleepCtx(ctx, time.Millisecond) {
+		if !pause.For(ctx, time.Millisecond) {
 			return res, err
 		}
 	}

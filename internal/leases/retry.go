@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/pause"
 	"github.com/holdfast-go/holdfast/internal/session"
 )
 
@@ -27,7 +28,7 @@ func Retry(ctx context.Context, cmd fsm.Command, propose func(context.Context, f
 			return res, err
 		}
 		log.Debug("command outcome unknown; retrying", "op", cmd.Op.String(), "error", err)
-		if !sleepCtx(ctx, jitter(backoff)) {
+		if !pause.For(ctx, pause.Jitter(backoff)) {
 			return res, err
 		}
 		backoff = min(2*backoff, time.Second)

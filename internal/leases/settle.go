@@ -3,10 +3,10 @@ package leases
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/pause"
 	"github.com/holdfast-go/holdfast/internal/session"
 )
 
@@ -57,7 +57,7 @@ func (p *Part) settleLoop(s *session.Session, cmd fsm.Command, name string, req 
 			return
 		}
 		p.o.Log.Debug("settling a lease request: outcome unknown; retrying", "lease", name, "request", req, "error", err)
-		if !sleepCtx(sctx, jitter(backoff)) {
+		if !pause.For(sctx, pause.Jitter(backoff)) {
 			return
 		}
 		backoff = min(2*backoff, settleMaxBackoff)
@@ -76,24 +76,4 @@ func (p *Part) giveUp(ctx context.Context, k Kind, s *session.Session, name stri
 		return nil // the session is gone: so is everything it held
 	}
 	return err
-}
-
-// jitter returns d ± 10%.
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return d - d/10 + rand.N(d/5+1)
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether d elapsed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

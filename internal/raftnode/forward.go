@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/holdfast-go/holdfast/internal/pause"
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
@@ -83,7 +84,7 @@ func (n *Node) maybeDuplicate(addr string, req wire.ApplyRequest) {
 		return
 	}
 	n.spawn(func() {
-		if !sleepCtx(n.opts.Context, delay) {
+		if !pause.For(n.opts.Context, delay) {
 			return
 		}
 		ctx, cancel := context.WithTimeout(n.opts.Context, n.opts.RPCTimeout)

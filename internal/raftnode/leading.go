@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/holdfast-go/holdfast/internal/pause"
 )
 
 // FollowLeadership runs duties while this node leads, until ctx ends: it
@@ -71,7 +73,7 @@ func (n *Node) Barrier(ctx context.Context, retry time.Duration) bool {
 		} else {
 			n.log.Warn("leader barrier failed; retrying", "error", err)
 		}
-		if !sleepCtx(ctx, retry) {
+		if !pause.For(ctx, retry) {
 			return false
 		}
 	}

@@ -248,15 +248,3 @@ func (n *Node) SetDupForward(dup func() (time.Duration, bool)) {
 
 // DupsSent counts the duplicates whose call returned.
 func (n *Node) DupsSent() int64 { return n.dupsSent.Load() }
-
-// sleepCtx waits d or until ctx ends; it reports whether d elapsed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}

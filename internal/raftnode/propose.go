@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/pause"
 	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -90,7 +91,7 @@ func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (wire.ApplyResult, er
 				return res, err
 			}
 		}
-		if !sleepCtx(ctx, backoff) {
+		if !pause.For(ctx, backoff) {
 			return wire.ApplyResult{}, fmt.Errorf("%w: %w", wire.ErrNoLeader, ctx.Err())
 		}
 		backoff = min(2*backoff, 500*time.Millisecond)
@@ -117,7 +118,7 @@ func (n *Node) RemoveSelf(ctx context.Context) error {
 		if err == nil || !(errors.Is(err, wire.ErrNotLeader) || errors.Is(err, wire.ErrNoLeader)) {
 			return err
 		}
-		if !sleepCtx(ctx, 50*time.Millisecond) {
+		if !pause.For(ctx, 50*time.Millisecond) {
 			return fmt.Errorf("%w: %w", err, ctx.Err())
 		}
 	}

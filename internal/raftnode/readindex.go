@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/pause"
 	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -54,7 +54,7 @@ func (r Reads) Sync(ctx context.Context) error {
 		if errors.Is(err, wire.ErrShutdown) && r.Node.closing() {
 			return wire.ErrShutdown
 		}
-		if !sleepCtx(ctx, jitter(backoff)) {
+		if !pause.For(ctx, pause.Jitter(backoff)) {
 			return fmt.Errorf("holdfast: sync: %w (%w)", ctx.Err(), err)
 		}
 		backoff = min(2*backoff, 500*time.Millisecond)
@@ -128,12 +128,4 @@ func (r Reads) lastCommandAtOrBefore(ctx context.Context, index uint64) (uint64,
 		return 0, err
 	}
 	return r.Replica.View().Index(), nil
-}
-
-// jitter returns d ± 10%.
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return d - d/10 + rand.N(d/5+1)
 }

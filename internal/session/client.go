@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/pause"
 )
 
 // ClientOptions are what a Client needs from the node it runs on.
@@ -162,7 +162,7 @@ func (c *Client) closeEnded(ctx context.Context, id string) {
 				seen = next
 				continue
 			}
-			t := time.NewTimer(jitter(backoff))
+			t := time.NewTimer(pause.Jitter(backoff))
 			select {
 			case <-ctx.Done():
 			case <-opened:
@@ -183,7 +183,7 @@ func (c *Client) open(ctx context.Context) *Session {
 	backoff := 50 * time.Millisecond
 	for {
 		for !c.o.LeaderKnown() {
-			if !sleepCtx(ctx, 20*time.Millisecond) { // poll: raft has no "leader known" channel
+			if !pause.For(ctx, 20*time.Millisecond) { // poll: raft has no "leader known" channel
 				return nil
 			}
 		}
@@ -205,7 +205,7 @@ func (c *Client) open(ctx context.Context) *Session {
 			return nil
 		}
 		c.log.Debug("opening a session failed; retrying", "error", err)
-		if !sleepCtx(ctx, jitter(backoff)) {
+		if !pause.For(ctx, pause.Jitter(backoff)) {
 			return nil
 		}
 		backoff = min(2*backoff, c.o.TTL/3)
@@ -219,7 +219,7 @@ func (c *Client) keepAlive(s *Session) {
 	interval := c.o.TTL / 3
 	// The belief counts from when the create was sent, so the first renewal
 	// does too: a slow create must not eat into the margin for retries.
-	next := s.sent.Add(jitter(interval))
+	next := s.sent.Add(pause.Jitter(interval))
 	backoff := 20 * time.Millisecond
 	for {
 		if !sleepUntil(s.ctx, next) {
@@ -232,7 +232,7 @@ func (c *Client) keepAlive(s *Session) {
 			c.o.Metrics.keepAliveAnswered(time.Since(sent))
 			c.renew(s, sent, sentC, index)
 			backoff = 20 * time.Millisecond
-			next = sent.Add(jitter(interval))
+			next = sent.Add(pause.Jitter(interval))
 		case errors.Is(err, ErrNoSession):
 			c.failed()
 			s.End(ErrExpired)
@@ -240,7 +240,7 @@ func (c *Client) keepAlive(s *Session) {
 		default:
 			c.failed()
 			c.log.Debug("keepalive failed; retrying", "session", s.id, "error", err)
-			next = time.Now().Add(jitter(backoff))
+			next = time.Now().Add(pause.Jitter(backoff))
 			backoff = min(2*backoff, interval/2)
 		}
 	}
@@ -291,27 +291,7 @@ func (c *Client) renew(s *Session, sent time.Time, sentC time.Duration, index ui
 	s.Extend(sent.Add(c.span()), sentC+c.span())
 }
 
-// jitter returns d ± 10%.
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return d - d/10 + rand.N(d/5+1)
-}
-
 // sleepUntil waits until t or ctx ends; it reports whether t was reached.
 func sleepUntil(ctx context.Context, t time.Time) bool {
-	return sleepCtx(ctx, time.Until(t))
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether d elapsed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return pause.For(ctx, time.Until(t))
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/pause"
 	"github.com/holdfast-go/holdfast/shardown"
 )
 
@@ -65,7 +66,7 @@ func (b *Balancer) Run(ctx context.Context) {
 			return
 		case <-v.Changed():
 			timer.Stop()
-			if !sleepCtx(ctx, b.o.RebalanceDelay) {
+			if !pause.For(ctx, b.o.RebalanceDelay) {
 				return
 			}
 		case <-timer.C:
