@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -72,19 +73,71 @@ func openDB(path string, busyMillis int) (*sql.DB, error) {
 // openLedger opens the database, creates the schema and the auditor's fence
 // row. reg receives holdfast_fence_rejections_total{kind="sql"}.
 func openLedger(ctx context.Context, path, node string, reg prometheus.Registerer) (*ledger, error) {
-	db, err := openDB(path, 10000)
+	const busyMillis = 10000
+	db, err := openDB(path, busyMillis)
 	if err != nil {
 		return nil, fmt.Errorf("-db: %w", err)
 	}
 	l := &ledger{db: db, node: node}
-	if err := l.init(ctx, reg); err != nil {
+	if err := l.newFences(reg); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := retryBusy(ctx, busyMillis*time.Millisecond, l.init); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("-db %s: %w", path, err)
 	}
 	return l, nil
 }
 
-func (l *ledger) init(ctx context.Context, reg prometheus.Registerer) error {
+// retryBusy runs f until it returns anything but SQLITE_BUSY, or until
+// budget has passed. Nodes that open a new database file at the same time
+// all switch it to WAL mode as their connection opens; that switch needs
+// the file's exclusive lock, and SQLite answers a contended switch with
+// SQLITE_BUSY at once instead of calling the busy handler (waiting could
+// deadlock two connections that both hold a shared lock). Once one of them
+// has switched, the others' switch is a no-op.
+func retryBusy(ctx context.Context, budget time.Duration, f func(context.Context) error) error {
+	deadline := time.Now().Add(budget)
+	for {
+		err := f(ctx)
+		if !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(time.Duration(5+rand.IntN(20)) * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY (any extended code).
+func isBusy(err error) bool {
+	var se interface{ Code() int }
+	return errors.As(err, &se) && se.Code()&0xff == sqliteBusy
+}
+
+// sqliteBusy is SQLite's primary result code SQLITE_BUSY.
+const sqliteBusy = 5
+
+// newFences makes the fences of the shards and fences tables.
+func (l *ledger) newFences(reg prometheus.Registerer) error {
+	var err error
+	if l.shards, err = fence.NewSQL(fence.SQLConfig{Table: "shards", KeyColumn: "shard",
+		FenceColumn: "fence", Placeholder: fence.Question, Registerer: reg}); err != nil {
+		return err
+	}
+	l.leases, err = fence.NewSQL(fence.SQLConfig{Table: "fences", KeyColumn: "name",
+		FenceColumn: "fence", Placeholder: fence.Question, Registerer: reg})
+	return err
+}
+
+// init checks WAL mode and creates the schema and the auditor's fence row;
+// every step is idempotent.
+func (l *ledger) init(ctx context.Context) error {
 	var mode string
 	if err := l.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
 		return err
@@ -96,15 +149,6 @@ func (l *ledger) init(ctx context.Context, reg prometheus.Registerer) error {
 		if _, err := l.db.ExecContext(ctx, q); err != nil {
 			return err
 		}
-	}
-	var err error
-	if l.shards, err = fence.NewSQL(fence.SQLConfig{Table: "shards", KeyColumn: "shard",
-		FenceColumn: "fence", Placeholder: fence.Question, Registerer: reg}); err != nil {
-		return err
-	}
-	if l.leases, err = fence.NewSQL(fence.SQLConfig{Table: "fences", KeyColumn: "name",
-		FenceColumn: "fence", Placeholder: fence.Question, Registerer: reg}); err != nil {
-		return err
 	}
 	return l.leases.Init(ctx, l.db, auditorLease)
 }
