@@ -97,8 +97,17 @@ func TestHostileFramesChangeNothing(t *testing.T) {
 	const seed = 11
 	t.Logf("seed %d", seed)
 	mon := newShardMonitor()
+	// Production session and raft timings: the storm is a CPU load of its
+	// own next to the parallel tests, and the claim is that hostile frames
+	// change nothing, not that a 3 s session outlives a starved machine
+	// (with the local profile's 300 ms raft timeouts, leadership flapped
+	// under the storm on a loaded run and the holders' beliefs lapsed).
+	prod := coordinator.DefaultConfig()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, Configure: func(i int, c *coordinator.Config) {
 		c.Shards.Count = 16
+		c.Session = prod.Session
+		c.Raft.HeartbeatTimeout, c.Raft.ElectionTimeout = prod.Raft.HeartbeatTimeout, prod.Raft.ElectionTimeout
+		c.Raft.LeaderLeaseTimeout = prod.Raft.LeaderLeaseTimeout
 		mon.configure(i, c)
 	}})
 	leader := cl.WaitFormed(formTimeout)
