@@ -42,9 +42,6 @@ func (l *Lease) Revoked() <-chan struct{} { return l.revoked.wait() }
 
 func (l *Lease) sessionID() string { return l.life.Session().ID() }
 
-// end ends the lease with cause, now.
-func (l *Lease) end(cause error) bool { return l.life.End(cause, time.Time{}, nil) }
-
 // held is a live lease and the caller's value for it.
 type held[W any] struct {
 	*Lease
@@ -67,24 +64,26 @@ type Manager[W any] struct {
 	mu       sync.Mutex
 	closed   bool
 	leases   map[ShardID]*held[W]
-	ended    map[ShardID]uint64 // highest token this node stopped believing, per shard
-	releases map[ShardID]uint64 // releases under way (token)
-	epoch    time.Time          // the origin of freeSeen's times
-	freeSeen []time.Duration    // per shard: when this node first saw it free, after epoch (0: not free)
-	synced   uint64             // index of the newest view synced
-	cursor   fsm.ShardCursor    // the newest view synced, for its changes
-	scanSess string             // session of the newest view synced
-	changes  []uint32           // Sync's buffer of changed shards
-	pending  []release          // releases waiting for the releaser
-	flushing bool               // the releaser is running
-	changed  chan struct{}      // closed and replaced when leases or releases change
-	fired    chan struct{}      // closed at once: the channel of signals that fired unwatched
+	ended    map[ShardID]uint64               // highest token this node stopped believing, per shard
+	releases map[ShardID]uint64               // releases under way (token)
+	epoch    time.Time                        // the origin of freeSeen's times
+	freeSeen []time.Duration                  // per shard: when this node first saw it free, after epoch (0: not free)
+	synced   uint64                           // index of the newest view synced
+	cursor   fsm.ShardCursor                  // the newest view synced, for its changes
+	scanSess string                           // session of the newest view synced
+	changes  []uint32                         // Sync's buffer of changed shards
+	pending  []release                        // releases waiting for the releaser
+	watches  map[*session.Session]func() bool // the sessions of leases, until they end (stop functions)
+	flushing bool                             // the releaser is running
+	changed  chan struct{}                    // closed and replaced when leases or releases change
+	fired    chan struct{}                    // closed at once: the channel of signals that fired unwatched
 }
 
 // NewManager returns a Manager; call Start to have it follow the replica.
 func NewManager[W any](o Options[W]) *Manager[W] {
 	m := &Manager[W]{o: o.withDefaults(), stop: make(chan struct{}), leases: map[ShardID]*held[W]{},
 		ended: map[ShardID]uint64{}, releases: map[ShardID]uint64{}, epoch: time.Now(),
+		watches: map[*session.Session]func() bool{},
 		changed: make(chan struct{}), fired: make(chan struct{})}
 	close(m.fired)
 	o.Metrics.bind(m.Count, o.View)
@@ -174,7 +173,7 @@ func (m *Manager[W]) checkLocked(v *fsm.View, h *held[W], cur fsm.Shard) {
 	}
 	switch {
 	case cur.State == fsm.ShardFree || cur.Owner != h.sessionID() || cur.Token != h.token:
-		h.end(m.o.Errors.Lost)
+		m.endLocked(h, m.o.Errors.Lost)
 	case cur.State == fsm.ShardRevoking:
 		m.revokeLocked(h)
 	}
@@ -208,7 +207,9 @@ func (m *Manager[W]) scanLocked(v *fsm.View, s *session.Session, sh fsm.Shard, n
 }
 
 // startLocked creates the lease of a shard granted to s and runs the
-// Acquire callback.
+// Acquire callback, if there is one. Nothing is registered in the lease's
+// context: the Manager ends the lease itself (and, when s ends, every lease
+// of s), so it learns of every end without a watch per lease.
 func (m *Manager[W]) startLocked(s *session.Session, id ShardID, token, index uint64) {
 	l := &Lease{shard: id, token: token, index: index, life: session.NewBelief(s)}
 	wait := time.Duration(0)
@@ -220,7 +221,11 @@ func (m *Manager[W]) startLocked(s *session.Session, id ShardID, token, index ui
 	h := &held[W]{Lease: l, w: m.o.Wrap(l)}
 	m.leases[id] = h
 	m.notifyLocked()
-	context.AfterFunc(l.life.Context(), func() { m.forget(h) })
+	m.watchLocked(s)
+	if m.o.Acquire == nil {
+		l.hookDone.fire(&m.fired)
+		return
+	}
 	m.goLocked(func() {
 		defer l.hookDone.fire(&m.fired)
 		m.o.Acquire(l.life.Context(), h.w)
@@ -237,17 +242,66 @@ func (m *Manager[W]) goLocked(f func()) {
 	}()
 }
 
-// forget drops an ended lease and remembers its token so it is never
-// believed again.
+// end ends lease h with cause, at (zero: now), and forgets it; m.mu is not
+// held. A lease whose belief already ended (its session's end) is
+// forgotten all the same, the first time.
+func (m *Manager[W]) end(h *held[W], cause error, at time.Time) {
+	h.life.End(cause, at, func() { m.forget(h) })
+}
+
+// endLocked is end, now, with m.mu held.
+func (m *Manager[W]) endLocked(h *held[W], cause error) {
+	h.life.End(cause, time.Time{}, func() { m.forgetLocked(h) })
+}
+
+// forget drops an ended lease, remembers its token so it is never believed
+// again, and reports its end (Options.Ended).
 func (m *Manager[W]) forget(h *held[W]) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.forgetLocked(h)
+}
+
+func (m *Manager[W]) forgetLocked(h *held[W]) {
 	if m.ended[h.shard] < h.token {
 		m.ended[h.shard] = h.token
 	}
 	if m.leases[h.shard] == h {
 		delete(m.leases, h.shard)
 		m.notifyLocked()
+	}
+	if m.o.Ended != nil {
+		m.o.Ended(h.w, h.life.Cause())
+	}
+}
+
+// watchLocked arranges, once per session, for the leases of s to be ended
+// and forgotten when s ends. Close stops the watches and joins those that
+// run.
+func (m *Manager[W]) watchLocked(s *session.Session) {
+	if _, ok := m.watches[s]; ok {
+		return
+	}
+	m.wg.Add(1)
+	m.watches[s] = context.AfterFunc(s.Context(), func() {
+		defer m.wg.Done()
+		m.sessionEnded(s)
+	})
+}
+
+// sessionEnded ends and forgets the leases of s, which ended.
+func (m *Manager[W]) sessionEnded(s *session.Session) {
+	m.mu.Lock()
+	delete(m.watches, s)
+	var all []*held[W]
+	for _, h := range m.leases {
+		if h.life.Session() == s {
+			all = append(all, h)
+		}
+	}
+	m.mu.Unlock()
+	for _, h := range all {
+		m.end(h, m.o.Errors.Lost, time.Time{}) // the session's cause stands
 	}
 }
 
@@ -306,7 +360,7 @@ func (m *Manager[W]) End(cause error) {
 	}
 	m.mu.Unlock()
 	for _, h := range all {
-		h.end(cause)
+		m.end(h, cause, time.Time{})
 	}
 }
 
@@ -322,6 +376,12 @@ func (m *Manager[W]) Close() {
 	case <-m.stop:
 	default:
 		close(m.stop)
+	}
+	for s, stop := range m.watches {
+		if stop() {
+			delete(m.watches, s)
+			m.wg.Done()
+		}
 	}
 	m.mu.Unlock()
 	m.wg.Wait()
