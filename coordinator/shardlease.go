@@ -66,8 +66,7 @@ func (l *ShardLease) Revoked() <-chan struct{} { return l.l.Revoked() }
 // wrapShardLease makes the ShardLease of a lease the shard manager started
 // (the manager reports its end: shardLeaseEnded).
 func (c *Coordinator) wrapShardLease(l *shards.Lease) *ShardLease {
-	life := l.Belief()
-	return &ShardLease{belief: belief{c: c, token: l.Token(), index: l.Index(), sess: life.Session(), life: life}, l: l}
+	return &ShardLease{belief: belief{c: c, token: l.Token(), life: l.Belief()}, l: l}
 }
 
 // shardLeaseEnded counts a shard lease's end in the metrics.

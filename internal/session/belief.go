@@ -11,9 +11,8 @@ import (
 // ended by this node (End), or at a cap (CapAt) that later keepalives do
 // not move.
 type Belief struct {
-	sess  *Session
 	start time.Time // when this node began to believe
-	ctx   endCtx    // its mu guards the fields below too
+	ctx   endCtx    // its session, and its mu guards the fields below too
 
 	endRan bool        // End ran (it runs once)
 	more   *beliefMore // made by End and CapAt: most beliefs never need it
@@ -41,11 +40,19 @@ func (b *Belief) moreLocked() *beliefMore {
 // nothing with the session's until someone waits on it (see endCtx), so a
 // belief nobody waits on costs only its own memory.
 func NewBelief(s *Session) *Belief {
-	return &Belief{sess: s, ctx: newEndCtx(s.ctx), start: time.Now()}
+	b := &Belief{}
+	b.Init(s)
+	return b
+}
+
+// Init starts b, a zero Belief, under s, beginning now: NewBelief for a
+// belief that is a field of a larger value (one allocation, not two).
+func (b *Belief) Init(s *Session) {
+	b.ctx.sess, b.start = s, time.Now()
 }
 
 // Session returns the session the belief is held under.
-func (b *Belief) Session() *Session { return b.sess }
+func (b *Belief) Session() *Session { return b.ctx.sess }
 
 // Start returns when this node began to believe.
 func (b *Belief) Start() time.Time { return b.start }
@@ -65,8 +72,8 @@ func (b *Belief) Observe() time.Duration {
 	if b.ctx.Err() != nil {
 		return 0
 	}
-	now := b.sess.clock.Now()
-	left, ok := b.sess.leftAt(now)
+	now := b.ctx.sess.clock.Now()
+	left, ok := b.ctx.sess.leftAt(now)
 	if !ok {
 		return 0
 	}
@@ -125,7 +132,7 @@ func (b *Belief) End(cause error, at time.Time, after func()) bool {
 // runs when that instant comes first (it should End the belief). Only the
 // first call sets the cap.
 func (b *Belief) CapAt(onCap func(at time.Time)) {
-	until, untilC := b.sess.deadline()
+	until, untilC := b.ctx.sess.deadline()
 	b.ctx.mu.Lock()
 	defer b.ctx.mu.Unlock()
 	m := b.moreLocked()
@@ -133,7 +140,7 @@ func (b *Belief) CapAt(onCap func(at time.Time)) {
 		return
 	}
 	m.until, m.untilC, m.onCap = until, untilC, onCap
-	m.timer = afterBoot(b.sess.clock, untilC, b.sess.step, func() { onCap(until) })
+	m.timer = afterBoot(b.ctx.sess.clock, untilC, b.ctx.sess.step, func() { onCap(until) })
 }
 
 // EndedAt returns when the belief ended by this node's own action (resign,

@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// endCtx is a context that ends when its parent ends or when end is
-// called, whichever comes first, with the Err and context.Cause a
+// endCtx is a context that ends when its parent (its session's context)
+// ends or when end is called, whichever comes first, with the Err and context.Cause a
 // context.WithCancelCause child of the parent would have. It costs no
 // channel and no entry in the parent until something needs one: while
 // nobody waits on it, Err reads its own end and the parent's. Done, a
@@ -18,10 +18,10 @@ import (
 // waits on; each would otherwise hold a cancel context, its channel and an
 // entry in the session context's children.
 type endCtx struct {
-	parent context.Context
-	mu     sync.Mutex
-	cause  error    // end's cause: nil while live, or if the parent ended first
-	real   *realCtx // the real child, once needed
+	sess  *Session // the parent is its context
+	mu    sync.Mutex
+	cause error    // end's cause: nil while live, or if the parent ended first
+	real  *realCtx // the real child, once needed
 }
 
 // realCtx is an endCtx's real child and its cancel function.
@@ -29,8 +29,6 @@ type realCtx struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 }
-
-func newEndCtx(parent context.Context) endCtx { return endCtx{parent: parent} }
 
 // end ends the context with cause unless it already ended (by end or with
 // its parent); it reports whether this call ended it.
@@ -59,10 +57,10 @@ func (c *endCtx) causeOf() error {
 		if c.cause != nil {
 			return c.cause
 		}
-		if c.parent.Err() == nil {
+		if c.sess.ctx.Err() == nil {
 			return nil
 		}
-		return context.Cause(c.parent)
+		return context.Cause(c.sess.ctx)
 	}
 	c.mu.Unlock()
 	return context.Cause(c)
@@ -78,7 +76,7 @@ func (c *endCtx) innerLocked() context.Context {
 			r.ctx, r.cancel = context.WithCancelCause(context.Background())
 			r.cancel(c.cause)
 		} else {
-			r.ctx, r.cancel = context.WithCancelCause(c.parent)
+			r.ctx, r.cancel = context.WithCancelCause(c.sess.ctx)
 		}
 		c.real = r
 	}
@@ -92,12 +90,12 @@ func (c *endCtx) errLocked() error {
 	case c.cause != nil:
 		return context.Canceled
 	default:
-		return c.parent.Err()
+		return c.sess.ctx.Err()
 	}
 }
 
 // Deadline returns the parent's deadline.
-func (c *endCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+func (c *endCtx) Deadline() (time.Time, bool) { return c.sess.ctx.Deadline() }
 
 // Done returns a channel closed when the context ends; the first call
 // makes it.
@@ -130,7 +128,7 @@ func (c *endCtx) Value(key any) any {
 			return v
 		}
 	}
-	return c.parent.Value(key)
+	return c.sess.ctx.Value(key)
 }
 
 // String names the context for debugging.
