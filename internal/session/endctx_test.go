@@ -156,7 +156,10 @@ func TestEndCtxDerived(t *testing.T) {
 			close(ran)
 		}
 	})
-	if g := runtime.NumGoroutine(); g > before {
+	// A context package that could not see the belief's context as a
+	// cancel context would start a goroutine per derived context; allow a
+	// few goroutines of the runtime or of earlier tests to come and go.
+	if g := runtime.NumGoroutine(); g-before >= n/2 {
 		t.Fatalf("deriving %d contexts started %d goroutines", 2*n+1, g-before)
 	}
 	lone, cancelLone := context.WithCancel(ctx)
