@@ -7,16 +7,18 @@ import (
 )
 
 // endCtx is a context that ends when its parent (its session's context)
-// ends or when end is called, whichever comes first, with the Err and context.Cause a
-// context.WithCancelCause child of the parent would have. It costs no
-// channel and no entry in the parent until something needs one: while
-// nobody waits on it, Err reads its own end and the parent's. Done, a
-// context derived from it, context.AfterFunc on it, or context.Cause after
-// end make a real child (of the parent, or, once ended by end, an already
-// cancelled context carrying end's cause) that it delegates to from then
-// on. A node owns tens of thousands of shard leases whose contexts nobody
-// waits on; each would otherwise hold a cancel context, its channel and an
-// entry in the session context's children.
+// ends or when end is called, whichever comes first, with the Err and
+// context.Cause a context.WithCancelCause child of the parent would have.
+// It costs no channel and no entry in the parent until something needs
+// one: while nobody waits on it, Err reads its own end and the parent's.
+// Done, a context derived from it, context.AfterFunc on it, or
+// context.Cause after end make a real child (of the parent, or, once ended
+// by end, an already cancelled context carrying end's cause) that it
+// delegates to from then on; a derived context is then the real child's
+// child, cancelled with it, without a goroutine. A node owns tens of
+// thousands of shard leases whose contexts nobody waits on; each would
+// otherwise hold a cancel context, its channel and an entry in the session
+// context's children.
 type endCtx struct {
 	sess  *Session // the parent is its context
 	mu    sync.Mutex
@@ -66,8 +68,8 @@ func (c *endCtx) causeOf() error {
 	return context.Cause(c)
 }
 
-// innerLocked returns the real child, making it if needed.
-func (c *endCtx) innerLocked() context.Context {
+// realLocked returns the real child, making it if needed; c.mu is held.
+func (c *endCtx) realLocked() context.Context {
 	if c.real == nil {
 		r := &realCtx{}
 		if c.cause != nil {
@@ -102,7 +104,7 @@ func (c *endCtx) Deadline() (time.Time, bool) { return c.sess.ctx.Deadline() }
 func (c *endCtx) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.innerLocked().Done()
+	return c.realLocked().Done()
 }
 
 // Err returns nil while the context holds, then context.Canceled (or the
@@ -120,7 +122,7 @@ func (c *endCtx) Value(key any) any {
 	c.mu.Lock()
 	var inner context.Context
 	if c.real != nil || c.cause != nil {
-		inner = c.innerLocked()
+		inner = c.realLocked()
 	}
 	c.mu.Unlock()
 	if inner != nil {
