@@ -15,18 +15,16 @@ import (
 type belief struct {
 	c     *Coordinator
 	token uint64
-	index uint64           // raft index at which the grant was seen
-	sess  *session.Session // the session the grant was made to (life's)
-	life  *session.Belief
+	life  *session.Belief // and the session the grant was made to
 }
 
 // newBelief starts a belief of the given kind (leader, semaphore, shard)
 // under session s; its end is counted in the metrics.
-func newBelief(c *Coordinator, kind string, s *session.Session, token, index uint64) belief {
+func newBelief(c *Coordinator, kind string, s *session.Session, token uint64) belief {
 	life := session.NewBelief(s)
 	ctx := life.Context()
 	context.AfterFunc(ctx, func() { c.metrics.leaseEnded(kind, life.Start(), context.Cause(ctx)) })
-	return belief{c: c, token: token, index: index, sess: s, life: life}
+	return belief{c: c, token: token, life: life}
 }
 
 // Token returns the fencing token of this grant: larger than every token

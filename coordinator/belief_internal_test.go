@@ -29,7 +29,7 @@ func TestCheckpointRule(t *testing.T) {
 	s.Extend(time.Now().Add(until), until)
 	b := &belief{c: &Coordinator{cfg: Config{Session: SessionConfig{
 		LeaseMargin: margin,
-	}}}, sess: s, life: session.NewBelief(s)}
+	}}}, life: session.NewBelief(s)}
 
 	clk.now.Store(int64(until - margin))
 	if err := b.Checkpoint(); err != nil {
@@ -61,7 +61,7 @@ func BenchmarkBeliefCheckpoint(b *testing.B) {
 	defer s.End(ErrShutdown)
 	bl := &belief{c: &Coordinator{cfg: Config{Session: SessionConfig{
 		LeaseMargin: time.Second,
-	}}}, sess: s, life: session.NewBelief(s)}
+	}}}, life: session.NewBelief(s)}
 	for b.Loop() {
 		if err := bl.Checkpoint(); err != nil {
 			b.Fatal(err)

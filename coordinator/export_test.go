@@ -71,7 +71,7 @@ func ShardLeaseEnd(l *ShardLease) time.Time {
 	if t := l.endedAt(); !t.IsZero() {
 		return t
 	}
-	return l.sess.ValidUntil()
+	return l.life.Session().ValidUntil()
 }
 
 // ShardLeaseStart returns when this node began to believe the shard lease.

@@ -17,8 +17,8 @@ func newLeases(c *Coordinator) *leases.Part {
 	return leases.New(leases.Options{
 		View:        c.fsm.View,
 		WaitSession: c.waitSession,
-		Believe: func(s *session.Session, kind leases.Kind, token, index uint64) leases.Belief {
-			b := newBelief(c, kind.String(), s, token, index)
+		Believe: func(s *session.Session, kind leases.Kind, token, _ uint64) leases.Belief {
+			b := newBelief(c, kind.String(), s, token)
 			return grantBelief{&b}
 		},
 		AskLeader: func(ctx context.Context, r wire.WaitGrantRequest) (rep wire.WaitGrantReply, err error) {

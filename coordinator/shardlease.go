@@ -63,11 +63,13 @@ func (l *ShardLease) Shard() ShardID { return l.l.Shard() }
 // hand the shard off; the lease still holds until the handoff ends it.
 func (l *ShardLease) Revoked() <-chan struct{} { return l.l.Revoked() }
 
-// wrapShardLease makes the ShardLease of a lease the shard manager started;
-// its end is counted in the metrics.
+// wrapShardLease makes the ShardLease of a lease the shard manager started
+// (the manager reports its end: shardLeaseEnded).
 func (c *Coordinator) wrapShardLease(l *shards.Lease) *ShardLease {
-	life := l.Belief()
-	ctx := life.Context()
-	context.AfterFunc(ctx, func() { c.metrics.leaseEnded(kindShard, life.Start(), context.Cause(ctx)) })
-	return &ShardLease{belief: belief{c: c, token: l.Token(), index: l.Index(), sess: life.Session(), life: life}, l: l}
+	return &ShardLease{belief: belief{c: c, token: l.Token(), life: l.Belief()}, l: l}
+}
+
+// shardLeaseEnded counts a shard lease's end in the metrics.
+func (c *Coordinator) shardLeaseEnded(l *ShardLease, cause error) {
+	c.metrics.leaseEnded(kindShard, l.life.Start(), cause)
 }

@@ -33,6 +33,12 @@ func (c *Coordinator) balancerOptions() shards.BalancerOptions {
 // newShardManager wires the owner side of shard ownership to this node.
 func (c *Coordinator) newShardManager() *shards.Manager[*ShardLease] {
 	addr := c.serviceAddr()
+	// Without a handler there is nothing to call: no goroutine per grant.
+	var acquire func(context.Context, *ShardLease)
+	var release func(context.Context, *ShardLease) error
+	if h := c.cfg.Shards.Handler; h != nil {
+		acquire, release = h.Acquire, h.Release
+	}
 	return shards.NewManager(shards.Options[*ShardLease]{
 		View:    c.fsm.View,
 		Session: c.currentSession,
@@ -40,20 +46,12 @@ func (c *Coordinator) newShardManager() *shards.Manager[*ShardLease] {
 			_, err := c.applyRetry(ctx, cmd)
 			return err
 		},
-		IsNoSession: func(err error) bool { return errors.Is(err, wire.ErrNoSession) },
-		Stop:        c.ctx.Done(),
-		Wrap:        c.wrapShardLease,
-		Acquire: func(ctx context.Context, l *ShardLease) {
-			if h := c.cfg.Shards.Handler; h != nil {
-				h.Acquire(ctx, l)
-			}
-		},
-		Release: func(ctx context.Context, l *ShardLease) error {
-			if h := c.cfg.Shards.Handler; h != nil {
-				return h.Release(ctx, l)
-			}
-			return nil
-		},
+		IsNoSession:  func(err error) bool { return errors.Is(err, wire.ErrNoSession) },
+		Stop:         c.ctx.Done(),
+		Wrap:         c.wrapShardLease,
+		Acquire:      acquire,
+		Release:      release,
+		Ended:        c.shardLeaseEnded,
 		DrainTimeout: c.cfg.Shards.DrainTimeout,
 		NodeID:       c.id,
 		Addr:         addr,

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"sync"
 	"time"
 )
 
@@ -12,44 +11,59 @@ import (
 // ended by this node (End), or at a cap (CapAt) that later keepalives do
 // not move.
 type Belief struct {
-	sess   *Session
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	once   sync.Once
-	start  time.Time // when this node began to believe
+	start time.Time // when this node began to believe
+	ctx   endCtx    // its session, and its mu guards the fields below too
 
-	mu        sync.Mutex
-	endTime   time.Time          // when the belief ended by this node's own action
-	capUntil  time.Time          // non-zero: the belief ends then, whatever the session
-	capUntilC time.Duration      // capUntil on the session's clock
-	onCap     func(at time.Time) // ends the belief at its cap
-	capTimer  *bootTimer         // fires at capUntilC
+	endRan bool        // End ran (it runs once)
+	more   *beliefMore // made by End and CapAt: most beliefs never need it
 }
 
-// NewBelief starts a belief under s, beginning now.
+// beliefMore is what a belief holds only once it ended by this node's own
+// action or was capped.
+type beliefMore struct {
+	endTime time.Time          // when the belief ended by this node's own action
+	until   time.Time          // the cap: the belief ends then, whatever the session
+	untilC  time.Duration      // until on the session's clock
+	onCap   func(at time.Time) // ends the belief at its cap (nil: no cap)
+	timer   *bootTimer         // fires at untilC
+}
+
+// moreLocked returns b.more, making it if needed; b.ctx.mu is held.
+func (b *Belief) moreLocked() *beliefMore {
+	if b.more == nil {
+		b.more = &beliefMore{}
+	}
+	return b.more
+}
+
+// NewBelief starts a belief under s, beginning now. Its context registers
+// nothing with the session's until someone waits on it (see endCtx), so a
+// belief nobody waits on costs only its own memory.
 func NewBelief(s *Session) *Belief {
-	ctx, cancel := context.WithCancelCause(s.ctx)
-	return &Belief{sess: s, ctx: ctx, cancel: cancel, start: time.Now()}
+	b := &Belief{}
+	b.Init(s)
+	return b
+}
+
+// Init starts b, a zero Belief, under s, beginning now: NewBelief for a
+// belief that is a field of a larger value (one allocation, not two).
+func (b *Belief) Init(s *Session) {
+	b.ctx.sess, b.start = s, time.Now()
 }
 
 // Session returns the session the belief is held under.
-func (b *Belief) Session() *Session { return b.sess }
+func (b *Belief) Session() *Session { return b.ctx.sess }
 
 // Start returns when this node began to believe.
 func (b *Belief) Start() time.Time { return b.start }
 
 // Context returns a context cancelled when the belief ends; context.Cause
 // says why.
-func (b *Belief) Context() context.Context { return b.ctx }
+func (b *Belief) Context() context.Context { return &b.ctx }
 
 // Cause is nil while the belief holds, then why it ended. Unlike Observe
 // it does not read the clock.
-func (b *Belief) Cause() error {
-	if b.ctx.Err() == nil {
-		return nil
-	}
-	return context.Cause(b.ctx)
-}
+func (b *Belief) Cause() error { return b.ctx.causeOf() }
 
 // Observe reads the clock once, ends the belief if its session's deadline
 // or its cap has passed (after a suspend, before the timers noticed), and
@@ -58,20 +72,23 @@ func (b *Belief) Observe() time.Duration {
 	if b.ctx.Err() != nil {
 		return 0
 	}
-	now := b.sess.clock.Now()
-	left, ok := b.sess.leftAt(now)
+	now := b.ctx.sess.clock.Now()
+	left, ok := b.ctx.sess.leftAt(now)
 	if !ok {
 		return 0
 	}
-	b.mu.Lock()
-	onCap, at, capC := b.onCap, b.capUntil, b.capUntilC
-	b.mu.Unlock()
-	if onCap != nil {
-		if now >= capC {
-			onCap(at)
+	b.ctx.mu.Lock()
+	var c beliefMore
+	if b.more != nil {
+		c = *b.more
+	}
+	b.ctx.mu.Unlock()
+	if c.onCap != nil {
+		if now >= c.untilC {
+			c.onCap(c.until)
 			return 0
 		}
-		left = min(left, capC-now)
+		left = min(left, c.untilC-now)
 	}
 	if b.ctx.Err() != nil {
 		return 0
@@ -81,30 +98,32 @@ func (b *Belief) Observe() time.Duration {
 
 // Cancel ends the belief with cause without recording an end time or
 // running End's once: for a belief that was never handed out.
-func (b *Belief) Cancel(cause error) { b.cancel(cause) }
+func (b *Belief) Cancel(cause error) { b.ctx.end(cause) }
 
-// End cancels the belief with cause, recording at (or now, if zero) as its
-// end, and runs after once; it reports whether this call ended it.
+// End ends the belief with cause, recording at (or now, if zero) as its
+// end, and runs after once; it reports whether this call ended it (false
+// if it had ended already, by End, its cap or its session).
 func (b *Belief) End(cause error, at time.Time, after func()) bool {
-	ended := false
-	b.once.Do(func() {
-		ended = b.ctx.Err() == nil
-		if at.IsZero() {
-			at = time.Now()
-		}
-		b.mu.Lock()
-		if ended {
-			b.endTime = at
-		}
-		if b.capTimer != nil {
-			b.capTimer.Stop()
-		}
-		b.mu.Unlock()
-		b.cancel(cause)
-		if after != nil {
-			after()
-		}
-	})
+	b.ctx.mu.Lock()
+	if b.endRan {
+		b.ctx.mu.Unlock()
+		return false
+	}
+	b.endRan = true
+	if at.IsZero() {
+		at = time.Now()
+	}
+	ended := b.ctx.endLocked(cause)
+	if ended {
+		b.moreLocked().endTime = at
+	}
+	if b.more != nil && b.more.timer != nil {
+		b.more.timer.Stop()
+	}
+	b.ctx.mu.Unlock()
+	if after != nil {
+		after()
+	}
 	return ended
 }
 
@@ -113,14 +132,15 @@ func (b *Belief) End(cause error, at time.Time, after func()) bool {
 // runs when that instant comes first (it should End the belief). Only the
 // first call sets the cap.
 func (b *Belief) CapAt(onCap func(at time.Time)) {
-	until, untilC := b.sess.deadline()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.onCap != nil {
+	until, untilC := b.ctx.sess.deadline()
+	b.ctx.mu.Lock()
+	defer b.ctx.mu.Unlock()
+	m := b.moreLocked()
+	if m.onCap != nil {
 		return
 	}
-	b.capUntil, b.capUntilC, b.onCap = until, untilC, onCap
-	b.capTimer = afterBoot(b.sess.clock, untilC, b.sess.step, func() { onCap(until) })
+	m.until, m.untilC, m.onCap = until, untilC, onCap
+	m.timer = afterBoot(b.ctx.sess.clock, untilC, b.ctx.sess.step, func() { onCap(until) })
 }
 
 // EndedAt returns when the belief ended by this node's own action (resign,
@@ -128,12 +148,10 @@ func (b *Belief) CapAt(onCap func(at time.Time)) {
 // it has not ended or ended because its session's belief lapsed (then the
 // session's deadline is the end).
 func (b *Belief) EndedAt() time.Time {
-	select {
-	case <-b.ctx.Done():
-	default:
-		return time.Time{}
+	b.ctx.mu.Lock()
+	defer b.ctx.mu.Unlock()
+	if b.ctx.errLocked() != nil && b.more != nil {
+		return b.more.endTime
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.endTime
+	return time.Time{}
 }

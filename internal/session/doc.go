@@ -8,7 +8,9 @@
 // suspend sees its belief gone at once. A Belief is one grant's window
 // under a session (a leader lease, a shard lease, a permit); it may be
 // capped at the session's deadline of one moment, after which keepalives no
-// longer extend it. A Client keeps the node in a session: it opens one,
+// longer extend it. A Belief's context registers nothing with the session's
+// until someone waits on it, so a node may hold tens of thousands of shard
+// leases nobody waits on at a few dozen bytes each. A Client keeps the node in a session: it opens one,
 // sends a keepalive every TTL/3, extends the belief to the keepalive's send
 // time + TTL·(1 − drift) − margin once the local replica has caught up with
 // the answer, and closes a session whose belief ended before opening the

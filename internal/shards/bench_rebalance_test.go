@@ -3,7 +3,6 @@ package shards
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -137,39 +136,4 @@ func BenchmarkRebalanceJoin(b *testing.B) {
 		f.close()
 	}
 	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
-}
-
-// BenchmarkLeaseMemory measures what one owned shard costs the owner: the
-// live heap a Manager holds for 10,000 leases (lease, belief, context,
-// the maps' entries), per lease, reported as B/lease.
-func BenchmarkLeaseMemory(b *testing.B) {
-	const shards = 10_000
-	var per float64
-	for i := 0; i < b.N; i++ {
-		f := newFleet(b, shards)
-		before := liveHeap()
-		n := f.add("s0")
-		items := make([]fsm.ShardItem, shards)
-		for j := range items {
-			items[j] = fsm.ShardItem{Shard: uint32(j), Session: "s0"}
-		}
-		for _, chunk := range chunkItems(items) {
-			f.mustApply(fsm.Command{Op: fsm.OpShardGrant, Shard: &fsm.ShardCmd{Items: chunk}})
-		}
-		f.waitSettled("grants", shards)
-		// The table's own growth (about 32 bytes per shard) is in the
-		// figure; the replica is shared by every node in a real cluster.
-		per += float64(liveHeap()-before) / shards
-		runtime.KeepAlive(n)
-		f.close()
-	}
-	b.ReportMetric(per/float64(b.N), "B/lease")
-}
-
-// liveHeap returns the live heap after a collection.
-func liveHeap() int64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc)
 }

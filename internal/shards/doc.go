@@ -5,7 +5,9 @@
 // planning with shardown.Plan and committing grants, revokes and forced
 // releases. Both follow the table by its changes (fsm.View.ShardChanges)
 // rather than by rescanning it, so a rebalance costs what moves, and the
-// Manager commits the releases of many shards in one command.
+// Manager commits the releases of many shards in one command. The Manager
+// ends every lease itself and watches each session once, so a lease costs
+// one allocation and no callback registered in its context.
 //
 // Neither part knows the coordinator: each takes its neighbours (the
 // replica's views, a proposer, the session, a clock, the logger and its

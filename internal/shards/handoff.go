@@ -15,7 +15,7 @@ func (m *Manager[W]) revokeLocked(h *held[W]) {
 		return
 	}
 	h.revoked.fire(&m.fired)
-	h.life.CapAt(func(at time.Time) { h.life.End(m.o.Errors.Lost, at, nil) })
+	h.life.CapAt(func(at time.Time) { m.end(h, m.o.Errors.Lost, at) })
 	m.releases[h.shard] = h.token
 	m.goLocked(func() { m.handoff(h) })
 }
@@ -30,7 +30,7 @@ func (m *Manager[W]) handoff(h *held[W]) {
 		m.o.Log.Warn("shard release hook failed", "shard", h.shard, "token", h.token, "error", err)
 	}
 	cancel()
-	h.end(m.o.Errors.Revoked)
+	m.end(h, m.o.Errors.Revoked, time.Time{})
 	wait := time.NewTimer(max(m.o.DrainTimeout-time.Since(start), time.Millisecond))
 	select {
 	case <-h.hookDone.wait():

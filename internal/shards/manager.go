@@ -1,8 +1,6 @@
 package shards
 
 import (
-	"context"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +17,7 @@ type Lease struct {
 	shard    ShardID
 	token    uint64
 	index    uint64 // raft index at which the grant was seen
-	life     *session.Belief
+	life     session.Belief
 	revoked  signal // fires when the leader's revoke is seen
 	hookDone signal // fires when the Acquire callback returned
 }
@@ -34,7 +32,7 @@ func (l *Lease) Token() uint64 { return l.token }
 func (l *Lease) Index() uint64 { return l.index }
 
 // Belief returns the lease's belief: its context, its end and its cap.
-func (l *Lease) Belief() *session.Belief { return l.life }
+func (l *Lease) Belief() *session.Belief { return &l.life }
 
 // Revoked returns a channel closed once the leader has asked this node to
 // hand the shard off; the lease holds until the handoff ends it.
@@ -42,12 +40,10 @@ func (l *Lease) Revoked() <-chan struct{} { return l.revoked.wait() }
 
 func (l *Lease) sessionID() string { return l.life.Session().ID() }
 
-// end ends the lease with cause, now.
-func (l *Lease) end(cause error) bool { return l.life.End(cause, time.Time{}, nil) }
-
-// held is a live lease and the caller's value for it.
+// held is a live lease and the caller's value for it, in one allocation
+// with the lease's belief.
 type held[W any] struct {
-	*Lease
+	Lease
 	w W
 }
 
@@ -64,27 +60,32 @@ type Manager[W any] struct {
 	wg      sync.WaitGroup
 	drained atomic.Bool // sessions start drained (Drain was called, not Undrain)
 
-	mu       sync.Mutex
-	closed   bool
-	leases   map[ShardID]*held[W]
-	ended    map[ShardID]uint64 // highest token this node stopped believing, per shard
-	releases map[ShardID]uint64 // releases under way (token)
-	epoch    time.Time          // the origin of freeSeen's times
-	freeSeen []time.Duration    // per shard: when this node first saw it free, after epoch (0: not free)
-	synced   uint64             // index of the newest view synced
-	cursor   fsm.ShardCursor    // the newest view synced, for its changes
-	scanSess string             // session of the newest view synced
-	changes  []uint32           // Sync's buffer of changed shards
-	pending  []release          // releases waiting for the releaser
-	flushing bool               // the releaser is running
-	changed  chan struct{}      // closed and replaced when leases or releases change
-	fired    chan struct{}      // closed at once: the channel of signals that fired unwatched
+	mu     sync.Mutex
+	closed bool
+	// Per shard, indexed by shard ID: a few bytes a shard whoever owns
+	// it, where maps keyed by shard cost more per owned shard and never
+	// shrink after a node that owned most shards hands them off.
+	leases   []*held[W]                       // the lease of each shard (nil: none)
+	nLeases  int                              // non-nil entries of leases
+	ended    []uint64                         // highest token this node stopped believing, per shard
+	freeSeen []time.Duration                  // when this node first saw each shard free, after epoch (0: not free)
+	epoch    time.Time                        // the origin of freeSeen's times
+	releases map[ShardID]uint64               // releases under way (token)
+	synced   uint64                           // index of the newest view synced
+	cursor   fsm.ShardCursor                  // the newest view synced, for its changes
+	scanSess string                           // session of the newest view synced
+	changes  []uint32                         // Sync's buffer of changed shards
+	pending  []release                        // releases waiting for the releaser
+	watches  map[*session.Session]func() bool // the sessions of leases, until they end (stop functions)
+	flushing bool                             // the releaser is running
+	changed  chan struct{}                    // closed and replaced when leases or releases change
+	fired    chan struct{}                    // closed at once: the channel of signals that fired unwatched
 }
 
 // NewManager returns a Manager; call Start to have it follow the replica.
 func NewManager[W any](o Options[W]) *Manager[W] {
-	m := &Manager[W]{o: o.withDefaults(), stop: make(chan struct{}), leases: map[ShardID]*held[W]{},
-		ended: map[ShardID]uint64{}, releases: map[ShardID]uint64{}, epoch: time.Now(),
+	m := &Manager[W]{o: o.withDefaults(), stop: make(chan struct{}), releases: map[ShardID]uint64{}, epoch: time.Now(),
+		watches: map[*session.Session]func() bool{},
 		changed: make(chan struct{}), fired: make(chan struct{})}
 	close(m.fired)
 	o.Metrics.bind(m.Count, o.View)
@@ -139,15 +140,13 @@ func (m *Manager[W]) Sync(v *fsm.View, s *session.Session) {
 		sid = s.ID()
 	}
 	now := time.Now()
-	if n := v.ShardCount(); len(m.freeSeen) < n {
-		m.freeSeen = append(m.freeSeen, make([]time.Duration, n-len(m.freeSeen))...)
-	}
+	m.growLocked(v.ShardCount())
 	if sid == m.scanSess {
 		if ids, ok := v.ShardChanges(m.cursor, m.changes[:0]); ok {
 			m.changes, m.cursor = ids, v.ShardCursor()
 			for _, id := range ids {
 				sh, _ := v.Shard(id)
-				if h, ok := m.leases[ShardID(id)]; ok {
+				if h := m.leases[id]; h != nil {
 					m.checkLocked(v, h, sh)
 				}
 				m.scanLocked(v, s, sh, now)
@@ -157,13 +156,24 @@ func (m *Manager[W]) Sync(v *fsm.View, s *session.Session) {
 	}
 	m.cursor, m.scanSess = v.ShardCursor(), sid
 	for id, h := range m.leases {
-		sh, _ := v.Shard(uint32(id))
-		m.checkLocked(v, h, sh)
+		if h != nil {
+			sh, _ := v.Shard(uint32(id))
+			m.checkLocked(v, h, sh)
+		}
 	}
 	v.EachShard(func(sh fsm.Shard) bool {
 		m.scanLocked(v, s, sh, now)
 		return true
 	})
+}
+
+// growLocked sizes the per-shard slices for n shards.
+func (m *Manager[W]) growLocked(n int) {
+	if len(m.freeSeen) < n {
+		m.freeSeen = append(m.freeSeen, make([]time.Duration, n-len(m.freeSeen))...)
+		m.ended = append(m.ended, make([]uint64, n-len(m.ended))...)
+		m.leases = append(m.leases, make([]*held[W], n-len(m.leases))...)
+	}
 }
 
 // checkLocked ends lease h if cur (its shard's entry in v) shows it lost,
@@ -174,7 +184,7 @@ func (m *Manager[W]) checkLocked(v *fsm.View, h *held[W], cur fsm.Shard) {
 	}
 	switch {
 	case cur.State == fsm.ShardFree || cur.Owner != h.sessionID() || cur.Token != h.token:
-		h.end(m.o.Errors.Lost)
+		m.endLocked(h, m.o.Errors.Lost)
 	case cur.State == fsm.ShardRevoking:
 		m.revokeLocked(h)
 	}
@@ -193,7 +203,7 @@ func (m *Manager[W]) scanLocked(v *fsm.View, s *session.Session, sh fsm.Shard, n
 		m.freeSeen[id] = 0
 		return
 	}
-	if l, ok := m.leases[id]; ok && l.token == sh.Token {
+	if l := m.leases[id]; l != nil && l.token == sh.Token {
 		return
 	}
 	if sh.Token <= m.ended[id] || m.releases[id] == sh.Token {
@@ -208,19 +218,30 @@ func (m *Manager[W]) scanLocked(v *fsm.View, s *session.Session, sh fsm.Shard, n
 }
 
 // startLocked creates the lease of a shard granted to s and runs the
-// Acquire callback.
+// Acquire callback, if there is one. Nothing is registered in the lease's
+// context: the Manager ends the lease itself (and, when s ends, every lease
+// of s), so it learns of every end without a watch per lease.
 func (m *Manager[W]) startLocked(s *session.Session, id ShardID, token, index uint64) {
-	l := &Lease{shard: id, token: token, index: index, life: session.NewBelief(s)}
+	h := &held[W]{Lease: Lease{shard: id, token: token, index: index}}
+	h.life.Init(s)
+	l := &h.Lease
 	wait := time.Duration(0)
 	if t := m.freeSeen[id]; t != 0 {
 		wait = max(l.life.Start().Sub(m.epoch)-t, 0)
 		m.freeSeen[id] = 0
 	}
 	m.o.Metrics.waited(wait)
-	h := &held[W]{Lease: l, w: m.o.Wrap(l)}
+	h.w = m.o.Wrap(l)
+	if m.leases[id] == nil {
+		m.nLeases++
+	}
 	m.leases[id] = h
 	m.notifyLocked()
-	context.AfterFunc(l.life.Context(), func() { m.forget(h) })
+	m.watchLocked(s)
+	if m.o.Acquire == nil {
+		l.hookDone.fire(&m.fired)
+		return
+	}
 	m.goLocked(func() {
 		defer l.hookDone.fire(&m.fired)
 		m.o.Acquire(l.life.Context(), h.w)
@@ -237,20 +258,6 @@ func (m *Manager[W]) goLocked(f func()) {
 	}()
 }
 
-// forget drops an ended lease and remembers its token so it is never
-// believed again.
-func (m *Manager[W]) forget(h *held[W]) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ended[h.shard] < h.token {
-		m.ended[h.shard] = h.token
-	}
-	if m.leases[h.shard] == h {
-		delete(m.leases, h.shard)
-		m.notifyLocked()
-	}
-}
-
 func (m *Manager[W]) notifyLocked() {
 	close(m.changed)
 	m.changed = make(chan struct{})
@@ -259,17 +266,12 @@ func (m *Manager[W]) notifyLocked() {
 // Owned returns the values of the live leases, sorted by shard.
 func (m *Manager[W]) Owned() []W {
 	m.mu.Lock()
-	live := make([]*held[W], 0, len(m.leases))
+	defer m.mu.Unlock()
+	out := make([]W, 0, m.nLeases)
 	for _, h := range m.leases {
-		if h.life.Context().Err() == nil {
-			live = append(live, h)
+		if h != nil && h.life.Context().Err() == nil {
+			out = append(out, h.w)
 		}
-	}
-	m.mu.Unlock()
-	sort.Slice(live, func(i, j int) bool { return live[i].shard < live[j].shard })
-	out := make([]W, len(live))
-	for i, h := range live {
-		out[i] = h.w
 	}
 	return out
 }
@@ -280,7 +282,7 @@ func (m *Manager[W]) Count() int {
 	defer m.mu.Unlock()
 	n := 0
 	for _, h := range m.leases {
-		if h.life.Context().Err() == nil {
+		if h != nil && h.life.Context().Err() == nil {
 			n++
 		}
 	}
@@ -292,37 +294,5 @@ func (m *Manager[W]) Count() int {
 func (m *Manager[W]) state() (leases, releasing int, changed <-chan struct{}) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.leases), len(m.releases), m.changed
-}
-
-// End ends every lease with cause and stops creating new ones; handoffs
-// under way go on. It does not wait: Close does.
-func (m *Manager[W]) End(cause error) {
-	m.mu.Lock()
-	m.closed = true
-	all := make([]*held[W], 0, len(m.leases))
-	for _, h := range m.leases {
-		all = append(all, h)
-	}
-	m.mu.Unlock()
-	for _, h := range all {
-		h.end(cause)
-	}
-}
-
-// Close ends every lease with Errors.Shutdown, stops following the replica
-// and waits for every goroutine the Manager started: the Acquire and
-// Release callbacks (which must return once their context ends) and the
-// commits of releases (which end with their session). It is safe to call
-// more than once.
-func (m *Manager[W]) Close() {
-	m.End(m.o.Errors.Shutdown)
-	m.mu.Lock()
-	select {
-	case <-m.stop:
-	default:
-		close(m.stop)
-	}
-	m.mu.Unlock()
-	m.wg.Wait()
+	return m.nLeases, len(m.releases), m.changed
 }

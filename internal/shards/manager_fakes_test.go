@@ -155,7 +155,7 @@ func ended(t *testing.T, l *Lease) error {
 }
 
 // eventually polls cond for up to 10s.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); !cond(); {
 		if time.Now().After(deadline) {
