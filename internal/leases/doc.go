@@ -65,6 +65,24 @@
 // until it commits, for as long as the session lives: when the session
 // ends, everything it held or waited for goes with it.
 //
+// # Releases on the leader
+//
+// When this node leads (Options.Submit), Release returns as soon as raft
+// has taken the release in, without waiting for its commit. That is safe,
+// and a later acquire of the name by this node still finds it released:
+//
+//   - The belief ended before the release was proposed, and another
+//     holder is granted the name only when the release commits: two
+//     beliefs never overlap. Tokens come from the commits, as ever.
+//   - Raft's leader loop takes proposals one at a time and in order, so
+//     every command this node proposes or forwards afterwards comes after
+//     the release in the log, and is applied after it.
+//   - If this node stops leading before the release commits, the release
+//     may be lost: its commit is followed in the background and, if it may
+//     not have committed, settled (see Settlement). A later acquire that
+//     meanwhile still finds the old grant releases it by its request ID
+//     and asks again, as for any earlier request of the session.
+//
 // # Built on the grants
 //
 // Election is a client-go-style leader election loop over any lease handle
