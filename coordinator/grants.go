@@ -5,7 +5,6 @@ import (
 
 	"time"
 
-	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leases"
 	"github.com/holdfast-go/holdfast/internal/session"
 	"github.com/holdfast-go/holdfast/internal/wire"
@@ -29,14 +28,8 @@ func newLeases(c *Coordinator) *leases.Part {
 			}
 			return rep, wire.FromRemote(c.trans.Call(ctx, addr, wire.MethodWaitGrant, r, &rep))
 		},
-		Propose: c.node.Apply,
-		Submit: func(ctx context.Context, cmd fsm.Command) (func(context.Context) (wire.ApplyResult, error), error) {
-			a, err := c.node.Submit(ctx, cmd)
-			if err != nil {
-				return nil, err
-			}
-			return a.Wait, nil
-		},
+		Propose:        c.node.Apply,
+		Submit:         c.node.Hand,
 		ProposeRetry:   c.applyRetry,
 		Errors:         leaseErrors(),
 		AttemptTimeout: c.cfg.RPCTimeout,

@@ -14,12 +14,15 @@ import (
 // commands in, in order, and commits them (to the harness's replicas) only
 // when told to, or before the next command proposed through h.propose (a
 // later command of this node comes after them in the log). lose makes the
-// commands taken in fail instead, uncommitted (leadership lost).
+// commands taken in fail instead, uncommitted (leadership lost). remote
+// makes it a leader on another node: Submit returns no wait, and lost
+// commands are simply dropped.
 type fakeLeader struct {
-	h     *harness
-	mu    sync.Mutex
-	taken []*taken
-	lose  bool
+	h      *harness
+	mu     sync.Mutex
+	taken  []*taken
+	lose   bool
+	remote bool
 }
 
 type taken struct {
@@ -42,7 +45,11 @@ func (h *harness) submit(ctx context.Context, cmd fsm.Command) (func(context.Con
 	t := &taken{cmd: cmd, done: make(chan struct{})}
 	l.mu.Lock()
 	l.taken = append(l.taken, t)
+	remote := l.remote
 	l.mu.Unlock()
+	if remote {
+		return nil, nil
+	}
 	return func(ctx context.Context) (Result, error) {
 		select {
 		case <-t.done:
@@ -167,6 +174,63 @@ func TestReleaseOffLeaderWaitsForCommit(t *testing.T) {
 			}
 			if err := free(h.fsm.View(), k, "x"); err != nil {
 				t.Fatalf("after Release returned: %v", err)
+			}
+		})
+	}
+}
+
+// A release forwarded to a leader on another node returns once that leader
+// has taken it in; the part then watches its replica for the commit: once
+// the replica (lagging here) shows the grant gone, nothing is settled.
+func TestReleaseViaFollowerConfirmedOnReplica(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.String(), func(t *testing.T) {
+			h := newHarness(t)
+			l := h.becomeLeader()
+			l.remote = true
+			g := h.acquire(req(k, "x", true))
+			if err := g.Release(context.Background()); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			if free(h.fsm.View(), k, "x") == nil {
+				t.Fatal("the release committed before Release returned: it should only be taken in")
+			}
+			h.lag()
+			l.commitAll()
+			if free(h.fsm.View(), k, "x") == nil {
+				t.Fatal("the lagging replica shows the release")
+			}
+			h.catchUp()
+			poll(t, "the follower sees the release", func() error { return free(h.fsm.View(), k, "x") })
+			h.part.Close() // joins the follow: it must have ended without settling
+			if got := h.settled(k.label(opRelease)); got != 0 {
+				t.Fatalf("settlements %q = %v, want 0", k.label(opRelease), got)
+			}
+		})
+	}
+}
+
+// A release a remote leader took in but lost (it never commits) is settled
+// once the replica has not shown it for the attempt timeout.
+func TestReleaseViaFollowerLostIsSettled(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.String(), func(t *testing.T) {
+			h := newHarness(t)
+			l := h.becomeLeader()
+			l.remote = true
+			g := h.acquire(req(k, "x", true))
+			if err := g.Release(context.Background()); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			l.mu.Lock()
+			l.taken = nil // the leader lost it
+			l.mu.Unlock()
+			h.mu.Lock()
+			h.leader = nil // the settlement goes through Propose
+			h.mu.Unlock()
+			poll(t, "the settled release commits", func() error { return free(h.fsm.View(), k, "x") })
+			if got := h.settled(k.label(opRelease)); got != 1 {
+				t.Fatalf("settlements %q = %v, want 1", k.label(opRelease), got)
 			}
 		})
 	}

@@ -42,11 +42,64 @@ func (n *Node) Submit(ctx context.Context, cmd fsm.Command) (*PendingApply, erro
 	if err != nil {
 		return nil, err
 	}
+	return n.submitTracked(ctx, data)
+}
+
+// SubmitData is Submit of an encoded command, whose commit nobody here
+// waits for: the leader's side of a forwarded wire.ApplyRequest.Accept.
+func (n *Node) SubmitData(ctx context.Context, data []byte) error {
+	_, err := n.submitTracked(ctx, data)
+	return err
+}
+
+// submitTracked hands data to raft on this node, which must lead, and
+// makes it the command WaitSubmitted waits for.
+func (n *Node) submitTracked(ctx context.Context, data []byte) (*PendingApply, error) {
 	a, err := n.submitLocal(ctx, data)
 	if err == nil {
 		n.lastSubmit.Store(a)
 	}
 	return a, err
+}
+
+// Hand proposes cmd and returns once raft on the leader has taken it in,
+// ahead of every command this node proposes or forwards afterwards,
+// without waiting for its commit. On the leader it is Submit, and wait
+// follows the commit. On another node the command is forwarded once with
+// wire.ApplyRequest.Accept: wait is then nil, as nothing here follows the
+// commit (a leader that answers only after the commit yields a wait that
+// returns its answer). After an error the command may or may not have been
+// taken in.
+func (n *Node) Hand(ctx context.Context, cmd fsm.Command) (wait func(context.Context) (wire.ApplyResult, error), err error) {
+	addr, self := n.LeaderRPCAddr()
+	switch {
+	case self:
+		a, err := n.Submit(ctx, cmd)
+		if err != nil {
+			return nil, err
+		}
+		return a.Wait, nil
+	case addr == "":
+		return nil, wire.ErrNoLeader
+	}
+	data, err := fsm.Encode(cmd)
+	if err != nil {
+		return nil, err
+	}
+	req := wire.ApplyRequest{Data: data, Accept: true}
+	if dl, ok := ctx.Deadline(); ok {
+		req.BudgetNanos = max(int64(time.Until(dl)), 1)
+	}
+	var res wire.ApplyResult
+	err = wire.FromRemote(n.opts.Trans.Call(ctx, addr, wire.MethodApply, req, &res))
+	n.maybeDuplicate(addr, req)
+	switch {
+	case err != nil:
+		return nil, err
+	case res.Accepted:
+		return nil, nil
+	}
+	return func(context.Context) (wire.ApplyResult, error) { return res, nil }, nil
 }
 
 // WaitSubmitted waits until every command Submit took in before the call
