@@ -49,10 +49,10 @@ func (g *Grant) end(cause error) bool { return g.belief.End(cause) }
 // With Options.Submit, Release returns once raft on the leader has taken
 // the release in, ahead of every later command of this node, and follows
 // its commit in the background (see "Releases before their commit" in the
-// package doc). The release is always delivered: if ctx ends before it commits, Release
-// returns an error wrapping ctx's and the release goes on in the
-// background for as long as the session lives (the session's end frees
-// the grant anyway). It returns nil if the grant had already ended, and
+// package doc). The release is always delivered: if ctx ends before it
+// commits, Release returns an error wrapping ctx's and the release goes on
+// in the background for as long as the session lives (the session's end
+// frees the grant anyway). It returns nil if the grant had already ended, and
 // Errors.Shutdown (the session's close frees the grant) once the node
 // shuts down.
 func (g *Grant) Release(ctx context.Context) error {

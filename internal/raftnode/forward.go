@@ -34,9 +34,10 @@ type ForwardOptions struct {
 
 // ServeForwards returns the handler of wire.MethodApply: it commits
 // commands forwarded by other nodes through opts.Apply (or, for a request
-// with Accept, hands them to raft through opts.Submit and answers at once),
-// at most opts.Limit at once, each within the budget its sender gave it (counted from the
-// request's arrival: the nodes' clocks are not compared). A command
+// with Accept, hands them to raft through opts.Submit and answers at
+// once), at most opts.Limit at once, each within the budget its sender
+// gave it (counted from the request's arrival: the nodes' clocks are not
+// compared). A command
 // refused for the limit, or whose budget ran out before it was proposed,
 // is answered with wire.ErrBusy and never proposed.
 func ServeForwards(opts ForwardOptions) wire.HandlerFunc {
