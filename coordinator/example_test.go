@@ -49,6 +49,10 @@ func ExampleCoordinator_Acquire() {
 	if err := l.Release(ctx); err != nil {
 		panic(err)
 	}
+	// The replica may lag this node's own requests: Sync reads after them.
+	if err := c.Sync(ctx); err != nil {
+		panic(err)
+	}
 	_, held := c.Holder("scheduler")
 	fmt.Println("after release: held:", held, "lease error:", l.Err())
 	// Output:

@@ -29,6 +29,7 @@ func newLeases(c *Coordinator) *leases.Part {
 			return rep, wire.FromRemote(c.trans.Call(ctx, addr, wire.MethodWaitGrant, r, &rep))
 		},
 		Propose:        c.node.Apply,
+		Submit:         c.node.Hand,
 		ProposeRetry:   c.applyRetry,
 		Errors:         leaseErrors(),
 		AttemptTimeout: c.cfg.RPCTimeout,

@@ -24,11 +24,15 @@ func (l *Lease) Name() string { return l.g.Name() }
 
 // Release ends the lease: the local context is cancelled first (at once,
 // whatever ctx), then the release is committed and the lease passes to the
-// next waiter. The release is always delivered: if ctx ends before it
-// commits, Release returns ctx's error and the node goes on delivering it
-// in the background for as long as its session lives (the session's end
-// releases the lease anyway). It returns nil if the lease had already
-// ended.
+// next waiter. Release returns once raft on the leader has taken the
+// release in, ahead of every later request of this node (its next Acquire
+// of the name is granted as if the release had committed), and the commit
+// goes on in the background; a Sync started after Release returned reads
+// after it. The release is always delivered: if ctx ends
+// before it commits, Release returns ctx's error and the node goes on
+// delivering it in the background for as long as its session lives (the
+// session's end releases the lease anyway). It returns nil if the lease
+// had already ended.
 func (l *Lease) Release(ctx context.Context) error { return l.g.Release(ctx) }
 
 // Holder returns who holds the named lease (node, address, session and

@@ -22,6 +22,7 @@ func (c *Coordinator) newDispatcher() *wire.Dispatcher {
 		Metrics: c.metrics.raft,
 		Log:     c.log,
 		Apply:   c.node.ApplyLocal,
+		Submit:  c.node.SubmitData,
 	}))
 	d.Handle(wire.MethodRemove, c.node.ServeRemove)
 	d.Handle(wire.MethodSync, c.reads().ServeSync)

@@ -39,10 +39,11 @@ func (p *Permit) Limit() int { return p.g.Limit() }
 
 // Release gives the permit up: the local context is cancelled first (cause
 // ErrReleased), then the release is committed and the freed permit goes to
-// the first waiter. If ctx ends before the release commits, Release
-// returns ctx's error and the node goes on delivering it in the background
-// for as long as its session lives. It returns nil if the permit had
-// already ended.
+// the first waiter. Release returns once raft on the leader has taken the
+// release in, as Lease.Release does. If ctx ends before the
+// release commits, Release returns ctx's error and the node goes on
+// delivering it in the background for as long as its session lives. It
+// returns nil if the permit had already ended.
 func (p *Permit) Release(ctx context.Context) error { return p.g.Release(ctx) }
 
 // AcquireSemaphore blocks until this node holds one of the limit permits

@@ -31,6 +31,10 @@ func ExampleCoordinator_AcquireSemaphore() {
 	if err := p1.Release(ctx); err != nil {
 		panic(err)
 	}
+	// The replica may lag this node's own requests: Sync reads after them.
+	if err := c.Sync(ctx); err != nil {
+		panic(err)
+	}
 	fmt.Println("after release: holders:", len(c.Semaphore("workers")), "permit error:", p1.Err())
 	_ = p2.Release(ctx)
 	// Output:

@@ -46,10 +46,13 @@ func (g *Grant) end(cause error) bool { return g.belief.End(cause) }
 
 // Release gives the grant up: the belief ends first (cause
 // Errors.Resigned, at once, whatever ctx), then the release is committed.
-// The release is always delivered: if ctx ends before it commits, Release
-// returns an error wrapping ctx's and the release goes on in the
-// background for as long as the session lives (the session's end frees
-// the grant anyway). It returns nil if the grant had already ended, and
+// With Options.Submit, Release returns once raft on the leader has taken
+// the release in, ahead of every later command of this node, and follows
+// its commit in the background (see "Releases before their commit" in the
+// package doc). The release is always delivered: if ctx ends before it
+// commits, Release returns an error wrapping ctx's and the release goes on
+// in the background for as long as the session lives (the session's end
+// frees the grant anyway). It returns nil if the grant had already ended, and
 // Errors.Shutdown (the session's close frees the grant) once the node
 // shuts down.
 func (g *Grant) Release(ctx context.Context) error {
@@ -61,6 +64,9 @@ func (g *Grant) Release(ctx context.Context) error {
 		// background: a later local acquire that still finds this grant
 		// releases it by its request ID too.
 		defer func() { <-g.slot }()
+	}
+	if g.p.submitRelease(ctx, g.kind, g.sess, g.name, g.req, g.token, g.index) {
+		return nil // the leader has it, ahead of this node's next command
 	}
 	err := g.p.giveUp(ctx, g.kind, g.sess, g.name, g.req, g.token, opRelease)
 	switch {

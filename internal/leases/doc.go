@@ -65,6 +65,34 @@
 // until it commits, for as long as the session lives: when the session
 // ends, everything it held or waited for goes with it.
 //
+// # Releases before their commit
+//
+// With Options.Submit, Release returns as soon as raft on the leader has
+// taken the release in, without waiting for its commit: on the leader at
+// once, on a follower when the leader answers the forwarded release
+// (wire.ApplyRequest.Accept). That is safe, and a later acquire of the name
+// by this node still finds it released:
+//
+//   - The belief ended before the release was proposed, and another
+//     holder is granted the name only when the release commits: two
+//     beliefs never overlap. Tokens come from the commits, as ever.
+//   - Raft's leader loop takes proposals one at a time and in order, and
+//     the leader answered only after taking the release in, so every
+//     command this node proposes or forwards afterwards comes after the
+//     release in the log, and is applied after it.
+//   - The release may still be lost if the leader loses its lead before it
+//     commits. Its commit is followed in the background: on the leader
+//     through raft's answer, on a follower by watching the replica, at or
+//     past the grant's index, until it no longer shows the grant. If that
+//     does not happen within Options.AttemptTimeout, the release is
+//     settled (see Settlement); repeating it is harmless, as it names its
+//     request. A later acquire that meanwhile still finds the old grant
+//     releases it by its request ID and asks again, as for any earlier
+//     request of the session.
+//   - A read index the leader serves waits for the commands it took in
+//     this way, so a Sync anywhere that starts after Release returned
+//     reads after the release.
+//
 // # Built on the grants
 //
 // Election is a client-go-style leader election loop over any lease handle

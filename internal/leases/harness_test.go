@@ -75,6 +75,9 @@ type harness struct {
 	fault func(cmd fsm.Command) fault
 	// cancel is the caller context's cancel used by cancelAfter.
 	cancel context.CancelFunc
+	// leader, if set, is the fake leader Options.Submit hands releases to
+	// (nil: this node does not lead; see submit_test.go).
+	leader *fakeLeader
 
 	reqSeq atomic.Uint64
 }
@@ -96,6 +99,7 @@ func newHarness(t *testing.T) *harness {
 		},
 		AskLeader:      h.askLeader,
 		Propose:        h.propose,
+		Submit:         h.submit,
 		ProposeRetry:   h.proposeRetry,
 		Errors:         Errors{Shutdown: errShutdown, Rejected: errRejected, NoSession: errNoSession, Held: errHeld, Resigned: errResigned, Lost: errLost},
 		AttemptTimeout: time.Second,
@@ -229,8 +233,9 @@ func (h *harness) propose(ctx context.Context, cmd fsm.Command) (Result, error) 
 	}
 	h.mu.Lock()
 	h.proposed = append(h.proposed, cmd)
-	faultOf, cancel := h.fault, h.cancel
+	faultOf, cancel, leader := h.fault, h.cancel, h.leader
 	h.mu.Unlock()
+	leader.commitAll() // the commands taken in before this one come first
 	f := pass
 	if faultOf != nil {
 		f = faultOf(cmd)

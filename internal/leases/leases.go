@@ -67,6 +67,14 @@ type Options struct {
 	// Propose commits cmd once (locally or forwarded to the leader); an
 	// error other than a refusal may leave the outcome unknown. Required.
 	Propose func(ctx context.Context, cmd fsm.Command) (Result, error)
+	// Submit, if set, hands cmd to raft on the leader and returns once the
+	// leader has taken it in, ahead of every command this node proposes or
+	// forwards later, without waiting for the commit. wait, if not nil,
+	// delivers the commit's outcome as Propose would; nil means nothing
+	// follows the commit and the part watches its replica for it. After an
+	// error the command may or may not have been taken in. Nil Submit: a
+	// release always waits for its commit.
+	Submit func(ctx context.Context, cmd fsm.Command) (wait func(context.Context) (Result, error), err error)
 	// ProposeRetry commits cmd, retrying while its outcome is unknown, until
 	// it commits, is refused, or ctx ends. Required.
 	ProposeRetry func(ctx context.Context, cmd fsm.Command) (Result, error)

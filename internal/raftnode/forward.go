@@ -26,12 +26,18 @@ type ForwardOptions struct {
 	Log     *slog.Logger
 	// Apply commits a command on this node (Node.ApplyLocal).
 	Apply func(ctx context.Context, data []byte) (wire.ApplyResult, error)
+	// Submit hands a command to raft on this node without waiting for its
+	// commit (Node.SubmitData): it answers wire.ApplyRequest.Accept. Nil:
+	// such a command is committed and answered as any other.
+	Submit func(ctx context.Context, data []byte) error
 }
 
 // ServeForwards returns the handler of wire.MethodApply: it commits
-// commands forwarded by other nodes through opts.Apply, at most opts.Limit
-// at once, each within the budget its sender gave it (counted from the
-// request's arrival: the nodes' clocks are not compared). A command
+// commands forwarded by other nodes through opts.Apply (or, for a request
+// with Accept, hands them to raft through opts.Submit and answers at
+// once), at most opts.Limit at once, each within the budget its sender
+// gave it (counted from the request's arrival: the nodes' clocks are not
+// compared). A command
 // refused for the limit, or whose budget ran out before it was proposed,
 // is answered with wire.ErrBusy and never proposed.
 func ServeForwards(opts ForwardOptions) wire.HandlerFunc {
@@ -64,6 +70,12 @@ func ServeForwards(opts ForwardOptions) wire.HandlerFunc {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, left)
 				defer cancel()
+			}
+			if req.Accept && opts.Submit != nil {
+				if err := opts.Submit(ctx, req.Data); err != nil {
+					return wire.ApplyResult{}, err
+				}
+				return wire.ApplyResult{Accepted: true}, nil
 			}
 			return opts.Apply(ctx, req.Data)
 		})(ctx, body)

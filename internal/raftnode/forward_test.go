@@ -159,3 +159,41 @@ func TestForwardsBeyondTheLimitAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardWithAcceptIsAnsweredOnceTakenIn: a forwarded command that asks
+// for Accept is handed to Submit and answered Accepted at once, without
+// Apply; without a Submit the leader commits it and answers as usual.
+func TestForwardWithAcceptIsAnsweredOnceTakenIn(t *testing.T) {
+	apply := func(context.Context, []byte) (wire.ApplyResult, error) { return wire.ApplyResult{Index: 9}, nil }
+	send := func(d *wire.Dispatcher) wire.ApplyResult {
+		t.Helper()
+		body, err := transport.Encode(wire.ApplyRequest{Data: []byte("cmd"), Accept: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := d.ServeRPC(context.Background(), wire.MethodApply, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res wire.ApplyResult
+		if err := transport.Decode(raw, &res); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	var submitted, applied atomic.Int64
+	d := wire.NewDispatcher(nil)
+	d.Handle(wire.MethodApply, ServeForwards(ForwardOptions{Limit: 1,
+		Apply:  func(ctx context.Context, b []byte) (wire.ApplyResult, error) { applied.Add(1); return apply(ctx, b) },
+		Submit: func(context.Context, []byte) error { submitted.Add(1); return nil }}))
+	if res := send(d); !res.Accepted || submitted.Load() != 1 || applied.Load() != 0 {
+		t.Fatalf("with Submit: %+v, %d submitted, %d applied; want Accepted, 1, 0", res, submitted.Load(), applied.Load())
+	}
+	old := newForwards(1, apply) // a leader without Submit
+	if res, _ := old.forward(t, 0); res.Accepted || res.Index != 9 {
+		t.Fatalf("without Submit: %+v, want the commit's answer", res)
+	}
+	if res := send(old.d); res.Accepted || res.Index != 9 {
+		t.Fatalf("Accept without Submit: %+v, want the commit's answer", res)
+	}
+}

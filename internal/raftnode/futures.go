@@ -32,26 +32,50 @@ type Futures struct {
 // waits for the future or ctx, whichever ends first. Once closing began it
 // returns wire.ErrShutdown without calling mk.
 func Issue[F raft.Future](ctx context.Context, fs *Futures, mk func() F) (F, error) {
+	p, err := StartFuture(fs, mk)
+	if err != nil {
+		var none F
+		return none, err
+	}
+	return p.Wait(ctx)
+}
+
+// Pending is a raft future started through Futures (StartFuture), to be
+// waited on with Wait.
+type Pending[F raft.Future] struct {
+	f    F
+	done chan struct{} // closed once the future is answered (err set)
+	err  error
+}
+
+// StartFuture calls mk (which starts a raft request and returns its
+// future) and counts the future until it is answered, without waiting for
+// it. Once closing began it returns wire.ErrShutdown without calling mk.
+func StartFuture[F raft.Future](fs *Futures, mk func() F) (*Pending[F], error) {
 	fs.mu.Lock()
 	if fs.closed {
 		fs.mu.Unlock()
-		var none F
-		return none, wire.ErrShutdown
+		return nil, wire.ErrShutdown
 	}
 	fs.n++
 	fs.mu.Unlock()
-	f := mk()
-	done := make(chan error, 1)
+	p := &Pending[F]{f: mk(), done: make(chan struct{})}
 	go func() {
-		err := f.Error()
+		p.err = p.f.Error()
 		fs.done()
-		done <- err
+		close(p.done)
 	}()
+	return p, nil
+}
+
+// Wait waits for the future or ctx, whichever ends first. It is safe for
+// concurrent use; every call after the answer returns it.
+func (p *Pending[F]) Wait(ctx context.Context) (F, error) {
 	select {
-	case err := <-done:
-		return f, err
+	case <-p.done:
+		return p.f, p.err
 	case <-ctx.Done():
-		return f, ctx.Err()
+		return p.f, ctx.Err()
 	}
 }
 

@@ -114,6 +114,7 @@ type Node struct {
 	stopped    bool // Stop began: spawn refuses
 	wg         sync.WaitGroup
 	dupForward atomic.Pointer[func() (time.Duration, bool)]
+	lastSubmit atomic.Pointer[PendingApply] // the last command Submit took in
 	dupsSent   atomic.Int64
 }
 

@@ -20,18 +20,128 @@ import (
 // wire.ErrLeaseHeld where they apply, and the state machine's error) along
 // with the result, which still describes the lease for a refused acquire.
 func (n *Node) ApplyLocal(ctx context.Context, data []byte) (wire.ApplyResult, error) {
+	p, err := n.submitLocal(ctx, data)
+	if err != nil {
+		return wire.ApplyResult{}, err
+	}
+	return p.Wait(ctx)
+}
+
+// Submit proposes cmd on this node, which must lead (otherwise a
+// *wire.NotLeaderError, and nothing was proposed), and returns as soon as
+// raft has taken the command in, without waiting for its commit: raft's
+// leader loop takes proposals one at a time, in order, so every command
+// this node proposes or forwards afterwards comes after it in the log, or
+// (if this node stops leading first) the command fails, which the returned
+// PendingApply reports. Its Wait answers as ApplyLocal does. A read index
+// this node serves waits for its submitted commands (WaitSubmitted), so a
+// Sync it serves, for any node, that starts after Submit returned sees the
+// command if it committed.
+func (n *Node) Submit(ctx context.Context, cmd fsm.Command) (*PendingApply, error) {
+	data, err := fsm.Encode(cmd)
+	if err != nil {
+		return nil, err
+	}
+	return n.submitTracked(ctx, data)
+}
+
+// SubmitData is Submit of an encoded command, whose commit nobody here
+// waits for: the leader's side of a forwarded wire.ApplyRequest.Accept.
+func (n *Node) SubmitData(ctx context.Context, data []byte) error {
+	_, err := n.submitTracked(ctx, data)
+	return err
+}
+
+// submitTracked hands data to raft on this node, which must lead, and
+// makes it the command WaitSubmitted waits for.
+func (n *Node) submitTracked(ctx context.Context, data []byte) (*PendingApply, error) {
+	a, err := n.submitLocal(ctx, data)
+	if err == nil {
+		n.lastSubmit.Store(a)
+	}
+	return a, err
+}
+
+// Hand proposes cmd and returns once raft on the leader has taken it in,
+// ahead of every command this node proposes or forwards afterwards,
+// without waiting for its commit. On the leader it is Submit, and wait
+// follows the commit. On another node the command is forwarded once with
+// wire.ApplyRequest.Accept: wait is then nil, as nothing here follows the
+// commit (a leader that answers only after the commit yields a wait that
+// returns its answer). After an error the command may or may not have been
+// taken in.
+func (n *Node) Hand(ctx context.Context, cmd fsm.Command) (wait func(context.Context) (wire.ApplyResult, error), err error) {
+	addr, self := n.LeaderRPCAddr()
+	switch {
+	case self:
+		a, err := n.Submit(ctx, cmd)
+		if err != nil {
+			return nil, err
+		}
+		return a.Wait, nil
+	case addr == "":
+		return nil, wire.ErrNoLeader
+	}
+	data, err := fsm.Encode(cmd)
+	if err != nil {
+		return nil, err
+	}
+	req := wire.ApplyRequest{Data: data, Accept: true}
+	if dl, ok := ctx.Deadline(); ok {
+		req.BudgetNanos = max(int64(time.Until(dl)), 1)
+	}
+	var res wire.ApplyResult
+	err = wire.FromRemote(n.opts.Trans.Call(ctx, addr, wire.MethodApply, req, &res))
+	n.maybeDuplicate(addr, req)
+	switch {
+	case err != nil:
+		return nil, err
+	case res.Accepted:
+		return nil, nil
+	}
+	return func(context.Context) (wire.ApplyResult, error) { return res, nil }, nil
+}
+
+// WaitSubmitted waits until every command Submit took in before the call
+// has been answered (committed or failed), or ctx ends (its error). Raft
+// commits in log order, so waiting for the last one is enough.
+func (n *Node) WaitSubmitted(ctx context.Context) error {
+	if a := n.lastSubmit.Load(); a != nil {
+		if _, err := a.p.Wait(ctx); err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// PendingApply is a command handed to raft on the leader (Submit), whose
+// commit has not been waited for.
+type PendingApply struct{ p *Pending[raft.ApplyFuture] }
+
+// submitLocal hands data to raft on this node, which must lead.
+func (n *Node) submitLocal(ctx context.Context, data []byte) (*PendingApply, error) {
 	if n.raft.State() != raft.Leader {
 		addr, _ := n.LeaderRPCAddr()
-		return wire.ApplyResult{}, &wire.NotLeaderError{Leader: addr}
+		return nil, &wire.NotLeaderError{Leader: addr}
 	}
 	if err := ctx.Err(); err != nil {
-		return wire.ApplyResult{}, err // nobody waits for the answer: do not propose
+		return nil, err // nobody waits for the answer: do not propose
 	}
 	timeout := n.opts.RPCTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
-	f, err := Issue(ctx, n.opts.Futures, func() raft.ApplyFuture { return n.raft.Apply(data, timeout) })
+	p, err := StartFuture(n.opts.Futures, func() raft.ApplyFuture { return n.raft.Apply(data, timeout) })
+	if err != nil {
+		return nil, err
+	}
+	return &PendingApply{p}, nil
+}
+
+// Wait waits for the commit (or ctx's end) and returns the state
+// machine's answer, as ApplyLocal does. It is safe for concurrent use.
+func (a *PendingApply) Wait(ctx context.Context) (wire.ApplyResult, error) {
+	f, err := a.p.Wait(ctx)
 	if err != nil {
 		if errors.Is(err, raft.ErrNotLeader) {
 			return wire.ApplyResult{}, &wire.NotLeaderError{}

@@ -84,10 +84,15 @@ func (r Reads) ServeSync(ctx context.Context, _ []byte) ([]byte, error) {
 	return transport.Encode(wire.SyncReply{Index: index})
 }
 
-// ReadIndex is the leader's side of Sync: Confirm confirms the commit
-// index at the request's arrival, and ReadIndex returns the index of the
-// last command at or below it, once this node's replica has applied it.
+// ReadIndex is the leader's side of Sync: once the commands this node
+// submitted before the request's arrival are answered (Node.Submit
+// returns before the commit), Confirm confirms the commit index, and
+// ReadIndex returns the index of the last command at or below it, once
+// this node's replica has applied it.
 func (r Reads) ReadIndex(ctx context.Context) (uint64, error) {
+	if err := r.Node.WaitSubmitted(ctx); err != nil {
+		return 0, err
+	}
 	commit, err := r.Confirm(ctx, r.Node.raft.CommitIndex)
 	if err != nil {
 		return 0, err

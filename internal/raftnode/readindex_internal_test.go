@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -102,5 +103,39 @@ func TestFollowLeadershipRunsDutiesPerTerm(t *testing.T) {
 	}
 	if changes != 3 {
 		t.Fatalf("%d leadership changes seen, want 3", changes)
+	}
+}
+
+// applyFuture is a raft.ApplyFuture answered when its channel delivers.
+type applyFuture struct{ chanFuture }
+
+func (applyFuture) Index() uint64         { return 1 }
+func (applyFuture) Response() interface{} { return nil }
+
+// TestReadIndexWaitsForSubmitted: a read index waits until the commands
+// this node submitted (Submit returns before their commit) are answered,
+// so a Sync that starts after a Submit returned reads after it.
+func TestReadIndexWaitsForSubmitted(t *testing.T) {
+	var fs Futures
+	f := applyFuture{make(chanFuture, 1)}
+	p, err := StartFuture(&fs, func() raft.ApplyFuture { return f })
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{stores: &stores{logs: raft.NewInmemStore()}}
+	n.lastSubmit.Store(&PendingApply{p})
+	confirmed := false
+	r := Reads{Node: n, Replica: fsm.New(), Confirm: func(context.Context, func() uint64) (uint64, error) {
+		confirmed = true
+		return 0, nil
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := r.ReadIndex(ctx); !errors.Is(err, context.DeadlineExceeded) || confirmed {
+		t.Fatalf("read index with a submitted command unanswered: %v (confirmed %v); want it to wait", err, confirmed)
+	}
+	f.chanFuture <- nil
+	if _, err := r.ReadIndex(context.Background()); err != nil || !confirmed {
+		t.Fatalf("read index once the command was answered: %v (confirmed %v)", err, confirmed)
 	}
 }

@@ -15,6 +15,10 @@ type ApplyRequest struct {
 	// means unbounded. The leader drops the command unapplied once that
 	// much time has passed since the request reached it.
 	BudgetNanos int64 `msgpack:"budget,omitempty"`
+	// Accept asks the leader to answer as soon as raft has taken the
+	// command in, before it commits (ApplyResult.Accepted). A leader that
+	// does not know the field answers after the commit, as for any command.
+	Accept bool `msgpack:"accept,omitempty"`
 }
 
 // ApplyResult is what a committed command returned (the reply to
@@ -28,6 +32,11 @@ type ApplyResult struct {
 	Noop    bool   `msgpack:"noop"`
 	Stale   bool   `msgpack:"stale,omitempty"`
 	Count   int    `msgpack:"count"`
+	// Accepted answers ApplyRequest.Accept: raft on the leader has taken
+	// the command in, ahead of every command that reaches the leader after
+	// this answer, and it has not committed yet; the other fields are
+	// empty.
+	Accepted bool `msgpack:"accepted,omitempty"`
 }
 
 // RemoveRequest asks the leader to remove server ID (MethodRemove).

@@ -1,0 +1,85 @@
+package leases
+
+import (
+	"context"
+	"errors"
+
+	"github.com/holdfast-go/holdfast/internal/session"
+)
+
+// A release handed to the leader (Options.Submit) returns once raft on the
+// leader has taken it in, and its commit is followed here in the
+// background; see "Releases before their commit" in the package doc.
+
+// submitRelease hands the release of request req (granted at index, with
+// token) to the leader and follows its commit in the background. It reports
+// false when the release may not have been taken in (no Submit, no leader,
+// an error on the way): the caller then commits the release itself, which
+// a release's request ID makes safe to repeat.
+func (p *Part) submitRelease(ctx context.Context, k Kind, s *session.Session, name string, req, token, index uint64) bool {
+	if p.o.Submit == nil {
+		return false
+	}
+	wait, err := p.o.Submit(ctx, k.ReleaseCmd(name, s.ID(), req, token))
+	if err != nil {
+		return false
+	}
+	r := release{k: k, s: s, name: name, req: req, token: token, index: index}
+	if !p.spawn(func() { p.follow(r, wait) }) {
+		// Close began: the commit is not followed (the session's close
+		// frees whatever the release did not).
+		p.o.Log.Debug("not following a lease release: shutting down", "lease", name, "request", req)
+	}
+	return true
+}
+
+// release is a submitted release whose commit is followed.
+type release struct {
+	k                 Kind
+	s                 *session.Session
+	name              string
+	req, token, index uint64
+}
+
+// follow waits, until the session ends, the part ends, or AttemptTimeout
+// passes, for the commit of a submitted release: through wait, or (wait
+// nil) until the replica, at or past the grant's index, no longer shows
+// the grant. It settles the release in the background if it may not have
+// committed.
+func (p *Part) follow(r release, wait func(context.Context) (Result, error)) {
+	ctx, cancel := context.WithTimeout(r.s.Context(), p.o.AttemptTimeout)
+	defer cancel()
+	defer context.AfterFunc(p.ctx, cancel)()
+	var err error
+	if wait != nil {
+		_, err = wait(ctx)
+	} else {
+		err = p.released(ctx, r)
+	}
+	switch {
+	case err == nil, errors.Is(err, p.o.Errors.NoSession):
+		return // committed, or the session is gone and so is its grant
+	case !p.mayHaveCommitted(err):
+		p.o.Log.Warn("a lease release was refused", "lease", r.name, "request", r.req, "error", err)
+		return
+	case errors.Is(err, p.o.Errors.Shutdown) || r.s.Context().Err() != nil || p.ctx.Err() != nil:
+		return // the session's end (or close) frees the grant
+	}
+	p.settle(r.k, r.s, r.name, r.req, r.token, opRelease)
+}
+
+// released waits until the replica, at or past the index the grant was
+// seen at, no longer shows it (released, or freed otherwise), or ctx ends.
+func (p *Part) released(ctx context.Context, r release) error {
+	for {
+		v := p.o.View()
+		if _, held := r.k.granted(v, r.name, r.s.ID(), r.req); !held && v.Index() >= r.index {
+			return nil
+		}
+		select {
+		case <-v.Changed():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
