@@ -121,7 +121,7 @@ func applyShardGrant(st state, index uint64, c *ShardCmd, changed *[]uint32) (st
 			continue
 		}
 		st.LastToken++
-		*e.edit(it.Shard) = shardEntry{owner: sess, token: st.LastToken, granted: index}
+		e.put(it.Shard, shardEntry{owner: sess, token: st.LastToken, granted: index})
 	}
 	e.done(index)
 	return st, Result{Count: e.changed, Noop: e.changed == 0}, nil
@@ -160,23 +160,22 @@ func applyShardRelease(st state, index uint64, c *ShardCmd, changed *[]uint32) (
 		if cur.owner == nil || cur.owner.ID != it.Session || cur.token != it.Token || (c.Force && cur.rev == nil) {
 			continue
 		}
-		*e.edit(it.Shard) = shardEntry{token: cur.token}
+		e.put(it.Shard, shardEntry{token: cur.token})
 	}
 	e.done(index)
 	return st, Result{Count: e.changed, Noop: e.changed == 0}, nil
 }
 
-// freeSessionShards frees every shard the session owns (its session ended).
+// freeSessionShards frees every shard the session owns (its session
+// ended), in shard order, at a cost that follows their number: the owned
+// index lists them.
 func freeSessionShards(st state, index uint64, session string, changed *[]uint32) state {
+	set := st.owned[session]
+	if set == nil {
+		return st
+	}
 	e := shardEditor{st: &st, ids: changed}
-	st.Shards.eachPage(func(first uint32, page *shardPage) bool {
-		for i := range page {
-			if o := page[i].owner; o != nil && o.ID == session {
-				*e.edit(first + uint32(i)) = shardEntry{token: page[i].token}
-			}
-		}
-		return true
-	})
+	set.each(func(id uint32) { e.put(id, shardEntry{token: e.get(id).token}) })
 	e.done(index)
 	return st
 }

@@ -107,6 +107,7 @@ type shardEditor struct {
 	orig    shardTable // the root before the first edit
 	ids     *[]uint32  // the changed shards are appended here (if set)
 	changed int
+	owned   ownedEditor
 }
 
 func (e *shardEditor) get(id uint32) *shardEntry { return e.st.Shards.at(id) }
@@ -137,8 +138,21 @@ func (e *shardEditor) edit(id uint32) *shardEntry {
 	return &dir[p][i]
 }
 
+// put replaces shard id's entry with ne, keeping the owned index: use it
+// (not edit) for every change of owner.
+func (e *shardEditor) put(id uint32, ne shardEntry) {
+	if o := e.get(id).owner; o != nil {
+		e.owned.mark(e.st, o.ID, id, false)
+	}
+	if ne.owner != nil {
+		e.owned.mark(e.st, ne.owner.ID, id, true)
+	}
+	*e.edit(id) = ne
+}
+
 // done records the index of the last change to the table.
 func (e *shardEditor) done(index uint64) {
+	e.owned.done(e.st)
 	if e.changed > 0 {
 		e.st.ShardsIndex = index
 	}
@@ -284,6 +298,7 @@ func shardsFromWire(st *state, shards []Shard) error {
 		}
 		*st.Shards.at(uint32(i)) = e
 	}
+	st.owned = buildOwned(st.Shards, n)
 	return nil
 }
 
