@@ -1,6 +1,11 @@
 package fsm
 
-import "math/bits"
+import (
+	"math"
+	"math/bits"
+	"slices"
+	"strings"
+)
 
 // The owned index lists, per session ID, the shards whose entry names that
 // session as owner, so that a session's end frees its shards at a cost
@@ -23,9 +28,33 @@ type (
 	ownedSet struct {
 		count  int
 		chunks []*ownedChunk
+		// gen is the raft index of the command that made this copy while
+		// that command edits it, and from is the set it copied (the chunks
+		// they share are not this command's to write); both are cleared
+		// when the command is done, so a published set is never written.
+		gen  uint64
+		from *ownedSet
 	}
-	ownedIndex map[string]*ownedSet
+	// ownedIndex is sorted by session ID: a command copies it whole,
+	// a few dozen bytes per session, and finds a session by binary search.
+	ownedIndex []ownedRef
+	ownedRef   struct {
+		id  string
+		set *ownedSet
+	}
 )
+
+// get returns session's set, or nil.
+func (x ownedIndex) get(session string) *ownedSet {
+	if i, ok := x.find(session); ok {
+		return x[i].set
+	}
+	return nil
+}
+
+func (x ownedIndex) find(session string) (int, bool) {
+	return slices.BinarySearchFunc(x, session, func(r ownedRef, id string) int { return strings.Compare(r.id, id) })
+}
 
 // each calls fn for every shard in the set, in shard order.
 func (s *ownedSet) each(fn func(id uint32)) {
@@ -42,32 +71,40 @@ func (s *ownedSet) each(fn func(id uint32)) {
 	}
 }
 
-// ownedEditor changes the owned index of one command copy-on-write.
+// ownedEditor changes the owned index for the command at index,
+// copy-on-write.
 type ownedEditor struct {
-	priv map[string]*ownedSet // the sets private to this command
-	orig map[string]*ownedSet // each private set's original (nil: new)
+	index  uint64
+	cloned bool        // the state's index is this command's copy
+	made   []*ownedSet // the sets this command copied or created
+	lastID string      // the session of the last set looked up
+	last   *ownedSet
 }
 
 // set returns session's set, private to this command, in st's index.
 func (o *ownedEditor) set(st *state, session string) *ownedSet {
-	if p := o.priv[session]; p != nil {
-		return p
+	if o.last != nil && o.lastID == session {
+		return o.last
 	}
-	if o.priv == nil {
-		o.priv, o.orig = map[string]*ownedSet{}, map[string]*ownedSet{}
-		next := make(ownedIndex, len(st.owned)+1)
-		for k, v := range st.owned {
-			next[k] = v
-		}
-		st.owned = next
+	i, found := st.owned.find(session)
+	if found && st.owned[i].set.gen == o.index && o.index != 0 {
+		o.lastID, o.last = session, st.owned[i].set
+		return o.last
 	}
-	orig := st.owned[session]
-	p := &ownedSet{}
-	if orig != nil {
-		p.count, p.chunks = orig.count, append([]*ownedChunk(nil), orig.chunks...)
+	if !o.cloned {
+		st.owned = append(make(ownedIndex, 0, len(st.owned)+1), st.owned...)
+		o.cloned = true
 	}
-	o.priv[session], o.orig[session] = p, orig
-	st.owned[session] = p
+	p := &ownedSet{gen: o.index}
+	if found {
+		orig := st.owned[i].set
+		p.count, p.chunks, p.from = orig.count, append([]*ownedChunk(nil), orig.chunks...), orig
+		st.owned[i].set = p
+	} else {
+		st.owned = slices.Insert(st.owned, i, ownedRef{id: session, set: p})
+	}
+	o.made = append(o.made, p)
+	o.lastID, o.last = session, p
 	return p
 }
 
@@ -79,11 +116,11 @@ func (o *ownedEditor) mark(st *state, session string, id uint32, owned bool) {
 		p.chunks = append(p.chunks, make([]*ownedChunk, slot+1-len(p.chunks))...)
 	}
 	c := p.chunks[slot]
-	switch orig := o.orig[session]; {
+	switch f := p.from; {
 	case c == nil:
 		c = new(ownedChunk)
 		p.chunks[slot] = c
-	case orig != nil && slot < len(orig.chunks) && orig.chunks[slot] == c:
+	case f != nil && slot < len(f.chunks) && f.chunks[slot] == c:
 		nc := *c
 		c = &nc
 		p.chunks[slot] = c
@@ -100,20 +137,23 @@ func (o *ownedEditor) mark(st *state, session string, id uint32, owned bool) {
 	}
 }
 
-// done drops the sets this command emptied.
+// done seals this command's sets and drops those it emptied.
 func (o *ownedEditor) done(st *state) {
-	for session, p := range o.priv {
-		if p.count == 0 {
-			delete(st.owned, session)
-		}
+	empty := false
+	for _, p := range o.made {
+		p.gen, p.from = 0, nil
+		empty = empty || p.count == 0
 	}
+	if empty {
+		st.owned = slices.DeleteFunc(st.owned, func(r ownedRef) bool { return r.set.count == 0 })
+	}
+	*o = ownedEditor{}
 }
 
 // buildOwned derives the owned index of a whole table of n shards.
 func buildOwned(t shardTable, n uint32) ownedIndex {
-	st := state{owned: ownedIndex{}}
-	var o ownedEditor
-	o.priv, o.orig = map[string]*ownedSet{}, map[string]*ownedSet{}
+	st := state{}
+	o := ownedEditor{index: math.MaxUint64}
 	t.eachPage(func(first uint32, page *shardPage) bool {
 		for i := range page {
 			if e := &page[i]; e.owner != nil && first+uint32(i) < n {
@@ -122,5 +162,6 @@ func buildOwned(t shardTable, n uint32) ownedIndex {
 		}
 		return true
 	})
+	o.done(&st)
 	return st.owned
 }

@@ -27,7 +27,11 @@ func checkOwned(t *testing.T, what string, v *View) {
 	if len(v.st.owned) != len(want) {
 		t.Fatalf("%s: owned index has %d sessions, the table %d", what, len(v.st.owned), len(want))
 	}
-	for session, set := range v.st.owned {
+	for _, r := range v.st.owned {
+		session, set := r.id, r.set
+		if set.gen != 0 || set.from != nil {
+			t.Fatalf("%s: session %s: a published set is marked as a command's (gen %d)", what, session, set.gen)
+		}
 		var got []uint32
 		set.each(func(id uint32) { got = append(got, id) })
 		if !slices.Equal(got, want[session]) || set.count != len(got) {
@@ -105,7 +109,7 @@ func TestSessionEndFreesItsShards(t *testing.T) {
 		}
 	}
 	checkOwned(t, "after the end", v)
-	if _, ok := v.st.owned["a"]; ok {
+	if v.st.owned.get("a") != nil {
 		t.Fatal("the ended session keeps an owned set")
 	}
 }

@@ -114,7 +114,7 @@ func applyShardGrant(st state, index uint64, c *ShardCmd, changed *[]uint32) (st
 	if err := validShardCmd(st, c); err != nil {
 		return st, Result{}, err
 	}
-	e := shardEditor{st: &st, ids: changed}
+	e := newShardEditor(&st, index, changed)
 	for _, it := range c.Items {
 		sess, ok := st.Sessions[it.Session]
 		if !ok || sess.Drained || e.get(it.Shard).owner != nil {
@@ -133,7 +133,7 @@ func applyShardRevoke(st state, index uint64, c *ShardCmd, changed *[]uint32) (s
 	if err := validShardCmd(st, c); err != nil {
 		return st, Result{}, err
 	}
-	e := shardEditor{st: &st, ids: changed}
+	e := newShardEditor(&st, index, changed)
 	var last *revocation // shared by consecutive items with the same target
 	for _, it := range c.Items {
 		if cur := e.get(it.Shard); cur.state() != ShardOwned || cur.owner.ID != it.Session || cur.token != it.Token {
@@ -154,7 +154,7 @@ func applyShardRelease(st state, index uint64, c *ShardCmd, changed *[]uint32) (
 	if err := validShardCmd(st, c); err != nil {
 		return st, Result{}, err
 	}
-	e := shardEditor{st: &st, ids: changed}
+	e := newShardEditor(&st, index, changed)
 	for _, it := range c.Items {
 		cur := e.get(it.Shard)
 		if cur.owner == nil || cur.owner.ID != it.Session || cur.token != it.Token || (c.Force && cur.rev == nil) {
@@ -170,11 +170,11 @@ func applyShardRelease(st state, index uint64, c *ShardCmd, changed *[]uint32) (
 // ended), in shard order, at a cost that follows their number: the owned
 // index lists them.
 func freeSessionShards(st state, index uint64, session string, changed *[]uint32) state {
-	set := st.owned[session]
+	set := st.owned.get(session)
 	if set == nil {
 		return st
 	}
-	e := shardEditor{st: &st, ids: changed}
+	e := newShardEditor(&st, index, changed)
 	set.each(func(id uint32) { e.put(id, shardEntry{token: e.get(id).token}) })
 	e.done(index)
 	return st

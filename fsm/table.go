@@ -110,6 +110,12 @@ type shardEditor struct {
 	owned   ownedEditor
 }
 
+// newShardEditor returns an editor of st's table for the command at index,
+// appending the shards it changes to ids (if set).
+func newShardEditor(st *state, index uint64, ids *[]uint32) shardEditor {
+	return shardEditor{st: st, ids: ids, owned: ownedEditor{index: index}}
+}
+
 func (e *shardEditor) get(id uint32) *shardEntry { return e.st.Shards.at(id) }
 
 // edit returns a writable copy of shard id's entry. A directory or page is
