@@ -77,19 +77,29 @@ type ownedEditor struct {
 	index  uint64
 	cloned bool        // the state's index is this command's copy
 	made   []*ownedSet // the sets this command copied or created
-	lastID string      // the session of the last set looked up
-	last   *ownedSet
+	// byOwner caches the sets looked up, by the session record the table
+	// points at (cheaper than searching by ID for every shard).
+	byOwner map[*Session]*ownedSet
 }
 
-// set returns session's set, private to this command, in st's index.
-func (o *ownedEditor) set(st *state, session string) *ownedSet {
-	if o.last != nil && o.lastID == session {
-		return o.last
+// set returns owner's set, private to this command, in st's index.
+func (o *ownedEditor) set(st *state, owner *Session) *ownedSet {
+	if p := o.byOwner[owner]; p != nil {
+		return p
 	}
+	if o.byOwner == nil {
+		o.byOwner = map[*Session]*ownedSet{}
+	}
+	p := o.private(st, owner.ID)
+	o.byOwner[owner] = p
+	return p
+}
+
+// private returns session's set, private to this command, in st's index.
+func (o *ownedEditor) private(st *state, session string) *ownedSet {
 	i, found := st.owned.find(session)
 	if found && st.owned[i].set.gen == o.index && o.index != 0 {
-		o.lastID, o.last = session, st.owned[i].set
-		return o.last
+		return st.owned[i].set
 	}
 	if !o.cloned {
 		st.owned = append(make(ownedIndex, 0, len(st.owned)+1), st.owned...)
@@ -104,13 +114,12 @@ func (o *ownedEditor) set(st *state, session string) *ownedSet {
 		st.owned = slices.Insert(st.owned, i, ownedRef{id: session, set: p})
 	}
 	o.made = append(o.made, p)
-	o.lastID, o.last = session, p
 	return p
 }
 
-// mark adds shard id to session's set, or removes it.
-func (o *ownedEditor) mark(st *state, session string, id uint32, owned bool) {
-	p := o.set(st, session)
+// mark adds shard id to owner's set, or removes it.
+func (o *ownedEditor) mark(st *state, owner *Session, id uint32, owned bool) {
+	p := o.set(st, owner)
 	slot, w, bit := int(id>>ownedChunkBits), id%ownedChunkShards/64, uint64(1)<<(id%64)
 	if slot >= len(p.chunks) {
 		p.chunks = append(p.chunks, make([]*ownedChunk, slot+1-len(p.chunks))...)
@@ -157,7 +166,7 @@ func buildOwned(t shardTable, n uint32) ownedIndex {
 	t.eachPage(func(first uint32, page *shardPage) bool {
 		for i := range page {
 			if e := &page[i]; e.owner != nil && first+uint32(i) < n {
-				o.mark(&st, e.owner.ID, first+uint32(i), true)
+				o.mark(&st, e.owner, first+uint32(i), true)
 			}
 		}
 		return true

@@ -117,6 +117,16 @@ func (r *shardReader) fail(what string) {
 
 // uvarint reads a varint in its shortest form that is at most max.
 func (r *shardReader) uvarint(what string, max uint64) uint64 {
+	if len(r.b) > 0 && r.b[0] < 0x80 && uint64(r.b[0]) <= max && r.err == nil {
+		v := uint64(r.b[0])
+		r.b = r.b[1:]
+		return v
+	}
+	return r.uvarintLong(what, max)
+}
+
+// uvarintLong is uvarint for a varint of more than one byte, or an error.
+func (r *shardReader) uvarintLong(what string, max uint64) uint64 {
 	if r.err != nil {
 		return 0
 	}

@@ -148,10 +148,10 @@ func (e *shardEditor) edit(id uint32) *shardEntry {
 // (not edit) for every change of owner.
 func (e *shardEditor) put(id uint32, ne shardEntry) {
 	if o := e.get(id).owner; o != nil {
-		e.owned.mark(e.st, o.ID, id, false)
+		e.owned.mark(e.st, o, id, false)
 	}
 	if ne.owner != nil {
-		e.owned.mark(e.st, ne.owner.ID, id, true)
+		e.owned.mark(e.st, ne.owner, id, true)
 	}
 	*e.edit(id) = ne
 }
