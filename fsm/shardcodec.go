@@ -110,6 +110,7 @@ type shardReader struct {
 }
 
 func (r *shardReader) fail(what string) {
+	r.b = nil // every later read fails too
 	if r.err == nil {
 		r.err = fmt.Errorf("%w: shard command: %s", ErrMalformed, what)
 	}
@@ -117,7 +118,7 @@ func (r *shardReader) fail(what string) {
 
 // uvarint reads a varint in its shortest form that is at most max.
 func (r *shardReader) uvarint(what string, max uint64) uint64 {
-	if len(r.b) > 0 && r.b[0] < 0x80 && uint64(r.b[0]) <= max && r.err == nil {
+	if len(r.b) > 0 && r.b[0] < 0x80 && uint64(r.b[0]) <= max {
 		v := uint64(r.b[0])
 		r.b = r.b[1:]
 		return v
