@@ -35,7 +35,7 @@
 // commands within both limits.
 //
 // The state also indexes the table by owner: per session ID, a bitmap of
-// the shards it owns, in chunks of 1,024 shards, kept copy-on-write by
+// the shards it owns, in chunks of 2,048 shards, kept copy-on-write by
 // the commands that grant and free shards. A session's end frees its
 // shards through it, in shard order, at a cost that follows how many it
 // owns instead of scanning the table. Snapshots do not carry the index;

@@ -14,11 +14,12 @@ import (
 // it), kept copy-on-write like the table, and read only in shard order,
 // so Apply stays deterministic.
 //
-// A session's set is a bitmap in chunks of ownedChunkShards shards (128
-// bytes), nil where the session owns none: a command copies the session
-// map, each session's chunk list and each chunk it touches once.
+// A session's set is a bitmap in chunks of ownedChunkShards shards (256
+// bytes), nil where the session owns none: a command copies the index (one
+// entry per session), and each session's chunk list and each chunk it
+// touches, once.
 const (
-	ownedChunkBits   = 10
+	ownedChunkBits   = 11
 	ownedChunkShards = 1 << ownedChunkBits
 )
 
