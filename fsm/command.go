@@ -241,7 +241,11 @@ func encodeShardCmd(op Op, c *ShardCmd) ([]byte, error) {
 
 // Decode parses the log encoding of a command. It never panics; any input
 // that Encode could not have produced is an error.
-func Decode(b []byte) (Command, error) {
+func Decode(b []byte) (Command, error) { return decode(b, nil) }
+
+// decode is Decode, decoding a compact shard command's items into items
+// when it has room (Apply reuses one buffer for every command).
+func decode(b []byte, items []ShardItem) (Command, error) {
 	if len(b) > MaxCommandSize {
 		return Command{}, fmt.Errorf("%w: %d bytes", ErrTooLarge, len(b))
 	}
@@ -252,7 +256,7 @@ func Decode(b []byte) (Command, error) {
 	body := b[2:]
 	switch {
 	case b[0] == ShardCommandVersion && (c.Op == OpShardGrant || c.Op == OpShardRevoke || c.Op == OpShardRelease):
-		sc, err := decodeShardBody(body)
+		sc, err := decodeShardBody(body, items)
 		if err != nil {
 			return Command{}, err
 		}

@@ -154,8 +154,9 @@ func (r *shardReader) uvarintLong(what string, max uint64) uint64 {
 }
 
 // decodeShardBody parses a compact body, rejecting anything
-// appendShardBody could not have written.
-func decodeShardBody(b []byte) (*ShardCmd, error) {
+// appendShardBody could not have written. The items go into buf when it
+// has room.
+func decodeShardBody(b []byte, buf []ShardItem) (*ShardCmd, error) {
 	r := shardReader{b: b}
 	if len(r.b) == 0 || r.b[0]&^shardFlagForce != 0 {
 		return nil, fmt.Errorf("%w: shard command flags", ErrMalformed)
@@ -178,7 +179,11 @@ func decodeShardBody(b []byte) (*ShardCmd, error) {
 		r.fail("item count")
 		return nil, r.err
 	}
-	c.Items = make([]ShardItem, n)
+	if uint64(cap(buf)) >= n {
+		c.Items = buf[:n]
+	} else {
+		c.Items = make([]ShardItem, n)
+	}
 	used := uint64(0) // strings used so far: the next new one must be this
 	for k := range c.Items {
 		it := &c.Items[k]
@@ -192,7 +197,7 @@ func decodeShardBody(b []byte) (*ShardCmd, error) {
 		if s == used {
 			used++
 		}
-		it.Session = strs[s]
+		it.Session, it.To = strs[s], ""
 		if to := r.uvarint("target", used+1); to > 0 {
 			if to-1 >= uint64(len(strs)) || strs[to-1] == "" {
 				r.fail("target index")

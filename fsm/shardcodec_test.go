@@ -187,3 +187,23 @@ func BenchmarkDecodeShardCmd(b *testing.B) {
 		})
 	}
 }
+
+// TestApplyReusesItemsBuffer checks that Apply, which decodes every shard
+// command's items into one buffer, carries nothing of one command's items
+// into the next: a revoke without a target after one with a target.
+func TestApplyReusesItemsBuffer(t *testing.T) {
+	a := &applier{t: t, f: New()}
+	a.do(initCluster(4))
+	a.do(createSession("a"))
+	a.do(createSession("b"))
+	a.do(shardCmd(OpShardGrant, false, ShardItem{Shard: 0, Session: "a"}, ShardItem{Shard: 1, Session: "a"}))
+	tok := func(id uint32) uint64 { s, _ := a.f.View().Shard(id); return s.Token }
+	a.do(shardCmd(OpShardRevoke, false, ShardItem{Shard: 0, Session: "a", Token: tok(0), To: "b"}))
+	a.do(shardCmd(OpShardRevoke, false, ShardItem{Shard: 1, Session: "a", Token: tok(1)}))
+	if s, _ := a.f.View().Shard(1); s.State != ShardRevoking || s.To != "" {
+		t.Fatalf("shard 1 after a revoke without a target: %+v", s)
+	}
+	if s, _ := a.f.View().Shard(0); s.To != "b" {
+		t.Fatalf("shard 0 after a revoke to b: %+v", s)
+	}
+}
