@@ -18,8 +18,9 @@ import (
 // 0 for no target or 1 + the index of the (non-empty) target. The strings
 // are the distinct session IDs and targets of the items in order of first
 // use (session before target), so that a body has exactly one encoding and
-// a command repeats no session ID per item. Decoding reflects on nothing,
-// and allocates the items and one string per distinct ID. Like the msgpack
+// a command repeats no session ID per item. Decoding reflects on nothing
+// and allocates one string per distinct ID, and the items unless Apply's
+// reused buffer holds them. Like the msgpack
 // form, the encoding carries what Apply rejects (no items, an empty or
 // overlong session ID), so that Apply, not the encoding, decides.
 
