@@ -20,9 +20,9 @@ import (
 // use (session before target), so that a body has exactly one encoding and
 // a command repeats no session ID per item. Decoding reflects on nothing
 // and allocates one string per distinct ID, and the items unless Apply's
-// reused buffer holds them. Like the msgpack
-// form, the encoding carries what Apply rejects (no items, an empty or
-// overlong session ID), so that Apply, not the encoding, decides.
+// reused buffer holds them. Like the msgpack form, the encoding carries
+// what Apply rejects (no items, an empty or overlong session ID), so that
+// Apply, not the encoding, decides.
 
 // shardFlagForce is the flags bit of ShardCmd.Force.
 const shardFlagForce = 1
