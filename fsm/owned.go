@@ -79,20 +79,27 @@ type ownedEditor struct {
 	cloned bool        // the state's index is this command's copy
 	made   []*ownedSet // the sets this command copied or created
 	// byOwner caches the sets looked up, by the session record the table
-	// points at (cheaper than searching by ID for every shard).
-	byOwner map[*Session]*ownedSet
+	// points at (cheaper than searching by ID for every shard), and
+	// lastOwner the last one (a release or a session's end has one owner).
+	byOwner   map[*Session]*ownedSet
+	lastOwner *Session
+	lastSet   *ownedSet
 }
 
 // set returns owner's set, private to this command, in st's index.
 func (o *ownedEditor) set(st *state, owner *Session) *ownedSet {
-	if p := o.byOwner[owner]; p != nil {
-		return p
+	if owner == o.lastOwner {
+		return o.lastSet
 	}
-	if o.byOwner == nil {
-		o.byOwner = map[*Session]*ownedSet{}
+	p := o.byOwner[owner]
+	if p == nil {
+		if o.byOwner == nil {
+			o.byOwner = map[*Session]*ownedSet{}
+		}
+		p = o.private(st, owner.ID)
+		o.byOwner[owner] = p
 	}
-	p := o.private(st, owner.ID)
-	o.byOwner[owner] = p
+	o.lastOwner, o.lastSet = owner, p
 	return p
 }
 
