@@ -1,37 +1,67 @@
 package fsm
 
-import (
-	"bytes"
-	"fmt"
+import "fmt"
 
-	"github.com/vmihailenco/msgpack/v5"
-)
+// shardBatch measures, item by item, the compact encoding of one shard
+// command.
+type shardBatch struct {
+	strs     shardStrings
+	items    int
+	strBytes int // the strings' lengths and bytes
+	itemSize int // the items' bytes
+}
 
-// shardCmdOverhead returns the bytes of a shard command other than its n
-// items: version and operation bytes, the body's map header, the "force"
-// entry (when set), the "items" key and the items' array header.
-func shardCmdOverhead(force bool, n int) int {
-	size := 2 + 1 + 6 + 1
-	if force {
-		size += 7
+// sizeWith returns the command's encoded length with it added (version,
+// operation, flags, the two counts, the strings and the items), without
+// adding it.
+func (s *shardBatch) sizeWith(it *ShardItem) int {
+	strs, strBytes := len(s.strs.list), s.strBytes
+	ref := func(str string) uint64 {
+		if i, ok := s.strs.index[str]; ok {
+			return i
+		}
+		strs++
+		strBytes += uvarintLen(uint64(len(str))) + len(str)
+		return uint64(strs - 1)
 	}
-	if n > 15 {
-		size += 2
+	i, to := ref(it.Session), uint64(0)
+	if it.To != "" {
+		if it.To == it.Session {
+			to = i + 1
+		} else {
+			to = ref(it.To) + 1
+		}
 	}
-	if n > 65535 {
-		size += 2
+	item := uvarintLen(uint64(it.Shard)) + uvarintLen(i) + uvarintLen(it.Token) + uvarintLen(to)
+	return 3 + uvarintLen(uint64(strs)) + strBytes + uvarintLen(uint64(s.items+1)) + s.itemSize + item
+}
+
+// add adds it to the command.
+func (s *shardBatch) add(it *ShardItem) {
+	i, added := s.strs.ref(it.Session)
+	if added {
+		s.strBytes += uvarintLen(uint64(len(it.Session))) + len(it.Session)
 	}
-	return size
+	to := uint64(0)
+	if it.To != "" {
+		j, added := s.strs.ref(it.To)
+		if added {
+			s.strBytes += uvarintLen(uint64(len(it.To))) + len(it.To)
+		}
+		to = j + 1
+	}
+	s.items++
+	s.itemSize += uvarintLen(uint64(it.Shard)) + uvarintLen(i) + uvarintLen(it.Token) + uvarintLen(to)
 }
 
 // EncodeShardCmds encodes c as op (OpShardGrant, OpShardRevoke or
 // OpShardRelease) in as few commands as the limits allow: each holds at
 // most MaxShardItems items and encodes to at most MaxCommandSize bytes.
-// The items keep their order and every command keeps c.Force. With
-// coordinator-sized session IDs (32 bytes) one command carries about
-// 1,390 grant items, 1,150 release items or 690 revoke items with a
-// target. It fails on an empty batch, on an op that is not a shard
-// command, and on an item too large for any command.
+// The items keep their order and every command keeps c.Force. A command
+// names each distinct session ID once, so with few sessions an item takes
+// about 10 bytes and MaxShardItems is the limit that splits. It fails on
+// an empty batch, on an op that is not a shard command, and on an item too
+// large for any command.
 func EncodeShardCmds(op Op, c ShardCmd) ([][]byte, error) {
 	if op != OpShardGrant && op != OpShardRevoke && op != OpShardRelease {
 		return nil, fmt.Errorf("%w: %s is not a shard command", ErrMalformed, op)
@@ -40,36 +70,28 @@ func EncodeShardCmds(op Op, c ShardCmd) ([][]byte, error) {
 		return nil, fmt.Errorf("%w: a shard command needs items", ErrMalformed)
 	}
 	var out [][]byte
-	var buf bytes.Buffer
-	enc := msgpack.NewEncoder(&buf)
-	start, size := 0, 0 // size: the items from start on
-	flush := func(end int) error {
-		b, err := Encode(Command{Op: op, Shard: &ShardCmd{Force: c.Force, Items: c.Items[start:end]}})
-		if err != nil {
-			return err
-		}
-		out = append(out, b)
-		start, size = end, 0
-		return nil
-	}
+	start := 0
+	var cur shardBatch
 	for i := range c.Items {
-		buf.Reset()
-		if err := enc.Encode(&c.Items[i]); err != nil {
+		it := &c.Items[i]
+		if cur.items < MaxShardItems && cur.sizeWith(it) <= MaxCommandSize {
+			cur.add(it)
+			continue
+		}
+		if i == start || (&shardBatch{}).sizeWith(it) > MaxCommandSize {
+			return nil, fmt.Errorf("%w: shard item %d does not fit a command", ErrTooLarge, i)
+		}
+		b, err := encodeShardCmd(op, &ShardCmd{Force: c.Force, Items: c.Items[start:i]})
+		if err != nil {
 			return nil, err
 		}
-		n := buf.Len()
-		if shardCmdOverhead(c.Force, 1)+n > MaxCommandSize {
-			return nil, fmt.Errorf("%w: shard item %d encodes to %d bytes", ErrTooLarge, i, n)
-		}
-		if i > start && (i-start == MaxShardItems || shardCmdOverhead(c.Force, i-start+1)+size+n > MaxCommandSize) {
-			if err := flush(i); err != nil {
-				return nil, err
-			}
-		}
-		size += n
+		out = append(out, b)
+		start, cur = i, shardBatch{}
+		cur.add(it)
 	}
-	if err := flush(len(c.Items)); err != nil {
+	b, err := encodeShardCmd(op, &ShardCmd{Force: c.Force, Items: c.Items[start:]})
+	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return append(out, b), nil
 }

@@ -10,9 +10,17 @@ import (
 	"github.com/holdfast-go/holdfast/internal/codec"
 )
 
-// CommandVersion is the version byte written in front of every command this
-// release encodes. Decode rejects any other version.
+// CommandVersion is the version byte written in front of every command
+// whose body is msgpack: every operation but the shard commands. Decode
+// also reads shard commands under it, as releases before
+// ShardCommandVersion wrote them.
 const CommandVersion = 1
+
+// ShardCommandVersion is the version byte written in front of the shard
+// commands (OpShardGrant, OpShardRevoke, OpShardRelease), whose body is a
+// compact hand-written encoding (see the package documentation). Decode
+// reads no other operation under it.
+const ShardCommandVersion = 2
 
 // MaxCommandSize is the largest encoded command Decode accepts, in bytes.
 const MaxCommandSize = 64 << 10
@@ -195,7 +203,7 @@ func Encode(c Command) ([]byte, error) {
 		if c.Shard == nil {
 			return nil, fmt.Errorf("%w: %s without body", ErrMalformed, c.Op)
 		}
-		body = c.Shard
+		return encodeShardCmd(c.Op, c.Shard)
 	case OpSemAcquire, OpSemRelease:
 		if c.Sem == nil {
 			return nil, fmt.Errorf("%w: %s without body", ErrMalformed, c.Op)
@@ -218,20 +226,47 @@ func Encode(c Command) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// encodeShardCmd returns the log encoding of a shard command: under
+// ShardCommandVersion, with the compact body.
+func encodeShardCmd(op Op, c *ShardCmd) ([]byte, error) {
+	b, err := appendShardBody(append(make([]byte, 0, 64+8*len(c.Items)), ShardCommandVersion, byte(op)), c)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxCommandSize {
+		return nil, fmt.Errorf("%w: %d bytes", ErrTooLarge, len(b))
+	}
+	return b, nil
+}
+
 // Decode parses the log encoding of a command. It never panics; any input
 // that Encode could not have produced is an error.
-func Decode(b []byte) (Command, error) {
+func Decode(b []byte) (Command, error) { return decode(b, nil) }
+
+// decode is Decode, decoding a compact shard command's items into items
+// when it has room (Apply reuses one buffer for every command).
+func decode(b []byte, items []ShardItem) (Command, error) {
 	if len(b) > MaxCommandSize {
 		return Command{}, fmt.Errorf("%w: %d bytes", ErrTooLarge, len(b))
 	}
 	if len(b) < 2 {
 		return Command{}, fmt.Errorf("%w: %d bytes", ErrMalformed, len(b))
 	}
-	if b[0] != CommandVersion {
-		return Command{}, fmt.Errorf("%w: %d", ErrUnknownVersion, b[0])
-	}
 	c := Command{Op: Op(b[1])}
 	body := b[2:]
+	switch {
+	case b[0] == ShardCommandVersion && (c.Op == OpShardGrant || c.Op == OpShardRevoke || c.Op == OpShardRelease):
+		sc, err := decodeShardBody(body, items)
+		if err != nil {
+			return Command{}, err
+		}
+		c.Shard = sc
+		return c, nil
+	case b[0] == ShardCommandVersion:
+		return Command{}, fmt.Errorf("%w: %s under version %d", ErrMalformed, c.Op, b[0])
+	case b[0] != CommandVersion:
+		return Command{}, fmt.Errorf("%w: %d", ErrUnknownVersion, b[0])
+	}
 	switch c.Op {
 	case OpInitCluster:
 		c.Init = new(InitCluster)

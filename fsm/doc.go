@@ -34,6 +34,13 @@
 // bytes; EncodeShardCmds splits a batch of any size into the fewest
 // commands within both limits.
 //
+// The state also indexes the table by owner: per session ID, a bitmap of
+// the shards it owns, in chunks of 2,048 shards, kept copy-on-write by
+// the commands that grant and free shards. A session's end frees its
+// shards through it, in shard order, at a cost that follows how many it
+// owns instead of scanning the table. Snapshots do not carry the index;
+// Restore rebuilds it from the table.
+//
 // # Lease requests
 //
 // Every acquire carries its session and a request ID (increasing per node);
@@ -62,9 +69,32 @@
 //
 // # Encoding
 //
-// A command is one version byte, one operation byte and a msgpack body (see
-// Encode and Decode). A snapshot is a version byte followed by the msgpack
-// encoding of the state. Both decoders bound the input size.
+// A command is one version byte, one operation byte and a body (see Encode
+// and Decode). Under CommandVersion (1) the body is msgpack; every
+// operation but the shard commands is written so. The shard commands
+// (grant, revoke, release) are written under ShardCommandVersion (2) with
+// a compact body, because they carry up to thousands of items and every
+// replica decodes each one:
+//
+//	flags     one byte: bit 0 is Force, the other bits are 0
+//	strings   a count, then each string as a length and its bytes
+//	items     a count, then per item: shard, session, token, target
+//
+// Every number is an unsigned varint in its shortest form. session is the
+// index of the item's session ID among the strings; target is 0 for none,
+// else 1 + the index of the target session ID. The strings are the
+// distinct session IDs and targets in order of first use, so a command
+// names each session once and a body has exactly one encoding: Decode
+// rejects anything else (a longer varint, an unused or repeated string,
+// trailing bytes) with ErrMalformed, and Encode(Decode(b)) == b. Like the
+// msgpack form it can carry what Apply rejects (no items, an empty or
+// overlong session ID), so Apply decides. Shard commands written under
+// version 1 by earlier releases still decode. A node of an earlier release
+// cannot read version 2, so every replica must run this release before a
+// leader of it writes shard commands.
+//
+// A snapshot is a version byte followed by the msgpack encoding of the
+// state. Both decoders bound the input size.
 //
 // # Concurrency
 //

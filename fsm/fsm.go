@@ -44,6 +44,9 @@ type Result struct {
 // value is not usable; call New.
 type FSM struct {
 	view atomic.Pointer[View]
+	// items is Apply's buffer for the items of shard commands (Apply runs
+	// on one goroutine, and no state keeps a command's items).
+	items []ShardItem
 }
 
 // New returns an empty FSM at index 0.
@@ -89,10 +92,13 @@ func (f *FSM) Apply(l *raft.Log) any {
 		f.publish(max(l.Index, cur.index), cur.st, cur.changes)
 		return Result{}
 	}
-	c, err := Decode(l.Data)
+	c, err := decode(l.Data, f.items)
 	if err != nil {
 		f.publish(l.Index, cur.st, cur.changes)
 		return Result{Err: err}
+	}
+	if c.Shard != nil && cap(c.Shard.Items) > cap(f.items) {
+		f.items = c.Shard.Items[:0]
 	}
 	var changed []uint32
 	next, res, err := apply(cur.st, l.Index, c, &changed)

@@ -114,14 +114,14 @@ func applyShardGrant(st state, index uint64, c *ShardCmd, changed *[]uint32) (st
 	if err := validShardCmd(st, c); err != nil {
 		return st, Result{}, err
 	}
-	e := shardEditor{st: &st, ids: changed}
+	e := newShardEditor(&st, index, changed)
 	for _, it := range c.Items {
 		sess, ok := st.Sessions[it.Session]
 		if !ok || sess.Drained || e.get(it.Shard).owner != nil {
 			continue
 		}
 		st.LastToken++
-		*e.edit(it.Shard) = shardEntry{owner: sess, token: st.LastToken, granted: index}
+		e.put(it.Shard, shardEntry{owner: sess, token: st.LastToken, granted: index})
 	}
 	e.done(index)
 	return st, Result{Count: e.changed, Noop: e.changed == 0}, nil
@@ -133,7 +133,7 @@ func applyShardRevoke(st state, index uint64, c *ShardCmd, changed *[]uint32) (s
 	if err := validShardCmd(st, c); err != nil {
 		return st, Result{}, err
 	}
-	e := shardEditor{st: &st, ids: changed}
+	e := newShardEditor(&st, index, changed)
 	var last *revocation // shared by consecutive items with the same target
 	for _, it := range c.Items {
 		if cur := e.get(it.Shard); cur.state() != ShardOwned || cur.owner.ID != it.Session || cur.token != it.Token {
@@ -154,29 +154,28 @@ func applyShardRelease(st state, index uint64, c *ShardCmd, changed *[]uint32) (
 	if err := validShardCmd(st, c); err != nil {
 		return st, Result{}, err
 	}
-	e := shardEditor{st: &st, ids: changed}
+	e := newShardEditor(&st, index, changed)
 	for _, it := range c.Items {
 		cur := e.get(it.Shard)
 		if cur.owner == nil || cur.owner.ID != it.Session || cur.token != it.Token || (c.Force && cur.rev == nil) {
 			continue
 		}
-		*e.edit(it.Shard) = shardEntry{token: cur.token}
+		e.put(it.Shard, shardEntry{token: cur.token})
 	}
 	e.done(index)
 	return st, Result{Count: e.changed, Noop: e.changed == 0}, nil
 }
 
-// freeSessionShards frees every shard the session owns (its session ended).
+// freeSessionShards frees every shard the session owns (its session
+// ended), in shard order, at a cost that follows their number: the owned
+// index lists them.
 func freeSessionShards(st state, index uint64, session string, changed *[]uint32) state {
-	e := shardEditor{st: &st, ids: changed}
-	st.Shards.eachPage(func(first uint32, page *shardPage) bool {
-		for i := range page {
-			if o := page[i].owner; o != nil && o.ID == session {
-				*e.edit(first + uint32(i)) = shardEntry{token: page[i].token}
-			}
-		}
-		return true
-	})
+	set := st.owned.get(session)
+	if set == nil {
+		return st
+	}
+	e := newShardEditor(&st, index, changed)
+	set.each(func(id uint32) { e.put(id, shardEntry{token: e.get(id).token}) })
 	e.done(index)
 	return st
 }

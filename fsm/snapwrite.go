@@ -3,7 +3,9 @@ package fsm
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"io"
+	"math"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -28,22 +30,33 @@ type wireSnapshotOut struct {
 // empty fields, the same fixed-width integers), one shard at a time.
 type wireShards struct{ v *View }
 
-// EncodeMsgpack implements msgpack.CustomEncoder.
+// EncodeMsgpack implements msgpack.CustomEncoder. It writes the shards
+// through the encoder's writer in batches, each appended by hand.
 func (w wireShards) EncodeMsgpack(enc *msgpack.Encoder) error {
 	if err := enc.EncodeArrayLen(w.v.ShardCount()); err != nil {
 		return err
 	}
+	out := enc.Writer()
+	buf := make([]byte, 0, 64<<10)
 	var err error
 	w.v.EachShard(func(s Shard) bool {
-		err = encodeShard(enc, &s)
+		buf = appendShard(buf, &s)
+		if len(buf) >= 60<<10 {
+			_, err = out.Write(buf)
+			buf = buf[:0]
+		}
 		return err == nil
 	})
+	if err == nil && len(buf) > 0 {
+		_, err = out.Write(buf)
+	}
 	return err
 }
 
-// encodeShard writes s as the msgpack map of its non-empty fields (ID and
-// State always), in declaration order.
-func encodeShard(enc *msgpack.Encoder, s *Shard) error {
+// appendShard appends s as msgpack encodes a Shard: the map of its
+// non-empty fields (ID and State always) in declaration order, integers
+// at their fixed widths.
+func appendShard(b []byte, s *Shard) []byte {
 	strs := [...]struct{ key, val string }{
 		{"owner", s.Owner}, {"node", s.OwnerNode}, {"nid", s.OwnerNodeID}, {"addr", s.OwnerAddr}}
 	nums := [...]struct {
@@ -58,30 +71,43 @@ func encodeShard(enc *msgpack.Encoder, s *Shard) error {
 		n += boolInt(f.val != 0)
 	}
 	n += boolInt(s.To != "")
-	if err := enc.EncodeMapLen(n); err != nil {
-		return err
-	}
-	_ = enc.EncodeString("id")
-	_ = enc.EncodeUint32(s.ID)
-	_ = enc.EncodeString("state")
-	_ = enc.EncodeUint8(uint8(s.State))
+	b = append(b, 0x80|byte(n)) // fixmap: at most 10 fields
+	b = appendMsgpackStr(b, "id")
+	b = append(b, 0xce, byte(s.ID>>24), byte(s.ID>>16), byte(s.ID>>8), byte(s.ID)) // uint32
+	b = appendMsgpackStr(b, "state")
+	b = append(b, 0xcc, byte(s.State)) // uint8
 	for _, f := range strs {
 		if f.val != "" {
-			_ = enc.EncodeString(f.key)
-			_ = enc.EncodeString(f.val)
+			b = appendMsgpackStr(appendMsgpackStr(b, f.key), f.val)
 		}
 	}
 	for _, f := range nums {
 		if f.val != 0 {
-			_ = enc.EncodeString(f.key)
-			_ = enc.EncodeUint64(f.val)
+			b = append(appendMsgpackStr(b, f.key), 0xcf) // uint64
+			b = binary.BigEndian.AppendUint64(b, f.val)
 		}
 	}
 	if s.To != "" {
-		_ = enc.EncodeString("to")
-		return enc.EncodeString(s.To)
+		b = appendMsgpackStr(appendMsgpackStr(b, "to"), s.To)
 	}
-	return nil
+	return b
+}
+
+// appendMsgpackStr appends v as msgpack encodes a string: fixstr, str8,
+// str16 or str32 by length.
+func appendMsgpackStr(b []byte, v string) []byte {
+	switch l := len(v); {
+	case l < 32:
+		b = append(b, 0xa0|byte(l))
+	case l < 256:
+		b = append(b, 0xd9, byte(l))
+	case l <= math.MaxUint16:
+		b = append(b, 0xda, byte(l>>8), byte(l))
+	default:
+		b = append(b, 0xdb)
+		b = binary.BigEndian.AppendUint32(b, uint32(l))
+	}
+	return append(b, v...)
 }
 
 func boolInt(b bool) int {

@@ -101,6 +101,9 @@ type state struct {
 	// InitCluster); ShardsIndex is the index of its last change.
 	Shards      shardTable
 	ShardsIndex uint64
+	// owned indexes the table by owner (see ownedIndex); it is derived
+	// from Shards, not snapshotted.
+	owned ownedIndex
 }
 
 // View is an immutable snapshot of the replicated state at one applied
