@@ -78,17 +78,16 @@ func (t *raftTransport) AppendEntries(id raft.ServerID, target raft.ServerAddres
 }
 
 // answer copies the follower's last answer into resp if req repeats the
-// request it answered, the follower is a non-voter and the answer is fresh.
+// request it answered, the answer is fresh and the follower is a non-voter.
 func (t *raftTransport) answer(id raft.ServerID, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) bool {
-	voter := t.voter.Load()
-	if voter == nil || (*voter)(id) {
-		return false
-	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	a, ok := t.last[id]
+	t.mu.Unlock()
 	if !ok || a.term != req.Term || a.prevIndex != req.PrevLogEntry || a.prevTerm != req.PrevLogTerm ||
 		a.commit != req.LeaderCommitIndex || time.Since(a.at) >= t.refresh {
+		return false
+	}
+	if voter := t.voter.Load(); voter == nil || (*voter)(id) {
 		return false
 	}
 	*resp = a.resp
@@ -98,17 +97,42 @@ func (t *raftTransport) answer(id raft.ServerID, req *raft.AppendEntriesRequest,
 // useRaft starts answering idle repeats, asking r's latest configuration
 // whether a follower votes (a server missing from it counts as a voter).
 func (t *raftTransport) useRaft(r *raft.Raft) {
+	var votes voterCache
 	voter := func(id raft.ServerID) bool {
 		f := r.GetConfiguration()
 		if f.Error() != nil {
 			return true
 		}
-		for _, s := range f.Configuration().Servers {
-			if s.ID == id {
-				return s.Suffrage != raft.Nonvoter
-			}
-		}
-		return true
+		return votes.voter(f.Configuration().Servers, id)
 	}
 	t.voter.Store(&voter)
+}
+
+// voterCache answers whether a server votes in a configuration, keeping
+// the non-voters of the last configuration it saw: raft stores each new
+// configuration as a new slice, so the same first element and length mean
+// the same configuration.
+type voterCache struct {
+	mu        sync.Mutex
+	first     *raft.Server
+	n         int
+	nonVoters map[raft.ServerID]bool
+}
+
+func (c *voterCache) voter(servers []raft.Server, id raft.ServerID) bool {
+	if len(servers) == 0 {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.first != &servers[0] || c.n != len(servers) {
+		c.first, c.n = &servers[0], len(servers)
+		c.nonVoters = make(map[raft.ServerID]bool, len(servers))
+		for _, s := range servers {
+			if s.Suffrage == raft.Nonvoter {
+				c.nonVoters[s.ID] = true
+			}
+		}
+	}
+	return !c.nonVoters[id]
 }

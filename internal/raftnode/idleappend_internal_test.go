@@ -150,3 +150,29 @@ func TestIdleRepeatsSentBeforeRaftRuns(t *testing.T) {
 		t.Fatalf("follower got %d requests, want 3", got)
 	}
 }
+
+// TestVoterCacheFollowsConfigurations: a server is a voter unless the
+// configuration names it a non-voter, and a new configuration (a new
+// slice, as raft stores each) is read afresh.
+func TestVoterCacheFollowsConfigurations(t *testing.T) {
+	var c voterCache
+	one := []raft.Server{{ID: "a", Suffrage: raft.Voter}, {ID: "b", Suffrage: raft.Nonvoter}}
+	for _, tc := range []struct {
+		id   raft.ServerID
+		want bool
+	}{{"a", true}, {"b", false}, {"gone", true}, {"b", false}} {
+		if got := c.voter(one, tc.id); got != tc.want {
+			t.Fatalf("first configuration: voter(%s) = %v, want %v", tc.id, got, tc.want)
+		}
+	}
+	two := []raft.Server{{ID: "a", Suffrage: raft.Voter}, {ID: "b", Suffrage: raft.Voter}}
+	if !c.voter(two, "b") {
+		t.Fatal("b promoted in a new configuration still counts as a non-voter")
+	}
+	if c.voter(one, "b") {
+		t.Fatal("b is a non-voter again in the first configuration")
+	}
+	if !c.voter(nil, "b") {
+		t.Fatal("an empty configuration has a non-voter")
+	}
+}
