@@ -23,6 +23,9 @@ import (
 // entries, heartbeats and everything sent to voters always go out, so no
 // follower learns a commit later and the leader's contact with its quorum
 // is never assumed. A failed exchange with the follower forgets its answer.
+// (hashicorp/raft also counts a non-voter's answer toward VerifyLeader;
+// holdfast does not rely on VerifyLeader: its confirmation rounds ask the
+// voters directly.)
 type raftTransport struct {
 	*raft.NetworkTransport
 	refresh time.Duration
@@ -71,10 +74,23 @@ func (t *raftTransport) AppendEntries(id raft.ServerID, target raft.ServerAddres
 	case err != nil || !resp.Success || resp.Term != req.Term:
 		delete(t.last, id)
 	case idle:
+		if _, ok := t.last[id]; !ok {
+			t.forgetStaleLocked() // a new follower, or one back after a failure
+		}
 		t.last[id] = idleAnswer{term: req.Term, prevIndex: req.PrevLogEntry, prevTerm: req.PrevLogTerm,
 			commit: req.LeaderCommitIndex, resp: *resp, at: time.Now()}
 	}
 	return err
+}
+
+// forgetStaleLocked drops the answers too old to use, so that followers
+// that left the configuration do not stay in the map.
+func (t *raftTransport) forgetStaleLocked() {
+	for id, a := range t.last {
+		if time.Since(a.at) >= t.refresh {
+			delete(t.last, id)
+		}
+	}
 }
 
 // answer copies the follower's last answer into resp if req repeats the

@@ -176,3 +176,32 @@ func TestVoterCacheFollowsConfigurations(t *testing.T) {
 		t.Fatal("an empty configuration has a non-voter")
 	}
 }
+
+// TestIdleAnswersOfGoneFollowersForgotten: the first answer kept for a
+// follower drops the answers too old to use (followers that left).
+func TestIdleAnswersOfGoneFollowersForgotten(t *testing.T) {
+	f := startFollower(t)
+	out, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newRaftTransport(out, time.Minute)
+	t.Cleanup(func() { tr.Close() })
+	tr.mu.Lock()
+	tr.last["gone"] = idleAnswer{term: 1, at: time.Now().Add(-time.Hour)}
+	tr.last["recent"] = idleAnswer{term: 1, at: time.Now()}
+	tr.mu.Unlock()
+	idle := raft.AppendEntriesRequest{Term: 1, PrevLogEntry: 4, PrevLogTerm: 1, LeaderCommitIndex: 4}
+	var resp raft.AppendEntriesResponse
+	if err := tr.AppendEntries("f", f.trans.LocalAddr(), &idle, &resp); err != nil {
+		t.Fatal(err)
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	_, gone := tr.last["gone"]
+	_, recent := tr.last["recent"]
+	_, kept := tr.last["f"]
+	if gone || !recent || !kept {
+		t.Fatalf("after a new follower's answer: gone kept %v, recent kept %v, new kept %v", gone, recent, kept)
+	}
+}
