@@ -8,7 +8,9 @@
 // the consistent-read round (Reads: a quorum-confirmed commit index, the
 // last command at or below it, the wait for the replica), the leader's
 // duties per term (FollowLeadership) and since when no leader has been
-// known (LeaderWatch).
+// known (LeaderWatch). Raft runs on a transport without pipelining that
+// answers the leader's idle commit-index repeats to a non-voter from the
+// non-voter's last answer (see raftTransport).
 //
 // A Node gets what it needs through Options (configuration values, the RPC
 // transport, the state machine, a logger, its lifetime context) and owns

@@ -134,7 +134,8 @@ func Start(opts Options) (*Node, error) {
 		Timeout: 10 * time.Second,
 		Logger:  logbridge.HCLog(n.log, "raft-net", n.closing),
 	})
-	r, err := raft.NewRaft(n.raftConfig(), opts.FSM, st.logs, st.stable, st.snaps, noPipeline{n.raftTrans})
+	trans := newRaftTransport(n.raftTrans, opts.Timing.HeartbeatTimeout)
+	r, err := raft.NewRaft(n.raftConfig(), opts.FSM, st.logs, st.stable, st.snaps, trans)
 	if err != nil {
 		n.raftTrans.Close()
 		if st.closer != nil {
@@ -143,6 +144,7 @@ func Start(opts Options) (*Node, error) {
 		return nil, fmt.Errorf("holdfast: starting raft: %w", err)
 	}
 	n.stores, n.raft = st, r
+	trans.useRaft(r)
 	opts.Metrics.bind(n)
 	return n, nil
 }

@@ -83,17 +83,3 @@ func (n *Node) raftConfig() *raft.Config {
 	rc.Logger = logbridge.HCLog(n.log, "raft", n.closing)
 	return rc
 }
-
-// noPipeline turns off raft's pipelined replication. With hashicorp/raft
-// v1.7.3, a pipeline to a follower that stops answering can deadlock raft's
-// Shutdown: the response decoder blocks handing a result to a consumer that
-// has already exited, and the sender blocks on the decoder forever. Without
-// the pipeline, replication sends one AppendEntries at a time per follower,
-// which is ample for holdfast's write rate (sessions and grants, never
-// keepalives).
-type noPipeline struct{ *raft.NetworkTransport }
-
-// AppendEntriesPipeline reports that pipelining is not supported.
-func (noPipeline) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
-	return nil, raft.ErrPipelineReplicationNotSupported
-}

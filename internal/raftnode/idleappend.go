@@ -1,0 +1,154 @@
+package raftnode
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// raftTransport is the transport raft runs on: hashicorp/raft's network
+// transport with pipelining turned off (see AppendEntriesPipeline) and the
+// leader's idle commit-index repeats to non-voters answered from memory.
+//
+// An idle raft leader sends every follower an AppendEntries without entries
+// once per CommitTimeout (10-20 ms with DefaultLocalConfig), on top of its
+// heartbeats, so that a follower learns a new commit index soon after a
+// commit. With 60 non-voters that is thousands of round trips a second that
+// say nothing new. AppendEntries answers such a request from the last
+// answer when the follower is a non-voter, the request equals (term,
+// previous entry, commit index) the last one the follower accepted, and
+// that real exchange is younger than refresh. A changed commit index, new
+// entries, heartbeats and everything sent to voters always go out, so no
+// follower learns a commit later and the leader's contact with its quorum
+// is never assumed. A failed exchange with the follower forgets its answer.
+// (hashicorp/raft also counts a non-voter's answer toward VerifyLeader;
+// holdfast does not rely on VerifyLeader: its confirmation rounds ask the
+// voters directly.)
+type raftTransport struct {
+	*raft.NetworkTransport
+	refresh time.Duration
+	voter   atomic.Pointer[func(raft.ServerID) bool] // nil until raft runs: no skipping
+
+	mu   sync.Mutex
+	last map[raft.ServerID]idleAnswer
+}
+
+// idleAnswer is a follower's last accepted answer to an empty AppendEntries.
+type idleAnswer struct {
+	term, prevIndex, prevTerm, commit uint64
+	resp                              raft.AppendEntriesResponse
+	at                                time.Time
+}
+
+func newRaftTransport(t *raft.NetworkTransport, refresh time.Duration) *raftTransport {
+	return &raftTransport{NetworkTransport: t, refresh: refresh, last: map[raft.ServerID]idleAnswer{}}
+}
+
+// AppendEntriesPipeline reports that pipelining is not supported. With
+// hashicorp/raft v1.7.3, a pipeline to a follower that stops answering can
+// deadlock raft's Shutdown: the response decoder blocks handing a result to
+// a consumer that has already exited, and the sender blocks on the decoder
+// forever. Without the pipeline, replication sends one AppendEntries at a
+// time per follower, which is ample for holdfast's write rate (sessions and
+// grants, never keepalives).
+func (*raftTransport) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, raft.ErrPipelineReplicationNotSupported
+}
+
+// AppendEntries sends req to the follower, or answers an idle repeat from
+// the follower's last answer (see raftTransport).
+func (t *raftTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress,
+	req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	// A heartbeat carries no commit index; a replication round always does
+	// once anything committed.
+	idle := len(req.Entries) == 0 && req.LeaderCommitIndex > 0
+	if idle && t.answer(id, req, resp) {
+		return nil
+	}
+	err := t.NetworkTransport.AppendEntries(id, target, req, resp)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case err != nil || !resp.Success || resp.Term != req.Term:
+		delete(t.last, id)
+	case idle:
+		if _, ok := t.last[id]; !ok {
+			t.forgetStaleLocked() // a new follower, or one back after a failure
+		}
+		t.last[id] = idleAnswer{term: req.Term, prevIndex: req.PrevLogEntry, prevTerm: req.PrevLogTerm,
+			commit: req.LeaderCommitIndex, resp: *resp, at: time.Now()}
+	}
+	return err
+}
+
+// forgetStaleLocked drops the answers too old to use, so that followers
+// that left the configuration do not stay in the map.
+func (t *raftTransport) forgetStaleLocked() {
+	for id, a := range t.last {
+		if time.Since(a.at) >= t.refresh {
+			delete(t.last, id)
+		}
+	}
+}
+
+// answer copies the follower's last answer into resp if req repeats the
+// request it answered, the answer is fresh and the follower is a non-voter.
+func (t *raftTransport) answer(id raft.ServerID, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) bool {
+	t.mu.Lock()
+	a, ok := t.last[id]
+	t.mu.Unlock()
+	if !ok || a.term != req.Term || a.prevIndex != req.PrevLogEntry || a.prevTerm != req.PrevLogTerm ||
+		a.commit != req.LeaderCommitIndex || time.Since(a.at) >= t.refresh {
+		return false
+	}
+	if voter := t.voter.Load(); voter == nil || (*voter)(id) {
+		return false
+	}
+	*resp = a.resp
+	return true
+}
+
+// useRaft starts answering idle repeats, asking r's latest configuration
+// whether a follower votes (a server missing from it counts as a voter).
+func (t *raftTransport) useRaft(r *raft.Raft) {
+	var votes voterCache
+	voter := func(id raft.ServerID) bool {
+		f := r.GetConfiguration()
+		if f.Error() != nil {
+			return true
+		}
+		return votes.voter(f.Configuration().Servers, id)
+	}
+	t.voter.Store(&voter)
+}
+
+// voterCache answers whether a server votes in a configuration, keeping
+// the non-voters of the last configuration it saw: raft stores each new
+// configuration as a new slice, so the same first element and length mean
+// the same configuration.
+type voterCache struct {
+	mu        sync.Mutex
+	first     *raft.Server
+	n         int
+	nonVoters map[raft.ServerID]bool
+}
+
+func (c *voterCache) voter(servers []raft.Server, id raft.ServerID) bool {
+	if len(servers) == 0 {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.first != &servers[0] || c.n != len(servers) {
+		c.first, c.n = &servers[0], len(servers)
+		c.nonVoters = make(map[raft.ServerID]bool, len(servers))
+		for _, s := range servers {
+			if s.Suffrage == raft.Nonvoter {
+				c.nonVoters[s.ID] = true
+			}
+		}
+	}
+	return !c.nonVoters[id]
+}
