@@ -301,6 +301,14 @@ func (h *harness) settled(label string) float64 {
 	return testutil.ToFloat64(h.m.settlements.WithLabelValues(label))
 }
 
+// wantNoReleaseSettled fails the test if a release of kind k was settled.
+func (h *harness) wantNoReleaseSettled(k Kind) {
+	h.t.Helper()
+	if got := h.settled(k.label(opRelease)); got != 0 {
+		h.t.Fatalf("settlements %q = %v, want 0", k.label(opRelease), got)
+	}
+}
+
 // waits returns how many acquire waits of kind were observed.
 func (h *harness) waits(k Kind) uint64 {
 	h.t.Helper()

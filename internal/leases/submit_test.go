@@ -126,9 +126,7 @@ func TestReleaseOnLeaderReturnsBeforeCommit(t *testing.T) {
 			}
 			l.commitAll()
 			poll(t, "the second release commits", func() error { return free(h.fsm.View(), k, "x") })
-			if got := h.settled(k.label(opRelease)); got != 0 {
-				t.Fatalf("settlements %q = %v, want 0", k.label(opRelease), got)
-			}
+			h.wantNoReleaseSettled(k)
 		})
 	}
 }
@@ -203,9 +201,7 @@ func TestReleaseViaFollowerConfirmedOnReplica(t *testing.T) {
 			h.catchUp()
 			poll(t, "the follower sees the release", func() error { return free(h.fsm.View(), k, "x") })
 			h.part.Close() // joins the follow: it must have ended without settling
-			if got := h.settled(k.label(opRelease)); got != 0 {
-				t.Fatalf("settlements %q = %v, want 0", k.label(opRelease), got)
-			}
+			h.wantNoReleaseSettled(k)
 		})
 	}
 }

@@ -59,12 +59,7 @@ func startFollower(t *testing.T) *follower {
 // the request go out.
 func TestIdleRepeatsToNonVotersAnsweredFromMemory(t *testing.T) {
 	f := startFollower(t)
-	out, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := newRaftTransport(out, time.Hour)
-	t.Cleanup(func() { tr.Close() })
+	tr := newLeaderTransport(t, time.Hour)
 	voters := map[raft.ServerID]bool{}
 	isVoter := func(id raft.ServerID) bool { return voters[id] }
 	tr.voter.Store(&isVoter)
@@ -133,12 +128,7 @@ func TestIdleRepeatsToNonVotersAnsweredFromMemory(t *testing.T) {
 // configuration, every request goes out.
 func TestIdleRepeatsSentBeforeRaftRuns(t *testing.T) {
 	f := startFollower(t)
-	out, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := newRaftTransport(out, time.Hour)
-	t.Cleanup(func() { tr.Close() })
+	tr := newLeaderTransport(t, time.Hour)
 	idle := raft.AppendEntriesRequest{Term: 1, PrevLogEntry: 4, PrevLogTerm: 1, LeaderCommitIndex: 4}
 	for range 3 {
 		var resp raft.AppendEntriesResponse
@@ -181,12 +171,7 @@ func TestVoterCacheFollowsConfigurations(t *testing.T) {
 // follower drops the answers too old to use (followers that left).
 func TestIdleAnswersOfGoneFollowersForgotten(t *testing.T) {
 	f := startFollower(t)
-	out, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := newRaftTransport(out, time.Minute)
-	t.Cleanup(func() { tr.Close() })
+	tr := newLeaderTransport(t, time.Minute)
 	tr.mu.Lock()
 	tr.last["gone"] = idleAnswer{term: 1, at: time.Now().Add(-time.Hour)}
 	tr.last["recent"] = idleAnswer{term: 1, at: time.Now()}
@@ -204,4 +189,17 @@ func TestIdleAnswersOfGoneFollowersForgotten(t *testing.T) {
 	if gone || !recent || !kept {
 		t.Fatalf("after a new follower's answer: gone kept %v, recent kept %v, new kept %v", gone, recent, kept)
 	}
+}
+
+// newLeaderTransport returns the leader's side: a raftTransport over a real
+// loopback TCP transport, closed when the test ends.
+func newLeaderTransport(t *testing.T, refresh time.Duration) *raftTransport {
+	t.Helper()
+	out, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newRaftTransport(out, refresh)
+	t.Cleanup(func() { tr.Close() })
+	return tr
 }
