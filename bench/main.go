@@ -47,6 +47,10 @@ func (o *options) selected(w string) bool { return o.only[w] }
 // profiling is set while -cpuprofile records the whole run.
 var profiling bool
 
+// idleProfileDir, when set by -idle-profile, receives each scale point's
+// idle-window CPU profile as idle-NODESxSHARDS.pprof.
+var idleProfileDir string
+
 func main() {
 	log.SetFlags(log.Ltime)
 	log.SetPrefix("bench: ")
@@ -58,6 +62,7 @@ func main() {
 		scale    = flag.String("scale", "", "scale curve points as NODESxSHARDS,... (default: 3x1024,9x1024,27x1024 with -quick, else also 64x1024,3x100000,64x100000)")
 		limit    = flag.Duration("scale-limit", 90*time.Second, "scale curve: the longest each wait (forming, ownership, balance, join, death) may take")
 		cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (the scale curve then does not split idle CPU by node)")
+		idleProf = flag.String("idle-profile", "", "write each scale point's idle-window CPU profile to this directory as idle-NODESxSHARDS.pprof (read one node with: go tool pprof -tagfocus node=NAME)")
 		leader   = flag.String("leader-rows", "auto", "at replicas > 1, repeat workloads 1 and 4 with holdfast's client and waiter on the raft leader: on, off, auto (on unless -quick)")
 		ca       childArgs
 	)
@@ -94,6 +99,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
+	idleProfileDir = *idleProf
 	if *cpuprof != "" {
 		f, err := os.Create(*cpuprof)
 		if err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strings"
@@ -174,6 +176,13 @@ func (h *hfCluster) profileSteady(window time.Duration, row *scaleRow) error {
 	time.Sleep(window)
 	pprof.StopCPUProfile()
 	row.idleCPU = 100 * float64(cpuTime()-cpu0) / float64(window)
+	if idleProfileDir != "" {
+		name := fmt.Sprintf("idle-%dx%d.pprof", row.c.nodes, row.c.shards)
+		if err := os.WriteFile(filepath.Join(idleProfileDir, name), buf.Bytes(), 0o644); err != nil {
+			return err
+		}
+		log.Printf("scale %dx%d: idle profile in %s; the leader is %s", row.c.nodes, row.c.shards, name, l.name)
+	}
 	byNode, err := cpuByLabel(&buf)
 	if err != nil {
 		return err
