@@ -80,6 +80,9 @@ func (n *Node) raftConfig() *raft.Config {
 	rc.TrailingLogs = t.TrailingLogs
 	rc.SnapshotInterval = 30 * time.Second
 	rc.NotifyCh = n.opts.NotifyCh
+	// Only the labelled form of raft's go-metrics (the per-peer names are
+	// the same figures again, built from a new string on every heartbeat).
+	rc.NoLegacyTelemetry = true
 	rc.Logger = logbridge.HCLog(n.log, "raft", n.closing)
 	return rc
 }
