@@ -45,7 +45,13 @@ type Config struct {
 	NodeName string
 	// DataDir holds the node identity, the raft log and snapshots. A node
 	// with a DataDir is voter-eligible; a node without one runs as a raft
-	// non-voter on in-memory stores and catches up by snapshot.
+	// non-voter on in-memory stores and catches up by snapshot. The raft
+	// log is a write-ahead log under DataDir/raft/wal (fsynced once per
+	// append); a DataDir written by a release before it keeps its bbolt log
+	// (DataDir/raft/raft.db). A running node holds an exclusive lock on
+	// DataDir/raft/LOCK, so a second node on the same DataDir fails in New.
+	// A DataDir with a write-ahead log cannot be opened by a release older
+	// than the log: it would start that node with an empty log.
 	DataDir string
 	// AllowRename lets New start on a DataDir last used under another
 	// NodeName: the node keeps the data dir's identity (its raft server ID)

@@ -83,3 +83,27 @@ func TestDataDirRefusedUnderAnotherName(t *testing.T) {
 		t.Errorf("after adopting x1, y1: %v, want it refused", err)
 	}
 }
+
+// TestDataDirInUseUnderTheSameName: while a node runs on a data dir, a second New on
+// it fails at once with an error naming the dir (the dir is locked), and
+// the first node keeps running; once it has closed, the dir starts again.
+func TestDataDirInUseUnderTheSameName(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "data")
+	cfg := coordinator.DefaultLocalConfig()
+	cfg.NodeName, cfg.DataDir = "n1", dir
+	first, err := coordinator.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = startOn(t, "n1", dir, false)
+	if err == nil || !strings.Contains(err.Error(), "another node") || !strings.Contains(err.Error(), dir) {
+		t.Errorf("second node on a data dir in use: %v, want an error naming another node and %s", err, dir)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := startOn(t, "n1", dir, false); err != nil {
+		t.Fatalf("the data dir after the first node closed: %v", err)
+	}
+}

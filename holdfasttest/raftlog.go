@@ -2,33 +2,22 @@ package holdfasttest
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/holdfast-go/holdfast/internal/raftnode"
 )
 
 // VoterHistory reads every raft configuration in the log of a stopped
 // node's data dir and returns the voter IDs of each, in log order. Tests
 // use it to check how the voter set changed over a run (for example, that
 // it never fell below the wanted count). The node must not be running: the
-// log is a bbolt file that one process opens at a time.
+// data dir is locked while a node has it open.
 func VoterHistory(dataDir string) ([][]string, error) {
-	store, err := raftboltdb.NewBoltStore(filepath.Join(dataDir, "raft", "raft.db"))
-	if err != nil {
-		return nil, fmt.Errorf("holdfasttest: open the raft log: %w", err)
-	}
-	defer store.Close()
-	first, _ := store.FirstIndex()
-	last, _ := store.LastIndex()
 	var out [][]string
-	for i := first; i <= last && i > 0; i++ {
-		var l raft.Log
-		if err := store.GetLog(i, &l); err != nil {
-			return nil, fmt.Errorf("holdfasttest: raft log entry %d: %w", i, err)
-		}
+	err := raftnode.EachLogEntry(dataDir, func(l *raft.Log) error {
 		if l.Type != raft.LogConfiguration {
-			continue
+			return nil
 		}
 		var voters []string
 		for _, s := range raft.DecodeConfiguration(l.Data).Servers {
@@ -37,6 +26,10 @@ func VoterHistory(dataDir string) ([][]string, error) {
 			}
 		}
 		out = append(out, voters)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("holdfasttest: reading the raft log: %w", err)
 	}
 	return out, nil
 }

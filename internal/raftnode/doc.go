@@ -1,6 +1,7 @@
 // Package raftnode hosts a node's raft server: its identity (the raft
-// server ID kept in the data dir), its stores (bbolt log and stable store,
-// file snapshots, or in-memory ones), the raft futures in flight (so that
+// server ID kept in the data dir), its stores (a write-ahead log, or the
+// bbolt log of an older data dir, with the stable store beside it and file
+// snapshots, the data dir locked while open; or in-memory ones), the raft futures in flight (so that
 // closing never waits on a future raft will not answer), and proposing a
 // command: on this node when it leads, otherwise forwarded to the leader
 // over the RPC transport, within the caller's budget. It also serves the

@@ -9,8 +9,9 @@ import (
 )
 
 // raftTransport is the transport raft runs on: hashicorp/raft's network
-// transport with pipelining turned off (see AppendEntriesPipeline) and the
-// leader's idle commit-index repeats to non-voters answered from memory.
+// transport with pipelining turned off (see AppendEntriesPipeline), and the
+// leader's idle commit-index repeats and most of its heartbeats to
+// non-voters answered from memory.
 //
 // An idle raft leader sends every follower an AppendEntries without entries
 // once per CommitTimeout (10-20 ms with DefaultLocalConfig), on top of its
@@ -23,6 +24,17 @@ import (
 // entries, heartbeats and everything sent to voters always go out, so no
 // follower learns a commit later and the leader's contact with its quorum
 // is never assumed. A failed exchange with the follower forgets its answer.
+//
+// Heartbeats (no entries, no commit index) go to each follower every
+// HeartbeatTimeout/10 to /5 (30-60 ms with DefaultLocalConfig), which keeps
+// a voter from starting an election. A non-voter never starts one: missing
+// heartbeats for a HeartbeatTimeout only makes it forget the leader. So a
+// heartbeat to a non-voter is answered from its last heartbeat answer while
+// that real exchange, in the same term, is younger than refresh/4: a
+// non-voter still hears from the leader every refresh/4 plus one heartbeat
+// interval (105-135 ms with DefaultLocalConfig), well within its
+// HeartbeatTimeout, and the leader sends a third to a half of the
+// heartbeats it did.
 // (hashicorp/raft also counts a non-voter's answer toward VerifyLeader;
 // holdfast does not rely on VerifyLeader: its confirmation rounds ask the
 // voters directly.)
@@ -31,8 +43,9 @@ type raftTransport struct {
 	refresh time.Duration
 	voter   atomic.Pointer[func(raft.ServerID) bool] // nil until raft runs: no skipping
 
-	mu   sync.Mutex
-	last map[raft.ServerID]idleAnswer
+	mu    sync.Mutex
+	last  map[raft.ServerID]idleAnswer
+	beats map[raft.ServerID]idleAnswer // the last real heartbeat answer (only term, resp and at are used)
 }
 
 // idleAnswer is a follower's last accepted answer to an empty AppendEntries.
@@ -43,7 +56,8 @@ type idleAnswer struct {
 }
 
 func newRaftTransport(t *raft.NetworkTransport, refresh time.Duration) *raftTransport {
-	return &raftTransport{NetworkTransport: t, refresh: refresh, last: map[raft.ServerID]idleAnswer{}}
+	return &raftTransport{NetworkTransport: t, refresh: refresh,
+		last: map[raft.ServerID]idleAnswer{}, beats: map[raft.ServerID]idleAnswer{}}
 }
 
 // AppendEntriesPipeline reports that pipelining is not supported. With
@@ -57,14 +71,15 @@ func (*raftTransport) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (
 	return nil, raft.ErrPipelineReplicationNotSupported
 }
 
-// AppendEntries sends req to the follower, or answers an idle repeat from
-// the follower's last answer (see raftTransport).
+// AppendEntries sends req to the follower, or answers an idle repeat or a
+// heartbeat to a non-voter from memory (see raftTransport).
 func (t *raftTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress,
 	req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
-	// A heartbeat carries no commit index; a replication round always does
-	// once anything committed.
+	// A heartbeat carries no commit index and no previous entry; a
+	// replication round carries a commit index once anything committed.
 	idle := len(req.Entries) == 0 && req.LeaderCommitIndex > 0
-	if idle && t.answer(id, req, resp) {
+	beat := len(req.Entries) == 0 && req.LeaderCommitIndex == 0 && req.PrevLogEntry == 0
+	if (idle || beat) && t.answer(id, req, resp, beat) {
 		return nil
 	}
 	err := t.NetworkTransport.AppendEntries(id, target, req, resp)
@@ -73,34 +88,46 @@ func (t *raftTransport) AppendEntries(id raft.ServerID, target raft.ServerAddres
 	switch {
 	case err != nil || !resp.Success || resp.Term != req.Term:
 		delete(t.last, id)
-	case idle:
-		if _, ok := t.last[id]; !ok {
+		delete(t.beats, id)
+	case idle || beat:
+		m := t.last
+		if beat {
+			m = t.beats
+		}
+		if _, ok := m[id]; !ok {
 			t.forgetStaleLocked() // a new follower, or one back after a failure
 		}
-		t.last[id] = idleAnswer{term: req.Term, prevIndex: req.PrevLogEntry, prevTerm: req.PrevLogTerm,
+		m[id] = idleAnswer{term: req.Term, prevIndex: req.PrevLogEntry, prevTerm: req.PrevLogTerm,
 			commit: req.LeaderCommitIndex, resp: *resp, at: time.Now()}
 	}
 	return err
 }
 
 // forgetStaleLocked drops the answers too old to use, so that followers
-// that left the configuration do not stay in the map.
+// that left the configuration do not stay in the maps.
 func (t *raftTransport) forgetStaleLocked() {
-	for id, a := range t.last {
-		if time.Since(a.at) >= t.refresh {
-			delete(t.last, id)
+	for _, m := range []map[raft.ServerID]idleAnswer{t.last, t.beats} {
+		for id, a := range m {
+			if time.Since(a.at) >= t.refresh {
+				delete(m, id)
+			}
 		}
 	}
 }
 
 // answer copies the follower's last answer into resp if req repeats the
-// request it answered, the answer is fresh and the follower is a non-voter.
-func (t *raftTransport) answer(id raft.ServerID, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) bool {
+// request it answered (a heartbeat: any heartbeat of the same term), the
+// answer is fresh and the follower is a non-voter.
+func (t *raftTransport) answer(id raft.ServerID, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, beat bool) bool {
+	m, fresh := t.last, t.refresh
+	if beat {
+		m, fresh = t.beats, t.refresh/4
+	}
 	t.mu.Lock()
-	a, ok := t.last[id]
+	a, ok := m[id]
 	t.mu.Unlock()
 	if !ok || a.term != req.Term || a.prevIndex != req.PrevLogEntry || a.prevTerm != req.PrevLogTerm ||
-		a.commit != req.LeaderCommitIndex || time.Since(a.at) >= t.refresh {
+		a.commit != req.LeaderCommitIndex || time.Since(a.at) >= fresh {
 		return false
 	}
 	if voter := t.voter.Load(); voter == nil || (*voter)(id) {

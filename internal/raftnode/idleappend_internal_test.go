@@ -54,9 +54,9 @@ func startFollower(t *testing.T) *follower {
 
 // TestIdleRepeatsToNonVotersAnsweredFromMemory: an empty AppendEntries to a
 // non-voter that repeats the last one it accepted is answered without a
-// round trip, with the follower's answer; a new commit index, a heartbeat
-// (no commit index), a voter, a refused answer and a stale answer all make
-// the request go out.
+// round trip, with the follower's answer; a new commit index, the first
+// heartbeat (no commit index), a voter, a refused answer and a stale answer
+// all make the request go out.
 func TestIdleRepeatsToNonVotersAnsweredFromMemory(t *testing.T) {
 	f := startFollower(t)
 	tr := newLeaderTransport(t, time.Hour)
@@ -90,7 +90,7 @@ func TestIdleRepeatsToNonVotersAnsweredFromMemory(t *testing.T) {
 	send("repeat of the new commit index", next, false)
 
 	send("heartbeat", raft.AppendEntriesRequest{Term: 3}, true)
-	send("heartbeat again", raft.AppendEntriesRequest{Term: 3}, true)
+	send("repeat", next, false)
 
 	entries := next
 	entries.Entries = []*raft.Log{{Index: 11, Term: 3}}
@@ -122,6 +122,57 @@ func TestIdleRepeatsToNonVotersAnsweredFromMemory(t *testing.T) {
 			t.Fatalf("%s: sent = %v, answer %+v", what, f.got.Load() > before, resp)
 		}
 	}
+}
+
+// TestHeartbeatsToNonVotersThinned: a heartbeat to a non-voter goes out
+// when the last real one is refresh/4 old, in another term, refused, or
+// sent to a voter; in between it is answered from the follower's last
+// heartbeat answer.
+func TestHeartbeatsToNonVotersThinned(t *testing.T) {
+	f := startFollower(t)
+	tr := newLeaderTransport(t, time.Hour)
+	voters := map[raft.ServerID]bool{}
+	isVoter := func(id raft.ServerID) bool { return voters[id] }
+	tr.voter.Store(&isVoter)
+
+	const id = raft.ServerID("f")
+	beat := func(what string, term uint64, wantSent bool) {
+		t.Helper()
+		before := f.got.Load()
+		var resp raft.AppendEntriesResponse
+		req := raft.AppendEntriesRequest{Term: term}
+		if err := tr.AppendEntries(id, f.trans.LocalAddr(), &req, &resp); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if sent := f.got.Load() > before; sent != wantSent {
+			t.Fatalf("%s: sent = %v, want %v", what, sent, wantSent)
+		}
+		if resp.Term != term || resp.Success == f.refuse.Load() {
+			t.Fatalf("%s: answer %+v to a heartbeat of term %d", what, resp, term)
+		}
+	}
+	beat("first heartbeat", 3, true)
+	beat("second heartbeat", 3, false)
+	beat("third heartbeat", 3, false)
+	beat("heartbeat of a new term", 4, true)
+	beat("repeat in the new term", 4, false)
+
+	tr.mu.Lock()
+	a := tr.beats[id]
+	a.at = time.Now().Add(-tr.refresh / 4)
+	tr.beats[id] = a
+	tr.mu.Unlock()
+	beat("heartbeat once the last one is refresh/4 old", 4, true)
+	beat("heartbeat after that fresh one", 4, false)
+
+	voters[id] = true
+	beat("heartbeat to a voter", 4, true)
+	beat("another heartbeat to the voter", 4, true)
+	voters[id] = false
+
+	f.refuse.Store(true)
+	beat("refused heartbeat", 5, true)
+	beat("heartbeat after a refusal", 5, true)
 }
 
 // TestIdleRepeatsSentBeforeRaftRuns: until the transport knows the raft

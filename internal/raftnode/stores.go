@@ -24,20 +24,19 @@ type stores struct {
 }
 
 // logCacheSize is how many of the latest raft log entries are kept in
-// memory in front of the bbolt log: replication (the entry before each
+// memory in front of the log on disk: replication (the entry before each
 // AppendEntries batch, and the batch) and a follower's apply read them
-// there instead of opening a bbolt read transaction and decoding each one.
+// there instead of reading and decoding each one from the file.
 const logCacheSize = 512
 
-// openStores opens bbolt-backed stores and file snapshots under dataDir, or
-// in-memory stores when dataDir is empty. closing mutes the snapshot
-// store's logs once the host shuts down.
+// openStores opens the raft stores under dataDir, or in-memory stores when
+// dataDir is empty. closing mutes the stores' logs once the host shuts down.
 //
-// bbolt keeps its fsync on every commit (raft's log stays durable). It does
-// not write its freelist on every commit (NoFreelistSync, as etcd does):
-// that saves a page write per raft append, and the freelist is rebuilt by a
-// scan when the file is opened (the log is compacted, so the file stays
-// small). Files written either way open either way.
+// A data dir whose raft log is a bbolt file (raft/raft.db, written before
+// the write-ahead log) keeps it; any other gets the write-ahead log (see
+// openWAL). Either way a cache of the latest entries sits in front of the
+// log, snapshots are files under raft/, and the directory is locked while
+// open, so that a second node on it fails at once.
 func openStores(dataDir string, log *slog.Logger, closing func() bool) (*stores, error) {
 	if dataDir == "" {
 		mem := raft.NewInmemStore()
@@ -47,24 +46,67 @@ func openStores(dataDir string, log *slog.Logger, closing func() bool) (*stores,
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("holdfast: DataDir: %w", err)
 	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("holdfast: DataDir: is another node using %s? %w", dataDir, err)
+	}
+	var log0 raft.LogStore
+	var stable raft.StableStore
+	var closer io.Closer
+	if _, err := os.Stat(filepath.Join(dir, boltFile)); err == nil {
+		log0, stable, closer, err = openBolt(dir)
+	} else {
+		log0, stable, closer, err = openWAL(filepath.Join(dir, walDir), log, closing)
+	}
+	if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("holdfast: DataDir: opening the raft log in %s: %w", dataDir, err)
+	}
+	closer = closers{closer, lock}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, logbridge.HCLog(log, "raft-snapshot", closing))
+	if err != nil {
+		closer.Close()
+		return nil, fmt.Errorf("holdfast: DataDir: %w", err)
+	}
+	logs, err := raft.NewLogCache(logCacheSize, log0)
+	if err != nil {
+		closer.Close()
+		return nil, fmt.Errorf("holdfast: DataDir: %w", err)
+	}
+	return &stores{logs: logs, stable: stable, snaps: snaps, closer: closer}, nil
+}
+
+// boltFile is the bbolt raft log of data dirs written before the
+// write-ahead log.
+const boltFile = "raft.db"
+
+// openBolt opens the bbolt raft log in dir. bbolt keeps its fsync on every
+// commit. It does not write its freelist on every commit (NoFreelistSync,
+// as etcd does): that saves a page write per raft append, and the freelist
+// is rebuilt by a scan when the file is opened. Files written either way
+// open either way.
+func openBolt(dir string) (raft.LogStore, raft.StableStore, io.Closer, error) {
 	bolt, err := raftboltdb.New(raftboltdb.Options{
-		Path:        filepath.Join(dir, "raft.db"),
+		Path:        filepath.Join(dir, boltFile),
 		BoltOptions: &bbolt.Options{Timeout: 2 * time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("holdfast: DataDir: opening raft log (is another node using %s?): %w", dataDir, err)
+		return nil, nil, nil, err
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, logbridge.HCLog(log, "raft-snapshot", closing))
-	if err != nil {
-		bolt.Close()
-		return nil, fmt.Errorf("holdfast: DataDir: %w", err)
+	return bolt, bolt, bolt, nil
+}
+
+// closers closes each of its closers in order and returns the first error.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var first error
+	for _, c := range cs {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
 	}
-	logs, err := raft.NewLogCache(logCacheSize, bolt)
-	if err != nil {
-		bolt.Close()
-		return nil, fmt.Errorf("holdfast: DataDir: %w", err)
-	}
-	return &stores{logs: logs, stable: bolt, snaps: snaps, closer: bolt}, nil
+	return first
 }
 
 // raftConfig builds raft's configuration from the options.
@@ -80,6 +122,9 @@ func (n *Node) raftConfig() *raft.Config {
 	rc.TrailingLogs = t.TrailingLogs
 	rc.SnapshotInterval = 30 * time.Second
 	rc.NotifyCh = n.opts.NotifyCh
+	// Only the labelled form of raft's go-metrics (the per-peer names are
+	// the same figures again, built from a new string on every heartbeat).
+	rc.NoLegacyTelemetry = true
 	rc.Logger = logbridge.HCLog(n.log, "raft", n.closing)
 	return rc
 }
