@@ -48,6 +48,7 @@ type Cluster struct {
 	opts   Options
 	Net    *memnet.Network // nil on loopback TCP
 	CA     *certs.CA       // the nodes' CA with Options.TLS; nil without
+	dir    string          // data dirs and certificates; removed after Close
 	closed atomic.Bool
 	logMu  sync.Mutex
 
@@ -105,6 +106,10 @@ func Start(t testing.TB, opts Options) *Cluster {
 		}
 		cl.CA = ca
 	}
+	// The temp dir first: cleanups run last-registered first, so the nodes
+	// close before their data dirs are removed (a node whose dir vanished
+	// while it ran would fail to write raft's term and vote).
+	cl.dir = t.TempDir()
 	t.Cleanup(cl.Close)
 	for i := 0; i < opts.Nodes; i++ {
 		n := cl.newNode()
@@ -132,7 +137,7 @@ func (cl *Cluster) newNode() *Node {
 	cfg.Cluster.Voters = cl.opts.Voters
 	cfg.Cluster.BootstrapExpect = cl.opts.BootstrapExpect
 	if eligible {
-		n.DataDir = filepath.Join(cl.t.TempDir(), n.Name)
+		n.DataDir = filepath.Join(cl.dir, n.Name)
 		cfg.DataDir = n.DataDir
 	} else {
 		cfg.Cluster.BootstrapExpect = 0
@@ -145,7 +150,12 @@ func (cl *Cluster) newNode() *Node {
 	}
 	cfg.Logger = newTestLogger(cl.t, &cl.closed, &cl.logMu).With("test_node", n.Name)
 	if cl.CA != nil {
-		f, err := cl.CA.WriteFiles(cl.t.TempDir(), n.Name)
+		dir := filepath.Join(cl.dir, "tls-"+n.Name)
+		err := os.MkdirAll(dir, 0o700)
+		var f certs.Files
+		if err == nil {
+			f, err = cl.CA.WriteFiles(dir, n.Name)
+		}
 		if err != nil {
 			cl.t.Fatalf("holdfasttest: certificate for %s: %v", n.Name, err)
 		}

@@ -17,7 +17,8 @@ const module = "github.com/holdfast-go/holdfast/"
 func rank(pkg string) int {
 	const top = 7
 	switch pkg {
-	case "internal/codec", "internal/atomicfile", "internal/logbridge", "internal/netns", "internal/leaktest", "internal/pause":
+	case "internal/codec", "internal/atomicfile", "internal/logbridge", "internal/netns", "internal/leaktest", "internal/pause",
+		"internal/walog":
 		return 0
 	case "fsm", "membership", "transport", "transport/memnet", "shardown", "fence", "certs":
 		return 1

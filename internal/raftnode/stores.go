@@ -56,7 +56,7 @@ func openStores(dataDir string, log *slog.Logger, closing func() bool) (*stores,
 	if _, err := os.Stat(filepath.Join(dir, boltFile)); err == nil {
 		log0, stable, closer, err = openBolt(dir)
 	} else {
-		log0, stable, closer, err = openWAL(filepath.Join(dir, walDir), log, closing)
+		log0, stable, closer, err = openWAL(filepath.Join(dir, walDir))
 	}
 	if err != nil {
 		lock.Close()

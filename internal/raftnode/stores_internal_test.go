@@ -116,8 +116,10 @@ func TestNewDataDirGetsWriteAheadLog(t *testing.T) {
 	last, _ := st.logs.LastIndex()
 	term, err := st.stable.GetUint64([]byte("CurrentTerm"))
 	var l raft.Log
-	if first != 101 || last != 300 || err != nil || term != 7 || st.logs.GetLog(200, &l) != nil || l.Data[0] != 200 {
-		t.Fatalf("reopened: entries %d..%d, term %d (%v), entry 200 %v; want 101..300, term 7", first, last, term, err, l.Data)
+	// Compaction deletes whole segments; one partly compacted stays, so the
+	// reopened log may start earlier, never later.
+	if first < 1 || first > 101 || last != 300 || err != nil || term != 7 || st.logs.GetLog(200, &l) != nil || l.Data[0] != 200 {
+		t.Fatalf("reopened: entries %d..%d, term %d (%v), entry 200 %v; want from 101 or earlier to 300, term 7", first, last, term, err, l.Data)
 	}
 	if err := st.logs.StoreLogs(testLogs(301, 310)); err != nil {
 		t.Fatal(err)
@@ -126,7 +128,7 @@ func TestNewDataDirGetsWriteAheadLog(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	want := uint64(101)
+	want := first
 	err = EachLogEntry(dir, func(l *raft.Log) error {
 		if l.Index != want || l.Data[0] != byte(want) {
 			t.Fatalf("EachLogEntry gave entry %d (%v), want %d", l.Index, l.Data, want)

@@ -8,43 +8,27 @@ import (
 	"path/filepath"
 
 	"github.com/hashicorp/raft"
-	wal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
 
-	"github.com/holdfast-go/holdfast/internal/logbridge"
+	"github.com/holdfast-go/holdfast/internal/walog"
 )
 
 // walDir is the write-ahead log's directory under raft/.
 const walDir = "wal"
 
-// walSegmentSize is the size of one segment file of the write-ahead log.
-// A segment is preallocated, so this is the disk a voter's log takes at the
-// least; 8 MiB holds tens of thousands of holdfast's commands, more than
-// the entries raft keeps between snapshots.
+// walSegmentSize is the size past which the write-ahead log starts a new
+// segment file, so that compaction can delete old ones.
 const walSegmentSize = 8 << 20
 
-// openWAL opens (or creates) hashicorp/raft-wal's write-ahead log in dir: it
-// appends each batch of raft entries to a segment file and fsyncs once,
-// where bbolt writes its pages and its meta page with an fsync each. On
-// this machine's disk that made a commit about three times cheaper, which
-// is most of an acquire's time with three voters. Term and vote (the stable
-// store) live in the log's small bbolt meta file, written only when they
-// change.
-//
-// raft-wal's Close leaves the meta file open, so the meta store is opened
-// here and closed after the log.
-func openWAL(dir string, log *slog.Logger, closing func() bool) (raft.LogStore, raft.StableStore, io.Closer, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, nil, nil, err
-	}
-	meta := &metadb.BoltMetaDB{}
-	w, err := wal.Open(dir, wal.WithMetaStore(meta), wal.WithSegmentSize(walSegmentSize),
-		wal.WithLogger(logbridge.HCLog(log, "raft-wal", closing)))
+// openWAL opens (or creates) the write-ahead log in dir (internal/walog):
+// it appends each batch of raft entries to a segment file and syncs once,
+// where bbolt writes its pages and its meta page with a sync each. The log
+// is also the stable store (term and vote).
+func openWAL(dir string) (raft.LogStore, raft.StableStore, io.Closer, error) {
+	w, err := walog.Open(dir, walog.Options{SegmentSize: walSegmentSize})
 	if err != nil {
-		meta.Close()
 		return nil, nil, nil, err
 	}
-	return w, w, closers{w, meta}, nil
+	return w, w, w, nil
 }
 
 // EachLogEntry calls fn with each entry of the raft log in a stopped
