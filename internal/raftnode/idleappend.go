@@ -41,6 +41,7 @@ import (
 type raftTransport struct {
 	*raft.NetworkTransport
 	refresh time.Duration
+	idle    *idlePark
 	voter   atomic.Pointer[func(raft.ServerID) bool] // nil until raft runs: no skipping
 
 	mu    sync.Mutex
@@ -56,7 +57,7 @@ type idleAnswer struct {
 }
 
 func newRaftTransport(t *raft.NetworkTransport, refresh time.Duration) *raftTransport {
-	return &raftTransport{NetworkTransport: t, refresh: refresh,
+	return &raftTransport{NetworkTransport: t, refresh: refresh, idle: newIdlePark(refresh / 2),
 		last: map[raft.ServerID]idleAnswer{}, beats: map[raft.ServerID]idleAnswer{}}
 }
 
@@ -80,6 +81,9 @@ func (t *raftTransport) AppendEntries(id raft.ServerID, target raft.ServerAddres
 	idle := len(req.Entries) == 0 && req.LeaderCommitIndex > 0
 	beat := len(req.Entries) == 0 && req.LeaderCommitIndex == 0 && req.PrevLogEntry == 0
 	if (idle || beat) && t.answer(id, req, resp, beat) {
+		if idle {
+			t.idle.wait(req)
+		}
 		return nil
 	}
 	err := t.NetworkTransport.AppendEntries(id, target, req, resp)
@@ -149,6 +153,8 @@ func (t *raftTransport) useRaft(r *raft.Raft) {
 		return votes.voter(f.Configuration().Servers, id)
 	}
 	t.voter.Store(&voter)
+	state := func() (uint64, uint64) { return r.CommitIndex(), r.LastIndex() }
+	t.idle.state.Store(&state)
 }
 
 // voterCache answers whether a server votes in a configuration, keeping

@@ -108,6 +108,7 @@ type Node struct {
 	log       *slog.Logger
 	raft      *raft.Raft
 	raftTrans *raft.NetworkTransport
+	idle      *idlePark
 	stores    *stores
 
 	spawnMu    sync.Mutex
@@ -135,7 +136,10 @@ func Start(opts Options) (*Node, error) {
 		Logger:  logbridge.HCLog(n.log, "raft-net", n.closing),
 	})
 	trans := newRaftTransport(n.raftTrans, opts.Timing.HeartbeatTimeout)
-	r, err := raft.NewRaft(n.raftConfig(), opts.FSM, st.logs, st.stable, st.snaps, trans)
+	n.idle = trans.idle
+	logs := wakingLogs{LogStore: st.logs, changed: trans.idle.changed}
+	fsm := wakingFSM{FSM: opts.FSM, changed: trans.idle.changed}
+	r, err := raft.NewRaft(n.raftConfig(), fsm, logs, st.stable, st.snaps, trans)
 	if err != nil {
 		n.raftTrans.Close()
 		if st.closer != nil {
@@ -180,6 +184,7 @@ func (n *Node) Stop() error {
 	if c := n.opts.Futures.Close(n.opts.RPCTimeout); c > 0 {
 		n.log.Warn("raft requests still unanswered at shutdown", "count", c)
 	}
+	n.idle.stop() // no parked answer holds raft's shutdown up
 	err := errors.Join(n.raft.Shutdown().Error(), n.raftTrans.Close())
 	n.spawnMu.Lock()
 	n.stopped = true
