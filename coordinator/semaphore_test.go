@@ -93,6 +93,11 @@ func TestSemaphoreCluster(t *testing.T) {
 	if _, err := c.AcquireSemaphore(ctx, name, limit+1); !errors.Is(err, coordinator.ErrSemaphoreLimit) {
 		t.Fatalf("AcquireSemaphore with another limit: %v", err)
 	}
+	// c's replica may not have heard of b's grant yet (b's acquire returned
+	// on the leader's answer): Sync makes the read consistent.
+	if err := c.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if hs := c.Semaphore(name); len(hs) != 2 || hs[0].Node != a.NodeName() || hs[1].Token != pb.Token() {
 		t.Fatalf("Semaphore: %+v", hs)
 	}
