@@ -52,18 +52,26 @@ func startFollower(t *testing.T) *follower {
 	return f
 }
 
+// startVoterRig starts a follower and a leader transport (answers fresh
+// for an hour) that asks voters whether a follower votes (none does until
+// the test says so).
+func startVoterRig(t *testing.T) (*follower, *raftTransport, map[raft.ServerID]bool) {
+	t.Helper()
+	f := startFollower(t)
+	tr := newLeaderTransport(t, time.Hour)
+	voters := map[raft.ServerID]bool{}
+	isVoter := func(id raft.ServerID) bool { return voters[id] }
+	tr.voter.Store(&isVoter)
+	return f, tr, voters
+}
+
 // TestIdleRepeatsToNonVotersAnsweredFromMemory: an empty AppendEntries to a
 // non-voter that repeats the last one it accepted is answered without a
 // round trip, with the follower's answer; a new commit index, the first
 // heartbeat (no commit index), a voter, a refused answer and a stale answer
 // all make the request go out.
 func TestIdleRepeatsToNonVotersAnsweredFromMemory(t *testing.T) {
-	f := startFollower(t)
-	tr := newLeaderTransport(t, time.Hour)
-	voters := map[raft.ServerID]bool{}
-	isVoter := func(id raft.ServerID) bool { return voters[id] }
-	tr.voter.Store(&isVoter)
-
+	f, tr, voters := startVoterRig(t)
 	const id = raft.ServerID("f")
 	send := func(what string, req raft.AppendEntriesRequest, wantSent bool) {
 		t.Helper()
@@ -129,12 +137,7 @@ func TestIdleRepeatsToNonVotersAnsweredFromMemory(t *testing.T) {
 // sent to a voter; in between it is answered from the follower's last
 // heartbeat answer.
 func TestHeartbeatsToNonVotersThinned(t *testing.T) {
-	f := startFollower(t)
-	tr := newLeaderTransport(t, time.Hour)
-	voters := map[raft.ServerID]bool{}
-	isVoter := func(id raft.ServerID) bool { return voters[id] }
-	tr.voter.Store(&isVoter)
-
+	f, tr, voters := startVoterRig(t)
 	const id = raft.ServerID("f")
 	beat := func(what string, term uint64, wantSent bool) {
 		t.Helper()
