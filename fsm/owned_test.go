@@ -84,14 +84,7 @@ func TestSessionEndFreesItsShards(t *testing.T) {
 	for s := range uint32(3000) {
 		items = append(items, ShardItem{Shard: s, Session: []string{"a", "b"}[s%7/5]})
 	}
-	cmds, err := EncodeShardCmds(OpShardGrant, ShardCmd{Items: items})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range cmds {
-		a.index++
-		a.f.Apply(rawLog(a.index, b))
-	}
+	a.doShards(OpShardGrant, ShardCmd{Items: items})
 	a.do(Command{Op: OpSessionDrain, Session: &SessionCmd{ID: "a", Drain: true}})
 	sh, _ := a.f.View().Shard(2999)
 	a.do(shardCmd(OpShardRevoke, false, ShardItem{Shard: 2999, Session: sh.Owner, Token: sh.Token, To: "b"}))

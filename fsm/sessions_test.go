@@ -34,6 +34,22 @@ func (a *applier) restoredCopy() *applier {
 	return r
 }
 
+// doShards encodes a shard command (split into batches as owners send it)
+// and applies each batch, returning their results.
+func (a *applier) doShards(op Op, c ShardCmd) []Result {
+	a.t.Helper()
+	cmds, err := EncodeShardCmds(op, c)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	var out []Result
+	for _, b := range cmds {
+		a.index++
+		out = append(out, a.f.Apply(rawLog(a.index, b)).(Result))
+	}
+	return out
+}
+
 func (a *applier) do(c Command) Result {
 	a.t.Helper()
 	b, err := Encode(c)

@@ -266,14 +266,7 @@ func TestShardTableSizes(t *testing.T) {
 		for s := uint32(0); s < n; s += 3 {
 			items = append(items, ShardItem{Shard: s, Session: "s"})
 		}
-		cmds, err := EncodeShardCmds(OpShardGrant, ShardCmd{Items: items})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, b := range cmds {
-			a.index++
-			a.f.Apply(rawLog(a.index, b))
-		}
+		a.doShards(OpShardGrant, ShardCmd{Items: items})
 		v := a.f.View()
 		next := uint32(0)
 		v.EachShard(func(s Shard) bool {

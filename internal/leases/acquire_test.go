@@ -18,6 +18,17 @@ func TestMain(m *testing.M) {
 }
 
 // acquire is Acquire that must succeed.
+// acquireAndRelease acquires "x" of kind k and releases it, failing the test
+// if either fails; it returns the released grant.
+func (h *harness) acquireAndRelease(k Kind) *Grant {
+	h.t.Helper()
+	g := h.acquire(req(k, "x", true))
+	if err := g.Release(context.Background()); err != nil {
+		h.t.Fatalf("release: %v", err)
+	}
+	return g
+}
+
 func (h *harness) acquire(r Request) *Grant {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)

@@ -98,10 +98,7 @@ func TestReleaseOnLeaderReturnsBeforeCommit(t *testing.T) {
 		t.Run(k.String(), func(t *testing.T) {
 			h := newHarness(t)
 			l := h.becomeLeader()
-			g := h.acquire(req(k, "x", true))
-			if err := g.Release(context.Background()); err != nil {
-				t.Fatalf("release: %v", err)
-			}
+			g := h.acquireAndRelease(k)
 			if cause := ended(t, g); !errors.Is(cause, errResigned) {
 				t.Fatalf("belief ended with %v, want errResigned", cause)
 			}
@@ -138,10 +135,7 @@ func TestReleaseOnLostLeaderIsSettled(t *testing.T) {
 		t.Run(k.String(), func(t *testing.T) {
 			h := newHarness(t)
 			l := h.becomeLeader()
-			g := h.acquire(req(k, "x", true))
-			if err := g.Release(context.Background()); err != nil {
-				t.Fatalf("release: %v", err)
-			}
+			h.acquireAndRelease(k)
 			h.mu.Lock()
 			h.leader = nil // the settlement goes through Propose
 			h.mu.Unlock()
@@ -166,10 +160,7 @@ func TestReleaseOffLeaderWaitsForCommit(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.String(), func(t *testing.T) {
 			h := newHarness(t)
-			g := h.acquire(req(k, "x", true))
-			if err := g.Release(context.Background()); err != nil {
-				t.Fatalf("release: %v", err)
-			}
+			h.acquireAndRelease(k)
 			if err := free(h.fsm.View(), k, "x"); err != nil {
 				t.Fatalf("after Release returned: %v", err)
 			}
@@ -186,10 +177,7 @@ func TestReleaseViaFollowerConfirmedOnReplica(t *testing.T) {
 			h := newHarness(t)
 			l := h.becomeLeader()
 			l.remote = true
-			g := h.acquire(req(k, "x", true))
-			if err := g.Release(context.Background()); err != nil {
-				t.Fatalf("release: %v", err)
-			}
+			h.acquireAndRelease(k)
 			if free(h.fsm.View(), k, "x") == nil {
 				t.Fatal("the release committed before Release returned: it should only be taken in")
 			}
@@ -214,10 +202,7 @@ func TestReleaseViaFollowerLostIsSettled(t *testing.T) {
 			h := newHarness(t)
 			l := h.becomeLeader()
 			l.remote = true
-			g := h.acquire(req(k, "x", true))
-			if err := g.Release(context.Background()); err != nil {
-				t.Fatalf("release: %v", err)
-			}
+			h.acquireAndRelease(k)
 			l.mu.Lock()
 			l.taken = nil // the leader lost it
 			l.mu.Unlock()

@@ -42,14 +42,19 @@ func TestIdleAnswersParkUntilAChange(t *testing.T) {
 	}
 	waitDone("the first request (sent)", send())
 
-	parked := send()
-	deadline := time.Now().Add(30 * time.Second)
-	for tr.idle.parked.Load() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the repeat did not park")
+	// waitParked polls until one answer is parked.
+	waitParked := func() {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for tr.idle.parked.Load() != 1 {
+			if time.Now().After(deadline) {
+				t.Fatal("the repeat did not park")
+			}
+			time.Sleep(time.Millisecond)
 		}
-		time.Sleep(time.Millisecond)
 	}
+	parked := send()
+	waitParked()
 	select {
 	case <-parked:
 		t.Fatal("a parked answer returned before any change")
@@ -65,12 +70,7 @@ func TestIdleAnswersParkUntilAChange(t *testing.T) {
 
 	last = 10
 	parked = send()
-	for tr.idle.parked.Load() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the repeat did not park")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitParked()
 	tr.idle.stop()
 	waitDone("a parked repeat at stop", parked)
 	waitDone("a repeat after stop", send())

@@ -50,13 +50,13 @@ func openStores(dataDir string, log *slog.Logger, closing func() bool) (*stores,
 	if err != nil {
 		return nil, fmt.Errorf("holdfast: DataDir: is another node using %s? %w", dataDir, err)
 	}
-	var log0 raft.LogStore
+	var disk raft.LogStore
 	var stable raft.StableStore
 	var closer io.Closer
 	if _, err := os.Stat(filepath.Join(dir, boltFile)); err == nil {
-		log0, stable, closer, err = openBolt(dir)
+		disk, stable, closer, err = openBolt(dir)
 	} else {
-		log0, stable, closer, err = openWAL(filepath.Join(dir, walDir))
+		disk, stable, closer, err = openWAL(filepath.Join(dir, walDir))
 	}
 	if err != nil {
 		lock.Close()
@@ -68,7 +68,7 @@ func openStores(dataDir string, log *slog.Logger, closing func() bool) (*stores,
 		closer.Close()
 		return nil, fmt.Errorf("holdfast: DataDir: %w", err)
 	}
-	logs, err := raft.NewLogCache(logCacheSize, log0)
+	logs, err := raft.NewLogCache(logCacheSize, disk)
 	if err != nil {
 		closer.Close()
 		return nil, fmt.Errorf("holdfast: DataDir: %w", err)

@@ -158,23 +158,27 @@ func (l *Log) endReplay(s *segment, lastSeg bool) error {
 func (l *Log) FirstIndex() (uint64, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.first, l.errClosed()
+	return l.first, l.errIfClosed()
 }
 
 // LastIndex returns the last index in the log, 0 when it is empty.
 func (l *Log) LastIndex() (uint64, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.last, l.errClosed()
+	return l.last, l.errIfClosed()
 }
 
 // IsMonotonic tells raft that the log takes no gaps: raft then deletes the
 // whole log after restoring a snapshot.
 func (l *Log) IsMonotonic() bool { return true }
 
-func (l *Log) errClosed() error {
+// errClosed is returned by every method but Close after Close.
+var errClosed = errors.New("walog: closed")
+
+// errIfClosed returns errClosed after Close. Called with mu held.
+func (l *Log) errIfClosed() error {
 	if l.closed {
-		return errors.New("walog: closed")
+		return errClosed
 	}
 	return nil
 }
@@ -184,7 +188,7 @@ func (l *Log) errClosed() error {
 func (l *Log) GetLog(index uint64, out *raft.Log) error {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if err := l.errClosed(); err != nil {
+	if err := l.errIfClosed(); err != nil {
 		return err
 	}
 	if index < l.first || index > l.last || l.first == 0 {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/holdfast-go/holdfast/internal/atomicfile"
 )
 
 // StoreLog appends one entry (see StoreLogs).
@@ -24,7 +26,7 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 	closed, last := l.closed, l.last
 	l.mu.RUnlock()
 	if closed {
-		return l.errClosedLocked()
+		return errClosed
 	}
 	for i, e := range logs {
 		if (last != 0 || i > 0) && e.Index != last+1 {
@@ -66,12 +68,6 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 	}
 	l.last = last
 	return nil
-}
-
-func (l *Log) errClosedLocked() error {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.errClosed()
 }
 
 // activeSegment returns the segment that takes the next append, starting a
@@ -121,7 +117,7 @@ func (l *Log) DeleteRange(min, max uint64) error {
 	defer l.wmu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.errClosed(); err != nil {
+	if err := l.errIfClosed(); err != nil {
 		return err
 	}
 	if l.first == 0 || max < l.first || min > l.last || min > max {
@@ -204,14 +200,9 @@ func (l *Log) removeFiles(segs []*segment, forget func()) error {
 	return syncDir(l.dir)
 }
 
-// syncDir syncs dir, so that created and deleted files last.
+// syncDir syncs dir, so that created and deleted segments last.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		return fmt.Errorf("walog: syncing %s: %w", dir, err)
 	}
 	return nil
