@@ -41,6 +41,7 @@ type peer interface {
 type peerKind struct {
 	name    string // its column in the tables
 	members string // what its replicas are called, in a section title
+	jvm     bool   // its servers are JVMs: no Go heap to compare
 	flag    string // its -peers value
 	// fresh and local say what the two lookup rows read on this system.
 	fresh, local string
@@ -57,7 +58,7 @@ var peerKinds = []peerKind{
 	{name: "etcd", members: "etcd member(s)", flag: "etcd", fresh: "Get (linearizable)", local: "Get (serializable)",
 		available: func() error { return nil },
 		start:     func(r int) (peer, error) { return startEtcd(r, 60*time.Second) }, memory: memEtcd},
-	{name: "ZooKeeper", members: "ZooKeeper server(s)", flag: "zookeeper", fresh: "sync + getData", local: "getData",
+	{name: "ZooKeeper", members: "ZooKeeper server(s)", flag: "zookeeper", jvm: true, fresh: "sync + getData", local: "getData",
 		available: zkAvailable,
 		start:     func(r int) (peer, error) { return startZK(r, 90*time.Second) }, memory: memZK},
 }

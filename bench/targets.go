@@ -83,6 +83,11 @@ func (t targetRun) metricAt(replicas int, workload, name string) *metric {
 // at most goal otherwise. Met only when it is met against every peer at
 // every count.
 func (t targetRun) peerRow(workload, target string, counts []int, title, name string, goal float64, higher bool) targetRow {
+	return t.peerRowOf(t.o.peers, workload, target, counts, title, name, goal, higher)
+}
+
+// peerRowOf is peerRow against the given peers only.
+func (t targetRun) peerRowOf(peers []*peerKind, workload, target string, counts []int, title, name string, goal float64, higher bool) targetRow {
 	var res, missing []string
 	v := met
 	for _, r := range counts {
@@ -92,7 +97,7 @@ func (t targetRun) peerRow(workload, target string, counts []int, title, name st
 			continue
 		}
 		var parts []string
-		for _, k := range t.o.peers {
+		for _, k := range peers {
 			if len(m.of(k.name)) == 0 {
 				missing = append(missing, fmt.Sprintf("%s at %d replica(s)%s", k.name, r, why(k)))
 				continue
@@ -151,7 +156,13 @@ func (t targetRun) leaderRow() targetRow {
 func (t targetRun) memoryRow() targetRow {
 	const title = "6. memory per node, 10,000 shards + 100 leases"
 	rss := t.peerRow("memory per node, 10,000 shards + 100 leases: RSS", "", t.o.replicas, title, "RSS (VmRSS)", 1, false)
-	heap := t.peerRow("", "", t.o.replicas, title, "Go heap live after GC", 1, false)
+	var goPeers []*peerKind
+	for _, k := range t.o.peers {
+		if !k.jvm {
+			goPeers = append(goPeers, k)
+		}
+	}
+	heap := t.peerRowOf(goPeers, "", "", t.o.replicas, title, "Go heap live after GC", 1, false)
 	return targetRow{"memory per node, 10,000 shards + 100 leases", "RSS ≤ every peer's; live heap ≤ every Go peer's (a JVM's heap is not measured)",
 		"RSS: " + rss.result + "; live heap: " + heap.result, worse(rss.verdict, heap.verdict)}
 }
