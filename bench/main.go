@@ -121,10 +121,13 @@ func main() {
 	}
 }
 
+// fullScale is the scale curve of the full run.
+var fullScale = []scaleCase{{3, 1024}, {9, 1024}, {27, 1024}, {64, 1024}, {3, 100_000}, {64, 100_000}}
+
 func buildOptions(quick bool, only, replicas string, rounds int, scale string) (*options, error) {
 	o := &options{only: map[string]bool{}, rounds: 5, duration: 3 * time.Second, warmup: 500 * time.Millisecond,
 		failovers: 7, handoffs: 25, lookupDur: 1 * time.Second, window: 5 * time.Second,
-		scale: []scaleCase{{3, 1024}, {9, 1024}, {27, 1024}, {64, 1024}, {3, 100_000}, {64, 100_000}}}
+		scale: fullScale}
 	if quick {
 		o.rounds, o.duration, o.warmup, o.failovers, o.handoffs, o.lookupDur, o.window =
 			3, time.Second, 300*time.Millisecond, 3, 8, 250*time.Millisecond, 2*time.Second
@@ -169,7 +172,11 @@ func run(w io.Writer, o *options, quick bool) error {
 	if quick {
 		mode = "quick"
 	}
-	fmt.Fprintf(w, "## holdfast vs %s (%s run)\n\n%s\n", strings.Join(peerNames(o.peers), " and "), mode, machine())
+	vs := "holdfast vs " + strings.Join(peerNames(o.peers), " and ")
+	if len(o.peers) == 0 {
+		vs = "holdfast alone (-peers is empty)"
+	}
+	fmt.Fprintf(w, "## %s (%s run)\n\n%s\n", vs, mode, machine())
 	fmt.Fprintf(w, "A/B rounds per system: %d (acquire rounds of %v, %d handoffs per round, %d failover kills per system); values are medians of rounds.\n",
 		o.rounds, o.duration, o.handoffs, o.failovers)
 	rep := &report{}

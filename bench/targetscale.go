@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,8 +29,12 @@ func (t targetRun) points(nodes, shards int) ([]scaleRow, string) {
 		p = fmt.Sprintf("%dx%d", nodes, shards)
 	}
 	why := "no " + p + " point in this run (-only scale, -scale)"
-	if t.quick {
-		why = "-quick has no " + p + " point (-scale 3x100000,64x100000,64x1024)"
+	inFull := slices.ContainsFunc(fullScale, func(c scaleCase) bool { return c.shards == shards && (nodes == 0 || c.nodes == nodes) })
+	switch {
+	case t.quick && inFull:
+		why = "-quick has no " + p + " point (the full run has it: -scale 3x100000,64x100000,64x1024)"
+	case nodes > 0 && !inFull:
+		why = fmt.Sprintf("no %s point in this run (not in the default curve: -only scale -scale 64x1024,%s)", p, p)
 	}
 	return nil, notMeasured + ": " + why
 }
