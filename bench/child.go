@@ -68,27 +68,38 @@ func serveChild(stop func()) error {
 // readMem reads VmRSS and VmHWM first, then forces a GC and reads the
 // live heap.
 func readMem() memStats {
-	var m memStats
-	if b, err := os.ReadFile("/proc/self/status"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			f := strings.Fields(line)
-			if len(f) < 2 {
-				continue
-			}
-			v, _ := strconv.ParseInt(f[1], 10, 64)
-			switch f[0] {
-			case "VmRSS:":
-				m.RSSKiB = v
-			case "VmHWM:":
-				m.HWMKiB = v
-			}
-		}
-	}
+	m := procStatus("self")
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	m.HeapLive, m.HeapInuse, m.GoSys = ms.HeapAlloc, ms.HeapInuse, ms.Sys
 	m.Goroutines = runtime.NumGoroutine()
+	return m
+}
+
+// procStatus reads VmRSS, VmHWM and Threads of process pid ("self" or a
+// number) from /proc/PID/status.
+func procStatus(pid string) memStats {
+	var m memStats
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return m
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			m.RSSKiB = v
+		case "VmHWM:":
+			m.HWMKiB = v
+		case "Threads:":
+			m.Threads = int(v)
+		}
+	}
 	return m
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log"
+	"strings"
 	"time"
 
 	"github.com/holdfast-go/holdfast/coordinator"
@@ -12,32 +13,41 @@ import (
 // side workloads (the lookup reads them).
 const compareShards = 1024
 
-// pair is a holdfast cluster and an etcd cluster with the same number of
-// replicas, both running for the whole comparison at that count.
+// pair is a holdfast cluster and each peer's servers with the same number
+// of replicas, all running for the whole comparison at that count.
 type pair struct {
 	replicas int
 	hf       *hfCluster
-	etcd     *etcdCluster
+	peers    []runningPeer
 	helper   *hfNode // a non-voter "client node", started for workloads 3 and 4
 	onLeader bool    // the single client and the waiters run on the raft leader
 }
 
-func startPair(replicas int) (*pair, error) {
+func startPair(kinds []*peerKind, replicas int) (*pair, error) {
 	h, err := startHF(hfOptions{voters: replicas, shards: compareShards}, 90*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("holdfast: %w", err)
 	}
-	e, err := startEtcd(replicas, 60*time.Second)
+	ps, err := startPeers(kinds, replicas)
 	if err != nil {
 		h.close()
-		return nil, fmt.Errorf("etcd: %w", err)
+		return nil, err
 	}
-	return &pair{replicas: replicas, hf: h, etcd: e}, nil
+	return &pair{replicas: replicas, hf: h, peers: ps}, nil
 }
 
 func (p *pair) close() {
 	p.hf.close()
-	p.etcd.close()
+	closePeers(p.peers)
+}
+
+// sides returns holdfast's round, then each peer's (run(peer, round)).
+func (p *pair) sides(hf func(round int) error, run func(rp runningPeer, round int) error) []side {
+	out := []side{{hfName, hf}}
+	for _, rp := range p.peers {
+		out = append(out, side{rp.kind.name, func(r int) error { return run(rp, r) }})
+	}
+	return out
 }
 
 // voters returns the voter-eligible running nodes.
@@ -74,38 +84,11 @@ func (p *pair) client() *hfNode {
 	return vs[0]
 }
 
-// ab runs rounds A/B: holdfast, etcd, holdfast, etcd, ... A round that
-// fails (on a loaded machine a 2 s session can expire) is run again, at
-// most twice per round, and noted under the table.
-func ab(sec *section, what string, rounds int, hf, etcd func(round int) error) error {
-	for r := 0; r < rounds; r++ {
-		if err := retryRound(sec, what, "holdfast", r, hf); err != nil {
-			return err
-		}
-		if err := retryRound(sec, what, "etcd", r, etcd); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func retryRound(sec *section, what, system string, r int, f func(round int) error) error {
-	var err error
-	for try := 0; try < 3; try++ {
-		if err = f(r); err == nil {
-			return nil
-		}
-		sec.note("Note: %s, %s round %d failed and was run again: %v.", what, system, r, err)
-		log.Printf("%s: %s round %d failed (try %d): %v", what, system, r, try+1, err)
-	}
-	return fmt.Errorf("%s round %d: %w", system, r, err)
-}
-
 // runCompare runs the selected side by side workloads at one replica
 // count and adds their metrics to sec.
 func runCompare(o *options, replicas int, sec *section) error {
 	t0 := time.Now()
-	p, err := startPair(replicas)
+	p, err := startPair(o.peers, replicas)
 	if err != nil {
 		return err
 	}
@@ -167,49 +150,55 @@ func (p *pair) startHelper() error {
 	return nil
 }
 
-// acquireWorkload: workloads 1 and 2. holdfast's contenders are spread over
-// the voters; etcd's each have a client (balanced over every member) and a
-// session.
+// acquireWorkload: workloads 1 and 2, once per release mode. holdfast's
+// contenders are spread over the voters; each peer's have a client and a
+// session each.
 func acquireWorkload(o *options, p *pair, sec *section, clients int, title string) error {
 	nodes := p.voters()
 	if clients == 1 {
 		nodes = []*hfNode{p.client()}
 	}
+	for _, mode := range releaseModes {
+		if err := acquireRows(o, p, sec, nodes, clients, mode.titled(title), mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func acquireRows(o *options, p *pair, sec *section, nodes []*hfNode, clients int, title string, mode releaseMode) error {
 	tput := sec.metric(title, "throughput", "ops/s", true)
 	p50 := sec.metric(title, "latency p50", "ms", false)
 	p99 := sec.metric(title, "latency p99", "ms", false)
-	record := func(res opsResult, hf bool) {
-		add := func(mm *metric, v float64) {
-			if hf {
-				mm.hf = append(mm.hf, v)
-			} else {
-				mm.etcd = append(mm.etcd, v)
-			}
+	record := func(system string, res opsResult) {
+		tput.add(system, res.perSecond())
+		p50.add(system, ms(res.lat.quantile(0.50)))
+		p99.add(system, ms(res.lat.quantile(0.99)))
+	}
+	// Warm up every system (connections, sessions, the first fsyncs); not
+	// recorded.
+	if _, err := hfAcquireRelease(nodes, clients, o.warmup, "warmup", mode); err != nil {
+		return err
+	}
+	for _, rp := range p.peers {
+		if _, err := rp.p.acquireRelease(clients, o.warmup, peerKey("warmup")); err != nil {
+			return fmt.Errorf("%s: %w", rp.kind.name, err)
 		}
-		add(tput, res.perSecond())
-		add(p50, ms(res.lat.quantile(0.50)))
-		add(p99, ms(res.lat.quantile(0.99)))
 	}
-	// Warm up both (connections, sessions, the first fsyncs); not recorded.
-	if _, err := hfAcquireRelease(nodes, clients, o.warmup, "warmup"); err != nil {
-		return err
-	}
-	if _, err := etcdAcquireRelease(p.etcd, clients, o.warmup, "/holdfast-bench/warmup"); err != nil {
-		return err
-	}
-	return ab(sec, title, o.rounds, func(r int) error {
-		res, err := hfAcquireRelease(nodes, clients, o.duration, fmt.Sprintf("acq-%d-%d", clients, r))
+	name := func(r int) string { return fmt.Sprintf("acq-%d-%d", clients, r) }
+	return ab(sec, title, o.rounds, p.sides(func(r int) error {
+		res, err := hfAcquireRelease(nodes, clients, o.duration, name(r), mode)
 		if err == nil {
-			record(res, true)
+			record(hfName, res)
 		}
 		return err
-	}, func(r int) error {
-		res, err := etcdAcquireRelease(p.etcd, clients, o.duration, fmt.Sprintf("/holdfast-bench/acq-%d-%d", clients, r))
+	}, func(rp runningPeer, r int) error {
+		res, err := rp.p.acquireRelease(clients, o.duration, peerKey(name(r)))
 		if err == nil {
-			record(res, false)
+			record(rp.kind.name, res)
 		}
 		return err
-	})
+	}))
 }
 
 // failoverWorkload: workload 3, one kill per system per round.
@@ -217,27 +206,38 @@ func failoverWorkload(o *options, p *pair, sec *section) error {
 	const title = "3. failover after kill, TTL 2 s"
 	m := sec.metric(title, "kill → next holder", "ms", false)
 	waiter := p.client()
-	err := ab(sec, title, o.failovers, func(r int) error {
-		d, err := hfFailover(p.hf, waiter, fmt.Sprintf("failover-%d", r))
+	name := func(r int) string { return fmt.Sprintf("failover-%d", r) }
+	err := ab(sec, title, o.failovers, p.sides(func(r int) error {
+		d, err := hfFailover(p.hf, waiter, name(r))
 		if err == nil {
-			m.hf = append(m.hf, ms(d))
+			m.add(hfName, ms(d))
 		}
 		return err
-	}, func(r int) error {
-		d, err := etcdFailover(p.etcd, fmt.Sprintf("/holdfast-bench/failover-%d", r))
+	}, func(rp runningPeer, r int) error {
+		d, err := rp.p.failover(peerKey(name(r)))
 		if err == nil {
-			m.etcd = append(m.etcd, ms(d))
+			m.add(rp.kind.name, ms(d))
 		}
 		return err
-	})
+	}))
 	if err == nil {
-		sec.note("Failover (r=%d), every kill in ms: holdfast %s; etcd %s.", p.replicas, fmtList(m.hf), fmtList(m.etcd))
+		sec.note("Failover (r=%d), every kill in ms: %s.", p.replicas, p.eachSystem(m))
 	}
 	return err
 }
 
+// eachSystem lists m's values per system: "holdfast 1, 2; etcd 3, 4".
+func (p *pair) eachSystem(m *metric) string {
+	out := []string{hfName + " " + fmtList(m.of(hfName))}
+	for _, rp := range p.peers {
+		out = append(out, rp.kind.name+" "+fmtList(m.of(rp.kind.name)))
+	}
+	return strings.Join(out, "; ")
+}
+
 // leaderVariants repeats workloads 1 and 4 with holdfast's single client
-// and waiter on the raft leader (etcd's side is run again unchanged, A/B).
+// and waiter on the raft leader (the peers' side is run again unchanged,
+// A/B).
 func leaderVariants(o *options, p *pair, sec *section) error {
 	p.onLeader = true
 	defer func() { p.onLeader = false }()
@@ -254,71 +254,88 @@ func leaderVariants(o *options, p *pair, sec *section) error {
 	return nil
 }
 
-// handoffWorkload: workload 4, o.handoffs handoffs per system per round.
+// handoffWorkload: workload 4, o.handoffs handoffs per system per round,
+// once per release mode.
 func handoffWorkload(o *options, p *pair, sec *section, title string) error {
-	p50 := sec.metric(title, "resign → next holder p50", "ms", false)
-	p99 := sec.metric(title, "resign → next holder p99", "ms", false)
-	waiter := p.client()
-	return ab(sec, title, o.rounds, func(r int) error {
-		lat, err := hfHandoffs(p.helper, waiter, o.handoffs, fmt.Sprintf("handoff-%d", r))
-		if err == nil {
-			p50.hf = append(p50.hf, ms(lat.quantile(0.5)))
-			p99.hf = append(p99.hf, ms(lat.quantile(0.99)))
+	for _, mode := range releaseModes {
+		if err := handoffRows(o, p, sec, mode.titled(title), mode); err != nil {
+			return err
 		}
-		return err
-	}, func(r int) error {
-		lat, err := etcdHandoffs(p.etcd, o.handoffs, fmt.Sprintf("/holdfast-bench/handoff-%d", r))
-		if err == nil {
-			p50.etcd = append(p50.etcd, ms(lat.quantile(0.5)))
-			p99.etcd = append(p99.etcd, ms(lat.quantile(0.99)))
-		}
-		return err
-	})
+	}
+	return nil
 }
 
-// lookupWorkload: workload 5. holdfast reads its local replica; etcd
-// answers a Get of a key per shard holding the same owner fields.
+func handoffRows(o *options, p *pair, sec *section, title string, mode releaseMode) error {
+	p50 := sec.metric(title, "resign → next holder p50", "ms", false)
+	p99 := sec.metric(title, "resign → next holder p99", "ms", false)
+	record := func(system string, lat latencies) {
+		p50.add(system, ms(lat.quantile(0.5)))
+		p99.add(system, ms(lat.quantile(0.99)))
+	}
+	waiter := p.client()
+	name := func(r int) string { return fmt.Sprintf("handoff-%d", r) }
+	return ab(sec, title, o.rounds, p.sides(func(r int) error {
+		lat, err := hfHandoffs(p.helper, waiter, o.handoffs, name(r), mode)
+		if err == nil {
+			record(hfName, lat)
+		}
+		return err
+	}, func(rp runningPeer, r int) error {
+		lat, err := rp.p.handoffs(o.handoffs, peerKey(name(r)))
+		if err == nil {
+			record(rp.kind.name, lat)
+		}
+		return err
+	}))
+}
+
+// lookupWorkload: workload 5. holdfast reads its local replica; each peer
+// answers a read of a record per shard holding the same owner fields.
 func lookupWorkload(o *options, p *pair, sec *section) error {
 	const title = "5. ownership lookup"
 	c := p.client().c
 	if err := poll(60*time.Second, allOwned(c, compareShards)); err != nil {
 		return err
 	}
-	cli, err := p.etcd.client()
-	if err != nil {
-		return err
+	for _, rp := range p.peers {
+		if err := rp.p.loadShards(c, compareShards); err != nil {
+			return fmt.Errorf("%s: %w", rp.kind.name, err)
+		}
 	}
-	defer cli.Close()
-	if err := etcdLoadShards(cli, c, compareShards); err != nil {
-		return err
-	}
-	lin := sec.metric(title, "Owner vs Get (linearizable)", "ns", false)
-	ser := sec.metric(title, "Owner vs Get (serializable)", "ns", false)
-	var getP50, getP99 []float64
-	err = ab(sec, title, o.rounds, func(int) error {
+	fresh := sec.metric(title, "Owner vs a read that sees every commit", "ns", false)
+	local := sec.metric(title, "Owner vs a server's local read", "ns", false)
+	p50, p99 := map[string][]float64{}, map[string][]float64{}
+	err := ab(sec, title, o.rounds, p.sides(func(int) error {
 		ns, err := hfLookup(c, compareShards, o.lookupDur)
 		if err == nil {
-			lin.hf = append(lin.hf, ns)
-			ser.hf = append(ser.hf, ns)
+			fresh.add(hfName, ns)
+			local.add(hfName, ns)
 		}
 		return err
-	}, func(int) error {
-		nsLin, lat, err := etcdLookup(cli, compareShards, o.lookupDur, false)
+	}, func(rp runningPeer, _ int) error {
+		nsFresh, lat, err := rp.p.lookup(compareShards, o.lookupDur, true)
 		if err != nil {
 			return err
 		}
-		nsSer, _, err := etcdLookup(cli, compareShards, o.lookupDur, true)
+		nsLocal, _, err := rp.p.lookup(compareShards, o.lookupDur, false)
 		if err != nil {
 			return err
 		}
-		lin.etcd, ser.etcd = append(lin.etcd, nsLin), append(ser.etcd, nsSer)
-		getP50 = append(getP50, float64(lat.quantile(0.5))/1e3)
-		getP99 = append(getP99, float64(lat.quantile(0.99))/1e3)
+		n := rp.kind.name
+		fresh.add(n, nsFresh)
+		local.add(n, nsLocal)
+		p50[n] = append(p50[n], float64(lat.quantile(0.5))/1e3)
+		p99[n] = append(p99[n], float64(lat.quantile(0.99))/1e3)
 		return nil
-	})
+	}))
 	if err == nil {
-		sec.note("Lookup (r=%d): etcd linearizable Get latency p50 %.0f µs, p99 %.0f µs (medians of rounds); holdfast's Owner is timed in batches of 65,536 calls.",
-			p.replicas, median(getP50), median(getP99))
+		var reads []string
+		for _, rp := range p.peers {
+			k := rp.kind
+			reads = append(reads, fmt.Sprintf("%s: %s, then %s; the first's latency p50 %.0f µs, p99 %.0f µs (medians of rounds)",
+				k.name, k.fresh, k.local, median(p50[k.name]), median(p99[k.name])))
+		}
+		sec.note("Lookup (r=%d): holdfast's Owner is timed in batches of 65,536 calls; %s.", p.replicas, strings.Join(reads, "; "))
 	}
 	return err
 }

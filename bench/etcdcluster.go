@@ -21,6 +21,7 @@ type etcdCluster struct {
 	dir       string
 	members   []*embed.Etcd
 	endpoints []string
+	reader    *clientv3.Client // the lookup's client, once loadShards ran
 }
 
 // freePorts reserves n loopback ports by listening on port 0, and frees
@@ -112,6 +113,9 @@ func (e *etcdCluster) client() (*clientv3.Client, error) {
 }
 
 func (e *etcdCluster) close() {
+	if e.reader != nil {
+		e.reader.Close()
+	}
 	for _, m := range e.members {
 		m.Close()
 	}

@@ -6,19 +6,49 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"go.etcd.io/etcd/client/v3/concurrency"
+	"github.com/holdfast-go/holdfast/coordinator"
 )
 
 // phase sleeps a random fraction of a keepalive interval (TTL/3), so that
-// the kill lands at a random point of the holder's keepalive cycle on both
-// systems.
+// the kill lands at a random point of the holder's keepalive cycle on every
+// system.
 func phase() { time.Sleep(rand.N(sessionTTL / 3)) }
 
-// hfFailover measures one failover of name: a fresh non-voter node (no
-// data dir, drained of shards so that no shard moves during the
-// measurement) takes the lease, waiter queues for it, the holder's
-// coordinator is closed at once (a crash: no resign, no session close, no
-// leave), and the time runs until the waiter's Acquire returns.
+// failoverSide is one system's steps of a failover of one name: a holder
+// of its own (a fresh node or client, set up by the caller) and a waiter.
+type failoverSide struct {
+	hold   func() error // the holder acquires
+	wait   func() error // the waiter acquires: blocks until granted (run in a goroutine)
+	queued func() error // nil once the waiter is queued (polled)
+	kill   func()       // the holder dies: its keepalives stop, nothing is released
+	done   func() error // the waiter releases
+}
+
+// measureFailover measures one failover: the holder takes the name, the
+// waiter queues, the holder is killed at a random point of its keepalive
+// cycle, and the time runs until the waiter's acquire returns.
+func measureFailover(s failoverSide) (time.Duration, error) {
+	if err := s.hold(); err != nil {
+		return 0, fmt.Errorf("holder acquire: %w", err)
+	}
+	ch := async(s.wait)
+	if err := poll(10*time.Second, s.queued); err != nil {
+		return 0, err
+	}
+	phase()
+	t0 := time.Now()
+	s.kill()
+	g := <-ch
+	if g.err != nil {
+		return 0, fmt.Errorf("waiter acquire: %w", g.err)
+	}
+	return g.at.Sub(t0), s.done()
+}
+
+// hfFailover measures one failover of name: the holder is a fresh
+// non-voter node (no data dir, drained of shards so that no shard moves
+// during the measurement), and killing it closes its coordinator at once (a
+// crash: no resign, no session close, no leave).
 func hfFailover(h *hfCluster, waiter *hfNode, name string) (time.Duration, error) {
 	x, err := h.add(false)
 	if err != nil {
@@ -33,62 +63,13 @@ func hfFailover(h *hfCluster, waiter *hfNode, name string) (time.Duration, error
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := x.c.Acquire(ctx, name); err != nil {
-		return 0, fmt.Errorf("holder campaign: %w", err)
-	}
-	ch := campaignAsync(ctx, waiter.c, name)
-	if err := poll(10*time.Second, waiterQueued(waiter.c, name)); err != nil {
-		return 0, err
-	}
-	phase()
-	t0 := time.Now()
-	h.kill(x)
-	g := <-ch
-	if g.err != nil {
-		return 0, fmt.Errorf("waiter campaign: %w", g.err)
-	}
-	d := g.at.Sub(t0)
-	return d, g.l.Release(ctx)
-}
-
-// etcdFailover measures one failover of an Election: the holder's session
-// (TTL 2 s, its own client) wins, the waiter's session campaigns, the
-// holder's client is closed without revoking the session's lease (its
-// keepalives stop, as when the process dies), and the time runs until the
-// waiter's Campaign returns.
-func etcdFailover(e *etcdCluster, prefix string) (time.Duration, error) {
-	holderCli, err := e.client()
-	if err != nil {
-		return 0, err
-	}
-	defer holderCli.Close()
-	hs, err := concurrency.NewSession(holderCli, concurrency.WithTTL(int(sessionTTL/time.Second)))
-	if err != nil {
-		return 0, err
-	}
-	ws, err := openEtcdSessions(e, 1)
-	if err != nil {
-		return 0, err
-	}
-	defer ws.close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	holder := concurrency.NewElection(hs, prefix)
-	if err := holder.Campaign(ctx, "holder"); err != nil {
-		return 0, fmt.Errorf("holder campaign: %w", err)
-	}
-	waiter := concurrency.NewElection(ws.sessions[0], prefix)
-	ch := etcdCampaignAsync(ctx, waiter, "waiter")
-	if err := poll(10*time.Second, etcdCandidates(ctx, ws.clients[0], prefix, 2)); err != nil {
-		return 0, err
-	}
-	phase()
-	t0 := time.Now()
-	holderCli.Close() // no Revoke: the lease expires on the server
-	g := <-ch
-	if g.err != nil {
-		return 0, fmt.Errorf("waiter campaign: %w", g.err)
-	}
-	d := g.at.Sub(t0)
-	return d, waiter.Resign(ctx)
+	holder := x.c
+	var got *coordinator.Lease
+	return measureFailover(failoverSide{
+		hold:   func() error { _, err := holder.Acquire(ctx, name); return err },
+		wait:   func() (err error) { got, err = waiter.c.Acquire(ctx, name); return err },
+		queued: waiterQueued(waiter.c, name),
+		kill:   func() { h.kill(x) },
+		done:   func() error { return got.Release(ctx) },
+	})
 }

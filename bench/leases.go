@@ -7,12 +7,11 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/coordinator"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
 // sessionTTL is the session TTL of every lease workload, on both systems
-// (holdfast: benchConfig; etcd: concurrency.WithTTL).
+// (holdfast: benchConfig; etcd: concurrency.WithTTL; ZooKeeper: the
+// session timeout).
 const sessionTTL = 2 * time.Second
 
 // opsResult is one round of an acquire + release loop.
@@ -65,9 +64,9 @@ func cmpErr(a, b error) error {
 	return b
 }
 
-// hfAcquireRelease runs Acquire + Release of one lease name by clients
-// contenders spread over nodes (client i on nodes[i%len(nodes)]).
-func hfAcquireRelease(nodes []*hfNode, clients int, d time.Duration, name string) (opsResult, error) {
+// hfAcquireRelease runs Acquire + release (by mode) of one lease name by
+// clients contenders spread over nodes (client i on nodes[i%len(nodes)]).
+func hfAcquireRelease(nodes []*hfNode, clients int, d time.Duration, name string, mode releaseMode) (opsResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
 	defer cancel()
 	return loop(clients, d, func(i int) error {
@@ -76,69 +75,8 @@ func hfAcquireRelease(nodes []*hfNode, clients int, d time.Duration, name string
 		if err != nil {
 			return fmt.Errorf("campaign: %w", err)
 		}
-		if err := l.Release(ctx); err != nil {
+		if err := mode.release(l, ctx); err != nil {
 			return fmt.Errorf("resign: %w", err)
-		}
-		return nil
-	})
-}
-
-// etcdSessions opens n clients, each with one session of sessionTTL.
-type etcdSessions struct {
-	clients  []*clientv3.Client
-	sessions []*concurrency.Session
-}
-
-func openEtcdSessions(e *etcdCluster, n int) (*etcdSessions, error) {
-	s := &etcdSessions{}
-	for i := 0; i < n; i++ {
-		cli, err := e.client()
-		if err != nil {
-			s.close()
-			return nil, err
-		}
-		s.clients = append(s.clients, cli)
-		sess, err := concurrency.NewSession(cli, concurrency.WithTTL(int(sessionTTL/time.Second)))
-		if err != nil {
-			s.close()
-			return nil, err
-		}
-		s.sessions = append(s.sessions, sess)
-	}
-	return s, nil
-}
-
-// close revokes every session and closes the clients.
-func (s *etcdSessions) close() {
-	for _, sess := range s.sessions {
-		sess.Close()
-	}
-	for _, c := range s.clients {
-		c.Close()
-	}
-}
-
-// etcdAcquireRelease runs Mutex Lock + Unlock on one key by clients
-// contenders, each with its own client and session (opened before the
-// timed loop).
-func etcdAcquireRelease(e *etcdCluster, clients int, d time.Duration, key string) (opsResult, error) {
-	s, err := openEtcdSessions(e, clients)
-	if err != nil {
-		return opsResult{}, err
-	}
-	defer s.close()
-	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
-	defer cancel()
-	mutexes := make([]*concurrency.Mutex, clients)
-	for i := range mutexes {
-		mutexes[i] = concurrency.NewMutex(s.sessions[i], key)
-	}
-	return loop(clients, d, func(i int) error {
-		if err := mutexes[i].Lock(ctx); err != nil {
-			return fmt.Errorf("lock: %w", err)
-		}
-		if err := mutexes[i].Unlock(ctx); err != nil {
-			return fmt.Errorf("unlock: %w", err)
 		}
 		return nil
 	})
@@ -157,125 +95,82 @@ func waiterQueued(c *coordinator.Coordinator, name string) func() error {
 	}
 }
 
-// campaignAsync starts c.Acquire(name) and delivers the lease and the
-// instant Acquire returned.
+// grant is when a waiter's acquire returned, and its error.
 type grant struct {
-	l   *coordinator.Lease
 	at  time.Time
 	err error
 }
 
-func campaignAsync(ctx context.Context, c *coordinator.Coordinator, name string) <-chan grant {
-	ch := make(chan grant, 1)
-	go func() {
-		l, err := c.Acquire(ctx, name)
-		ch <- grant{l: l, at: time.Now(), err: err}
-	}()
-	return ch
-}
-
-// waiterSettle is how long a queued waiter waits before the holder
-// resigns in the handoff workload, on both systems. It is longer than etcd's
-// 100 ms watcher sync interval: a waiter's watch that starts at the current
-// revision is "unsynced" until the next sync, and a delete before then
-// reaches it only at that sync. A waiter that has been waiting a while (the
-// usual case of a handoff) is synced.
-const waiterSettle = 200 * time.Millisecond
-
-// hfHandoffs measures n graceful handoffs of name from holder to waiter:
-// the waiter queues, the holder releases; the time is from the Release call
-// until the waiter's Acquire returns.
-func hfHandoffs(holder, waiter *hfNode, n int, name string) (latencies, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n)*5*time.Second+30*time.Second)
-	defer cancel()
-	var out latencies
-	for i := 0; i < n; i++ {
-		l, err := holder.c.Acquire(ctx, name)
-		if err != nil {
-			return nil, fmt.Errorf("holder campaign: %w", err)
-		}
-		ch := campaignAsync(ctx, waiter.c, name)
-		if err := poll(10*time.Second, waiterQueued(waiter.c, name)); err != nil {
-			return nil, err
-		}
-		time.Sleep(waiterSettle)
-		t0 := time.Now()
-		if err := l.Release(ctx); err != nil {
-			return nil, fmt.Errorf("resign: %w", err)
-		}
-		g := <-ch
-		if g.err != nil {
-			return nil, fmt.Errorf("waiter campaign: %w", g.err)
-		}
-		out = append(out, g.at.Sub(t0))
-		if err := g.l.Release(ctx); err != nil {
-			return nil, fmt.Errorf("waiter resign: %w", err)
-		}
-	}
-	return out, nil
-}
-
-// etcdCampaignAsync starts el.Campaign and delivers the instant it
+// async runs acquire in its own goroutine and delivers the instant it
 // returned.
-func etcdCampaignAsync(ctx context.Context, el *concurrency.Election, val string) <-chan grant {
+func async(acquire func() error) <-chan grant {
 	ch := make(chan grant, 1)
 	go func() {
-		err := el.Campaign(ctx, val)
+		err := acquire()
 		ch <- grant{at: time.Now(), err: err}
 	}()
 	return ch
 }
 
-// etcdCandidates waits until prefix has want keys (holder plus queued
-// waiters).
-func etcdCandidates(ctx context.Context, cli *clientv3.Client, prefix string, want int64) func() error {
-	return func() error {
-		r, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
-		if err != nil {
-			return err
-		}
-		if r.Count < want {
-			return fmt.Errorf("%w: %d candidates", errNotYet, r.Count)
-		}
-		return nil
-	}
+// waiterSettle is how long a queued waiter waits before the holder
+// resigns in the handoff workload, on every system. It is longer than
+// etcd's 100 ms watcher sync interval: a waiter's watch that starts at the
+// current revision is "unsynced" until the next sync, and a delete before
+// then reaches it only at that sync. A waiter that has been waiting a while
+// (the usual case of a handoff) is synced.
+const waiterSettle = 200 * time.Millisecond
+
+// handoffSide is one system's steps of a graceful handoff of one name
+// between a holder and a waiter.
+type handoffSide struct {
+	hold    func() error // the holder acquires
+	wait    func() error // the waiter acquires: blocks until granted (run in a goroutine)
+	queued  func() error // nil once the waiter is queued (polled)
+	release func() error // the holder releases: the timed step
+	done    func() error // the waiter releases
 }
 
-// etcdHandoffs measures n graceful handoffs of an Election between two
-// sessions: the waiter campaigns, the holder resigns; the time is from the
-// Resign call until the waiter's Campaign returns.
-func etcdHandoffs(e *etcdCluster, n int, prefix string) (latencies, error) {
-	s, err := openEtcdSessions(e, 2)
-	if err != nil {
-		return nil, err
-	}
-	defer s.close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n)*5*time.Second+30*time.Second)
-	defer cancel()
-	holder := concurrency.NewElection(s.sessions[0], prefix)
-	waiter := concurrency.NewElection(s.sessions[1], prefix)
+// measureHandoffs measures n handoffs: the waiter queues, the holder
+// releases; the time is from the release call until the waiter's acquire
+// returns.
+func measureHandoffs(n int, s handoffSide) (latencies, error) {
 	var out latencies
 	for i := 0; i < n; i++ {
-		if err := holder.Campaign(ctx, "holder"); err != nil {
-			return nil, fmt.Errorf("holder campaign: %w", err)
+		if err := s.hold(); err != nil {
+			return nil, fmt.Errorf("holder acquire: %w", err)
 		}
-		ch := etcdCampaignAsync(ctx, waiter, "waiter")
-		if err := poll(10*time.Second, etcdCandidates(ctx, s.clients[0], prefix, 2)); err != nil {
+		ch := async(s.wait)
+		if err := poll(10*time.Second, s.queued); err != nil {
 			return nil, err
 		}
 		time.Sleep(waiterSettle)
 		t0 := time.Now()
-		if err := holder.Resign(ctx); err != nil {
-			return nil, fmt.Errorf("resign: %w", err)
+		if err := s.release(); err != nil {
+			return nil, fmt.Errorf("holder release: %w", err)
 		}
 		g := <-ch
 		if g.err != nil {
-			return nil, fmt.Errorf("waiter campaign: %w", g.err)
+			return nil, fmt.Errorf("waiter acquire: %w", g.err)
 		}
 		out = append(out, g.at.Sub(t0))
-		if err := waiter.Resign(ctx); err != nil {
-			return nil, fmt.Errorf("waiter resign: %w", err)
+		if err := s.done(); err != nil {
+			return nil, fmt.Errorf("waiter release: %w", err)
 		}
 	}
 	return out, nil
+}
+
+// hfHandoffs measures n graceful handoffs of name from holder to waiter,
+// the holder releasing by mode.
+func hfHandoffs(holder, waiter *hfNode, n int, name string, mode releaseMode) (latencies, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n)*5*time.Second+30*time.Second)
+	defer cancel()
+	var held, got *coordinator.Lease
+	return measureHandoffs(n, handoffSide{
+		hold:    func() (err error) { held, err = holder.c.Acquire(ctx, name); return err },
+		wait:    func() (err error) { got, err = waiter.c.Acquire(ctx, name); return err },
+		queued:  waiterQueued(waiter.c, name),
+		release: func() error { return mode.release(held, ctx) },
+		done:    func() error { return got.Release(ctx) },
+	})
 }

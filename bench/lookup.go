@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	"github.com/holdfast-go/holdfast/coordinator"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 const shardPrefix = "/holdfast-bench/shards/"
@@ -29,56 +27,33 @@ func allOwned(c *coordinator.Coordinator, shards int) func() error {
 	}
 }
 
-// ownerValue is what the etcd key of a shard holds: the same fields
+// ownerValue is what a peer's record of a shard holds: the same fields
 // Owner returns.
 func ownerValue(o coordinator.Holder) string {
 	return fmt.Sprintf("node=%s id=%s addr=%s session=%s token=%d", o.Node, o.NodeID, o.Addr, o.Session, o.Token)
-}
-
-// etcdLoadShards writes one key per shard holding its owner as holdfast's
-// table shows it, in transactions of 128 puts (etcd's default limit).
-func etcdLoadShards(cli *clientv3.Client, c *coordinator.Coordinator, shards int) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	t := c.Table()
-	var ops []clientv3.Op
-	flush := func() error {
-		if len(ops) == 0 {
-			return nil
-		}
-		_, err := cli.Txn(ctx).Then(ops...).Commit()
-		ops = ops[:0]
-		return err
-	}
-	for s := 0; s < shards; s++ {
-		o, _ := t.Owner(coordinator.ShardID(s))
-		ops = append(ops, clientv3.OpPut(shardKey(s), ownerValue(o)))
-		if len(ops) == 128 {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-	}
-	return flush()
 }
 
 // sink keeps the compiler from dropping the lookups.
 var sink uint64
 
 // hfLookup returns the mean time of Owner(shard) over at least d, cycling
-// through the shards.
+// through the shards. The next shard is a counter that wraps, not a
+// modulo: a 64-bit division costs about as much as Owner itself.
 func hfLookup(c *coordinator.Coordinator, shards int, d time.Duration) (nsPerOp float64, err error) {
 	const batch = 1 << 16
 	var sum uint64
-	n := 0
+	n, s := 0, 0
 	start := time.Now()
 	for time.Since(start) < d {
 		for i := 0; i < batch; i++ {
-			o, ok := c.Owner(coordinator.ShardID((n + i) % shards))
+			o, ok := c.Owner(coordinator.ShardID(s))
 			if !ok {
-				return 0, fmt.Errorf("shard %d not owned", (n+i)%shards)
+				return 0, fmt.Errorf("shard %d not owned", s)
 			}
 			sum += o.Token
+			if s++; s == shards {
+				s = 0
+			}
 		}
 		n += batch
 	}
@@ -87,27 +62,32 @@ func hfLookup(c *coordinator.Coordinator, shards int, d time.Duration) (nsPerOp 
 	return float64(elapsed.Nanoseconds()) / float64(n), nil
 }
 
-// etcdLookup returns the mean time of one Get of a shard's key over at
-// least d, one request at a time, and each Get's latency. Serializable
-// Gets are answered by the member the client reached without consulting
-// the leader; the default (linearizable) ones are not.
-func etcdLookup(cli *clientv3.Client, shards int, d time.Duration, serializable bool) (float64, latencies, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
-	defer cancel()
-	var opts []clientv3.OpOption
-	if serializable {
-		opts = append(opts, clientv3.WithSerializable())
+// shardValues returns each shard's owner value as c's table shows it.
+func shardValues(c *coordinator.Coordinator, shards int) []string {
+	t := c.Table()
+	out := make([]string, shards)
+	for s := range out {
+		o, _ := t.Owner(coordinator.ShardID(s))
+		out[s] = ownerValue(o)
 	}
+	return out
+}
+
+// memOwnerValue is shard s's record in workload 6: an owner value of the
+// size holdfast's would have.
+func memOwnerValue(s int) string {
+	return fmt.Sprintf("node=mem%d id=%032x addr=127.0.0.1:%d session=%032x token=%d", s%3, s%3, 40000+s%3, s%3, s+1)
+}
+
+// timeReads returns the mean time of read(shard) over at least d, one
+// read at a time cycling through the shards, and each read's latency.
+func timeReads(shards int, d time.Duration, read func(shard int) error) (float64, latencies, error) {
 	var lat latencies
 	start := time.Now()
 	for i := 0; time.Since(start) < d; i++ {
 		t0 := time.Now()
-		r, err := cli.Get(ctx, shardKey(i%shards), opts...)
-		if err != nil {
+		if err := read(i % shards); err != nil {
 			return 0, nil, err
-		}
-		if len(r.Kvs) != 1 {
-			return 0, nil, fmt.Errorf("shard key %d missing", i%shards)
 		}
 		lat = append(lat, time.Since(t0))
 	}

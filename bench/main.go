@@ -1,6 +1,8 @@
-// Command bench runs holdfast and etcd side by side on this machine and
-// prints the medians and the holdfast/etcd ratio per workload, then the
-// holdfast scale curve on the in-memory network. See docs/BENCHMARKS.md.
+// Command bench runs holdfast, etcd and ZooKeeper side by side on this
+// machine and prints the medians and the holdfast/peer ratios per workload,
+// then the holdfast scale curve on the in-memory network. ZooKeeper comes
+// from Debian's package (bench/install-zookeeper.sh); without it, its
+// columns are empty and a note says why. See docs/BENCHMARKS.md.
 //
 //	cd bench && go run . -quick          # under 3 minutes on 2 cores
 //	cd bench && go run .                 # the fuller run
@@ -27,6 +29,7 @@ var workloads = []string{"acquire", "contended", "failover", "handoff", "lookup"
 // options are the run's sizes.
 type options struct {
 	only      map[string]bool
+	peers     []*peerKind // the systems compared with holdfast
 	replicas  []int
 	rounds    int           // A/B rounds per system (acquire, contended, handoff, lookup)
 	duration  time.Duration // one acquire+release round
@@ -57,7 +60,8 @@ func main() {
 	var (
 		quick    = flag.Bool("quick", false, "a reduced run: fewer, shorter rounds and a shorter scale curve (under 3 minutes on 2 cores)")
 		only     = flag.String("only", strings.Join(workloads, ","), "comma-separated workloads to run: "+strings.Join(workloads, ", "))
-		replicas = flag.String("replicas", "1,3", "replica counts to compare (etcd members = holdfast voters)")
+		replicas = flag.String("replicas", "1,3", "replica counts to compare (etcd members = ZooKeeper servers = holdfast voters)")
+		peers    = flag.String("peers", strings.Join(peerFlags(), ","), "comma-separated systems to compare holdfast with: "+strings.Join(peerFlags(), ", "))
 		rounds   = flag.Int("rounds", 0, "A/B rounds per system (0: 3 with -quick, else 5)")
 		scale    = flag.String("scale", "", "scale curve points as NODESxSHARDS,... (default: 3x1024,9x1024,27x1024 with -quick, else also 64x1024,3x100000,64x100000)")
 		limit    = flag.Duration("scale-limit", 90*time.Second, "scale curve: the longest each wait (forming, ownership, balance, join, death) may take")
@@ -83,6 +87,7 @@ func main() {
 	o, err := buildOptions(*quick, *only, *replicas, *rounds, *scale)
 	if err == nil {
 		o.limit = *limit
+		o.peers, err = parsePeers(*peers)
 	}
 	if err == nil {
 		switch *leader {
@@ -116,10 +121,13 @@ func main() {
 	}
 }
 
+// fullScale is the scale curve of the full run.
+var fullScale = []scaleCase{{3, 1024}, {9, 1024}, {27, 1024}, {64, 1024}, {3, 100_000}, {64, 100_000}}
+
 func buildOptions(quick bool, only, replicas string, rounds int, scale string) (*options, error) {
 	o := &options{only: map[string]bool{}, rounds: 5, duration: 3 * time.Second, warmup: 500 * time.Millisecond,
 		failovers: 7, handoffs: 25, lookupDur: 1 * time.Second, window: 5 * time.Second,
-		scale: []scaleCase{{3, 1024}, {9, 1024}, {27, 1024}, {64, 1024}, {3, 100_000}, {64, 100_000}}}
+		scale: fullScale}
 	if quick {
 		o.rounds, o.duration, o.warmup, o.failovers, o.handoffs, o.lookupDur, o.window =
 			3, time.Second, 300*time.Millisecond, 3, 8, 250*time.Millisecond, 2*time.Second
@@ -164,7 +172,11 @@ func run(w io.Writer, o *options, quick bool) error {
 	if quick {
 		mode = "quick"
 	}
-	fmt.Fprintf(w, "## holdfast vs etcd (%s run)\n\n%s\n", mode, machine())
+	vs := "holdfast vs " + strings.Join(peerNames(o.peers), " and ")
+	if len(o.peers) == 0 {
+		vs = "holdfast alone (-peers is empty)"
+	}
+	fmt.Fprintf(w, "## %s (%s run)\n\n%s\n", vs, mode, machine())
 	fmt.Fprintf(w, "A/B rounds per system: %d (acquire rounds of %v, %d handoffs per round, %d failover kills per system); values are medians of rounds.\n",
 		o.rounds, o.duration, o.handoffs, o.failovers)
 	rep := &report{}
@@ -172,8 +184,9 @@ func run(w io.Writer, o *options, quick bool) error {
 		o.selected("handoff") || o.selected("lookup") || o.selected("memory")
 	if comparing {
 		for _, r := range o.replicas {
-			sec := rep.section(fmt.Sprintf("%d replica(s): %d holdfast voter(s) vs %d etcd member(s), loopback TCP, fsync on", r, r, r))
+			sec := rep.section(sectionTitle(o.peers, r), peerNames(o.peers))
 			sec.replicas = r
+			notePeers(o.peers, sec)
 			if o.selected("acquire") || o.selected("contended") || o.selected("failover") ||
 				o.selected("handoff") || o.selected("lookup") {
 				if err := runCompare(o, r, sec); err != nil {
@@ -181,7 +194,7 @@ func run(w io.Writer, o *options, quick bool) error {
 				}
 			}
 			if o.selected("memory") {
-				if err := memoryWorkload(r, sec); err != nil {
+				if err := memoryWorkload(o.peers, r, sec); err != nil {
 					return fmt.Errorf("memory r=%d: %w", r, err)
 				}
 			}
@@ -189,7 +202,7 @@ func run(w io.Writer, o *options, quick bool) error {
 		}
 		if o.selected("memory") {
 			if m, err := memIdle(); err == nil {
-				fmt.Fprintf(w, "\nAn idle child of the same binary (the floor under both memory figures): RSS %.1f MiB, heap %.1f MiB.\n",
+				fmt.Fprintf(w, "\nAn idle child of the same binary (the floor under the Go processes' figures): RSS %.1f MiB, heap %.1f MiB.\n",
 					float64(m.RSSKiB)/1024, float64(m.HeapLive)/(1<<20))
 			}
 		}
@@ -201,6 +214,15 @@ func run(w io.Writer, o *options, quick bool) error {
 	printTargets(w, targetRun{rep: rep, scale: scale, o: o, quick: quick})
 	fmt.Fprintf(w, "\nTotal time %v; load average at the end: %s.\n", time.Since(start).Round(time.Second), loadavg())
 	return nil
+}
+
+// sectionTitle names the systems at replica count r.
+func sectionTitle(kinds []*peerKind, r int) string {
+	t := fmt.Sprintf("%d replica(s): %d holdfast voter(s)", r, r)
+	for _, k := range kinds {
+		t += fmt.Sprintf(" vs %d %s", r, k.members)
+	}
+	return t + ", loopback TCP, fsync on"
 }
 
 // machine describes the host the run is on.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,9 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
 // Workload 6 runs every node (holdfast) or member (etcd) in a child
@@ -39,6 +35,8 @@ type memStats struct {
 	HeapInuse  uint64 `json:"heap_inuse"` // after the GC
 	GoSys      uint64 `json:"go_sys"`     // memory the Go runtime obtained from the OS
 	Goroutines int    `json:"goroutines"` // runtime.NumGoroutine
+	Threads    int    `json:"threads"`    // Threads in /proc/PID/status
+	JVM        bool   `json:"jvm"`        // a Java server: no Go heap or goroutines
 }
 
 // child is a running child process.
@@ -133,33 +131,58 @@ func stopAll(cs []*child) {
 	}
 }
 
-// memoryWorkload measures workload 6 at one replica count for both
-// systems, adding per-node values (the table shows their median) to sec.
-func memoryWorkload(replicas int, sec *section) error {
+// memoryWorkload measures workload 6 at one replica count for holdfast
+// and every available peer, adding per-node values (the table shows their
+// median) to sec.
+func memoryWorkload(kinds []*peerKind, replicas int, sec *section) error {
 	const title = "6. memory per node, 10,000 shards + 100 leases"
 	t0 := time.Now()
+	rss := sec.metric(title, "RSS (VmRSS)", "MiB", false)
+	heap := sec.metric(title, "Go heap live after GC", "MiB", false)
 	hf, err := memHoldfast(replicas)
 	if err != nil {
 		return fmt.Errorf("holdfast: %w", err)
 	}
-	et, err := memEtcd(replicas)
-	if err != nil {
-		return fmt.Errorf("etcd: %w", err)
+	notes := []string{recordMem(rss, heap, hfName, hf)}
+	for _, k := range kinds {
+		if k.available() != nil {
+			continue
+		}
+		ms, err := k.memory(replicas)
+		if err != nil {
+			return fmt.Errorf("%s: %w", k.name, err)
+		}
+		notes = append(notes, recordMem(rss, heap, k.name, ms))
 	}
-	rss := sec.metric(title, "RSS (VmRSS)", "MiB", false)
-	heap := sec.metric(title, "Go heap live after GC", "MiB", false)
-	for _, m := range hf {
-		rss.hf = append(rss.hf, float64(m.RSSKiB)/1024)
-		heap.hf = append(heap.hf, float64(m.HeapLive)/(1<<20))
-	}
-	for _, m := range et {
-		rss.etcd = append(rss.etcd, float64(m.RSSKiB)/1024)
-		heap.etcd = append(heap.etcd, float64(m.HeapLive)/(1<<20))
-	}
-	sec.note("Memory (r=%d), per node: holdfast RSS %s MiB, heap %s MiB, goroutines %s; etcd RSS %s MiB, heap %s MiB, goroutines %s.",
-		replicas, fmtList(rss.hf), fmtList(heap.hf), goroutines(hf), fmtList(rss.etcd), fmtList(heap.etcd), goroutines(et))
+	sec.note("Memory (r=%d), per node: %s.", replicas, strings.Join(notes, "; "))
 	log.Printf("memory r=%d: done in %v", replicas, time.Since(t0).Round(time.Millisecond))
 	return nil
+}
+
+// recordMem adds system's per-node figures to rss and heap (a JVM has no
+// Go heap: its servers' heap is left out) and describes them.
+func recordMem(rss, heap *metric, system string, ms []memStats) string {
+	var r, h []float64
+	for _, m := range ms {
+		r = append(r, float64(m.RSSKiB)/1024)
+		rss.add(system, r[len(r)-1])
+		if !m.JVM {
+			h = append(h, float64(m.HeapLive)/(1<<20))
+			heap.add(system, h[len(h)-1])
+		}
+	}
+	if len(h) == 0 {
+		return fmt.Sprintf("%s RSS %s MiB (JVM, %s heap), threads %s", system, fmtList(r), zkHeap, threads(ms))
+	}
+	return fmt.Sprintf("%s RSS %s MiB, heap %s MiB, goroutines %s", system, fmtList(r), fmtList(h), goroutines(ms))
+}
+
+func threads(ms []memStats) string {
+	var s []string
+	for _, m := range ms {
+		s = append(s, strconv.Itoa(m.Threads))
+	}
+	return strings.Join(s, ", ")
 }
 
 func goroutines(ms []memStats) string {
@@ -231,85 +254,6 @@ func measureAll(cs []*child) ([]memStats, error) {
 		out = append(out, m)
 	}
 	return out, nil
-}
-
-// memEtcd starts replicas etcd members, each in its own child, loads one
-// key per shard and holds memLeases mutexes, each on its own session (a
-// lease with keepalives), from this process, and measures each member.
-func memEtcd(replicas int) ([]memStats, error) {
-	dir, err := os.MkdirTemp("", "etcd-mem-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	ports, err := freePorts(2 * replicas)
-	if err != nil {
-		return nil, err
-	}
-	var cs []*child
-	defer func() { stopAll(cs) }()
-	e := &etcdCluster{}
-	for i := 0; i < replicas; i++ {
-		c, err := spawn("-child", "etcd", "-child-index", strconv.Itoa(i), "-child-n", strconv.Itoa(replicas),
-			"-child-dir", dir, "-child-ports", joinInts(ports))
-		if err != nil {
-			return nil, err
-		}
-		cs = append(cs, c)
-		e.endpoints = append(e.endpoints, fmt.Sprintf("127.0.0.1:%d", ports[replicas+i]))
-	}
-	for _, c := range cs {
-		if _, err := c.expect("READY", 60*time.Second); err != nil {
-			return nil, err
-		}
-	}
-	cli, err := e.client()
-	if err != nil {
-		return nil, err
-	}
-	defer cli.Close()
-	if err := etcdLoadOwners(cli); err != nil {
-		return nil, err
-	}
-	var sessions []*concurrency.Session
-	defer func() {
-		for _, s := range sessions {
-			s.Close()
-		}
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for i := 0; i < memLeases; i++ {
-		s, err := concurrency.NewSession(cli, concurrency.WithTTL(int(sessionTTL/time.Second)))
-		if err != nil {
-			return nil, err
-		}
-		sessions = append(sessions, s)
-		if err := concurrency.NewMutex(s, fmt.Sprintf("/holdfast-bench/leases/%03d", i)).Lock(ctx); err != nil {
-			return nil, err
-		}
-	}
-	time.Sleep(memSettle)
-	return measureAll(cs)
-}
-
-// etcdLoadOwners writes memShards keys holding owner values of the size
-// holdfast's would have.
-func etcdLoadOwners(cli *clientv3.Client) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var ops []clientv3.Op
-	for s := 0; s < memShards; s++ {
-		v := fmt.Sprintf("node=mem%d id=%032x addr=127.0.0.1:%d session=%032x token=%d", s%3, s%3, 40000+s%3, s%3, s+1)
-		ops = append(ops, clientv3.OpPut(shardKey(s), v))
-		if len(ops) == 128 || s == memShards-1 {
-			if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
-				return err
-			}
-			ops = ops[:0]
-		}
-	}
-	return nil
 }
 
 func joinInts(xs []int) string {

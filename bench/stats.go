@@ -38,23 +38,33 @@ func median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
+// hfName is holdfast's system name in the tables; the peers' names are
+// their peerKind names.
+const hfName = "holdfast"
+
 // metric is one measured quantity: its name, its unit, whether larger is
-// better, and one value per round for each system.
+// better, and one value per round for each system (holdfast and each peer).
 type metric struct {
 	workload string
 	name     string
 	unit     string // "ops/s", "ms", "ns", "MiB", ...
 	higher   bool   // larger is better (throughput)
-	hf, etcd []float64
+	vals     map[string][]float64
 }
 
-// ratio returns holdfast/etcd of the medians.
-func (m *metric) ratio() float64 { return median(m.hf) / median(m.etcd) }
+// add records one value of system.
+func (m *metric) add(system string, v float64) { m.vals[system] = append(m.vals[system], v) }
 
-// better says in words how holdfast compares: "2.1× better" or "1.3×
-// worse", judged by the metric's direction.
-func (m *metric) better() string {
-	r := m.ratio()
+// of returns system's values.
+func (m *metric) of(system string) []float64 { return m.vals[system] }
+
+// ratio returns holdfast/peer of the medians (NaN without values).
+func (m *metric) ratio(peer string) float64 { return median(m.vals[hfName]) / median(m.vals[peer]) }
+
+// better says in words how holdfast compares with peer: "2.1× better" or
+// "1.3× worse", judged by the metric's direction.
+func (m *metric) better(peer string) string {
+	r := m.ratio(peer)
 	if math.IsNaN(r) || math.IsInf(r, 0) || r == 0 {
 		return ""
 	}
@@ -62,9 +72,9 @@ func (m *metric) better() string {
 		r = 1 / r
 	}
 	if r >= 1 {
-		return fmt.Sprintf("holdfast %.2f× better", r)
+		return fmt.Sprintf("%.2f× better than %s", r, peer)
 	}
-	return fmt.Sprintf("holdfast %.2f× worse", 1/r)
+	return fmt.Sprintf("%.2f× worse than %s", 1/r, peer)
 }
 
 // report accumulates metrics and prints them as one table per section.
@@ -74,13 +84,14 @@ type report struct {
 
 type section struct {
 	title    string
-	replicas int // the replica count of its side by side workloads
+	replicas int      // the replica count of its side by side workloads
+	peers    []string // the peer columns, in order (a peer that did not run shows —)
 	metrics  []*metric
 	notes    []string
 }
 
-func (r *report) section(title string) *section {
-	s := &section{title: title}
+func (r *report) section(title string, peers []string) *section {
+	s := &section{title: title, peers: peers}
 	r.sections = append(r.sections, s)
 	return s
 }
@@ -93,7 +104,7 @@ func (s *section) metric(workload, name, unit string, higher bool) *metric {
 			return m
 		}
 	}
-	m := &metric{workload: workload, name: name, unit: unit, higher: higher}
+	m := &metric{workload: workload, name: name, unit: unit, higher: higher, vals: map[string][]float64{}}
 	s.metrics = append(s.metrics, m)
 	return m
 }
@@ -102,16 +113,29 @@ func (s *section) note(format string, args ...any) {
 	s.notes = append(s.notes, fmt.Sprintf(format, args...))
 }
 
-// print writes the section as a Markdown table.
+// print writes the section as a Markdown table: holdfast, then each peer
+// and the holdfast/peer ratio, then the verdicts.
 func (s *section) print(w io.Writer) {
 	fmt.Fprintf(w, "\n### %s\n\n", s.title)
-	fmt.Fprintln(w, "| workload | metric | holdfast | etcd | holdfast/etcd | |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---|")
-	for _, m := range s.metrics {
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", m.workload, m.name,
-			fmtValue(median(m.hf), m.unit, len(m.hf)), fmtValue(median(m.etcd), m.unit, len(m.etcd)),
-			fmtRatio(m.ratio()), m.better())
+	head, align := []string{"workload", "metric", hfName}, []string{"---", "---", "---:"}
+	for _, p := range s.peers {
+		head, align = append(head, p, hfName+"/"+p), append(align, "---:", "---:")
 	}
+	var rows [][]string
+	for _, m := range s.metrics {
+		hf := m.of(hfName)
+		row := []string{m.workload, m.name, fmtValue(median(hf), m.unit, len(hf))}
+		var verdicts []string
+		for _, p := range s.peers {
+			v := m.of(p)
+			row = append(row, fmtValue(median(v), m.unit, len(v)), fmtRatio(m.ratio(p)))
+			if b := m.better(p); b != "" {
+				verdicts = append(verdicts, b)
+			}
+		}
+		rows = append(rows, append(row, strings.Join(verdicts, "; ")))
+	}
+	alignedTable(w, append(head, ""), append(align, "---"), rows)
 	for _, n := range s.notes {
 		fmt.Fprintf(w, "\n%s\n", n)
 	}
@@ -148,17 +172,22 @@ func fmtRatio(r float64) string {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// table prints rows of cells as a Markdown table with the given header.
+// table prints rows of cells as a Markdown table with the given header:
+// the first column aligned left, the others right.
 func table(w io.Writer, header []string, rows [][]string) {
-	fmt.Fprintf(w, "| %s |\n", strings.Join(header, " | "))
-	seps := make([]string, len(header))
-	for i := range seps {
-		seps[i] = "---"
-		if i > 0 {
-			seps[i] = "---:"
-		}
+	align := make([]string, len(header))
+	for i := range align {
+		align[i] = "---:"
 	}
-	fmt.Fprintf(w, "|%s|\n", strings.Join(seps, "|"))
+	align[0] = "---"
+	alignedTable(w, header, align, rows)
+}
+
+// alignedTable prints rows as a Markdown table with one alignment cell
+// ("---", "---:") per column.
+func alignedTable(w io.Writer, header, align []string, rows [][]string) {
+	fmt.Fprintf(w, "| %s |\n", strings.Join(header, " | "))
+	fmt.Fprintf(w, "|%s|\n", strings.Join(align, "|"))
 	for _, r := range rows {
 		fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
 	}
