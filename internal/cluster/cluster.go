@@ -111,6 +111,9 @@ type Cluster struct {
 	kick      chan struct{}
 	admitted  admission
 	boot      *bootstrapper
+	leaving   leaving                 // decommissions in progress, on the leader
+	prom      *promoter               // autopilot's promoter (also plans leaves)
+	judge     func() *autopilot.State // autopilot's latest state (nil before its first)
 
 	pilotMu sync.Mutex
 	pilot   *autopilot.Autopilot
@@ -137,7 +140,9 @@ func New(o Options) *Cluster {
 	cl.clusterID.Store(&empty)
 	cl.ctx, cl.cancel = context.WithCancel(context.Background())
 	cl.boot = newBootstrapper(cl)
+	cl.prom = newPromoter(cl)
 	cl.pilot = newAutopilot(cl)
+	cl.judge = cl.pilot.GetState
 	return cl
 }
 
@@ -227,12 +232,14 @@ func (cl *Cluster) hasRaftState() bool {
 	return f.Error() == nil && len(f.Configuration().Servers) > 0
 }
 
-// LeavePlan says what a graceful leave may do to the raft configuration:
-// transfer leadership first (this node leads and another voter is alive),
-// and remove this node, which it may only do when the voters left behind
-// that gossip sees alive form a quorum of the new configuration; otherwise
-// the node leaves as a crash would, and autopilot removes it later.
-func (cl *Cluster) LeavePlan() (transfer, remove bool) {
+// ShutdownPlan says what a graceful shutdown does to the raft
+// configuration: transfer leadership first (this node leads and another
+// voter is alive in gossip), and remove this node only when it is a
+// non-voter (it holds no vote; the leader adds it back when it returns). A
+// voter keeps its place: it votes again the moment it restarts, and one
+// that never returns is replaced under the promoter's dead-voter rule.
+// Taking a voter out for good is Leave's.
+func (cl *Cluster) ShutdownPlan() (transfer, removeSelf bool) {
 	if cl.members == nil {
 		return false, false
 	}
@@ -242,15 +249,16 @@ func (cl *Cluster) LeavePlan() (transfer, remove bool) {
 			live[m.Meta.NodeID] = true
 		}
 	}
-	others, alive := 0, 0
+	alive, inConfig, voter := 0, false, false
 	for _, s := range cl.servers() {
-		if s.Suffrage == raft.Voter && string(s.ID) != cl.o.ID {
-			others++
-			if live[string(s.ID)] {
-				alive++
-			}
+		if string(s.ID) == cl.o.ID {
+			inConfig, voter = true, s.Suffrage == raft.Voter
+			continue
+		}
+		if s.Suffrage == raft.Voter && live[string(s.ID)] {
+			alive++
 		}
 	}
 	transfer = cl.o.Raft.State() == raft.Leader && alive > 0
-	return transfer, others > 0 && alive >= others/2+1
+	return transfer, inConfig && !voter
 }
