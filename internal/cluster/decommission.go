@@ -56,6 +56,11 @@ func (l *leaving) has(id string) bool {
 	return l.ids[id] > 0
 }
 
+// errNoQuorum marks planLeave's quorum refusals (its text is empty: it
+// only tags the error), which Decommission re-plans for a while: a new
+// leader's first judgement may not yet count the voters healthy.
+var errNoQuorum = errors.New("")
+
 // leaveFacts is what planLeave decides from.
 type leaveFacts struct {
 	servers []raft.Server // the configuration now
@@ -66,20 +71,25 @@ type leaveFacts struct {
 	healthy func(id raft.ServerID) bool
 	// replacement is the non-voter to promote in the leaver's place, or "".
 	replacement raft.ServerID
+	// pending reports an eligible non-voter alive in gossip that is not yet
+	// healthy or stable: a replacement on its way.
+	pending bool
 }
 
 // leaveStep is planLeave's next change: nothing left to do (gone), promote
-// a replacement, or remove the leaver.
+// a replacement, remove the leaver, or wait for a replacement to be ready.
 type leaveStep struct {
 	gone    bool
 	promote raft.ServerID
 	remove  bool
+	wait    bool
 }
 
 // planLeave decides the next step of taking f.id out of the configuration,
 // or refuses (an error wrapping wire.ErrLeaveRefused): the last voter never
 // leaves; a voter whose leaving would drop the voters below Voters leaves
-// only once a replacement is promoted, or when forced; and no step is
+// only once a replacement is promoted (waiting for one that is not yet
+// stable), or when forced; and no step is
 // taken whose new configuration's healthy voters would not form its
 // quorum, forced or not (the change could not commit, and the group would
 // stop).
@@ -107,8 +117,8 @@ func planLeave(f leaveFacts) (leaveStep, error) {
 	}
 	quorum := func(voters, healthy int) error {
 		if healthy < voters/2+1 {
-			return fmt.Errorf("%w: the voters left behind could not commit the change: %d of %d healthy, a quorum needs %d",
-				wire.ErrLeaveRefused, healthy, voters, voters/2+1)
+			return fmt.Errorf("%w: the voters left behind could not commit the change: %d of %d healthy, a quorum needs %d%w",
+				wire.ErrLeaveRefused, healthy, voters, voters/2+1, errNoQuorum)
 		}
 		return nil
 	}
@@ -119,6 +129,8 @@ func planLeave(f leaveFacts) (leaveStep, error) {
 		return leaveStep{promote: f.replacement}, quorum(others+1, healthy+1)
 	case f.force:
 		return leaveStep{remove: true}, quorum(others, healthy)
+	case f.pending:
+		return leaveStep{wait: true}, quorum(others+1, healthy+1)
 	}
 	return leaveStep{}, fmt.Errorf("%w: %d voters would remain where Cluster.Voters is %d, and no node is ready to replace it "+
 		"(a healthy non-voter with a data dir, stable for ServerStabilization); start one and retry, or force the leave",
@@ -137,6 +149,9 @@ func (cl *Cluster) Decommission(ctx context.Context, req wire.LeaveRequest) (wir
 		cl.leaving.add(req.ID)
 		defer cl.leaving.done(req.ID)
 	}
+	// A new leader judges each server after its stats poll: a quorum
+	// refusal is trusted once autopilot has had two rounds to judge.
+	patient := cl.o.Now().Add(2*cl.o.ReconcileInterval + cl.o.RPCTimeout)
 	for {
 		if cl.o.Raft.State() != raft.Leader {
 			return rep, cl.notLeader()
@@ -151,9 +166,14 @@ func (cl *Cluster) Decommission(ctx context.Context, req wire.LeaveRequest) (wir
 		}
 		facts := leaveFacts{servers: f.Configuration().Servers, id: req.ID, voters: cl.o.Voters, force: req.Force,
 			healthy: func(id raft.ServerID) bool { s := st.Servers[id]; return s != nil && s.Health.Healthy }}
-		facts.replacement = cl.replacement(st, facts.servers, req.ID)
+		facts.replacement, facts.pending = cl.replacement(st, facts.servers, req.ID)
 		step, err := planLeave(facts)
 		switch {
+		case errors.Is(err, errNoQuorum) && cl.o.Now().Before(patient):
+			if !pause.For(ctx, 100*time.Millisecond) {
+				return rep, err
+			}
+			continue
 		case err != nil:
 			return rep, err
 		case step.gone:
@@ -162,6 +182,11 @@ func (cl *Cluster) Decommission(ctx context.Context, req wire.LeaveRequest) (wir
 		case req.DryRun:
 			rep.Promoted = string(step.promote)
 			return rep, nil
+		case step.wait:
+			if !pause.For(ctx, 100*time.Millisecond) { // a replacement is becoming stable
+				return rep, fmt.Errorf("no replacement became ready to take the leaving voter's place: %w", ctx.Err())
+			}
+			continue
 		}
 		if err := cl.applyLeaveStep(ctx, step, req.ID, f.Index(), &rep); err != nil {
 			return rep, err
@@ -204,26 +229,31 @@ func (cl *Cluster) applyLeaveStep(ctx context.Context, step leaveStep, id string
 // replacement picks the non-voter to promote in place of the leaving
 // voter id, as the promoter would pick one for a down voter: eligible,
 // alive, healthy, stable for ServerStabilization, in a zone no other voter
-// holds if possible. "" if there is none.
-func (cl *Cluster) replacement(st *autopilot.State, servers []raft.Server, id string) raft.ServerID {
+// holds if possible; "" if there is none. pending reports an eligible,
+// alive non-voter that is not ready yet (not healthy or not yet stable),
+// or one autopilot has not judged yet.
+func (cl *Cluster) replacement(st *autopilot.State, servers []raft.Server, id string) (best raft.ServerID, pending bool) {
 	now := cl.o.Now()
 	var cands, voters []*autopilot.ServerState
 	for _, s := range servers {
 		srv := st.Servers[s.ID]
 		switch {
-		case srv == nil || string(s.ID) == id:
+		case string(s.ID) == id:
+		case srv == nil:
+			pending = pending || s.Suffrage != raft.Voter // not judged yet: it will be within a ReconcileInterval
 		case s.Suffrage == raft.Voter:
 			voters = append(voters, srv)
-		case srv.Server.NodeType == autopilot.NodeVoter && srv.Server.NodeStatus == autopilot.NodeAlive &&
-			srv.Health.Healthy && srv.Health.IsStable(now, cl.o.ServerStabilization) && !cl.leaving.has(string(s.ID)):
+		case srv.Server.NodeType != autopilot.NodeVoter || srv.Server.NodeStatus != autopilot.NodeAlive || cl.leaving.has(string(s.ID)):
+		case srv.Health.Healthy && srv.Health.IsStable(now, cl.o.ServerStabilization):
 			cands = append(cands, srv)
+		default:
+			pending = true
 		}
 	}
-	best := cl.prom.bestCandidate(cands, cl.prom.zonesHeld(voters, now))
-	if best == nil {
-		return ""
+	if b := cl.prom.bestCandidate(cands, cl.prom.zonesHeld(voters, now)); b != nil {
+		return b.Server.ID, false
 	}
-	return best.Server.ID
+	return "", pending
 }
 
 // addressOf is server id's raft address in the configuration ("" if it is

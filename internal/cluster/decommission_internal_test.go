@@ -31,20 +31,23 @@ func TestPlanLeave(t *testing.T) {
 		want        int // Config.Voters
 		force       bool
 		replacement string
+		pending     bool
 		step        leaveStep
 		refused     string // in the refusal's text; "" for none
 	}{
-		{"gone", cfg{voters: []string{"b", "c"}}, nil, 3, false, "", leaveStep{gone: true}, ""},
-		{"non-voter", cfg{voters: []string{"b", "c", "d"}, nonvoters: []string{"x"}}, nil, 3, false, "", leaveStep{remove: true}, ""},
-		{"last voter", cfg{voters: []string{"x"}}, nil, 1, true, "", leaveStep{}, "last voter"},
-		{"spare voter", cfg{voters: []string{"x", "b", "c", "d"}}, nil, 3, false, "", leaveStep{remove: true}, ""},
-		{"replacement first", cfg{voters: []string{"x", "b", "c"}, nonvoters: []string{"d"}}, nil, 3, false, "d", leaveStep{promote: "d"}, ""},
-		{"no replacement", cfg{voters: []string{"x", "b", "c"}}, nil, 3, false, "", leaveStep{}, "force"},
-		{"no replacement, forced", cfg{voters: []string{"x", "b", "c"}}, nil, 3, true, "", leaveStep{remove: true}, ""},
-		{"forced without a quorum left", cfg{voters: []string{"x", "b", "c"}}, []string{"c"}, 3, true, "", leaveStep{}, "1 of 2 healthy"},
-		{"replacement restores the quorum", cfg{voters: []string{"x", "b", "c"}, nonvoters: []string{"d"}}, []string{"c"}, 3, false, "d", leaveStep{promote: "d"}, ""},
-		{"spare voter, no quorum left", cfg{voters: []string{"x", "b", "c", "d"}}, []string{"c", "d"}, 3, false, "", leaveStep{}, "1 of 3 healthy"},
-		{"five voters, two down, replacement", cfg{voters: []string{"x", "b", "c", "d", "e"}, nonvoters: []string{"f"}}, []string{"d", "e"}, 5, false, "f", leaveStep{promote: "f"}, ""},
+		{"gone", cfg{voters: []string{"b", "c"}}, nil, 3, false, "", false, leaveStep{gone: true}, ""},
+		{"non-voter", cfg{voters: []string{"b", "c", "d"}, nonvoters: []string{"x"}}, nil, 3, false, "", false, leaveStep{remove: true}, ""},
+		{"last voter", cfg{voters: []string{"x"}}, nil, 1, true, "", false, leaveStep{}, "last voter"},
+		{"spare voter", cfg{voters: []string{"x", "b", "c", "d"}}, nil, 3, false, "", false, leaveStep{remove: true}, ""},
+		{"replacement first", cfg{voters: []string{"x", "b", "c"}, nonvoters: []string{"d"}}, nil, 3, false, "d", false, leaveStep{promote: "d"}, ""},
+		{"no replacement", cfg{voters: []string{"x", "b", "c"}}, nil, 3, false, "", false, leaveStep{}, "force"},
+		{"no replacement, forced", cfg{voters: []string{"x", "b", "c"}}, nil, 3, true, "", false, leaveStep{remove: true}, ""},
+		{"forced without a quorum left", cfg{voters: []string{"x", "b", "c"}}, []string{"c"}, 3, true, "", false, leaveStep{}, "1 of 2 healthy"},
+		{"replacement restores the quorum", cfg{voters: []string{"x", "b", "c"}, nonvoters: []string{"d"}}, []string{"c"}, 3, false, "d", false, leaveStep{promote: "d"}, ""},
+		{"spare voter, no quorum left", cfg{voters: []string{"x", "b", "c", "d"}}, []string{"c", "d"}, 3, false, "", false, leaveStep{}, "1 of 3 healthy"},
+		{"replacement on its way", cfg{voters: []string{"x", "b", "c"}, nonvoters: []string{"d"}}, nil, 3, false, "", true, leaveStep{wait: true}, ""},
+		{"replacement on its way, forced", cfg{voters: []string{"x", "b", "c"}, nonvoters: []string{"d"}}, nil, 3, true, "", true, leaveStep{remove: true}, ""},
+		{"five voters, two down, replacement", cfg{voters: []string{"x", "b", "c", "d", "e"}, nonvoters: []string{"f"}}, []string{"d", "e"}, 5, false, "f", false, leaveStep{promote: "f"}, ""},
 	} {
 		var servers []raft.Server
 		for _, v := range tc.c.voters {
@@ -54,8 +57,8 @@ func TestPlanLeave(t *testing.T) {
 			servers = append(servers, raft.Server{ID: raft.ServerID(v), Suffrage: raft.Nonvoter})
 		}
 		step, err := planLeave(leaveFacts{servers: servers, id: "x", voters: tc.want, force: tc.force,
-			replacement: raft.ServerID(tc.replacement),
-			healthy:     func(id raft.ServerID) bool { return !slices.Contains(tc.unhealthy, string(id)) }})
+			replacement: raft.ServerID(tc.replacement), pending: tc.pending,
+			healthy: func(id raft.ServerID) bool { return !slices.Contains(tc.unhealthy, string(id)) }})
 		switch {
 		case tc.refused == "" && err != nil:
 			t.Errorf("%s: refused: %v", tc.name, err)

@@ -269,3 +269,21 @@ func (cl *Cluster) NameOf(id string) string {
 	}
 	return name
 }
+
+// RPCAddrOf returns the RPC address that a live gossip member with raft ID
+// id (of this cluster, or one that has not learned it yet) advertises, for
+// raft's dials (transport.Transport.SetRaftResolver): a voter restarted on
+// another address is reached there before a leader can write the new
+// address into the configuration. It reports false for an ID gossip does
+// not show alive, whose dials keep the configuration's address. Call it
+// after Join.
+func (cl *Cluster) RPCAddrOf(id string) (string, bool) {
+	ours := cl.ClusterID()
+	for _, m := range cl.members.Members() {
+		if m.Meta.NodeID == id && m.State == membership.Alive && m.Meta.RPCAddr != "" &&
+			(m.Meta.ClusterID == "" || ours == "" || m.Meta.ClusterID == ours) {
+			return m.Meta.RPCAddr, true
+		}
+	}
+	return "", false
+}
