@@ -26,8 +26,10 @@ type acting struct {
 // actions are the acting commands.
 var actions = map[string]acting{
 	"leave": {
-		path:    "/v1/leave",
-		request: func(o options) any { return admin.LeaveRequest{Confirmation: admin.Confirmation{Confirm: o.confirm}, Force: o.force} },
+		path: "/v1/leave",
+		request: func(o options) any {
+			return admin.LeaveRequest{Confirmation: admin.Confirmation{Confirm: o.confirm}, Force: o.force}
+		},
 		print: func(w io.Writer, body []byte) error {
 			var res admin.LeaveResult
 			if err := json.Unmarshal(body, &res); err != nil {
