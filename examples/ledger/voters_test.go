@@ -66,11 +66,12 @@ func (p *proc) gossipOf() string {
 // restartVoter starts voter name again on its data dir, joining through
 // live node via, and waits for its listening line. A node that left
 // gossip (SIGTERM) comes back on new ports, as a container with a new
-// address would, once via has heard of its leave (until then gossip
-// refuses the name at another address, and New fails: a supervisor would
-// retry); a crashed one (sameAddr) on the ports it had, as a supervisor
-// restarts it (gossip would refuse its name at another address until it
-// declared the old one failed).
+// address would, once every running node has heard of its leave: until
+// then gossip refuses the name at another address (New fails, or a member
+// that still believes the old one alive ignores the new one and keeps
+// sending raft's traffic to the old address until it declares it dead). A
+// crashed one (sameAddr) comes back on the ports it had, as a supervisor
+// restarts it.
 func (lc *ledgerCluster) restartVoter(t *testing.T, name, via string, expect int, sameAddr bool) *proc {
 	t.Helper()
 	old := lc.procs[name]
@@ -79,18 +80,7 @@ func (lc *ledgerCluster) restartVoter(t *testing.T, name, via string, expect int
 	}
 	args := append(lc.voterArgs(name, expect), "-join", lc.procs[via].gossipOf())
 	if !sameAddr {
-		poll(t, via+" to hear that "+name+" left", 30*time.Second, 20*time.Millisecond, func() error {
-			st, err := lc.procs[via].status()
-			if err != nil {
-				return notYet("%v", err)
-			}
-			for _, m := range st.Members {
-				if m.Name == name && m.State != "left" {
-					return notYet("%s is %s", name, m.State)
-				}
-			}
-			return nil
-		})
+		lc.waitNotAlive(t, name)
 	}
 	if sameAddr {
 		ev := old.out.events("listening")[0]
@@ -99,6 +89,29 @@ func (lc *ledgerCluster) restartVoter(t *testing.T, name, via string, expect int
 	p := lc.start(t, name, args...)
 	p.waitListening(t, 30*time.Second)
 	return p
+}
+
+// waitNotAlive waits until every running node lists name as left or
+// failed.
+func (lc *ledgerCluster) waitNotAlive(t *testing.T, name string) {
+	t.Helper()
+	poll(t, "every running node to see "+name+" gone", 60*time.Second, 20*time.Millisecond, func() error {
+		for other, p := range lc.procs {
+			if other == name || p.alive() != nil {
+				continue
+			}
+			st, err := p.status()
+			if err != nil {
+				return notYet("%s: %v", other, err)
+			}
+			for _, m := range st.Members {
+				if m.Name == name && m.State == "alive" {
+					return notYet("%s sees %s alive", other, name)
+				}
+			}
+		}
+		return nil
+	})
 }
 
 // terminate sends SIGTERM to name and waits for a clean exit.
