@@ -212,7 +212,11 @@ func DescribeConfiguration(c raft.Configuration) string {
 	}
 	parts := make([]string, 0, len(c.Servers))
 	for _, s := range c.Servers {
-		parts = append(parts, fmt.Sprintf("%s %s", s.ID, strings.ToLower(s.Suffrage.String())))
+		suffrage := "voter"
+		if s.Suffrage != raft.Voter {
+			suffrage = "non-voter"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s", s.ID, suffrage))
 	}
 	return strings.Join(parts, ", ")
 }
