@@ -189,7 +189,9 @@ func (c *Coordinator) ClusterID() string { return c.cluster.ClusterID() }
 // is down (one that never returns is replaced by an eligible node after
 // Cluster.DeadServerStabilization, never removed without one). A non-voter
 // takes itself out of the configuration; it is added back when it returns.
-// To take a node out for good, use Leave. If ctx ends first the remaining
+// When gossip shows no quorum of voters alive (the last nodes of a cluster
+// stopped one by one), the handoff and the session's close, which could not
+// commit, are skipped. To take a node out for good, use Leave. If ctx ends first the remaining
 // steps are skipped and the node is closed. It is safe to call more than
 // once; later calls (and a Leave after it) return the first result.
 func (c *Coordinator) Shutdown(ctx context.Context) error {
@@ -219,9 +221,10 @@ func (c *Coordinator) Close() error {
 // decommission the node (admin's leave action) waits on it to exit.
 func (c *Coordinator) Done() <-chan struct{} { return c.done }
 
-// closeSession ends every lease and the session loop, then commits the
-// session's close so its leases pass to their next waiters at once.
-func (c *Coordinator) closeSession(ctx context.Context) error {
+// closeSession ends every lease and the session loop, then, with commit,
+// commits the session's close so its leases pass to their next waiters at
+// once.
+func (c *Coordinator) closeSession(ctx context.Context, commit bool) error {
 	var s *session.Session
 	if c.sessions != nil {
 		s = c.sessions.Last()
@@ -229,7 +232,7 @@ func (c *Coordinator) closeSession(ctx context.Context) error {
 	c.sessCancel(ErrShutdown)
 	c.leases.EndAll(ErrShutdown)
 	c.shards.End(ErrShutdown)
-	if s == nil || c.raft == nil {
+	if s == nil || c.raft == nil || !commit {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.RPCTimeout)

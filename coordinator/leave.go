@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/holdfast-go/holdfast/internal/cluster"
 )
 
 // LeaveOptions tune Leave.
@@ -63,20 +65,29 @@ func (c *Coordinator) Leave(ctx context.Context, opts LeaveOptions) error {
 // leave performs the graceful steps of Shutdown (decommission nil) and of
 // Leave. Shutdown changes the raft configuration only for a non-voter,
 // which takes itself out; Leave takes this node out after the shards,
-// leases and leadership are handed over.
+// leases and leadership are handed over. When gossip shows no quorum of
+// voters alive (the last nodes of a cluster stopped one by one), Shutdown
+// skips the handoffs and the session close, which could not commit.
 func (c *Coordinator) leave(ctx context.Context, decommission *LeaveOptions) error {
 	var errs []error
-	if err := c.shards.HandOff(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("handing shards off: %w", err))
+	var plan cluster.ShutdownSteps
+	if c.cluster != nil {
+		plan = c.cluster.ShutdownPlan()
 	}
-	if err := c.closeSession(ctx); err != nil {
+	commit := plan.Quorum || decommission != nil
+	if commit {
+		if err := c.shards.HandOff(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("handing shards off: %w", err))
+		}
+	} else {
+		// Nothing could commit: stop as a crash would; a leader of a
+		// quorum expires the session and passes its grants on.
+		c.log.Info("no quorum of voters alive: stopping without handing shards off or closing the session")
+	}
+	if err := c.closeSession(ctx, commit); err != nil {
 		errs = append(errs, fmt.Errorf("closing the session: %w", err))
 	}
-	var transfer, removeSelf bool
-	if c.cluster != nil {
-		transfer, removeSelf = c.cluster.ShutdownPlan()
-	}
-	if transfer {
+	if plan.Transfer {
 		c.node.TransferLeadership(ctx)
 	}
 	switch {
@@ -87,7 +98,7 @@ func (c *Coordinator) leave(ctx context.Context, decommission *LeaveOptions) err
 		} else {
 			c.log.Info("left the raft configuration for good", "replaced_by", c.cluster.NameOf(rep.Promoted), "replacement_id", rep.Promoted)
 		}
-	case removeSelf:
+	case plan.RemoveSelf:
 		if err := c.node.RemoveSelf(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("leaving the raft configuration as a non-voter: %w", err))
 		}

@@ -232,16 +232,27 @@ func (cl *Cluster) hasRaftState() bool {
 	return f.Error() == nil && len(f.Configuration().Servers) > 0
 }
 
-// ShutdownPlan says what a graceful shutdown does to the raft
-// configuration: transfer leadership first (this node leads and another
-// voter is alive in gossip), and remove this node only when it is a
-// non-voter (it holds no vote; the leader adds it back when it returns). A
-// voter keeps its place: it votes again the moment it restarts, and one
-// that never returns is replaced under the promoter's dead-voter rule.
-// Taking a voter out for good is Leave's.
-func (cl *Cluster) ShutdownPlan() (transfer, removeSelf bool) {
+// ShutdownSteps is what a graceful shutdown may do (ShutdownPlan).
+type ShutdownSteps struct {
+	// Quorum: the voters gossip shows alive, this node included, form a
+	// quorum of the configuration, so the shutdown's handoffs and session
+	// close can commit; without one they are skipped (as a crash would).
+	Quorum bool
+	// Transfer: this node leads and another voter is alive: hand
+	// leadership over first.
+	Transfer bool
+	// RemoveSelf: this node is a non-voter, which takes itself out of the
+	// configuration (it holds no vote; the leader adds it back when it
+	// returns). A voter keeps its place: it votes again the moment it
+	// restarts, and one that never returns is replaced under the
+	// promoter's dead-voter rule. Taking a voter out for good is Leave's.
+	RemoveSelf bool
+}
+
+// ShutdownPlan says what a graceful shutdown does (ShutdownSteps).
+func (cl *Cluster) ShutdownPlan() ShutdownSteps {
 	if cl.members == nil {
-		return false, false
+		return ShutdownSteps{}
 	}
 	live := map[string]bool{}
 	for _, m := range cl.members.Members() {
@@ -249,16 +260,26 @@ func (cl *Cluster) ShutdownPlan() (transfer, removeSelf bool) {
 			live[m.Meta.NodeID] = true
 		}
 	}
-	alive, inConfig, voter := 0, false, false
+	var st ShutdownSteps
+	voters, alive, others, inConfig := 0, 0, 0, false
 	for _, s := range cl.servers() {
-		if string(s.ID) == cl.o.ID {
-			inConfig, voter = true, s.Suffrage == raft.Voter
+		self := string(s.ID) == cl.o.ID
+		if self {
+			inConfig, st.RemoveSelf = true, s.Suffrage != raft.Voter
+		}
+		if s.Suffrage != raft.Voter {
 			continue
 		}
-		if s.Suffrage == raft.Voter && live[string(s.ID)] {
+		voters++
+		if self || live[string(s.ID)] {
 			alive++
 		}
+		if !self && live[string(s.ID)] {
+			others++
+		}
 	}
-	transfer = cl.o.Raft.State() == raft.Leader && alive > 0
-	return transfer, inConfig && !voter
+	st.Quorum = voters > 0 && alive >= voters/2+1
+	st.Transfer = cl.o.Raft.State() == raft.Leader && others > 0
+	st.RemoveSelf = st.RemoveSelf && inConfig
+	return st
 }

@@ -69,7 +69,8 @@ func TestReconcileAdmitsOnlyVerifiedMembers(t *testing.T) {
 
 // TestShutdownPlan: a graceful shutdown transfers leadership first when it
 // leads and another voter is alive, and never removes a voter (it keeps its
-// vote across a restart); a non-voter removes itself.
+// vote across a restart); a non-voter removes itself; the handoffs are
+// planned only while the voters alive, this one included, form a quorum.
 func TestShutdownPlan(t *testing.T) {
 	for _, tc := range []struct {
 		name             string
@@ -77,16 +78,17 @@ func TestShutdownPlan(t *testing.T) {
 		self             raft.ServerSuffrage // -1: not in the configuration
 		voters           []string            // other voters
 		alive            []string            // of those, alive in gossip
-		transfer, remove bool
+		want             ShutdownSteps
 	}{
-		{"follower, both others alive", false, raft.Voter, []string{"b", "c"}, []string{"b", "c"}, false, false},
-		{"leader, both others alive", true, raft.Voter, []string{"b", "c"}, []string{"b", "c"}, true, false},
-		{"one other alive of two", false, raft.Voter, []string{"b", "c"}, []string{"b"}, false, false},
-		{"leader, one other alive of two", true, raft.Voter, []string{"b", "c"}, []string{"b"}, true, false},
-		{"leader, no other alive", true, raft.Voter, []string{"b", "c"}, nil, false, false},
-		{"last voter", true, raft.Voter, nil, nil, false, false},
-		{"non-voter", false, raft.Nonvoter, []string{"b", "c"}, []string{"b", "c"}, false, true},
-		{"not in the configuration", false, -1, []string{"b", "c"}, []string{"b", "c"}, false, false},
+		{"follower, both others alive", false, raft.Voter, []string{"b", "c"}, []string{"b", "c"}, ShutdownSteps{Quorum: true}},
+		{"leader, both others alive", true, raft.Voter, []string{"b", "c"}, []string{"b", "c"}, ShutdownSteps{Quorum: true, Transfer: true}},
+		{"one other alive of two", false, raft.Voter, []string{"b", "c"}, []string{"b"}, ShutdownSteps{Quorum: true}},
+		{"leader, one other alive of two", true, raft.Voter, []string{"b", "c"}, []string{"b"}, ShutdownSteps{Quorum: true, Transfer: true}},
+		{"leader, no other alive", true, raft.Voter, []string{"b", "c"}, nil, ShutdownSteps{}},
+		{"two of five alive", false, raft.Voter, []string{"b", "c", "d", "e"}, []string{"b"}, ShutdownSteps{}},
+		{"last voter", true, raft.Voter, nil, nil, ShutdownSteps{Quorum: true}},
+		{"non-voter", false, raft.Nonvoter, []string{"b", "c"}, []string{"b", "c"}, ShutdownSteps{Quorum: true, RemoveSelf: true}},
+		{"not in the configuration", false, -1, []string{"b", "c"}, []string{"b", "c"}, ShutdownSteps{Quorum: true}},
 	} {
 		n := newTestNode(t, "a", newFakeNet(), newFakeClock(), nil)
 		leaderOf(n, tc.voters...)
@@ -105,8 +107,8 @@ func TestShutdownPlan(t *testing.T) {
 			ms = append(ms, member(v, st, true, ""))
 		}
 		n.members.set(ms...)
-		if transfer, remove := n.ShutdownPlan(); transfer != tc.transfer || remove != tc.remove {
-			t.Errorf("%s: transfer %v, remove %v; want %v, %v", tc.name, transfer, remove, tc.transfer, tc.remove)
+		if got := n.ShutdownPlan(); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
 }
