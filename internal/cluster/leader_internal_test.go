@@ -73,12 +73,12 @@ func TestReconcileAdmitsOnlyVerifiedMembers(t *testing.T) {
 // planned only while the voters alive, this one included, form a quorum.
 func TestShutdownPlan(t *testing.T) {
 	for _, tc := range []struct {
-		name             string
-		leads            bool
-		self             raft.ServerSuffrage // -1: not in the configuration
-		voters           []string            // other voters
-		alive            []string            // of those, alive in gossip
-		want             ShutdownSteps
+		name   string
+		leads  bool
+		self   raft.ServerSuffrage // -1: not in the configuration
+		voters []string            // other voters
+		alive  []string            // of those, alive in gossip
+		want   ShutdownSteps
 	}{
 		{"follower, both others alive", false, raft.Voter, []string{"b", "c"}, []string{"b", "c"}, ShutdownSteps{Quorum: true}},
 		{"leader, both others alive", true, raft.Voter, []string{"b", "c"}, []string{"b", "c"}, ShutdownSteps{Quorum: true, Transfer: true}},
