@@ -7,10 +7,15 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/holdfast-go/holdfast/admin"
 )
 
 // insecure is the security of the restart and recovery scenarios' nodes.
@@ -208,4 +213,74 @@ func rollingRestart(t *testing.T, seed uint64) {
 	}
 	lc.checkLedger(t)
 	lc.checkVoterCounts(t, lc.observer.name, 3)
+}
+
+// TestLeaveOnTerminate: a voter started with -leave-on-terminate leaves
+// for good on SIGTERM (exit 0, "left"), the eligible spare promoted in its
+// place; holdfastctl leave through a voter's admin endpoint is refused with
+// no spare left, and with -force decommissions it (the process exits 0);
+// a last spare-less -leave-on-terminate is refused, and the node stops
+// keeping its vote and exits 1 saying why.
+func TestLeaveOnTerminate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two binaries and runs ledger processes")
+	}
+	ctl := buildHoldfastctl(t)
+	lc := newLedgerCluster(t, insecure)
+	startVoters(t, lc, []string{"n1", "n2", "n3"}, map[string][]string{
+		"n3": {"-leave-on-terminate"},
+		"n4": {"-data", filepath.Join(lc.dir, "n4"), "-leave-on-terminate"}, // an eligible spare
+	})
+	ids := lc.nodeIDs(t, []string{"n1", "n2", "n3", "n4"})
+	lc.observeFrom(t, "n1")
+	lc.waitHealthyVoters(t, 3)
+	if st := mustStatus(t, lc.observer); len(st.Voters) != 3 || slices.ContainsFunc(st.Voters, func(v admin.Voter) bool { return v.Name == "n4" }) {
+		t.Fatalf("voters %v: want n1, n2, n3", st.Voters)
+	}
+	lc.terminate(t, "n3")
+	if !lc.procs["n3"].out.has("left", map[string]string{"node": "n3"}) {
+		t.Errorf("n3 did not print its left line")
+	}
+	lc.checkVotersKept(t, map[string]string{"n1": ids["n1"], "n2": ids["n2"], "n4": ids["n4"]}, "after n3 left")
+
+	n2 := lc.procs["n2"]
+	code, out := runCtl(t, ctl, "-addr", n2.http, "-confirm", "n2", "leave")
+	if code != 1 || !strings.Contains(out, "409 Conflict") || !strings.Contains(out, "leave refused") {
+		t.Fatalf("holdfastctl leave with no spare: exit %d\n%s", code, out)
+	}
+	if code, out = runCtl(t, ctl, "-addr", n2.http, "-confirm", "n2", "-force", "leave"); code != 0 || !strings.Contains(out, "left the cluster for good") {
+		t.Fatalf("holdfastctl leave -force: exit %d\n%s", code, out)
+	}
+	select {
+	case <-n2.exited:
+	case <-time.After(60 * time.Second):
+		t.Fatal("n2 still running 60s after it left")
+	}
+	if n2.waitErr != nil || !n2.out.has("left", map[string]string{"node": "n2"}) {
+		t.Errorf("n2 after leaving: %v; want exit 0 and a left line", n2.waitErr)
+	}
+	lc.checkVotersKept(t, map[string]string{"n1": ids["n1"], "n4": ids["n4"]}, "after n2's forced leave")
+
+	n4 := lc.procs["n4"]
+	n4.signal(t, syscall.SIGTERM)
+	select {
+	case <-n4.exited:
+	case <-time.After(60 * time.Second):
+		t.Fatal("n4 still running 60s after SIGTERM")
+	}
+	b, _ := os.ReadFile(n4.errLog)
+	if n4.waitErr == nil || !strings.Contains(string(b), "-leave-on-terminate: holdfast: leave refused") {
+		t.Errorf("n4's refused leave: %v, stderr tail:\n%s", n4.waitErr, lastLines(string(b), 5))
+	}
+	lc.checkVotersKept(t, map[string]string{"n1": ids["n1"], "n4": ids["n4"]}, "after n4's refused leave")
+	if r := lc.rejectedBy(t); len(r) > 0 {
+		t.Errorf("writes refused by the fence: %v", r)
+	}
+	lc.checkLedger(t)
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

@@ -19,15 +19,16 @@ import (
 // another address would; and the checks on the raft group seen from a
 // live node.
 
-// startVoters starts the named voters (-data, -expect len(names)) and
-// then the extra nodes with their own flags, waits until every one is
-// ready and the table is steady, and makes the first voter the observer.
+// startVoters starts the named voters (-data, -expect len(names), and
+// their flags in extra) and then the other nodes of extra with their
+// flags, waits until every one is ready and the table is steady, and makes
+// the first voter the observer.
 func startVoters(t *testing.T, lc *ledgerCluster, names []string, extra map[string][]string) {
 	t.Helper()
 	start := time.Now()
 	var join string
 	for i, name := range names {
-		args := lc.voterArgs(name, len(names))
+		args := append(lc.voterArgs(name, len(names)), extra[name]...)
 		if i > 0 {
 			args = append(args, "-join", join)
 		}
@@ -39,8 +40,10 @@ func startVoters(t *testing.T, lc *ledgerCluster, names []string, extra map[stri
 	}
 	all := slices.Clone(names)
 	for name, args := range extra {
-		lc.start(t, name, append(args, "-join", join)...)
-		all = append(all, name)
+		if !slices.Contains(names, name) {
+			lc.start(t, name, append(args, "-join", join)...)
+			all = append(all, name)
+		}
 	}
 	for _, name := range all {
 		lc.procs[name].waitReady(t, 60*time.Second)
