@@ -222,3 +222,28 @@ func TestReconcileMovesARestartedMember(t *testing.T) {
 		}
 	}
 }
+
+// TestRPCAddrOf: raft's dials follow the address of the one live member
+// claiming an ID; a failed member, a member of another cluster and an ID
+// claimed by two live members give none.
+func TestRPCAddrOf(t *testing.T) {
+	n := newTestNode(t, "a", newFakeNet(), newFakeClock(), nil)
+	twin := member("twin", membership.Alive, true, "")
+	twin.Meta.NodeID = "id-b"
+	foreign := member("f", membership.Alive, true, "other")
+	n.members.set(member("b", membership.Alive, true, ""), member("c", membership.Failed, true, ""), foreign)
+	if addr, ok := n.RPCAddrOf("id-b"); !ok || addr != addrOf("b") {
+		t.Errorf("live b: %q %v", addr, ok)
+	}
+	empty := "ours"
+	n.clusterID.Store(&empty)
+	for _, id := range []string{"id-c", "id-f", "id-x"} {
+		if addr, ok := n.RPCAddrOf(id); ok {
+			t.Errorf("%s resolved to %s", id, addr)
+		}
+	}
+	n.members.set(member("b", membership.Alive, true, ""), twin)
+	if addr, ok := n.RPCAddrOf("id-b"); ok {
+		t.Errorf("an ID claimed twice resolved to %s", addr)
+	}
+}
