@@ -163,7 +163,11 @@
 // 2 s later, two of five voters cut at once, a voter killed for good with
 // and without a node to replace it; each asserts no fence refusal, no
 // stale write, every shard owned again within TTL + grace + an election +
-// 2 s, and no configuration with fewer voters than wanted.
+// 2 s, and no configuration with fewer voters than wanted. restart_test.go
+// restarts voters (a crash of another one in the window included, a
+// rolling restart, -leave-on-terminate and holdfastctl leave), and
+// recover_test.go recovers a lost quorum with holdfastctl data recover, as
+// docs/OPERATIONS.md describes.
 //
 // # Containers
 //
