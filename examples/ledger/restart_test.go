@@ -87,8 +87,7 @@ func TestRestartKeepsVote(t *testing.T) {
 	lc.terminate(t, victim)
 	lc.checkVotersKept(t, ids, "after SIGTERM of "+victim)
 	lc.crash(t, leader) // the restart window: two of three voters down
-	restarted := time.Now()
-	p := lc.restartVoter(t, victim, third, 3, false)
+	p, restarted := lc.restartVoter(t, victim, third, 3, false)
 	p.waitReady(t, 60*time.Second)
 	now := lc.waitLeaderAmong(t, 60*time.Second, victim, third)
 	took := lc.waitServing(t, []string{victim, third}, nil, restarted)
@@ -108,7 +107,8 @@ func TestRestartKeepsVote(t *testing.T) {
 		return nil
 	})
 	lc.checkVotersKept(t, ids, "with "+leader+" dead")
-	lc.restartVoter(t, leader, third, 3, true).waitReady(t, 60*time.Second)
+	back, _ := lc.restartVoter(t, leader, third, 3, true)
+	back.waitReady(t, 60*time.Second)
 	lc.waitHealthyVoters(t, 3)
 	lc.checkVotersKept(t, ids, "after both restarts")
 	lc.waitSteady(t, names...)
@@ -183,8 +183,7 @@ func rollingRestart(t *testing.T, seed uint64) {
 		if crashed != "" && crashEarly {
 			lc.crash(t, crashed)
 		}
-		restarted := time.Now()
-		p := lc.restartVoter(t, name, without(others, crashed)[0], 3, false)
+		p, restarted := lc.restartVoter(t, name, without(others, crashed)[0], 3, false)
 		if crashed != "" && !crashEarly {
 			lc.crash(t, crashed)
 		}
@@ -202,7 +201,8 @@ func rollingRestart(t *testing.T, seed uint64) {
 			t.Errorf("%s: shards owned again %v after the restart, beyond %v", what, took, reownBound)
 		}
 		if crashed != "" {
-			lc.restartVoter(t, crashed, name, 3, true).waitReady(t, 60*time.Second)
+			q, _ := lc.restartVoter(t, crashed, name, 3, true)
+			q.waitReady(t, 60*time.Second)
 		}
 		lc.waitHealthyVoters(t, 3) // before the next restart
 		lc.checkVotersKept(t, ids, "after the "+what)

@@ -74,8 +74,9 @@ func (p *proc) gossipOf() string {
 // that still believes the old one alive ignores the new one and keeps
 // sending raft's traffic to the old address until it declares it dead). A
 // crashed one (sameAddr) comes back on the ports it had, as a supervisor
-// restarts it.
-func (lc *ledgerCluster) restartVoter(t *testing.T, name, via string, expect int, sameAddr bool) *proc {
+// restarts it. It returns the process and when it was started (after that
+// wait).
+func (lc *ledgerCluster) restartVoter(t *testing.T, name, via string, expect int, sameAddr bool) (*proc, time.Time) {
 	t.Helper()
 	old := lc.procs[name]
 	if err := old.alive(); err == nil {
@@ -89,9 +90,10 @@ func (lc *ledgerCluster) restartVoter(t *testing.T, name, via string, expect int
 		ev := old.out.events("listening")[0]
 		args = append(args, "-gossip", ev.kv["gossip"], "-rpc", ev.kv["rpc"], "-http", ev.kv["http"])
 	}
+	started := time.Now()
 	p := lc.start(t, name, args...)
 	p.waitListening(t, 30*time.Second)
-	return p
+	return p, started
 }
 
 // waitNotAlive waits until every running node lists name as left or
