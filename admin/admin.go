@@ -12,16 +12,24 @@ import (
 	"github.com/holdfast-go/holdfast/coordinator"
 )
 
-// Handler returns the admin handler for c (see the package doc for the
-// endpoints). Paths are relative to where the handler is mounted: use
+// Handler returns the read-only admin handler for c (see the package doc
+// for the endpoints): New with no Options, which refuses every action.
+// Paths are relative to where the handler is mounted: use
 // http.StripPrefix to mount it under a prefix. It is safe for concurrent
 // use and keeps answering after c shuts down (the probes then fail). It
 // panics if c is nil, as http.Handle does for a nil handler.
-func Handler(c *coordinator.Coordinator) http.Handler {
+func Handler(c *coordinator.Coordinator) http.Handler { return New(c, Options{}) }
+
+// New returns the admin handler for c with the actions (POST endpoints
+// that change the cluster) that opts.Authorize allows; see Handler.
+func New(c *coordinator.Coordinator, opts Options) http.Handler {
 	if c == nil {
 		panic("admin: nil Coordinator")
 	}
-	h := &handler{c: c}
+	h := &handler{c: c, opts: opts}
+	h.actions = map[string]action{
+		"/v1/leave": typedAction(leave),
+	}
 	h.routes = map[string]http.HandlerFunc{
 		"/v1/status": h.status,
 		"/v1/shards": h.shards,
@@ -33,12 +41,20 @@ func Handler(c *coordinator.Coordinator) http.Handler {
 }
 
 type handler struct {
-	c      *coordinator.Coordinator
-	routes map[string]http.HandlerFunc // never written after Handler
+	c       *coordinator.Coordinator
+	opts    Options
+	routes  map[string]http.HandlerFunc // never written after New
+	actions map[string]action           // POST endpoints; never written after New
 }
 
-// ServeHTTP routes by exact path and allows GET and HEAD only.
+// ServeHTTP routes by exact path: the read endpoints allow GET and HEAD
+// only, the actions POST only.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if a, ok := h.actions[r.URL.Path]; ok {
+		w.Header().Set("Cache-Control", "no-store")
+		h.serveAction(w, r, a)
+		return
+	}
 	route, ok := h.routes[r.URL.Path]
 	if !ok {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no admin endpoint %q", r.URL.Path))

@@ -1,6 +1,8 @@
-// Package admin serves a read-only HTTP view of one holdfast node: its raft
-// role, the members it sees, the shard table and the held leases, plus
-// liveness and readiness probes. Command holdfastctl is its client.
+// Package admin serves an HTTP view of one holdfast node: its raft role,
+// the members it sees, the shard table and the held leases, plus liveness
+// and readiness probes; and, when the application allows them, actions that
+// change the cluster (decommissioning the node). Command holdfastctl is its
+// client.
 //
 // # Mounting
 //
@@ -12,14 +14,39 @@
 //	mux := http.NewServeMux()
 //	mux.Handle("/admin/", http.StripPrefix("/admin", admin.Handler(c)))
 //
-// The handler has no authentication and no TLS of its own: serve it on a
-// trusted interface, or wrap it in the application's own middleware. It
-// never changes the cluster.
+// The handler has no TLS of its own: serve it on a trusted interface, or
+// behind the application's HTTPS server. Handler (and New without
+// Options.Authorize) never changes the cluster: it serves no action. New
+// with Options.Authorize serves the actions that function allows: it gets
+// every action request and returns nil to allow it.
+// RequireClientCertificate allows requests that came over HTTPS with a
+// client certificate the server verified (the server's ClientCAs), and
+// LoopbackOnly allows requests from the same machine:
+//
+//	srv.Handler = admin.New(c, admin.Options{Authorize: admin.RequireClientCertificate})
+//
+// # Actions
+//
+// An action is a POST with a JSON body that names the node it is meant for
+// ({"confirm": "NODE-NAME", ...}): a body whose confirm is not the
+// answering node's name is refused (400) and nothing is done, so that a
+// mistyped address never acts on the wrong node. Unknown fields are
+// refused too. An unauthorised request gets 403, a GET or HEAD 405 with
+// Allow: POST. Each action runs under the request's context, bounded by
+// Options.ActionTimeout.
+//
+//	POST /v1/leave   LeaveRequest → LeaveResult: decommission the node (Coordinator.Leave): it leaves
+//	                 the raft configuration for good, a replacement promoted first, then stops; 409 when
+//	                 refused (too few voters would remain and no replacement, unless "force": true; no
+//	                 quorum to commit), 504 without a raft leader in time, 503 once the node is shut down
+//
+// After a successful leave the node has stopped: the application watches
+// Coordinator.Done to exit.
 //
 // # Endpoints
 //
-// Every endpoint answers GET and HEAD only; any other method gets 405 with
-// an Allow header. Unknown paths (a trailing slash included) get 404, and
+// Every read endpoint answers GET and HEAD only; any other method gets 405
+// with an Allow header. Unknown paths (a trailing slash included) get 404, and
 // a repeated owner parameter 400. These error answers are JSON objects of
 // type Error.
 //

@@ -192,3 +192,22 @@ type LeaseRow struct {
 type Error struct {
 	Error string `json:"error"`
 }
+
+// LeaveRequest is the body of POST /v1/leave: decommission the answering
+// node (coordinator.Coordinator.Leave). Confirm must be its name.
+type LeaveRequest struct {
+	Confirmation
+	// Force takes a voter out even when fewer than the cluster's voters
+	// would remain and no node can replace it (LeaveOptions.Force).
+	Force bool `json:"force"`
+}
+
+// LeaveResult answers POST /v1/leave: the node that left (Left true), which
+// has stopped. A refusal is an Error with status 409 (too few voters would
+// remain, or no quorum to commit), 504 (no raft leader in time) or 503
+// (the node is shut down).
+type LeaveResult struct {
+	Name string `json:"name"`
+	ID   string `json:"id"`
+	Left bool   `json:"left"`
+}

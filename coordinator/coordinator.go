@@ -3,7 +3,6 @@ package coordinator
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -64,6 +63,7 @@ type Coordinator struct {
 	wg       sync.WaitGroup
 	stopOnce sync.Once
 	stopErr  error
+	done     chan struct{} // closed once stopped (Done)
 	leaving  atomic.Bool
 }
 
@@ -81,6 +81,7 @@ func New(cfg Config) (*Coordinator, error) {
 		log:      cfg.Logger,
 		fsm:      fsm.New(),
 		leaderCh: make(chan bool, 16),
+		done:     make(chan struct{}),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -178,20 +179,28 @@ func (c *Coordinator) GossipAddr() string { return c.members.Addr() }
 // learned it.
 func (c *Coordinator) ClusterID() string { return c.cluster.ClusterID() }
 
-// Shutdown leaves the cluster gracefully: it hands every shard it owns to
-// other nodes (waiting at most 2 × Session.TTL + Shards.DrainTimeout, and only
-// when another node can own shards), ends its leases and session, hands raft
-// leadership to another voter, removes itself from the raft configuration
-// (unless it is the last voter), leaves the gossip pool, and then closes
-// everything. If ctx
-// ends first the remaining steps are skipped and the node is closed. It is
-// safe to call more than once; later calls return the first result.
+// Shutdown stops the node gracefully, for a restart or a deploy: it hands
+// every shard it owns to other nodes (waiting at most 2 × Session.TTL +
+// Shards.DrainTimeout, and only when another node can own shards), ends its
+// leases and session, hands raft leadership to another voter, leaves the
+// gossip pool, and then closes everything. A voter keeps its place in the
+// raft configuration: when it comes back (with its data dir) it votes
+// again at once, and while it is away the others treat it as a voter that
+// is down (one that never returns is replaced by an eligible node after
+// Cluster.DeadServerStabilization, never removed without one). A non-voter
+// takes itself out of the configuration; it is added back when it returns.
+// When gossip shows no quorum of voters alive (the last nodes of a cluster
+// stopped one by one), the handoff and the session's close, which could not
+// commit, are skipped. To take a node out for good, use Leave. If ctx ends first the remaining
+// steps are skipped and the node is closed. It is safe to call more than
+// once; later calls (and a Leave after it) return the first result.
 func (c *Coordinator) Shutdown(ctx context.Context) error {
 	c.stopOnce.Do(func() {
 		c.leaving.Store(true)
-		err := c.leave(ctx)
+		err := c.leave(ctx, nil)
 		c.cancel(ErrShutdown)
 		c.stopErr = errors.Join(err, c.closeAll())
+		close(c.done)
 	})
 	return c.stopErr
 }
@@ -202,48 +211,20 @@ func (c *Coordinator) Close() error {
 	c.stopOnce.Do(func() {
 		c.cancel(ErrShutdown)
 		c.stopErr = c.closeAll()
+		close(c.done)
 	})
 	return c.stopErr
 }
 
-// leave performs the graceful steps of Shutdown. It only removes this node
-// from the raft configuration when the voters left behind that gossip sees
-// alive form a quorum of the new configuration; otherwise it leaves as a
-// crash would, and autopilot removes it later.
-func (c *Coordinator) leave(ctx context.Context) error {
-	var errs []error
-	if err := c.shards.HandOff(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("handing shards off: %w", err))
-	}
-	if err := c.closeSession(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("closing the session: %w", err))
-	}
-	var transfer, remove bool
-	if c.cluster != nil {
-		transfer, remove = c.cluster.LeavePlan()
-	}
-	if transfer {
-		c.node.TransferLeadership(ctx)
-	}
-	if remove {
-		if err := c.node.RemoveSelf(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("leaving the raft configuration: %w", err))
-		}
-	}
-	if c.members != nil {
-		if err := c.members.Leave(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("leaving gossip: %w", err))
-		}
-	}
-	if len(errs) > 0 {
-		c.log.Warn("graceful shutdown incomplete", "error", errors.Join(errs...))
-	}
-	return errors.Join(errs...)
-}
+// Done returns a channel closed once the node has stopped: Shutdown, Close
+// or Leave has closed every part. An application that lets an operator
+// decommission the node (admin's leave action) waits on it to exit.
+func (c *Coordinator) Done() <-chan struct{} { return c.done }
 
-// closeSession ends every lease and the session loop, then commits the
-// session's close so its leases pass to their next waiters at once.
-func (c *Coordinator) closeSession(ctx context.Context) error {
+// closeSession ends every lease and the session loop, then, with commit,
+// commits the session's close so its leases pass to their next waiters at
+// once.
+func (c *Coordinator) closeSession(ctx context.Context, commit bool) error {
 	var s *session.Session
 	if c.sessions != nil {
 		s = c.sessions.Last()
@@ -251,7 +232,7 @@ func (c *Coordinator) closeSession(ctx context.Context) error {
 	c.sessCancel(ErrShutdown)
 	c.leases.EndAll(ErrShutdown)
 	c.shards.End(ErrShutdown)
-	if s == nil || c.raft == nil {
+	if s == nil || c.raft == nil || !commit {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.RPCTimeout)

@@ -5,10 +5,14 @@
 // if it has a DataDir, otherwise as a non-voter on in-memory stores), and
 // holds a local replica of the replicated state, so reads never leave the
 // process. Start from DefaultConfig (or DefaultLocalConfig for tests and
-// demos), call New, wait with WaitReady, and leave with Shutdown: it hands
-// the node's shards off, closes its session, hands raft leadership on,
-// removes the node from the raft configuration and leaves gossip. Close
-// stops at once, like a crash. Both wait for every goroutine New started.
+// demos), call New, wait with WaitReady, and stop with Shutdown: it hands
+// the node's shards off, closes its session, hands raft leadership on and
+// leaves gossip, but a voter keeps its place in the raft configuration, so
+// that a restart gets its vote back at once (a node that never returns is
+// replaced by an eligible node under the dead-voter rule). Leave takes the
+// node out of the raft configuration for good (a replacement voter promoted
+// first) and then stops it. Close stops at once, like a crash. All three
+// wait for every goroutine New started.
 //
 // # Vocabulary
 //

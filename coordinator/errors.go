@@ -15,6 +15,12 @@ var (
 	// ErrNoLeader is returned when a write needs the raft leader and none is
 	// known (an election is under way or quorum is lost).
 	ErrNoLeader = wire.ErrNoLeader
+	// ErrLeaveRefused is returned by Leave when the node may not leave the
+	// raft configuration: too few voters would remain and no node can
+	// replace it (without LeaveOptions.Force), the remaining healthy voters
+	// could not commit its removal, or it is the last voter. The node is
+	// left running.
+	ErrLeaveRefused = wire.ErrLeaveRefused
 	// ErrDuplicateName is returned by New when another live node already
 	// uses this node's name.
 	ErrDuplicateName = errors.New("holdfast: node name already in use")

@@ -41,6 +41,7 @@ func (c *Coordinator) startMembership() error {
 	if err := c.cluster.Join(c.ctx, m); err != nil { // only a duplicate name
 		return fmt.Errorf("%w: %w", ErrDuplicateName, err)
 	}
+	c.trans.SetRaftResolver(c.cluster.RPCAddrOf) // a voter restarted elsewhere is reached where gossip places it
 	return nil
 }
 

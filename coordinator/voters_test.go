@@ -3,6 +3,7 @@ package coordinator_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -179,7 +180,12 @@ func TestLeaderMinorityPartition(t *testing.T) {
 	cl.WaitFor("replicas caught up", formTimeout, cl.CaughtUp)
 }
 
-func TestGracefulShutdownLeavesConfiguration(t *testing.T) {
+// TestGracefulShutdownKeepsVoteThenDeadVoterReplaced: the leader's
+// graceful Shutdown hands leadership over but keeps the node a voter (a
+// restart would find its vote); when it does not come back, the
+// dead-voter rule promotes the non-voter and only then removes it: 3
+// voters again, and never fewer on the way.
+func TestGracefulShutdownKeepsVoteThenDeadVoterReplaced(t *testing.T) {
 	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 4, Voters: 3})
 	leader := cl.WaitFormed(formTimeout)
@@ -191,7 +197,13 @@ func TestGracefulShutdownLeavesConfiguration(t *testing.T) {
 		t.Fatalf("graceful shutdown: %v", err)
 	}
 	next := cl.WaitLeader(formTimeout)
-	cl.WaitFor("the leaver out of the configuration and 3 voters again", formTimeout, func() error {
+	if voters := next.C().Voters(); !slices.Contains(voters, id) || len(voters) != 3 {
+		t.Fatalf("right after the graceful shutdown the voters are %v: want the stopped node still among 3", voters)
+	}
+	cl.WaitFor("the stopped voter replaced and out of the configuration", formTimeout, func() error {
+		if v := len(next.C().Voters()); v < 3 {
+			t.Fatalf("the configuration shrank to %d voters", v)
+		}
 		for _, m := range next.C().Members() {
 			if m.ID == id && m.Suffrage != coordinator.SuffrageNone {
 				return fmt.Errorf("%w: %s still %s", holdfasttest.ErrNotYet, m.Name, m.Suffrage)

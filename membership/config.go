@@ -158,6 +158,13 @@ func memberlistConfig(c *Config, d *delegate, keyring *memberlist.Keyring, logge
 			}
 		}
 	}
+	// A name whose holder gossip declared dead may be taken at once by a
+	// node at another address (a voter restarted in a container with a new
+	// IP), as admit allows; memberlist's default (zero) refuses it until the
+	// dead entry is reaped after GossipToTheDeadTime, and a join refused in
+	// that time is only retried by the next push/pull. The address is no
+	// identity: raft admission checks the node's certificate.
+	mc.DeadNodeReclaimTime = time.Nanosecond
 	mc.SecretKey = nil
 	mc.Keyring = keyring
 	mc.GossipVerifyIncoming = true

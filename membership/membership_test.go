@@ -131,6 +131,40 @@ func TestFailure(t *testing.T) {
 	}
 }
 
+// TestDeadNameReclaimedAtNewAddress: a node that crashed (gossip declares
+// it failed) comes back under its name at another address and is alive
+// there in every member list, as a restarted container with a new IP.
+func TestDeadNameReclaimedAtNewAddress(t *testing.T) {
+	nodes := startCluster(t, "n1", "n2", "n3")
+	old := nodes[2].Addr()
+	if err := nodes[2].Shutdown(); err != nil { // no leave: a crash
+		t.Fatal(err)
+	}
+	for _, m := range nodes[:2] {
+		waitFor(t, "n3 failed", func() error { return memberIs(m, "n3", Failed) })
+	}
+	back := startNode(t, "n3")
+	if back.Addr() == old {
+		t.Fatalf("the new n3 got the old address %s", old)
+	}
+	join(t, back, nodes[0])
+	// The join's own state exchange gives the seed the new address.
+	if mb, ok := nodes[0].Member("n3"); !ok || mb.Addr != back.Addr() || mb.State != Alive {
+		t.Errorf("right after the join the seed sees n3 %+v (%v), want alive at %s", mb, ok, back.Addr())
+	}
+	for _, m := range nodes[:2] {
+		waitFor(t, "n3 alive at its new address", func() error {
+			if err := memberIs(m, "n3", Alive); err != nil {
+				return err
+			}
+			if mb, _ := m.Member("n3"); mb.Addr != back.Addr() {
+				return fmt.Errorf("n3 at %s", mb.Addr)
+			}
+			return nil
+		})
+	}
+}
+
 func TestDuplicateName(t *testing.T) {
 	nodes := startCluster(t, "n1", "n2")
 	orig := nodes[0].Addr()

@@ -88,7 +88,26 @@ func (s *streamLayer) Addr() net.Addr {
 	return raftAddr(RaftAddress(s.t.addr, s.t.cfg.LocalID))
 }
 
-// Dial connects to a raft address made by RaftAddress and sends the raft
+// SetRaftResolver makes raft connections to a node ID go to the address
+// resolve returns for it (ok true), instead of the address raft's
+// configuration holds: a node restarted on another address keeps its place
+// in the configuration, and the others must reach it at the new one before
+// a leader can write the new address into the configuration (an election
+// may need it first). The raft header still names the target ID, so a
+// node with another identity at the resolved address closes the connection,
+// and with TLS the certificate must name the node TLS.PeerName expects for
+// the resolved address and the ID. nil turns resolution off. resolve is
+// called on every raft dial and must be fast.
+func (t *Transport) SetRaftResolver(resolve func(id string) (addr string, ok bool)) {
+	if resolve == nil {
+		t.resolver.Store(nil)
+		return
+	}
+	t.resolver.Store(&resolve)
+}
+
+// Dial connects to a raft address made by RaftAddress (or to the address
+// the raft resolver gives for its ID, see SetRaftResolver) and sends the raft
 // header naming the target node. A peer with another node ID closes the
 // connection, so the first raft RPC on it fails. With Config.TLS, the TLS
 // handshake completes within timeout first and Dial fails (wrapping
@@ -98,6 +117,11 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	addr, id, err := SplitRaftAddress(address)
 	if err != nil {
 		return nil, err
+	}
+	if r := s.t.resolver.Load(); r != nil && id != "" {
+		if now, ok := (*r)(id); ok && now != "" {
+			addr = now
+		}
 	}
 	if timeout <= 0 {
 		timeout = s.t.cfg.DefaultCallTimeout

@@ -184,3 +184,46 @@ func TestRaftConnNotAcceptedIsClosed(t *testing.T) {
 	}
 	waitFor(t, "inbound slot released", func() bool { return a.Stats().InboundConns == 0 })
 }
+
+// TestRaftResolverFollowsMovedNode: a raft address naming a node's old
+// address reaches the node at the address the resolver gives for its ID
+// (a voter restarted elsewhere); an ID the resolver does not know is dialled
+// as given; and a resolver that points at another identity's address is
+// refused by the raft header's target check.
+func TestRaftResolverFollowsMovedNode(t *testing.T) {
+	a := newTestTransport(t, "a", nil)
+	b := newTestTransport(t, "b", nil)
+	c := newTestTransport(t, "c", nil)
+	na, nb, nc := newRaftTransport(t, a), newRaftTransport(t, b), newRaftTransport(t, c)
+	stop := make(chan struct{})
+	done := make(chan struct{}, 2)
+	go func() { serveRaft(nb, stop); done <- struct{}{} }()
+	go func() { serveRaft(nc, stop); done <- struct{}{} }()
+	defer func() { close(stop); <-done; <-done }()
+
+	stale := RaftAddress("127.0.0.1:1", "b") // b's old address: nothing listens there
+	vote := func(target raft.ServerAddress, id raft.ServerID) error {
+		var rep raft.RequestVoteResponse
+		return na.RequestVote(id, target, &raft.RequestVoteRequest{Term: 3}, &rep)
+	}
+	if err := vote(stale, "b"); err == nil {
+		t.Fatal("a vote request to b's old address succeeded without a resolver")
+	}
+	where := map[string]string{"b": b.Addr(), "x": c.Addr()}
+	a.SetRaftResolver(func(id string) (string, bool) { addr, ok := where[id]; return addr, ok })
+	if err := vote(stale, "b"); err != nil {
+		t.Fatalf("vote request to b through the resolver: %v", err)
+	}
+	if err := vote(nc.LocalAddr(), "c"); err != nil {
+		t.Fatalf("vote request to c, unknown to the resolver: %v", err)
+	}
+	before := c.Stats().WrongTarget
+	if err := vote(RaftAddress("127.0.0.1:1", "x"), "x"); err == nil {
+		t.Fatal("a vote request for x answered by c")
+	}
+	waitFor(t, "c to count the wrong target", func() bool { return c.Stats().WrongTarget > before })
+	a.SetRaftResolver(nil) // raft's pooled connection to b may still serve stale: not dialled again
+	if err := vote(RaftAddress("127.0.0.1:2", "b"), "b"); err == nil {
+		t.Fatal("a vote request to another stale address of b succeeded after the resolver was removed")
+	}
+}

@@ -71,9 +71,10 @@ type Transport struct {
 	stream *streamLayer
 	tls    *tlsState // nil without TLS
 
-	handler atomic.Pointer[handlerBox]
-	nextID  atomic.Uint64
-	stats   counters
+	handler  atomic.Pointer[handlerBox]
+	resolver atomic.Pointer[func(id string) (string, bool)] // SetRaftResolver
+	nextID   atomic.Uint64
+	stats    counters
 
 	ctx    context.Context // cancelled by Close; parent of handler contexts
 	cancel context.CancelFunc

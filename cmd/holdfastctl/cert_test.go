@@ -95,7 +95,7 @@ func TestTLSAdmin(t *testing.T) {
 	p := func(name string) string { return filepath.Join(dir, name) }
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1})
 	cl.WaitFormed(settle)
-	srv := httptest.NewUnstartedServer(admin.Handler(cl.Node(0).C()))
+	srv := httptest.NewUnstartedServer(admin.New(cl.Node(0).C(), admin.Options{Authorize: admin.RequireClientCertificate}))
 	pair, err := tls.LoadX509KeyPair(p("node0.pem"), p("node0-key.pem"))
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +113,12 @@ func TestTLSAdmin(t *testing.T) {
 		t.Fatalf("status over TLS:\n%s", out)
 	}
 	mustCtl(t, "-addr", "https://"+hostPort, "-ca", p("ca.pem"), "-cert", p("client.pem"), "-key", p("client-key.pem"), "-server-name", "node0", "shards")
+	// An action over HTTPS with the client certificate is authorised: the
+	// node itself refuses it (the last voter cannot leave).
+	code, _, errOut := ctl("-addr", hostPort, "-ca", p("ca.pem"), "-cert", p("client.pem"), "-key", p("client-key.pem"), "leave", "-confirm", "node0")
+	if code != 1 || !strings.Contains(errOut, "409 Conflict to POST /v1/leave") || !strings.Contains(errOut, "last voter") {
+		t.Errorf("leave of the only voter over TLS: exit %d, stderr %q; want 1 and the node's refusal", code, errOut)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string

@@ -1,10 +1,15 @@
 // Command holdfastctl shows what one holdfast node knows of its cluster, by
-// asking the admin endpoints (package admin) that the application serves.
+// asking the admin endpoints (package admin) that the application serves;
+// decommissions a node through them; and, offline, reads and recovers the
+// data dir of a stopped node.
 //
 // Usage:
 //
 //	holdfastctl [-addr HOST:PORT|URL] [-json] [-timeout D] [-owner NAME]
 //	            [-ca FILE -cert FILE -key FILE [-server-name NAME]] status|members|shards|leases
+//	holdfastctl [-addr ...] [TLS flags] [-timeout D] -confirm NAME [-force] leave
+//	holdfastctl data peers [-json] DIR
+//	holdfastctl data recover [-keep ID,...] -confirm NAME DIR
 //	holdfastctl cert create-ca|create-node NAME|create-client [-dir DIR] [-force] ...
 //
 // Commands:
@@ -14,7 +19,36 @@
 //	shards   every shard with its state, owner and token (GET /v1/shards); a first line
 //	         "STALE: no raft leader known since T" when the answering node knows no leader
 //	leases   every held named lease with its holder, token and waiters (GET /v1/leases)
+//	leave    decommission the node at -addr for good (POST /v1/leave): it leaves the raft
+//	         configuration, a replacement voter promoted first, and stops; refused when fewer
+//	         voters than the cluster keeps would remain and no node can replace it, unless
+//	         -force. A restart needs no leave: a stopped voter keeps its vote.
 //	help     print this usage
+//
+// # Acting commands
+//
+// leave changes the cluster, so it needs -confirm with the name of the
+// node at -addr: the node checks it before it does anything, so that a
+// mistyped -addr never decommissions the wrong node. The node must also
+// authorise the action (package admin's Options.Authorize): the ledger
+// example allows it over HTTPS with a client certificate of the cluster's
+// CA (-ca, -cert, -key with cert create-client's files), or from loopback
+// when it runs -insecure. An acting command waits up to 2m unless -timeout
+// is given. Exit status 1 with the node's reason when it refuses.
+//
+// # Offline commands on a data dir
+//
+// data peers and data recover open the data dir of a stopped node (they
+// refuse while a node runs on it: its raft/LOCK is held). peers prints the
+// raft configuration it holds (the latest in its log, committed or not),
+// its last index and term and the node's identity. recover is the way back
+// from a lost quorum: it rewrites the configuration to the surviving voters
+// (this node alone by default; -keep lists their IDs, this node's among
+// them), keeping the replicated state (hashicorp/raft's RecoverCluster: the
+// log is applied and kept as a snapshot at its last index, so tokens go on
+// from where they were). It needs -confirm with the node name recorded in
+// the data dir, and refuses a data dir that is not a voter's. See
+// docs/OPERATIONS.md for the whole procedure.
 //
 // Flags (before or after the command):
 //
@@ -32,6 +66,9 @@
 //	          create-client), for endpoints that require one.
 //	-server-name  verify the node's certificate for this name (a node
 //	          name) instead of the -addr host.
+//	-confirm  acting commands: the name of the node at -addr.
+//	-force    leave: even with no replacement (never the last voter, nor
+//	          without a quorum to commit the removal).
 //
 // # Certificates
 //

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -55,6 +56,23 @@ func newTarget(addr string) (target, error) {
 // fetch GETs path (with query, if any) from t and returns the JSON body of
 // a 200 answer. Every error names t.
 func fetch(t target, path string, timeout time.Duration) ([]byte, error) {
+	return exchange(t, http.MethodGet, path, nil, timeout)
+}
+
+// post sends req as the JSON body of a POST to path (an admin action) and
+// returns the JSON body of a 200 answer. Every error names t.
+func post(t target, path string, req any, timeout time.Duration) ([]byte, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	return exchange(t, http.MethodPost, path, b, timeout)
+}
+
+// exchange sends one request to t (body nil: none) and returns the JSON
+// body of a 200 answer, or an error naming t: unreachable, an error
+// answer (with the admin.Error's text), or an answer that is not JSON.
+func exchange(t target, method, path string, body []byte, timeout time.Duration) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -62,18 +80,25 @@ func fetch(t target, path string, timeout time.Duration) ([]byte, error) {
 		tr.TLSClientConfig = t.tls.Clone()
 	}
 	defer tr.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.base+path, nil)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, t.base+path, rd)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.name, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "holdfastctl")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach %s: %s", t.name, reachCause(err, timeout))
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	answer, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading the answer to %s: %s", t.name, path, reachCause(err, timeout))
 	}
@@ -82,13 +107,17 @@ func fetch(t target, path string, timeout time.Duration) ([]byte, error) {
 		isJSON = mt == "application/json"
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s answered %s to %s: %s", t.name, resp.Status, path, errorText(body, isJSON))
+		what := path
+		if method != http.MethodGet {
+			what = method + " " + path
+		}
+		return nil, fmt.Errorf("%s answered %s to %s: %s", t.name, resp.Status, what, errorText(answer, isJSON))
 	}
-	if !isJSON || !json.Valid(body) {
+	if !isJSON || !json.Valid(answer) {
 		return nil, fmt.Errorf("%s answered %s with Content-Type %q, not JSON: is the holdfast admin handler served there?",
 			t.name, path, resp.Header.Get("Content-Type"))
 	}
-	return body, nil
+	return answer, nil
 }
 
 // reachCause says in a few words why a request failed: the innermost

@@ -26,6 +26,8 @@ type options struct {
 	owner   string
 	command string
 	tls     tlsFlags
+	confirm string // acting commands: the name of the node at -addr
+	force   bool   // leave: even with no replacement
 }
 
 // usageError is a command-line mistake: exit status 2, with the usage.
@@ -46,6 +48,9 @@ var commands = map[string]string{
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "cert" {
 		return runCert(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "data" {
+		return runData(args[1:], stdout, stderr)
 	}
 	opts, fs, err := parseArgs(args)
 	switch {
@@ -69,7 +74,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		printUsage(stderr, fs)
 		return 2
 	}
-	if err := command(t, opts, stdout); err != nil {
+	run := command
+	if _, ok := actions[opts.command]; ok {
+		run = actOn
+	}
+	if err := run(t, opts, stdout); err != nil {
 		fmt.Fprintf(stderr, "holdfastctl: %v\n", err)
 		return 1
 	}
@@ -88,6 +97,8 @@ func parseArgs(args []string) (options, *flag.FlagSet, error) {
 	fs.BoolVar(&o.json, "json", false, "print the JSON answer, pretty-printed, instead of a table")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Second, "give up after this `duration`")
 	fs.StringVar(&o.owner, "owner", "", "with shards: list only the shards owned by node `NAME`")
+	fs.StringVar(&o.confirm, "confirm", "", "acting commands (leave): the `NAME` of the node at -addr, which must match before it acts")
+	fs.BoolVar(&o.force, "force", false, "with leave: leave even when fewer voters than the cluster keeps would remain and no node can replace it")
 	o.tls.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, fs, err
@@ -99,10 +110,14 @@ func parseArgs(args []string) (options, *flag.FlagSet, error) {
 	if err := fs.Parse(fs.Args()[1:]); err != nil {
 		return o, fs, err
 	}
+	if err := checkActing(&o, fs); err != nil {
+		return o, fs, err
+	}
+	_, act := actions[o.command]
 	switch {
 	case o.command == "help":
 		return o, fs, flag.ErrHelp
-	case commands[o.command] == "":
+	case commands[o.command] == "" && !act:
 		return o, fs, &usageError{fmt.Sprintf("unknown command %q", o.command)}
 	case fs.NArg() > 0:
 		return o, fs, &usageError{fmt.Sprintf("unexpected argument %q after %s", fs.Arg(0), o.command)}
@@ -114,18 +129,45 @@ func parseArgs(args []string) (options, *flag.FlagSet, error) {
 	return o, fs, nil
 }
 
+// checkActing checks the flags of acting commands: -confirm is required
+// by them and refused by the others, -force is leave's; an acting command
+// waits up to actionTimeout unless -timeout was given.
+func checkActing(o *options, fs *flag.FlagSet) error {
+	_, act := actions[o.command]
+	timeoutSet := false
+	fs.Visit(func(f *flag.Flag) { timeoutSet = timeoutSet || f.Name == "timeout" })
+	switch {
+	case act && o.confirm == "":
+		return &usageError{fmt.Sprintf("%s changes the cluster: give -confirm NAME, the name of the node at -addr", o.command)}
+	case !act && o.confirm != "" && o.command != "help":
+		return &usageError{"-confirm applies to acting commands (leave) only"}
+	case o.force && o.command != "leave":
+		return &usageError{"-force applies to leave only"}
+	case act && !timeoutSet:
+		o.timeout = actionTimeout
+	}
+	return nil
+}
+
 // printUsage writes the usage and the flag defaults to w.
 func printUsage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprint(w, `usage: holdfastctl [flags] status|members|shards|leases
+       holdfastctl [flags] -confirm NAME [-force] leave
+       holdfastctl data peers|recover DIR ...   (offline, on a stopped node's data dir: holdfastctl data help)
 
 Shows what one holdfast node knows of its cluster, from the admin endpoints
-the application serves (package admin).
+the application serves (package admin), and acts on it.
 
 commands (certificates: holdfastctl cert help):
   status   the node, its raft role and leader, voters, session, readiness
   members  every node the answering node's gossip knows of
   shards   every shard with its state, owner and token
   leases   every held named lease with its holder, token and waiters
+  leave    decommission the node at -addr for good: it leaves the raft configuration
+           (a replacement voter promoted first) and stops; refused when too few voters
+           would remain, unless -force. Needs -confirm with the node's name, and a node
+           that authorises actions (HTTPS with -cert/-key, or loopback without TLS).
+           A restart needs no leave: a stopped voter keeps its vote.
   help     print this usage
 
 flags (before or after the command):
@@ -134,6 +176,6 @@ flags (before or after the command):
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
 	fmt.Fprint(w, `
-exit status: 0 ok, 1 node unreachable or answered an error, 2 usage error
+exit status: 0 ok, 1 node unreachable or answered an error (a refused leave), 2 usage error
 `)
 }

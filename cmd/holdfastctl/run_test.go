@@ -310,6 +310,10 @@ func TestUsage(t *testing.T) {
 		{"-addr nohostport status", "no port"},
 		{"-addr ftp://h:1 status", "scheme ftp"},
 		{"-addr http:// status", "no host"},
+		{"leave", "leave changes the cluster: give -confirm NAME"},
+		{"-confirm node0 status", "-confirm applies to acting commands"},
+		{"-force status", "-force applies to leave only"},
+		{"-confirm node0 leave extra", `unexpected argument "extra"`},
 	} {
 		code, out, errOut := ctl(strings.Fields(tc.args)...)
 		if code != 2 || out != "" || !strings.HasPrefix(errOut, "holdfastctl: ") || !strings.Contains(errOut, tc.want) ||

@@ -57,6 +57,7 @@
 //	auditor token=25                        (this node holds the auditor lease)
 //	audit token=25 rows=4000 violations=0   (its first audit, and any audit that finds a violation)
 //	auditor-lost token=25
+//	left node=n1                            (the node left the cluster for good: -leave-on-terminate, or holdfastctl leave)
 //	stopped node=n1
 //
 // Logs (holdfast's included) go to standard error. The HTTP address (over
@@ -64,12 +65,23 @@
 // node has certificates and -http-tls is left true) serves /metrics (holdfast_* metrics, holdfast_fence_rejections_total and the
 // ledger's own ledger_* counters) and holdfast's admin endpoints
 // (/v1/status, /v1/shards, /v1/leases, /healthz, /readyz), which
-// holdfastctl reads.
+// holdfastctl reads, and the action POST /v1/leave (holdfastctl leave),
+// allowed over HTTPS to a client with a certificate of the CA, with
+// -insecure to a loopback client only, and with -http-tls=false to nobody.
 //
 // SIGTERM or SIGINT shuts the node down gracefully: the auditor stops,
 // holdfast hands every shard off (each worker stops before its shard is
 // released), the session closes, and the process exits 0. A second signal
-// kills it at once.
+// kills it at once. A voter keeps its place in the raft configuration: a
+// restart (a deploy) gets its vote back at once, and a node that never
+// returns is replaced by an eligible node after DeadServerStabilization.
+// With -leave-on-terminate the node leaves the cluster for good instead
+// (Coordinator.Leave: a replacement voter is promoted first); when the
+// leave is refused (fewer voters than -voters would remain and no node can
+// replace it) the node stops keeping its vote and the process exits 1
+// saying why. holdfastctl leave -confirm NAME does the same through the
+// admin endpoint, after which the process exits 0. A decommissioned data
+// dir must not be started again in the same cluster: wipe it first.
 //
 // # Flags
 //
@@ -90,6 +102,7 @@
 //	-drain DURATION       bound on a shard's drain at handoff (default: 5s, or 1s below -ttl 5s)
 //	-interval DURATION    time between appends per shard (default 50ms)
 //	-check-before-write   check the lease inside each write transaction (default true)
+//	-leave-on-terminate   on SIGTERM/SIGINT leave the cluster for good instead of keeping the vote
 //	-certs DIR            the files holdfastctl cert writes: DIR/ca.pem, DIR/NODE.pem,
 //	                      DIR/NODE-key.pem, and DIR/gossip.key when it exists
 //	-ca, -cert, -key FILE the CA certificate, this node's certificate and key (override -certs)
@@ -150,7 +163,11 @@
 // 2 s later, two of five voters cut at once, a voter killed for good with
 // and without a node to replace it; each asserts no fence refusal, no
 // stale write, every shard owned again within TTL + grace + an election +
-// 2 s, and no configuration with fewer voters than wanted.
+// 2 s, and no configuration with fewer voters than wanted. restart_test.go
+// restarts voters (a crash of another one in the window included, a
+// rolling restart, -leave-on-terminate and holdfastctl leave), and
+// recover_test.go recovers a lost quorum with holdfastctl data recover, as
+// docs/OPERATIONS.md describes.
 //
 // # Containers
 //

@@ -27,6 +27,7 @@ type options struct {
 	ttl, drain, interval time.Duration
 	checkBeforeWrite     bool
 	allowRename          bool
+	leaveOnTerminate     bool
 	sec                  secOptions
 }
 
@@ -57,6 +58,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.drain, "drain", 0, "bound on a shard's drain at handoff; 0: 5s, or 1s when -ttl is below 5s")
 	fs.DurationVar(&o.interval, "interval", 50*time.Millisecond, "time between appends to each owned shard")
 	fs.BoolVar(&o.checkBeforeWrite, "check-before-write", true, "check the lease inside each write transaction")
+	fs.BoolVar(&o.leaveOnTerminate, "leave-on-terminate", false,
+		"on SIGTERM or SIGINT, leave the cluster for good (a replacement voter promoted first; refused below -voters with none, then the node stops keeping its vote); default: stop keeping the vote, for a restart")
 	o.sec.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: ledger -node NAME -db PATH [flags]")
@@ -156,6 +159,6 @@ func logSettings(log *slog.Logger, o options, cfg coordinator.Config) {
 		"voter_eligible", o.dataDir != "", "bootstrap_expect", o.expect, "voters", cfg.Cluster.Voters, "shards", o.shards,
 		"session_ttl", cfg.Session.TTL, "lease_margin", cfg.Session.LeaseMargin, "expiry_grace", cfg.Session.ExpiryGrace,
 		"drain", cfg.Shards.DrainTimeout, "raft_election_timeout", cfg.Raft.ElectionTimeout,
-		"interval", o.interval, "check_before_write", o.checkBeforeWrite,
+		"interval", o.interval, "check_before_write", o.checkBeforeWrite, "leave_on_terminate", o.leaveOnTerminate,
 		"tls", cfg.TLS != nil, "gossip_encrypted", len(cfg.Gossip.Keys) > 0, "http_tls", cfg.TLS != nil && o.sec.httpTLS)
 }

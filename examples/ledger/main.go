@@ -89,7 +89,7 @@ func serve(ctx context.Context, unsignal func(), o options, out *printer, log *s
 	if err != nil {
 		return err
 	}
-	srv := startHTTP(ln, c, reg)
+	srv := startHTTP(ln, c, reg, o.sec.authorizeActions(httpTLS != nil))
 	addrs := []any{"node", o.node, "gossip", c.GossipAddr(), "rpc", c.RPCAddr(), "http", ln.Addr()}
 	out.say("listening", addrs...)
 	readyDone := make(chan struct{})
@@ -102,32 +102,65 @@ func serve(ctx context.Context, unsignal func(), o options, out *printer, log *s
 	defer func() { <-readyDone }()
 
 	aud := startAuditor(c, led, out, log, m)
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", "leave", o.leaveOnTerminate)
+	case <-c.Done(): // decommissioned through POST /v1/leave (holdfastctl leave)
+		log.Info("the node left the cluster; exiting")
+	}
 	unsignal()
-	log.Info("shutting down")
-	return shutdown(cfg, c, aud, workers, srv, out)
+	return shutdown(cfg, o.leaveOnTerminate, c, aud, workers, srv, out)
 }
 
-// startHTTP serves /metrics and the admin endpoints on ln.
-func startHTTP(ln net.Listener, c *coordinator.Coordinator, reg *prometheus.Registry) *http.Server {
+// startHTTP serves /metrics and the admin endpoints on ln, with the
+// actions (holdfastctl leave) that authorize allows.
+func startHTTP(ln net.Listener, c *coordinator.Coordinator, reg *prometheus.Registry, authorize func(*http.Request) error) *http.Server {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.Handle("/", admin.Handler(c)) // /v1/status, /v1/shards, /v1/leases, /healthz, /readyz
+	// /v1/status, /v1/shards, /v1/leases, /healthz, /readyz; POST /v1/leave
+	mux.Handle("/", admin.New(c, admin.Options{Authorize: authorize}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	return srv
 }
 
-// shutdown stops the auditor, hands the shards off (holdfast calls each
-// shard's Release, which stops its worker, before the release is
-// committed), stops any worker left, and closes the HTTP server.
-func shutdown(cfg coordinator.Config, c *coordinator.Coordinator, aud *auditor, workers *workers,
+// shutdown stops the auditor, then stops the node: with leave
+// (-leave-on-terminate) it decommissions it (Leave: out of the raft
+// configuration for good, a replacement promoted first), falling back to
+// a plain Shutdown, which keeps its vote, when the leave is refused;
+// otherwise Shutdown (a restart). Either hands the shards off (holdfast
+// calls each shard's Release, which stops its worker, before the release
+// is committed). It then stops any worker left and closes the HTTP server.
+// A node already decommissioned through the admin endpoint only reports
+// how its leave went.
+func shutdown(cfg coordinator.Config, leave bool, c *coordinator.Coordinator, aud *auditor, workers *workers,
 	srv *http.Server, out *printer) error {
 	aud.stop()
-	// Shutdown bounds the handoff by 2 × TTL + drain; leave room to leave.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*cfg.Session.TTL+cfg.Shards.DrainTimeout+4*cfg.RPCTimeout)
+	// Shutdown bounds the handoff by 2 × TTL + drain; leave room to leave,
+	// and for a replacement voter to be promoted.
+	budget := 2*cfg.Session.TTL + cfg.Shards.DrainTimeout + 4*cfg.RPCTimeout
+	if leave {
+		budget += cfg.Cluster.ServerStabilization + 2*cfg.Cluster.ReconcileInterval
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
-	err := c.Shutdown(ctx)
+	left := false
+	select {
+	case <-c.Done():
+		left = true // POST /v1/leave: Shutdown returns its result
+	default:
+	}
+	var err error
+	if leave && !left {
+		if err = c.Leave(ctx, coordinator.LeaveOptions{}); err == nil {
+			left = true
+		} else if !isDone(c) { // refused before anything changed: stop keeping the vote
+			err = errors.Join(fmt.Errorf("-leave-on-terminate: %w; stopped keeping the node's vote", err), c.Shutdown(ctx))
+		}
+	}
+	if err == nil {
+		err = c.Shutdown(ctx)
+	}
 	workers.close()
 	hctx, hcancel := context.WithTimeout(context.Background(), time.Second)
 	defer hcancel()
@@ -135,6 +168,19 @@ func shutdown(cfg coordinator.Config, c *coordinator.Coordinator, aud *auditor, 
 	if err != nil {
 		return fmt.Errorf("graceful shutdown: %w", err)
 	}
+	if left {
+		out.say("left", "node", cfg.NodeName)
+	}
 	out.say("stopped", "node", cfg.NodeName)
 	return nil
+}
+
+// isDone reports whether c has stopped.
+func isDone(c *coordinator.Coordinator) bool {
+	select {
+	case <-c.Done():
+		return true
+	default:
+		return false
+	}
 }

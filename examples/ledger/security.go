@@ -7,11 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 
+	"github.com/holdfast-go/holdfast/admin"
 	"github.com/holdfast-go/holdfast/certs"
 	"github.com/holdfast-go/holdfast/coordinator"
 )
@@ -167,4 +169,21 @@ func (h *httpsFiles) forHandshake(*tls.ClientHelloInfo) (*tls.Config, error) {
 		}
 	}
 	return h.cur.Load(), nil
+}
+
+// authorizeActions is who may act on the node through its admin endpoint
+// (holdfastctl leave): over HTTPS, a client with a certificate of the
+// cluster's CA, as every admin request already needs; with -insecure (no
+// authentication anywhere), a client on this machine only; with
+// certificates but -http-tls=false, nobody.
+func (s secOptions) authorizeActions(https bool) func(*http.Request) error {
+	switch {
+	case https:
+		return admin.RequireClientCertificate
+	case s.insecure:
+		return admin.LoopbackOnly
+	}
+	return func(*http.Request) error {
+		return errors.New("-http-tls=false serves plain HTTP, where no client certificate can be checked: actions are off")
+	}
 }

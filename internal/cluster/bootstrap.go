@@ -283,6 +283,7 @@ func (cl *Cluster) ServeBootstrap(method string, body []byte) ([]byte, error) {
 // poll (ServeStats) and the bootstrap round (ServeBootstrap).
 func (cl *Cluster) Register(d *wire.Dispatcher) {
 	d.Handle(wire.MethodStats, func(_ context.Context, body []byte) ([]byte, error) { return cl.ServeStats(body) })
+	d.Handle(wire.MethodLeave, wire.Typed(cl.ServeLeave))
 	for _, m := range []string{wire.MethodBootstrapPrepare, wire.MethodBootstrapCommit, wire.MethodBootstrapAbort} {
 		d.Handle(m, func(_ context.Context, body []byte) ([]byte, error) { return cl.ServeBootstrap(m, body) })
 	}

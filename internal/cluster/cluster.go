@@ -111,6 +111,9 @@ type Cluster struct {
 	kick      chan struct{}
 	admitted  admission
 	boot      *bootstrapper
+	leaving   leaving                 // decommissions in progress, on the leader
+	prom      *promoter               // autopilot's promoter (also plans leaves)
+	judge     func() *autopilot.State // autopilot's latest state (nil before its first)
 
 	pilotMu sync.Mutex
 	pilot   *autopilot.Autopilot
@@ -137,7 +140,9 @@ func New(o Options) *Cluster {
 	cl.clusterID.Store(&empty)
 	cl.ctx, cl.cancel = context.WithCancel(context.Background())
 	cl.boot = newBootstrapper(cl)
+	cl.prom = newPromoter(cl)
 	cl.pilot = newAutopilot(cl)
+	cl.judge = cl.pilot.GetState
 	return cl
 }
 
@@ -227,14 +232,27 @@ func (cl *Cluster) hasRaftState() bool {
 	return f.Error() == nil && len(f.Configuration().Servers) > 0
 }
 
-// LeavePlan says what a graceful leave may do to the raft configuration:
-// transfer leadership first (this node leads and another voter is alive),
-// and remove this node, which it may only do when the voters left behind
-// that gossip sees alive form a quorum of the new configuration; otherwise
-// the node leaves as a crash would, and autopilot removes it later.
-func (cl *Cluster) LeavePlan() (transfer, remove bool) {
+// ShutdownSteps is what a graceful shutdown may do (ShutdownPlan).
+type ShutdownSteps struct {
+	// Quorum: the voters gossip shows alive, this node included, form a
+	// quorum of the configuration, so the shutdown's handoffs and session
+	// close can commit; without one they are skipped (as a crash would).
+	Quorum bool
+	// Transfer: this node leads and another voter is alive: hand
+	// leadership over first.
+	Transfer bool
+	// RemoveSelf: this node is a non-voter, which takes itself out of the
+	// configuration (it holds no vote; the leader adds it back when it
+	// returns). A voter keeps its place: it votes again the moment it
+	// restarts, and one that never returns is replaced under the
+	// promoter's dead-voter rule. Taking a voter out for good is Leave's.
+	RemoveSelf bool
+}
+
+// ShutdownPlan says what a graceful shutdown does (ShutdownSteps).
+func (cl *Cluster) ShutdownPlan() ShutdownSteps {
 	if cl.members == nil {
-		return false, false
+		return ShutdownSteps{}
 	}
 	live := map[string]bool{}
 	for _, m := range cl.members.Members() {
@@ -242,15 +260,26 @@ func (cl *Cluster) LeavePlan() (transfer, remove bool) {
 			live[m.Meta.NodeID] = true
 		}
 	}
-	others, alive := 0, 0
+	var st ShutdownSteps
+	voters, alive, others, inConfig := 0, 0, 0, false
 	for _, s := range cl.servers() {
-		if s.Suffrage == raft.Voter && string(s.ID) != cl.o.ID {
+		self := string(s.ID) == cl.o.ID
+		if self {
+			inConfig, st.RemoveSelf = true, s.Suffrage != raft.Voter
+		}
+		if s.Suffrage != raft.Voter {
+			continue
+		}
+		voters++
+		if self || live[string(s.ID)] {
+			alive++
+		}
+		if !self && live[string(s.ID)] {
 			others++
-			if live[string(s.ID)] {
-				alive++
-			}
 		}
 	}
-	transfer = cl.o.Raft.State() == raft.Leader && alive > 0
-	return transfer, others > 0 && alive >= others/2+1
+	st.Quorum = voters > 0 && alive >= voters/2+1
+	st.Transfer = cl.o.Raft.State() == raft.Leader && others > 0
+	st.RemoveSelf = st.RemoveSelf && inConfig
+	return st
 }

@@ -57,6 +57,8 @@ type fakeRaft struct {
 	servers      []raft.Server
 	bootstrapped []raft.Configuration // every BootstrapCluster that took
 	added        []raft.ServerID      // AddNonvoter calls
+	promoted     []raft.ServerID      // AddVoter calls
+	leader       raft.ServerAddress   // Leader() on a follower
 	removed      []raft.ServerID      // RemoveServer calls
 }
 
@@ -64,15 +66,31 @@ func (r *fakeRaft) AddNonvoter(id raft.ServerID, addr raft.ServerAddress, _ uint
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.added = append(r.added, id)
-	r.servers = append(r.servers, raft.Server{ID: id, Address: addr, Suffrage: raft.Nonvoter})
+	r.put(raft.Server{ID: id, Address: addr, Suffrage: raft.Nonvoter})
 	return future{}
 }
 
 func (r *fakeRaft) AddVoter(id raft.ServerID, addr raft.ServerAddress, _ uint64, _ time.Duration) raft.IndexFuture {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.servers = append(r.servers, raft.Server{ID: id, Address: addr, Suffrage: raft.Voter})
+	r.promoted = append(r.promoted, id)
+	r.put(raft.Server{ID: id, Address: addr, Suffrage: raft.Voter})
 	return future{}
+}
+
+// put adds s, or changes the server with its ID as raft does: a new
+// address, and the suffrage raised to voter (AddNonvoter never demotes).
+func (r *fakeRaft) put(s raft.Server) {
+	for i, cur := range r.servers {
+		if cur.ID == s.ID {
+			r.servers[i].Address = s.Address
+			if s.Suffrage == raft.Voter {
+				r.servers[i].Suffrage = raft.Voter
+			}
+			return
+		}
+	}
+	r.servers = append(r.servers, s)
 }
 
 func (r *fakeRaft) DemoteVoter(raft.ServerID, uint64, time.Duration) raft.IndexFuture {
@@ -87,7 +105,7 @@ func (r *fakeRaft) Leader() raft.ServerAddress {
 	if r.state == raft.Leader {
 		return "self"
 	}
-	return ""
+	return r.leader
 }
 
 func (r *fakeRaft) GetConfiguration() raft.ConfigurationFuture {
@@ -211,6 +229,16 @@ func (n *fakeNet) Call(ctx context.Context, addr, method string, req, rep any) e
 	switch method {
 	case wire.MethodStats:
 		out, err = target.ServeStats(body)
+	case wire.MethodLeave:
+		var req wire.LeaveRequest
+		if err := transport.Decode(body, &req); err != nil {
+			return err
+		}
+		var lr wire.LeaveReply
+		if lr, err = target.ServeLeave(ctx, req); err == nil {
+			out, err = transport.Encode(lr)
+		}
+		err = wire.FromRemote(wire.ToRemote(err))
 	default:
 		out, err = target.ServeBootstrap(method, body)
 	}

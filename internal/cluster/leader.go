@@ -74,36 +74,61 @@ func (cl *Cluster) Lead(ctx context.Context) {
 }
 
 // reconcileMembers adds every live gossip member that is not yet in the raft
-// configuration, and that proves its identity (admit), as a non-voter.
-// Autopilot promotes and removes.
+// configuration, and that proves its identity (admit), as a non-voter; and
+// when a member of the configuration now advertises another RPC address (a
+// voter restarted elsewhere keeps its place), it writes the new address
+// into the configuration, with the member's suffrage, once the member has
+// proved its identity there. Autopilot promotes and removes.
 func (cl *Cluster) reconcileMembers() {
 	servers := cl.servers()
 	if servers == nil || cl.o.Raft.State() != raft.Leader {
 		return
 	}
-	inConfig := make(map[string]bool, len(servers))
+	inConfig := make(map[string]raft.Server, len(servers))
 	for _, s := range servers {
-		inConfig[string(s.ID)] = true
+		inConfig[string(s.ID)] = s
 	}
 	ours := cl.ClusterID()
 	for _, m := range cl.members.Members() {
-		if m.State != membership.Alive || m.Meta.NodeID == "" || inConfig[m.Meta.NodeID] {
+		if m.State != membership.Alive || m.Meta.NodeID == "" {
 			continue
 		}
-		if m.Meta.ClusterID != "" && m.Meta.ClusterID != ours {
+		addr := transport.RaftAddress(m.Meta.RPCAddr, m.Meta.NodeID)
+		cur, in := inConfig[m.Meta.NodeID]
+		if (in && cur.Address == addr) || (m.Meta.ClusterID != "" && m.Meta.ClusterID != ours) {
 			continue
 		}
 		if !cl.admit(cl.ctx, m) {
 			continue
 		}
-		addr := transport.RaftAddress(m.Meta.RPCAddr, m.Meta.NodeID)
-		cl.log.Info("adding member as non-voter", "member", m.Name, "id", m.Meta.NodeID, "addr", m.Meta.RPCAddr)
-		add := func() raft.Future {
-			return cl.o.Raft.AddNonvoter(raft.ServerID(m.Meta.NodeID), addr, 0, cl.o.RPCTimeout)
-		}
-		if err := cl.o.Issue(cl.ctx, add); err != nil {
-			cl.log.Warn("adding non-voter failed", "member", m.Name, "error", err)
+		if !cl.addOrMove(m, addr, cur, in) {
 			return
 		}
 	}
+}
+
+// addOrMove adds member m at raft address addr as a non-voter (not in the
+// configuration), or moves server cur to addr keeping its suffrage; it
+// reports false when the change failed (the round stops there).
+func (cl *Cluster) addOrMove(m membership.Member, addr raft.ServerAddress, cur raft.Server, in bool) bool {
+	id := raft.ServerID(m.Meta.NodeID)
+	var change func() raft.Future
+	switch {
+	case !in:
+		cl.log.Info("adding member as non-voter", "member", m.Name, "id", m.Meta.NodeID, "addr", m.Meta.RPCAddr)
+		change = func() raft.Future { return cl.o.Raft.AddNonvoter(id, addr, 0, cl.o.RPCTimeout) }
+	case cur.Suffrage == raft.Voter:
+		cl.log.Info("member moved: new address in the raft configuration", "member", m.Name, "id", m.Meta.NodeID,
+			"from", string(cur.Address), "to", m.Meta.RPCAddr, "suffrage", "voter")
+		change = func() raft.Future { return cl.o.Raft.AddVoter(id, addr, 0, cl.o.RPCTimeout) }
+	default:
+		cl.log.Info("member moved: new address in the raft configuration", "member", m.Name, "id", m.Meta.NodeID,
+			"from", string(cur.Address), "to", m.Meta.RPCAddr, "suffrage", "non-voter")
+		change = func() raft.Future { return cl.o.Raft.AddNonvoter(id, addr, 0, cl.o.RPCTimeout) }
+	}
+	if err := cl.o.Issue(cl.ctx, change); err != nil {
+		cl.log.Warn("changing the raft configuration for a member failed", "member", m.Name, "error", err)
+		return false
+	}
+	return true
 }

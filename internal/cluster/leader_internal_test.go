@@ -67,27 +67,34 @@ func TestReconcileAdmitsOnlyVerifiedMembers(t *testing.T) {
 	}
 }
 
-// TestLeavePlan: a graceful leave removes the leaver only while the voters
-// left behind that gossip sees alive form a quorum of the configuration
-// without it, and transfers leadership first when it leads.
-func TestLeavePlan(t *testing.T) {
+// TestShutdownPlan: a graceful shutdown transfers leadership first when it
+// leads and another voter is alive, and never removes a voter (it keeps its
+// vote across a restart); a non-voter removes itself; the handoffs are
+// planned only while the voters alive, this one included, form a quorum.
+func TestShutdownPlan(t *testing.T) {
 	for _, tc := range []struct {
-		name            string
-		leads           bool
-		voters          []string // other voters
-		alive           []string // of those, alive in gossip
-		transfer, leave bool
+		name   string
+		leads  bool
+		self   raft.ServerSuffrage // -1: not in the configuration
+		voters []string            // other voters
+		alive  []string            // of those, alive in gossip
+		want   ShutdownSteps
 	}{
-		{"follower, both others alive", false, []string{"b", "c"}, []string{"b", "c"}, false, true},
-		{"leader, both others alive", true, []string{"b", "c"}, []string{"b", "c"}, true, true},
-		{"one other alive of two", false, []string{"b", "c"}, []string{"b"}, false, false},
-		{"leader, one other alive of two", true, []string{"b", "c"}, []string{"b"}, true, false},
-		{"two alive of four", false, []string{"b", "c", "d", "e"}, []string{"b", "c"}, false, false},
-		{"three alive of four", false, []string{"b", "c", "d", "e"}, []string{"b", "c", "d"}, false, true},
-		{"last voter", true, nil, nil, false, false},
+		{"follower, both others alive", false, raft.Voter, []string{"b", "c"}, []string{"b", "c"}, ShutdownSteps{Quorum: true}},
+		{"leader, both others alive", true, raft.Voter, []string{"b", "c"}, []string{"b", "c"}, ShutdownSteps{Quorum: true, Transfer: true}},
+		{"one other alive of two", false, raft.Voter, []string{"b", "c"}, []string{"b"}, ShutdownSteps{Quorum: true}},
+		{"leader, one other alive of two", true, raft.Voter, []string{"b", "c"}, []string{"b"}, ShutdownSteps{Quorum: true, Transfer: true}},
+		{"leader, no other alive", true, raft.Voter, []string{"b", "c"}, nil, ShutdownSteps{}},
+		{"two of five alive", false, raft.Voter, []string{"b", "c", "d", "e"}, []string{"b"}, ShutdownSteps{}},
+		{"last voter", true, raft.Voter, nil, nil, ShutdownSteps{Quorum: true}},
+		{"non-voter", false, raft.Nonvoter, []string{"b", "c"}, []string{"b", "c"}, ShutdownSteps{Quorum: true, RemoveSelf: true}},
+		{"not in the configuration", false, -1, []string{"b", "c"}, []string{"b", "c"}, ShutdownSteps{Quorum: true}},
 	} {
 		n := newTestNode(t, "a", newFakeNet(), newFakeClock(), nil)
-		leaderOf(n, append([]string{"a"}, tc.voters...)...)
+		leaderOf(n, tc.voters...)
+		if tc.self >= 0 {
+			n.raft.servers = append(n.raft.servers, raft.Server{ID: "id-a", Suffrage: tc.self, Address: transport.RaftAddress(addrOf("a"), "id-a")})
+		}
 		if !tc.leads {
 			n.raft.state = raft.Follower
 		}
@@ -100,34 +107,52 @@ func TestLeavePlan(t *testing.T) {
 			ms = append(ms, member(v, st, true, ""))
 		}
 		n.members.set(ms...)
-		if transfer, leave := n.LeavePlan(); transfer != tc.transfer || leave != tc.leave {
-			t.Errorf("%s: transfer %v, remove %v; want %v, %v", tc.name, transfer, leave, tc.transfer, tc.leave)
+		if got := n.ShutdownPlan(); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
 }
 
-// TestLeftMemberRemoved: a member that left gossip is handed to autopilot
-// as left, and the removal filter lets it go: a non-voter at once, a voter
-// once the configuration holds a voter beyond Voters.
+// TestLeftMemberRemoved: a non-voter that left gossip is handed to
+// autopilot as left and removed at once; a voter that left (a graceful
+// shutdown, which keeps its vote across a restart) counts as failed only
+// once gossip has said so for DeadServerStabilization without the node
+// reaching the leader, and then the removal filter lets it go only while
+// the configuration holds a voter beyond Voters.
 func TestLeftMemberRemoved(t *testing.T) {
-	n := newTestNode(t, "a", newFakeNet(), newFakeClock(), nil)
+	clk := newFakeClock()
+	n := newTestNode(t, "a", newFakeNet(), clk, nil)
 	leaderOf(n, "a", "b", "c", "gone")
 	n.raft.servers = append(n.raft.servers, raft.Server{ID: "id-nvgone", Suffrage: raft.Nonvoter})
+	left := func(name string) membership.Member {
+		m := member(name, membership.Left, true, "")
+		m.Since = clk.Now()
+		return m
+	}
 	n.members.set(member("a", membership.Alive, true, ""), member("b", membership.Alive, true, ""),
-		member("c", membership.Alive, true, ""), member("gone", membership.Left, true, ""),
-		member("nvgone", membership.Left, true, ""))
-	known := (&pilotDelegate{cl: n.Cluster}).KnownServers()
-	failed := failedServers(known, n.raft.servers)
-	out := newPromoter(n.Cluster).FilterFailedServerRemovals(nil, nil, failed)
-	var removed []raft.ServerID
-	for _, s := range out.FailedNonVoters {
-		removed = append(removed, s.ID)
+		member("c", membership.Alive, true, ""), left("gone"), left("nvgone"))
+	removals := func() []raft.ServerID {
+		known := (&pilotDelegate{cl: n.Cluster}).KnownServers()
+		out := newPromoter(n.Cluster).FilterFailedServerRemovals(nil, nil, failedServers(known, n.raft.servers))
+		var removed []raft.ServerID
+		for _, s := range out.FailedNonVoters {
+			removed = append(removed, s.ID)
+		}
+		for _, s := range out.FailedVoters {
+			removed = append(removed, s.ID)
+		}
+		return removed
 	}
-	for _, s := range out.FailedVoters {
-		removed = append(removed, s.ID)
+	if got, want := removals(), []raft.ServerID{"id-nvgone"}; !slices.Equal(got, want) {
+		t.Errorf("just left: removed %v, want %v (the voter may be restarting)", got, want)
 	}
-	if want := []raft.ServerID{"id-nvgone", "id-gone"}; !slices.Equal(removed, want) {
-		t.Errorf("removed %v, want %v (four voters, Voters 3: the left voter may go)", removed, want)
+	clk.Advance(testDead)
+	if got, want := removals(), []raft.ServerID{"id-nvgone", "id-gone"}; !slices.Equal(got, want) {
+		t.Errorf("left for DeadServerStabilization: removed %v, want %v (four voters, Voters 3: the left voter may go)", got, want)
+	}
+	n.heard.NoteHeard("id-gone", clk.Now())
+	if got, want := removals(), []raft.ServerID{"id-nvgone"}; !slices.Equal(got, want) {
+		t.Errorf("left but heard from: removed %v, want %v", got, want)
 	}
 }
 

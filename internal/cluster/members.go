@@ -269,3 +269,24 @@ func (cl *Cluster) NameOf(id string) string {
 	}
 	return name
 }
+
+// RPCAddrOf returns the RPC address that the live gossip member with raft
+// ID id (of this cluster, or one that has not learned it yet) advertises,
+// for raft's dials (transport.Transport.SetRaftResolver): a voter restarted
+// on another address is reached there before a leader can write the new
+// address into the configuration. It reports false, and dials keep the
+// configuration's address, for an ID gossip does not show alive, or shows
+// alive under two names (one of them lies). With TLS the dial then checks
+// that the peer's certificate names that member. Call it after Join.
+func (cl *Cluster) RPCAddrOf(id string) (string, bool) {
+	ours := cl.ClusterID()
+	addr, found := "", 0
+	for _, m := range cl.members.Members() {
+		if m.Meta.NodeID == id && m.State == membership.Alive && m.Meta.RPCAddr != "" &&
+			(m.Meta.ClusterID == "" || ours == "" || m.Meta.ClusterID == ours) {
+			addr = m.Meta.RPCAddr
+			found++
+		}
+	}
+	return addr, found == 1
+}

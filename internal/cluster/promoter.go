@@ -26,6 +26,9 @@ type promoter struct {
 	now    func() time.Time
 	// servers returns the current raft configuration (nil when unknown).
 	servers func() []raft.Server
+	// leaving reports whether a voter is being decommissioned (Leave): it
+	// counts as down and is never a candidate. nil: none is.
+	leaving func(id string) bool
 }
 
 func newPromoter(cl *Cluster) *promoter {
@@ -34,6 +37,7 @@ func newPromoter(cl *Cluster) *promoter {
 		dead:    cl.o.DeadServerStabilization,
 		now:     cl.o.Now,
 		servers: cl.servers,
+		leaving: cl.leaving.has,
 	}
 }
 
@@ -53,13 +57,16 @@ func (p *promoter) GetNodeTypes(_ *autopilot.Config, s *autopilot.State) map[raf
 
 func (p *promoter) IsPotentialVoter(t autopilot.NodeType) bool { return t == autopilot.NodeVoter }
 
-// down reports whether a voter counts as lost: gossip (or its absence from
+// isLeaving reports whether server id is being decommissioned.
+func (p *promoter) isLeaving(id raft.ServerID) bool { return p.leaving != nil && p.leaving(string(id)) }
+
+// down reports whether a voter counts as lost (or is leaving): gossip (or its absence from
 // gossip) says so, or autopilot has found it unhealthy for
 // DeadServerStabilization. A voter whose RPCs still reach the leader stays
 // healthy whatever gossip says (see pilotDelegate.failed and
 // FetchServerStats).
 func (p *promoter) down(s *autopilot.ServerState, now time.Time) bool {
-	if s.Server.NodeStatus != autopilot.NodeAlive {
+	if s.Server.NodeStatus != autopilot.NodeAlive || p.isLeaving(s.Server.ID) {
 		return true
 	}
 	return !s.Health.Healthy && now.Sub(s.Health.StableSince) >= p.dead
@@ -85,7 +92,8 @@ func (p *promoter) CalculatePromotionsAndDemotions(c *autopilot.Config, s *autop
 				up++
 			}
 		case srv.State == autopilot.RaftNonVoter && srv.Server.NodeType == autopilot.NodeVoter &&
-			srv.Server.NodeStatus == autopilot.NodeAlive && srv.Health.IsStable(now, c.ServerStabilizationTime):
+			srv.Server.NodeStatus == autopilot.NodeAlive && srv.Health.IsStable(now, c.ServerStabilizationTime) &&
+			!p.isLeaving(srv.Server.ID):
 			candidates = append(candidates, srv)
 		}
 	}

@@ -108,10 +108,17 @@ func toServerStats(s wire.StatsReply) *autopilot.ServerStats {
 // KnownServers lists every gossip member of this cluster (or fresh) by raft
 // ID. A member reported dead counts as failed only after
 // DeadServerStabilization, so a short gossip hiccup removes nobody, and
-// only while its keepalives do not reach this leader (see failed).
+// only while its keepalives do not reach this leader (see failed). A voter
+// that left gossip (a graceful shutdown, which keeps its vote: a restart)
+// counts the same way as a dead one; a non-voter that left counts as left,
+// and goes at once.
 func (d *pilotDelegate) KnownServers() map[raft.ServerID]*autopilot.Server {
 	cl := d.cl
 	ours := cl.ClusterID()
+	voter := map[raft.ServerID]bool{}
+	for _, s := range cl.servers() {
+		voter[s.ID] = s.Suffrage == raft.Voter
+	}
 	out := map[raft.ServerID]*autopilot.Server{}
 	for _, m := range cl.members.Members() {
 		if m.Meta.NodeID == "" || (m.Meta.ClusterID != "" && m.Meta.ClusterID != ours) {
@@ -130,10 +137,10 @@ func (d *pilotDelegate) KnownServers() map[raft.ServerID]*autopilot.Server {
 		if !m.Meta.Voter {
 			s.NodeType = nodeNonVoter
 		}
-		switch m.State {
-		case membership.Left:
+		switch {
+		case m.State == membership.Left && !voter[s.ID]:
 			s.NodeStatus = autopilot.NodeLeft
-		case membership.Failed:
+		case m.State == membership.Left || m.State == membership.Failed:
 			if d.failed(m) {
 				s.NodeStatus = autopilot.NodeFailed
 			}

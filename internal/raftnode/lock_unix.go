@@ -3,6 +3,7 @@
 package raftnode
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,6 +25,9 @@ func lockDir(dir string) (*os.File, error) {
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%s is locked: %w: %w", f.Name(), ErrDataDirLocked, err)
+		}
 		return nil, fmt.Errorf("%s is locked: %w", f.Name(), err)
 	}
 	return f, nil

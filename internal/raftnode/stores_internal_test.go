@@ -91,6 +91,9 @@ func openTestStores(t *testing.T, dir string) *stores {
 // across a reopen, and EachLogEntry reads it back in order.
 func TestNewDataDirGetsWriteAheadLog(t *testing.T) {
 	dir := t.TempDir()
+	if _, err := LoadIdentity(dir, "n1", false); err != nil { // offline readers want a node's data dir
+		t.Fatal(err)
+	}
 	st := openTestStores(t, dir)
 	if err := st.logs.StoreLogs(testLogs(1, 300)); err != nil {
 		t.Fatal(err)

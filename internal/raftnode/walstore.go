@@ -1,11 +1,7 @@
 package raftnode
 
 import (
-	"fmt"
 	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
 
 	"github.com/hashicorp/raft"
 
@@ -33,33 +29,13 @@ func openWAL(dir string) (raft.LogStore, raft.StableStore, io.Closer, error) {
 
 // EachLogEntry calls fn with each entry of the raft log in a stopped
 // node's data dir, in log order, and returns fn's first error. It opens the
-// log whichever way it is stored (and so takes the data dir's lock: it fails
-// while a node runs on it). A data dir with no raft log is an error.
+// data dir with OpenOffline (and so takes its lock: it fails while a node
+// runs on it). A data dir with no raft log is an error.
 func EachLogEntry(dataDir string, fn func(*raft.Log) error) error {
-	if _, err := os.Stat(filepath.Join(dataDir, "raft")); err != nil {
-		return fmt.Errorf("holdfast: no raft log in %s: %w", dataDir, err)
-	}
-	st, err := openStores(dataDir, slog.New(slog.DiscardHandler), func() bool { return true })
+	o, err := OpenOffline(dataDir)
 	if err != nil {
 		return err
 	}
-	defer st.closer.Close()
-	first, err := st.logs.FirstIndex()
-	if err != nil {
-		return err
-	}
-	last, err := st.logs.LastIndex()
-	if err != nil {
-		return err
-	}
-	for i := first; i <= last && i > 0; i++ {
-		var l raft.Log
-		if err := st.logs.GetLog(i, &l); err != nil {
-			return fmt.Errorf("holdfast: raft log entry %d: %w", i, err)
-		}
-		if err := fn(&l); err != nil {
-			return err
-		}
-	}
-	return nil
+	defer o.Close()
+	return o.EachEntry(fn)
 }

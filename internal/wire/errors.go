@@ -27,6 +27,12 @@ var (
 	// ErrNoSession: the session named no longer exists.
 	ErrNoSession = errors.New("holdfast: no such session")
 
+	// ErrLeaveRefused: a node may not leave the raft configuration now:
+	// fewer voters than the cluster keeps would remain with no replacement
+	// (unless forced), the voters left behind could not form a quorum, or
+	// it is the last voter.
+	ErrLeaveRefused = errors.New("holdfast: leave refused")
+
 	// ErrGossipNotEncrypted: this node, or a member, runs without gossip
 	// encryption.
 	ErrGossipNotEncrypted = errors.New("holdfast: gossip encryption is not enabled")
@@ -67,6 +73,7 @@ var codes = [...]struct {
 	{ErrRejected, CodeRejected},
 	{ErrShutdown, CodeShutdown},
 	{ErrBusy, CodeBusy},
+	{ErrLeaveRefused, CodeLeaveRefused},
 	{ErrGossipNotEncrypted, CodeGossipNotEncrypted},
 	{ErrInvalidGossipKey, CodeGossipBadKey},
 	{ErrGossipKeyNotInstalled, CodeGossipNotInstalled},
@@ -121,6 +128,8 @@ func FromRemote(err error) error {
 		return Wrap(ErrRejected, refusal(fsm.ErrSemFull, re.Message))
 	case CodeSemLimit:
 		return Wrap(ErrRejected, refusal(fsm.ErrSemLimit, re.Message))
+	case CodeLeaveRefused:
+		return detailed(ErrLeaveRefused, re.Message)
 	case CodeGossipNotEncrypted:
 		return detailed(ErrGossipNotEncrypted, re.Message)
 	case CodeGossipBadKey:

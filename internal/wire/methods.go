@@ -10,6 +10,11 @@ const (
 	MethodApply = "raft.apply"
 	// MethodRemove asks the leader to remove a server (RemoveRequest).
 	MethodRemove = "raft.remove"
+	// MethodLeave asks the leader to take a server out of the raft
+	// configuration for good, promoting a replacement first when one is
+	// needed and possible (LeaveRequest → LeaveReply); refusals are
+	// CodeLeaveRefused.
+	MethodLeave = "raft.leave"
 	// MethodSync asks the leader for a read index (SyncReply).
 	MethodSync = "raft.sync"
 	// MethodConfirm asks a voter whether it is still in the leader's term
@@ -61,6 +66,10 @@ const (
 	// CodeSemLimit: the state machine refused a semaphore acquire: its
 	// limit differs from the semaphore's.
 	CodeSemLimit = "sem_limit"
+
+	// CodeLeaveRefused: the leader refused to take a server out of the
+	// raft configuration (too few voters would remain, or no quorum).
+	CodeLeaveRefused = "leave_refused"
 
 	// CodeGossipNotEncrypted: the node's gossip is not encrypted.
 	CodeGossipNotEncrypted = "gossip_not_encrypted"

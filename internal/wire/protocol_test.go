@@ -15,7 +15,7 @@ func TestProtocolNamesArePinned(t *testing.T) {
 		MethodSync: "raft.sync", MethodConfirm: "raft.confirm", MethodKeepAlive: "session.keepalive",
 		MethodGossipKeyring: "gossip.keyring", MethodBootstrapPrepare: "bootstrap.prepare",
 		MethodBootstrapCommit: "bootstrap.commit", MethodBootstrapAbort: "bootstrap.abort",
-		MethodWaitGrant: "lease.wait", CodeNotLeader: "not_leader", CodeRejected: "rejected", CodeShutdown: "shutdown",
+		MethodWaitGrant: "lease.wait", MethodLeave: "raft.leave", CodeLeaveRefused: "leave_refused", CodeNotLeader: "not_leader", CodeRejected: "rejected", CodeShutdown: "shutdown",
 		CodeBadMethod: "bad_method", CodeNoSession: "no_session", CodeLeaseHeld: "lease_held",
 		CodeBusy: "busy", CodeSemFull: "sem_full", CodeSemLimit: "sem_limit",
 		CodeGossipNotEncrypted: "gossip_not_encrypted", CodeGossipBadKey: "gossip_bad_key",
@@ -26,8 +26,8 @@ func TestProtocolNamesArePinned(t *testing.T) {
 			t.Errorf("%q is now %q", want, got)
 		}
 	}
-	if len(pinned) != 24 {
-		t.Errorf("%d distinct names, want 24 (two constants share a value)", len(pinned))
+	if len(pinned) != 26 {
+		t.Errorf("%d distinct names, want 26 (two constants share a value)", len(pinned))
 	}
 	for _, tc := range []struct {
 		v    any
@@ -45,6 +45,8 @@ func TestProtocolNamesArePinned(t *testing.T) {
 		{VoterReport{}, []string{"healthy", "id", "name", "zone"}},
 		{WaitGrantRequest{Semaphore: true}, []string{"after", "name", "req", "sem", "session", "wait"}},
 		{WaitGrantReply{Granted: true, Token: 1, Index: 1}, []string{"granted", "index", "token"}},
+		{LeaveRequest{ID: "x", Force: true, DryRun: true}, []string{"dry_run", "force", "id"}},
+		{LeaveReply{Promoted: "y", Removed: true}, []string{"promoted", "removed"}},
 	} {
 		b, err := transport.Encode(tc.v)
 		if err != nil {

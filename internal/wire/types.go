@@ -44,6 +44,26 @@ type RemoveRequest struct {
 	ID string `msgpack:"id"`
 }
 
+// LeaveRequest asks the leader to decommission server ID (MethodLeave):
+// remove it from the raft configuration, after promoting a replacement
+// when it is a voter and the configuration would otherwise hold fewer than
+// the cluster's Voters. Force removes it even when no replacement exists
+// (never below a quorum of live voters); DryRun only checks and changes
+// nothing.
+type LeaveRequest struct {
+	ID     string `msgpack:"id"`
+	Force  bool   `msgpack:"force,omitempty"`
+	DryRun bool   `msgpack:"dry_run,omitempty"`
+}
+
+// LeaveReply answers MethodLeave: the ID of the server promoted in the
+// leaver's place ("" for none), and whether the leaver is out of the
+// configuration now (false after a dry run).
+type LeaveReply struct {
+	Promoted string `msgpack:"promoted,omitempty"`
+	Removed  bool   `msgpack:"removed,omitempty"`
+}
+
 // SyncReply answers MethodSync.
 type SyncReply struct {
 	// Index is the raft index of the last command the leader had committed

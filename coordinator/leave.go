@@ -1,0 +1,115 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/holdfast-go/holdfast/internal/cluster"
+)
+
+// LeaveOptions tune Leave.
+type LeaveOptions struct {
+	// Force takes a voter out even when fewer than Cluster.Voters voters
+	// would remain and no node is ready to replace it (the cluster then
+	// runs with fewer voters until an eligible node joins and autopilot
+	// promotes it). Force never takes out the last voter, nor a voter whose
+	// removal the remaining healthy voters could not commit.
+	Force bool
+}
+
+// Leave decommissions this node: it takes the node out of the raft
+// configuration for good, and then stops it as Shutdown does (shards handed
+// off, leases and session ended, leadership handed over, gossip left). It
+// is what a node that will not come back, or comes back only with an empty
+// data dir, should do; a restart needs only Shutdown, which keeps a voter's
+// place.
+//
+// A voter whose removal would leave fewer than Cluster.Voters voters is
+// replaced first: the leader promotes a healthy, stable, eligible
+// non-voter, and only then removes this node, so the fault tolerance never
+// drops. With no such node the leave is refused (an error wrapping
+// ErrLeaveRefused that says why) unless opts.Force; the last voter, or a
+// voter whose removal the remaining healthy voters could not commit, is
+// refused even then. Leave checks with the leader before it changes
+// anything: a refused Leave leaves the node running, untouched. If the
+// check passes but the removal fails later (leadership lost for good, ctx
+// ended), the node still stops, keeping its place, and the error says so;
+// run Leave again on a restarted node, or let the dead-voter rules replace
+// it.
+//
+// Leave needs a raft leader and waits for one until ctx ends. It returns
+// ErrShutdown when Shutdown, Close or another Leave began first.
+func (c *Coordinator) Leave(ctx context.Context, opts LeaveOptions) error {
+	if c.closing() {
+		return ErrShutdown
+	}
+	if _, err := c.cluster.Leave(ctx, opts.Force, true); err != nil { // the check: nothing changes yet
+		return err
+	}
+	ran := false
+	c.stopOnce.Do(func() {
+		ran = true
+		c.leaving.Store(true)
+		err := c.leave(ctx, &opts)
+		c.cancel(ErrShutdown)
+		c.stopErr = errors.Join(err, c.closeAll())
+		close(c.done)
+	})
+	if !ran {
+		return ErrShutdown
+	}
+	return c.stopErr
+}
+
+// leave performs the graceful steps of Shutdown (decommission nil) and of
+// Leave. Shutdown changes the raft configuration only for a non-voter,
+// which takes itself out; Leave takes this node out after the shards,
+// leases and leadership are handed over. When gossip shows no quorum of
+// voters alive (the last nodes of a cluster stopped one by one), Shutdown
+// skips the handoffs and the session close, which could not commit.
+func (c *Coordinator) leave(ctx context.Context, decommission *LeaveOptions) error {
+	var errs []error
+	var plan cluster.ShutdownSteps
+	if c.cluster != nil {
+		plan = c.cluster.ShutdownPlan()
+	}
+	commit := plan.Quorum || decommission != nil
+	if commit {
+		if err := c.shards.HandOff(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("handing shards off: %w", err))
+		}
+	} else {
+		// Nothing could commit: stop as a crash would; a leader of a
+		// quorum expires the session and passes its grants on.
+		c.log.Info("no quorum of voters alive: stopping without handing shards off or closing the session")
+	}
+	if err := c.closeSession(ctx, commit); err != nil {
+		errs = append(errs, fmt.Errorf("closing the session: %w", err))
+	}
+	if plan.Transfer {
+		c.node.TransferLeadership(ctx)
+	}
+	switch {
+	case decommission != nil:
+		rep, err := c.cluster.Leave(ctx, decommission.Force, false)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("leaving the raft configuration (the node stops keeping its place): %w", err))
+		} else {
+			c.log.Info("left the raft configuration for good", "replaced_by", c.cluster.NameOf(rep.Promoted), "replacement_id", rep.Promoted)
+		}
+	case plan.RemoveSelf:
+		if err := c.node.RemoveSelf(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("leaving the raft configuration as a non-voter: %w", err))
+		}
+	}
+	if c.members != nil {
+		if err := c.members.Leave(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("leaving gossip: %w", err))
+		}
+	}
+	if len(errs) > 0 {
+		c.log.Warn("graceful shutdown incomplete", "error", errors.Join(errs...))
+	}
+	return errors.Join(errs...)
+}
