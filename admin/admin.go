@@ -120,8 +120,12 @@ func buildStatus(c *coordinator.Coordinator) Status {
 		RaftState:    string(c.RaftState()),
 		AppliedIndex: c.AppliedIndex(),
 		LastToken:    c.LastToken(),
+		TokenBase:    c.TokenBase(),
 		Shards:       c.Shards(),
 		Ready:        true,
+	}
+	if t, ok := c.ClusterCreated(); ok {
+		st.ClusterCreated = &t
 	}
 	if l, ok := c.RaftLeader(); ok {
 		st.Leader = &NodeRef{Name: l.Name, ID: l.ID, RPCAddr: l.RPCAddr}

@@ -117,11 +117,25 @@ func printStatus(w io.Writer, st *admin.Status) {
 		{"fault_tolerance", faultTolerance(st.Group)},
 		{"members", fmt.Sprintf("%d (%d alive)", len(st.Members), alive)},
 		{"applied_index", fmt.Sprint(st.AppliedIndex)}, {"last_token", fmt.Sprint(st.LastToken)},
+		{"token_base", tokenBase(*st)},
 		{"session", session}, {"shards", fmt.Sprint(st.Shards)}, {"ready", ready},
 		{"formation", dash(st.Formation.Progress)},
 	} {
 		fmt.Fprintf(w, "%s:\t%s\n", kv[0], kv[1])
 	}
+}
+
+// tokenBase describes where the cluster's tokens started: the base, the
+// grants since, and when the cluster was created.
+func tokenBase(st admin.Status) string {
+	if st.TokenBase == 0 {
+		return "0 (tokens count from 1)"
+	}
+	s := fmt.Sprintf("%d (%d grants since)", st.TokenBase, st.LastToken-min(st.LastToken, st.TokenBase))
+	if st.ClusterCreated != nil {
+		s += ", cluster created " + st.ClusterCreated.UTC().Format(time.RFC3339)
+	}
+	return s
 }
 
 // faultTolerance summarises the raft group's health: how many more voters
