@@ -80,6 +80,7 @@ func TestHandlerErrorsCrossTheWire(t *testing.T) {
 		{"rejected", Wrap(ErrRejected, errors.New("fsm: bad command")), CodeRejected, []error{ErrRejected}},
 		{"shutdown", ErrShutdown, CodeShutdown, []error{ErrShutdown}},
 		{"busy", fmt.Errorf("%w: 512 forwarded commands pending", ErrBusy), CodeBusy, []error{ErrBusy}},
+		{"foreign cluster", fmt.Errorf("%w: cluster A, not B", ErrForeignCluster), CodeForeignCluster, []error{ErrForeignCluster}},
 		{"not leader", &NotLeaderError{Leader: "10.0.0.1:7000"}, CodeNotLeader, []error{ErrNotLeader}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
