@@ -29,6 +29,9 @@ type Coordinator struct {
 	cfg Config
 	log *slog.Logger
 	id  string // raft server ID: the node identity, see loadIdentity
+	// clusterFile records the cluster this node belongs to in its data dir
+	// (identity.go).
+	clusterFile *raftnode.ClusterFile
 
 	fsm        *fsm.FSM
 	trans      *transport.Transport
@@ -106,8 +109,14 @@ func New(cfg Config) (*Coordinator, error) {
 // start brings up every part in dependency order; on error the caller
 // closes whatever was opened.
 func (c *Coordinator) start() error {
+	if err := c.leaveCluster(); err != nil {
+		return err
+	}
 	ident, err := loadIdentity(c.cfg.DataDir, c.cfg.NodeName, c.cfg.AllowRename)
 	if err != nil {
+		return err
+	}
+	if c.clusterFile, err = raftnode.OpenClusterFile(c.cfg.DataDir); err != nil {
 		return err
 	}
 	c.id = ident.ID
@@ -123,6 +132,7 @@ func (c *Coordinator) start() error {
 	if err := c.startRaft(); err != nil {
 		return err
 	}
+	c.recordOlderDataDir()
 	c.lessor = c.newLessor() // before the cluster part, which asks it whom it heard
 	c.cluster = c.newCluster()
 	if err := c.startMembership(); err != nil {
@@ -174,8 +184,9 @@ func (c *Coordinator) RPCAddr() string { return c.trans.Addr() }
 // GossipAddr returns the address this node gossips on.
 func (c *Coordinator) GossipAddr() string { return c.members.Addr() }
 
-// ClusterID returns the formed cluster's ID, or "" before this node has
-// learned it.
+// ClusterID returns the ID of the cluster this node belongs to, or ""
+// before it belongs to one. A node with a data dir knows it from its start
+// on: the data dir records it from the node's bootstrap or first join.
 func (c *Coordinator) ClusterID() string { return c.cluster.ClusterID() }
 
 // Shutdown leaves the cluster gracefully: it hands every shard it owns to
