@@ -155,9 +155,15 @@ func buildStatus(c *coordinator.Coordinator) Status {
 		}
 		st.Voters = append(st.Voters, v)
 	}
-	slices.SortFunc(st.Voters, func(a, b Voter) int {
-		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
-	})
+	st.NonVoters = make([]Voter, 0, 4)
+	for _, id := range c.NonVoters() {
+		st.NonVoters = append(st.NonVoters, Voter{ID: id, Name: names[id]})
+	}
+	for _, vs := range [][]Voter{st.Voters, st.NonVoters} {
+		slices.SortFunc(vs, func(a, b Voter) int {
+			return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
+		})
+	}
 	if s, ok := c.Session(); ok {
 		st.Session = &SessionRow{ID: s.ID, RemainingSeconds: s.Remaining.Seconds(), Drained: s.Drained}
 	}

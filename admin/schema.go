@@ -20,6 +20,9 @@ type Status struct {
 	// Voters lists the voters of the raft configuration, sorted by name
 	// then ID.
 	Voters []Voter `json:"voters"`
+	// NonVoters lists the non-voters of the raft configuration (whether
+	// gossip knows them or not), sorted by name then ID; Healthy is nil.
+	NonVoters []Voter `json:"non_voters"`
 	// Group is the raft group's health as the raft leader last judged it;
 	// every node reports the leader's figures (see coordinator.GroupHealth).
 	Group GroupHealth `json:"group"`

@@ -73,8 +73,10 @@ type Coordinator struct {
 // New starts a node: it opens the data dir, starts raft, joins the gossip
 // pool (retrying in the background), and returns. The cluster may not have
 // formed yet when New returns; use WaitReady to wait. New
-// returns an error wrapping ErrInvalidConfig for a bad Config and
-// ErrDuplicateName when a live member already uses NodeName.
+// returns an error wrapping ErrInvalidConfig for a bad Config,
+// ErrDuplicateName when a live member already uses NodeName, and a
+// *ForeignClusterError (ErrForeignCluster) when DataDir belongs to another
+// cluster than the Join seeds'.
 func New(cfg Config) (*Coordinator, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err

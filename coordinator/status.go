@@ -79,6 +79,10 @@ func (c *Coordinator) Members() []Member { return c.cluster.MemberList() }
 // Voters returns the raft IDs of the current voters.
 func (c *Coordinator) Voters() []string { return c.cluster.Voters() }
 
+// NonVoters returns the raft IDs of the current non-voters: the raft
+// configuration's other members, whether gossip knows them or not.
+func (c *Coordinator) NonVoters() []string { return c.cluster.NonVoters() }
+
 // LastToken returns the last fencing token the cluster issued, as this
 // node's replica knows it.
 func (c *Coordinator) LastToken() uint64 { return c.fsm.View().LastToken() }

@@ -93,6 +93,10 @@ func printStatus(w io.Writer, st *admin.Status) {
 		}
 		voters = append(voters, name)
 	}
+	nonVoters := make([]string, 0, len(st.NonVoters))
+	for _, v := range st.NonVoters {
+		nonVoters = append(nonVoters, cmp.Or(v.Name, v.ID))
+	}
 	alive := 0
 	for _, m := range st.Members {
 		if m.State == "alive" {
@@ -114,6 +118,7 @@ func printStatus(w io.Writer, st *admin.Status) {
 		{"name", st.Name}, {"id", st.ID}, {"cluster_id", dash(st.ClusterID)},
 		{"rpc_addr", st.RPCAddr}, {"gossip_addr", st.GossipAddr}, {"raft_state", st.RaftState},
 		{"leader", leader}, {"voters", dash(strings.Join(voters, ", "))},
+		{"non_voters", dash(strings.Join(nonVoters, ", "))},
 		{"fault_tolerance", faultTolerance(st.Group)},
 		{"members", fmt.Sprintf("%d (%d alive)", len(st.Members), alive)},
 		{"applied_index", fmt.Sprint(st.AppliedIndex)}, {"last_token", fmt.Sprint(st.LastToken)},

@@ -258,6 +258,17 @@ func (cl *Cluster) Voters() []string {
 	return out
 }
 
+// NonVoters returns the raft IDs of the current non-voters.
+func (cl *Cluster) NonVoters() []string {
+	var out []string
+	for _, s := range cl.servers() {
+		if s.Suffrage == raft.Nonvoter {
+			out = append(out, string(s.ID))
+		}
+	}
+	return out
+}
+
 // NameOf returns the gossip name of the member with raft ID id, or "".
 func (cl *Cluster) NameOf(id string) string {
 	name := ""
