@@ -51,6 +51,9 @@ type guard struct {
 
 	mu       sync.Mutex
 	verdicts map[raft.ServerID]verdict
+	// refused counts the raft requests answered with a refusal
+	// (holdfast_transport_refused_total{reason="foreign_raft"}).
+	refused atomic.Uint64
 }
 
 // verdict is what the guard decided about one sender.
@@ -99,13 +102,16 @@ func (g *guard) check(cmd any) error {
 		g.set(id, verdict{ok: true})
 		return nil
 	case known && v.asking:
+		g.refused.Add(1)
 		return errUnverified
 	case known && time.Now().Before(v.until):
+		g.refused.Add(1)
 		if v.cluster != "" {
 			return fmt.Errorf("%w: this node belongs to cluster %s, server %s to cluster %s", wire.ErrForeignCluster, local, id, v.cluster)
 		}
 		return fmt.Errorf("%w: server %s is not in this node's configuration and did not show it belongs to cluster %s", wire.ErrForeignCluster, id, local)
 	}
+	g.refused.Add(1)
 	g.set(id, verdict{asking: true})
 	g.wg.Add(1)
 	go func() {

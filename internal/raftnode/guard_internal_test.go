@@ -110,6 +110,10 @@ func TestGuard(t *testing.T) {
 	if err := g.check(vote); !errors.Is(err, wire.ErrForeignCluster) {
 		t.Fatalf("a vote request from a refused sender: %v", err)
 	}
+	// Five first contacts, three refusals each of the four refused, and the vote.
+	if n := g.refused.Load(); n != 5+4*3+1 {
+		t.Fatalf("refused counts %d", n)
+	}
 }
 
 // TestGuardForward checks that forward hands raft only what the guard lets
