@@ -58,21 +58,23 @@ func (e *ForeignClusterError) Error() string {
 func (e *ForeignClusterError) Unwrap() error { return wire.ErrForeignCluster }
 
 // record sets the cluster this node belongs to and, when it changed,
-// gossips it. The replica's cluster wins over a different one recorded
+// gossips it; it reports false when the data dir could not record it
+// (a full disk, a failed sync), for the caller to try again later. The
+// replica's cluster wins over a different one recorded
 // earlier (only a bootstrap by an earlier release's proposer can make them
 // differ: raft traffic of other clusters never reaches raft).
-func (cl *Cluster) record(id string, incarnation int64) {
+func (cl *Cluster) record(id string, incarnation int64) bool {
 	prev := cl.ClusterID()
 	if prev != "" && prev != id {
 		cl.log.Error("the replicated state belongs to another cluster than the data dir recorded; recording the replica's",
 			"recorded", prev, "cluster", id)
 	}
 	if err := cl.o.Record.Set(id, incarnation); err != nil {
-		cl.log.Error("recording the cluster in the data dir failed", "cluster", id, "error", err)
-		return
+		cl.log.Error("recording the cluster in the data dir failed; trying again at the next change", "cluster", id, "error", err)
+		return false
 	}
 	if prev == id {
-		return
+		return true
 	}
 	cl.log.Info("member of cluster", "cluster", id)
 	ctx, cancel := context.WithTimeout(cl.ctx, cl.o.RPCTimeout)
@@ -83,6 +85,7 @@ func (cl *Cluster) record(id string, incarnation int64) {
 		// the wait for its first broadcast timed out.
 		cl.log.Debug("gossiping the cluster ID", "error", err)
 	}
+	return true
 }
 
 // ServeIdentity answers wire.MethodIdentity: this node's ID and the

@@ -140,8 +140,7 @@ func (cl *Cluster) clusterIDLoop() {
 	recorded := ""
 	for {
 		v := cl.o.View()
-		if c := v.Cluster(); c.ID != "" && c.ID != recorded {
-			cl.record(c.ID, c.Created)
+		if c := v.Cluster(); c.ID != "" && c.ID != recorded && cl.record(c.ID, c.Created) {
 			recorded = c.ID
 		}
 		select {
