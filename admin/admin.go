@@ -136,8 +136,12 @@ func buildStatus(c *coordinator.Coordinator) Status {
 		RaftState:    string(c.RaftState()),
 		AppliedIndex: c.AppliedIndex(),
 		LastToken:    c.LastToken(),
+		TokenBase:    c.TokenBase(),
 		Shards:       c.Shards(),
 		Ready:        true,
+	}
+	if t, ok := c.ClusterCreated(); ok {
+		st.ClusterCreated = &t
 	}
 	if l, ok := c.RaftLeader(); ok {
 		st.Leader = &NodeRef{Name: l.Name, ID: l.ID, RPCAddr: l.RPCAddr}
@@ -167,9 +171,15 @@ func buildStatus(c *coordinator.Coordinator) Status {
 		}
 		st.Voters = append(st.Voters, v)
 	}
-	slices.SortFunc(st.Voters, func(a, b Voter) int {
-		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
-	})
+	st.NonVoters = make([]Voter, 0, 4)
+	for _, id := range c.NonVoters() {
+		st.NonVoters = append(st.NonVoters, Voter{ID: id, Name: names[id]})
+	}
+	for _, vs := range [][]Voter{st.Voters, st.NonVoters} {
+		slices.SortFunc(vs, func(a, b Voter) int {
+			return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
+		})
+	}
 	if s, ok := c.Session(); ok {
 		st.Session = &SessionRow{ID: s.ID, RemainingSeconds: s.Remaining.Seconds(), Drained: s.Drained}
 	}

@@ -20,6 +20,9 @@ type Status struct {
 	// Voters lists the voters of the raft configuration, sorted by name
 	// then ID.
 	Voters []Voter `json:"voters"`
+	// NonVoters lists the non-voters of the raft configuration (whether
+	// gossip knows them or not), sorted by name then ID; Healthy is nil.
+	NonVoters []Voter `json:"non_voters"`
 	// Group is the raft group's health as the raft leader last judged it;
 	// every node reports the leader's figures (see coordinator.GroupHealth).
 	Group GroupHealth `json:"group"`
@@ -31,6 +34,14 @@ type Status struct {
 	// LastToken is the last fencing token the cluster issued, as this
 	// node's replica knows it.
 	LastToken uint64 `json:"last_token"`
+	// TokenBase is the value the cluster's tokens started above (the
+	// creating leader's clock in µs, or Cluster.TokenFloor if higher; 0 for
+	// a cluster created by an earlier release): last_token − token_base
+	// grants were made since creation.
+	TokenBase uint64 `json:"token_base"`
+	// ClusterCreated is when the cluster was created, by its creating
+	// leader's clock, or nil (JSON null) when not known.
+	ClusterCreated *time.Time `json:"cluster_created"`
 	// Session is this node's live session, or nil (JSON null).
 	Session *SessionRow `json:"session"`
 	// Shards is the cluster's shard count (this node's configured count

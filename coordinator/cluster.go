@@ -36,10 +36,20 @@ func (c *Coordinator) newCluster() *cluster.Cluster {
 			return err
 		},
 		Issue:   c.node.IssueFuture,
+		Record:  clusterRecord{c.clusterFile},
 		Metrics: c.metrics.cluster,
 		NewID:   raftnode.NewID,
 		Log:     c.log,
 		Closing: c.closing,
 	}
 	return cluster.New(o)
+}
+
+// clusterRecord is the cluster part's Record over the data dir's file.
+type clusterRecord struct{ f *raftnode.ClusterFile }
+
+func (r clusterRecord) ID() string { return r.f.ID() }
+
+func (r clusterRecord) Set(id string, incarnation int64) error {
+	return r.f.Record(raftnode.ClusterRecord{ID: id, Incarnation: incarnation})
 }

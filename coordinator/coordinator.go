@@ -28,6 +28,9 @@ type Coordinator struct {
 	cfg Config
 	log *slog.Logger
 	id  string // raft server ID: the node identity, see loadIdentity
+	// clusterFile records the cluster this node belongs to in its data dir
+	// (identity.go).
+	clusterFile *raftnode.ClusterFile
 
 	fsm        *fsm.FSM
 	trans      *transport.Transport
@@ -70,8 +73,10 @@ type Coordinator struct {
 // New starts a node: it opens the data dir, starts raft, joins the gossip
 // pool (retrying in the background), and returns. The cluster may not have
 // formed yet when New returns; use WaitReady to wait. New
-// returns an error wrapping ErrInvalidConfig for a bad Config and
-// ErrDuplicateName when a live member already uses NodeName.
+// returns an error wrapping ErrInvalidConfig for a bad Config,
+// ErrDuplicateName when a live member already uses NodeName, and a
+// *ForeignClusterError (ErrForeignCluster) when DataDir belongs to another
+// cluster than the Join seeds'.
 func New(cfg Config) (*Coordinator, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -107,8 +112,14 @@ func New(cfg Config) (*Coordinator, error) {
 // start brings up every part in dependency order; on error the caller
 // closes whatever was opened.
 func (c *Coordinator) start() error {
+	if err := c.leaveCluster(); err != nil {
+		return err
+	}
 	ident, err := loadIdentity(c.cfg.DataDir, c.cfg.NodeName, c.cfg.AllowRename)
 	if err != nil {
+		return err
+	}
+	if c.clusterFile, err = raftnode.OpenClusterFile(c.cfg.DataDir); err != nil {
 		return err
 	}
 	c.id = ident.ID
@@ -124,6 +135,7 @@ func (c *Coordinator) start() error {
 	if err := c.startRaft(); err != nil {
 		return err
 	}
+	c.recordOlderDataDir()
 	c.lessor = c.newLessor() // before the cluster part, which asks it whom it heard
 	c.cluster = c.newCluster()
 	if err := c.startMembership(); err != nil {
@@ -175,8 +187,9 @@ func (c *Coordinator) RPCAddr() string { return c.trans.Addr() }
 // GossipAddr returns the address this node gossips on.
 func (c *Coordinator) GossipAddr() string { return c.members.Addr() }
 
-// ClusterID returns the formed cluster's ID, or "" before this node has
-// learned it.
+// ClusterID returns the ID of the cluster this node belongs to, or ""
+// before it belongs to one. A node with a data dir knows it from its start
+// on: the data dir records it from the node's bootstrap or first join.
 func (c *Coordinator) ClusterID() string { return c.cluster.ClusterID() }
 
 // Shutdown stops the node gracefully, for a restart or a deploy: it hands

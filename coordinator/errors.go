@@ -24,6 +24,12 @@ var (
 	// ErrDuplicateName is returned by New when another live node already
 	// uses this node's name.
 	ErrDuplicateName = errors.New("holdfast: node name already in use")
+	// ErrForeignCluster is returned by New when this node's data dir
+	// belongs to another cluster than the one its Join seeds belong to (the
+	// error names both, and Config.Cluster.LeaveCluster, which makes the
+	// node leave its cluster). Nodes answer it, too, to calls and raft
+	// traffic from nodes of another cluster.
+	ErrForeignCluster = wire.ErrForeignCluster
 	// ErrLeaseHeld is returned by TryAcquire when another node holds the
 	// lease.
 	ErrLeaseHeld = wire.ErrLeaseHeld

@@ -98,7 +98,7 @@ func (c *Coordinator) Ready() error {
 	switch {
 	case c.closing():
 		return wire.Wrap(ErrNotReady, ErrShutdown)
-	case c.ClusterID() == "":
+	case c.fsm.View().Cluster().ID == "":
 		return fmt.Errorf("%w: not a member of a formed cluster yet (%s)", ErrNotReady, c.Formation().Progress)
 	}
 	if _, ok := c.RaftLeader(); !ok {

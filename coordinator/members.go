@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/holdfast-go/holdfast/internal/cluster"
 	"github.com/holdfast-go/holdfast/internal/keyring"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
@@ -38,7 +39,11 @@ func (c *Coordinator) startMembership() error {
 		Caller: c.trans, Timeout: c.cfg.RPCTimeout, Plaintext: c.cfg.TLS == nil, Log: c.log,
 		Closed: func() error { return context.Cause(c.ctx) }}) // ErrShutdown once closing
 	keyring.LogStart(c.log, keys, c.cfg.TLS != nil)
-	if err := c.cluster.Join(c.ctx, m); err != nil { // only a duplicate name
+	if err := c.cluster.Join(c.ctx, m); err != nil { // a duplicate name, or another cluster
+		var fe *cluster.ForeignClusterError
+		if errors.As(err, &fe) {
+			return foreignClusterErr(c.cfg.DataDir, fe)
+		}
 		return fmt.Errorf("%w: %w", ErrDuplicateName, err)
 	}
 	c.trans.SetRaftResolver(c.cluster.RPCAddrOf) // a voter restarted elsewhere is reached where gossip places it

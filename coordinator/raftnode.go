@@ -33,6 +33,7 @@ func (c *Coordinator) startRaft() error {
 		Log:        c.log,
 		Metrics:    c.metrics.raft,
 		Applied:    func() uint64 { return c.fsm.View().Index() },
+		Cluster:    c.clusterFile.ID,
 	})
 	if err != nil {
 		return err

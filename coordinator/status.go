@@ -1,6 +1,8 @@
 package coordinator
 
 import (
+	"time"
+
 	"github.com/holdfast-go/holdfast/internal/cluster"
 	"github.com/holdfast-go/holdfast/internal/raftnode"
 	"github.com/holdfast-go/holdfast/transport"
@@ -77,6 +79,28 @@ func (c *Coordinator) Members() []Member { return c.cluster.MemberList() }
 // Voters returns the raft IDs of the current voters.
 func (c *Coordinator) Voters() []string { return c.cluster.Voters() }
 
+// NonVoters returns the raft IDs of the current non-voters: the raft
+// configuration's other members, whether gossip knows them or not.
+func (c *Coordinator) NonVoters() []string { return c.cluster.NonVoters() }
+
 // LastToken returns the last fencing token the cluster issued, as this
 // node's replica knows it.
 func (c *Coordinator) LastToken() uint64 { return c.fsm.View().LastToken() }
+
+// TokenBase returns the value the cluster's tokens started above: the
+// larger of the creating leader's wall clock in microseconds and
+// Cluster.TokenFloor at creation; 0 for a cluster created by an earlier
+// release, and before this node's replica knows the cluster. LastToken −
+// TokenBase is the number of grants since the cluster was created.
+func (c *Coordinator) TokenBase() uint64 { return c.fsm.View().Cluster().TokenBase() }
+
+// ClusterCreated returns the creating leader's wall clock when the cluster
+// was created; false for a cluster created by an earlier release, and
+// before this node's replica knows the cluster.
+func (c *Coordinator) ClusterCreated() (time.Time, bool) {
+	us := c.fsm.View().Cluster().Created
+	if us <= 0 {
+		return time.Time{}, false
+	}
+	return time.UnixMicro(us).UTC(), true
+}

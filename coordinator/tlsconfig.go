@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"github.com/holdfast-go/holdfast/internal/tlsfiles"
+	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/transport"
 )
 
@@ -44,7 +45,8 @@ const DefaultTLSReloadInterval = tlsfiles.DefaultInterval
 // when Config.TLS is set (see tlsfiles.Transport).
 func (c *Coordinator) newTransport() (*transport.Transport, error) {
 	tc := transport.Config{Network: c.cfg.Network, BindAddr: c.cfg.RPCAddr, AdvertiseAddr: c.cfg.AdvertiseRPCAddr,
-		LocalID: c.id, DefaultCallTimeout: c.cfg.RPCTimeout, Logger: c.log.With("subsystem", "transport")}
+		LocalID: c.id, DefaultCallTimeout: c.cfg.RPCTimeout, Logger: c.log.With("subsystem", "transport"),
+		Cluster: c.clusterFile.ID, AnyCluster: wire.AnyClusterMethods}
 	var o *tlsfiles.Options
 	if t := c.cfg.TLS; t != nil {
 		o = &tlsfiles.Options{Source: *t, NodeName: c.cfg.NodeName, Interval: t.ReloadInterval, Log: c.log, Metrics: &c.tlsMetrics}

@@ -59,7 +59,12 @@
 // The SQL helper needs the fence row to exist: a missing row is reported as
 // ErrNoRow, not ErrFenced, because it is a setup error rather than a stale
 // holder. Create rows with SQL.Init (fence 0). Tokens are stored in a BIGINT;
-// a token above math.MaxInt64 is refused with ErrTokenRange. The helper
+// a token above math.MaxInt64 is refused with ErrTokenRange. holdfast's
+// tokens start above the cluster's token base (the creating leader's clock
+// in microseconds, about 1.8e15 today, and at most 2^62), so they are large
+// numbers that still fit. SQL.Max and MaxToken read a table's highest
+// token, the floor to give a cluster that is created anew
+// (Cluster.TokenFloor). The helper
 // reads "rows affected" as "rows matched": MySQL needs clientFoundRows=true
 // in its DSN for that. Identifiers given to NewSQL must be plain SQL
 // identifiers, so that nothing can be injected through them; the SET text

@@ -200,3 +200,29 @@ func TestMetricsRegistries(t *testing.T) {
 		t.Error("Memory with a conflicting metric does not work")
 	}
 }
+
+// TestMemoryLargeTokens checks Memory with tokens of clusters created with
+// a token base: the clock in microseconds up to the top of uint64. The
+// scenario is the one a token base exists for: an old incarnation's paused
+// holder with a small token is refused once the new cluster wrote.
+func TestMemoryLargeTokens(t *testing.T) {
+	m := fence.NewMemory(fence.MemoryConfig{})
+	const clockBase = 1_771_000_000_000_000
+	for _, tok := range []uint64{4, clockBase + 1, clockBase + 1, 1<<62 + 7, 1<<64 - 1} {
+		if err := m.Check("r", tok); err != nil {
+			t.Fatalf("Check(%d) = %v", tok, err)
+		}
+	}
+	if err := m.Check("r", 1<<62+7); !errors.Is(err, fence.ErrFenced) {
+		t.Fatalf("an older large token: %v", err)
+	}
+	if err := m.Check("old-zombie", 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Check("old-zombie", clockBase+1); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Check("old-zombie", 4); !errors.Is(err, fence.ErrFenced) {
+		t.Fatalf("the old cluster's paused holder: %v", err)
+	}
+}

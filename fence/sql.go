@@ -88,6 +88,7 @@ type SQL struct {
 	advanceQ        string
 	initQ           string
 	highestQ        string
+	maxQ            string
 	rejections      prometheus.Counter
 }
 
@@ -125,6 +126,7 @@ func NewSQL(cfg SQLConfig) (*SQL, error) {
 	s.initQ = "INSERT INTO " + s.table + " (" + s.key + ", " + s.fence + ") VALUES (" +
 		p(1) + ", 0) ON CONFLICT (" + s.key + ") DO NOTHING"
 	s.highestQ = "SELECT " + s.fence + " FROM " + s.table + " WHERE " + s.key + " = " + p(1)
+	s.maxQ = maxQuery(s.table, s.fence)
 	return s, nil
 }
 
@@ -276,6 +278,44 @@ func (s *SQL) Highest(ctx context.Context, q Querier, key any) (uint64, error) {
 	}
 	if h < 0 {
 		return 0, fmt.Errorf("fence: %s/%v holds a negative fence %d", s.table, key, h)
+	}
+	return uint64(h), nil
+}
+
+// Max returns the highest fence of any row of the table: the highest token
+// the table ever accepted, 0 for an empty table. Give it (the largest over
+// every fenced table) as Cluster.TokenFloor to a cluster created anew after
+// every data dir was lost, so that its tokens start above it.
+func (s *SQL) Max(ctx context.Context, q Querier) (uint64, error) {
+	return queryMax(ctx, q, s.maxQ, s.table, s.fence)
+}
+
+// MaxToken returns the highest value of column in table (plain identifiers,
+// as NewSQL takes them; table may be schema.table), 0 for an empty table:
+// SQL.Max for a fence column without a helper.
+func MaxToken(ctx context.Context, q Querier, table, column string) (uint64, error) {
+	if err := validTable(table); err != nil {
+		return 0, fmt.Errorf("fence: MaxToken table: %w", err)
+	}
+	if err := validIdent(column); err != nil {
+		return 0, fmt.Errorf("fence: MaxToken column: %w", err)
+	}
+	return queryMax(ctx, q, maxQuery(table, column), table, column)
+}
+
+// maxQuery is the statement of Max.
+func maxQuery(table, column string) string {
+	return "SELECT COALESCE(MAX(" + column + "), 0) FROM " + table
+}
+
+// queryMax runs a maxQuery.
+func queryMax(ctx context.Context, q Querier, query, table, column string) (uint64, error) {
+	var h int64
+	if err := q.QueryRowContext(ctx, query).Scan(&h); err != nil {
+		return 0, fmt.Errorf("fence: reading the highest %s.%s: %w", table, column, err)
+	}
+	if h < 0 {
+		return 0, fmt.Errorf("fence: %s.%s holds a negative fence %d", table, column, h)
 	}
 	return uint64(h), nil
 }

@@ -77,6 +77,7 @@ func runSuite(t *testing.T, newEnv func(t *testing.T) *env) {
 		{"UpdateWithSetArgs", testUpdateWithSetArgs},
 		{"GuardRollsBack", testGuardRollsBack},
 		{"ConcurrentHandles", testConcurrentHandles},
+		{"LargeTokensAndMax", testLargeTokensAndMax},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newEnv(t)) })
@@ -310,5 +311,48 @@ func checkLog(t *testing.T, e *env, log string, n int) {
 	}
 	if len(seq) == 0 {
 		t.Error("no write was accepted")
+	}
+}
+
+// testLargeTokensAndMax writes tokens of the size a cluster created with a
+// token base issues (the clock in microseconds, and the highest base
+// 2^62), checks that they order and fence as small ones do, that the
+// largest BIGINT is accepted and one above is refused, and that Max and
+// MaxToken read the highest.
+func testLargeTokensAndMax(t *testing.T, e *env) {
+	ctx := context.Background()
+	table, s := e.fences(nil)
+	if h, err := s.Max(ctx, e.db); err != nil || h != 0 {
+		t.Fatalf("Max of an empty table: %d, %v", h, err)
+	}
+	const clockBase = 1_771_000_000_000_000
+	for _, key := range []string{"a", "b"} {
+		if err := s.Init(ctx, e.db, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tok := range []uint64{3, clockBase + 1, clockBase + 2, 1<<62 + 1} {
+		if err := s.Advance(ctx, e.db, "a", tok); err != nil {
+			t.Fatalf("Advance(%d): %v", tok, err)
+		}
+	}
+	var fe *fence.FencedError
+	if err := s.Advance(ctx, e.db, "a", clockBase+2); !errors.As(err, &fe) || fe.Highest != 1<<62+1 {
+		t.Fatalf("an older large token: %v", err)
+	}
+	if err := s.Advance(ctx, e.db, "b", math.MaxInt64); err != nil {
+		t.Fatalf("Advance(MaxInt64): %v", err)
+	}
+	if err := s.Advance(ctx, e.db, "b", math.MaxInt64+1); !errors.Is(err, fence.ErrTokenRange) {
+		t.Fatalf("Advance(MaxInt64+1): %v", err)
+	}
+	if h, err := s.Max(ctx, e.db); err != nil || h != math.MaxInt64 {
+		t.Fatalf("Max: %d, %v", h, err)
+	}
+	if h, err := fence.MaxToken(ctx, e.db, table, "fence"); err != nil || h != math.MaxInt64 {
+		t.Fatalf("MaxToken: %d, %v", h, err)
+	}
+	if _, err := fence.MaxToken(ctx, e.db, table, "fence; DROP TABLE x"); err == nil {
+		t.Fatal("MaxToken took a column that is not an identifier")
 	}
 }

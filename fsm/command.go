@@ -22,6 +22,16 @@ const CommandVersion = 1
 // reads no other operation under it.
 const ShardCommandVersion = 2
 
+// InitCommandVersion is the version byte written in front of an
+// OpInitCluster that carries a token base (InitCluster.Created or
+// TokenFloor); its body is msgpack, as under CommandVersion. A release
+// before it would decode such a command under version 1, ignore the base
+// and start its tokens at 0 while upgraded replicas start above it; under
+// this version it refuses the command instead (ErrUnknownVersion). Decode
+// reads no other operation under it, and an OpInitCluster under version 1
+// only without a base (as earlier releases wrote it).
+const InitCommandVersion = 3
+
 // MaxCommandSize is the largest encoded command Decode accepts, in bytes.
 const MaxCommandSize = 64 << 10
 
@@ -161,7 +171,30 @@ type InitCluster struct {
 	Voters uint8 `msgpack:"voters"`
 	// CreatedBy names the node that proposed the cluster.
 	CreatedBy string `msgpack:"by"`
+	// Created is the wall clock of the leader that proposed the command, in
+	// microseconds since the Unix epoch (0: not given, as in logs of
+	// earlier releases). It is read by the proposer, never by Apply, so
+	// every replica applies the same value. It is one half of the token
+	// base (see TokenFloor).
+	Created int64 `msgpack:"created,omitempty"`
+	// TokenFloor is the operator's floor (Config.Cluster.TokenFloor): the
+	// highest token the fenced resources hold from earlier incarnations of
+	// the cluster. The cluster's first grant takes the token after
+	// max(Created, TokenFloor), so every token of the new cluster is above
+	// both. Both are at most MaxTokenBase.
+	TokenFloor uint64 `msgpack:"floor,omitempty"`
 }
+
+// MaxTokenBase bounds InitCluster.Created and TokenFloor: 2^62, so that a
+// cluster started at the highest base still has 2^62 tokens to issue before
+// a token would no longer fit a signed 64-bit database column
+// (math.MaxInt64). Today's clock, in microseconds, is about 1.8e15, some
+// 2,500 times below it.
+const MaxTokenBase = 1 << 62
+
+// hasBase reports whether in carries a token base (and so is written under
+// InitCommandVersion).
+func (in *InitCluster) hasBase() bool { return in.Created != 0 || in.TokenFloor != 0 }
 
 // Errors returned by Decode and carried in Result.Err.
 var (
@@ -213,7 +246,11 @@ func Encode(c Command) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %d", ErrUnknownOp, c.Op)
 	}
 	var buf bytes.Buffer
-	buf.WriteByte(CommandVersion)
+	if c.Op == OpInitCluster && c.Init.hasBase() {
+		buf.WriteByte(InitCommandVersion)
+	} else {
+		buf.WriteByte(CommandVersion)
+	}
 	buf.WriteByte(byte(c.Op))
 	if body != nil {
 		if err := msgpack.NewEncoder(&buf).Encode(body); err != nil {
@@ -264,15 +301,14 @@ func decode(b []byte, items []ShardItem) (Command, error) {
 		return c, nil
 	case b[0] == ShardCommandVersion:
 		return Command{}, fmt.Errorf("%w: %s under version %d", ErrMalformed, c.Op, b[0])
+	case b[0] == InitCommandVersion:
+		return decodeInit(c, body, true)
 	case b[0] != CommandVersion:
 		return Command{}, fmt.Errorf("%w: %d", ErrUnknownVersion, b[0])
 	}
 	switch c.Op {
 	case OpInitCluster:
-		c.Init = new(InitCluster)
-		if err := decodeBody(body, c.Init); err != nil {
-			return Command{}, err
-		}
+		return decodeInit(c, body, false)
 	case OpNoop:
 		if len(body) != 0 {
 			return Command{}, fmt.Errorf("%w: noop with a body", ErrMalformed)
@@ -299,6 +335,23 @@ func decode(b []byte, items []ShardItem) (Command, error) {
 		}
 	default:
 		return Command{}, fmt.Errorf("%w: %d", ErrUnknownOp, b[1])
+	}
+	return c, nil
+}
+
+// decodeInit decodes the body of an OpInitCluster written under
+// InitCommandVersion (withBase) or CommandVersion: only the first carries a
+// token base, and only an OpInitCluster is written under it.
+func decodeInit(c Command, body []byte, withBase bool) (Command, error) {
+	if c.Op != OpInitCluster {
+		return Command{}, fmt.Errorf("%w: %s under version %d", ErrMalformed, c.Op, InitCommandVersion)
+	}
+	c.Init = new(InitCluster)
+	if err := decodeBody(body, c.Init); err != nil {
+		return Command{}, err
+	}
+	if c.Init.hasBase() != withBase {
+		return Command{}, fmt.Errorf("%w: init-cluster with a token base only under version %d", ErrMalformed, InitCommandVersion)
 	}
 	return c, nil
 }

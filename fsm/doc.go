@@ -93,6 +93,27 @@
 // cannot read version 2, so every replica must run this release before a
 // leader of it writes shard commands.
 //
+// An OpInitCluster that carries a token base (the creating leader's
+// clock, an operator's floor) is written under InitCommandVersion (3) with
+// a msgpack body, so that an earlier release, which would ignore the base,
+// refuses it rather than start its tokens elsewhere; one without a base is
+// written under version 1, as every release wrote it.
+//
+// # Tokens across incarnations
+//
+// Tokens are one counter (the state's last token), a plain number below
+// 2^63 so it fits a signed 64-bit database column. InitCluster starts it
+// at the cluster's token base, max(Created, TokenFloor): the creating
+// leader's wall clock in microseconds (carried in the command, so Apply
+// reads no clock) and the operator's floor. A cluster created anew after
+// every data dir was lost thus issues tokens above every token of the
+// earlier incarnation as long as that one issued fewer grants than one per
+// microsecond between the two creations, and the clocks were not set back
+// by more than the difference (Cluster.TokenBase states the exact
+// condition); the floor covers every token that reached a resource. A
+// cluster created by an earlier release has base 0 and keeps counting
+// from where it is.
+//
 // A snapshot is a version byte followed by the msgpack encoding of the
 // state. Both decoders bound the input size.
 //

@@ -153,6 +153,9 @@ func applyInit(st state, index uint64, in *InitCluster) (state, error) {
 	if in.ClusterID == "" || in.Shards == 0 || in.Shards > MaxShards {
 		return st, fmt.Errorf("%w: init-cluster needs an ID and 1 to %d shards", ErrMalformed, MaxShards)
 	}
+	if in.Created < 0 || in.Created > MaxTokenBase || in.TokenFloor > MaxTokenBase {
+		return st, fmt.Errorf("%w: init-cluster token base (created %d, floor %d) outside [0, 2^62]", ErrMalformed, in.Created, in.TokenFloor)
+	}
 	if st.Cluster.ID != "" {
 		if st.Cluster.ID == in.ClusterID {
 			return st, nil
@@ -165,7 +168,12 @@ func applyInit(st state, index uint64, in *InitCluster) (state, error) {
 		Voters:       in.Voters,
 		CreatedBy:    in.CreatedBy,
 		CreatedIndex: index,
+		Created:      in.Created,
+		TokenFloor:   in.TokenFloor,
 	}
+	// Tokens start above the base: every token of this incarnation is
+	// larger than every token an earlier one issued (see Cluster.TokenBase).
+	st.LastToken = max(st.LastToken, st.Cluster.TokenBase())
 	st.Shards = newShardTable(in.Shards)
 	st.ShardsIndex = index
 	return st, nil
@@ -197,6 +205,10 @@ type wireSnapshot struct {
 // fromWire rebuilds the state, rejecting duplicates and leases whose holder
 // is not a session (a snapshot that Snapshot could not have written).
 func fromWire(w wireSnapshot) (snapshotData, error) {
+	if w.Cluster.Created < 0 || w.Cluster.Created > MaxTokenBase || w.Cluster.TokenFloor > MaxTokenBase ||
+		w.LastToken < w.Cluster.TokenBase() {
+		return snapshotData{}, fmt.Errorf("%w: last token %d below the token base of cluster %+v", ErrMalformed, w.LastToken, w.Cluster)
+	}
 	st := state{Cluster: w.Cluster, LastToken: w.LastToken,
 		Sessions: make(map[string]*Session, len(w.Sessions)),
 		Leases:   make(map[string]*Lease, len(w.Leases)),

@@ -158,6 +158,7 @@ func FuzzDecodeCommand(f *testing.F) {
 		{Op: OpSessionDrain, Session: &SessionCmd{ID: "s", Drain: true}},
 		semAcquire("s", "sem", 1, 2, true),
 		semRelease("s", "sem", 1, 0),
+		initWithBase("c2", 8, 1_771_000_000_000_000, 42),
 	} {
 		f.Add(mustEncode(&testing.T{}, c))
 	}

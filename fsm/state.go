@@ -17,6 +17,33 @@ type Cluster struct {
 	CreatedBy string `msgpack:"by"`
 	// CreatedIndex is the raft index of the InitCluster command.
 	CreatedIndex uint64 `msgpack:"index"`
+	// Created is the creating leader's wall clock at creation, in
+	// microseconds since the Unix epoch; 0 for a cluster created by an
+	// earlier release. It also names the incarnation: a cluster created
+	// anew (every data dir lost) has a later one.
+	Created int64 `msgpack:"created,omitempty"`
+	// TokenFloor is the operator's token floor given at creation (0: none).
+	TokenFloor uint64 `msgpack:"floor,omitempty"`
+}
+
+// TokenBase is the value the token counter started from: the larger of
+// Created and TokenFloor (0 for a cluster created by an earlier release,
+// whose tokens start at 1). Every token the cluster issues is above it, so
+// last token − TokenBase is the number of grants since creation.
+//
+// The assumption behind Created: a cluster created at clock reading C1
+// (µs) issues tokens above C1, and an earlier incarnation created at C0
+// issued at most C0 + N, N its grants. The new cluster's tokens are above
+// every earlier one as long as N < C1 − C0: fewer grants, on average, than
+// one per microsecond (a thousand per millisecond) between the two
+// creations, as the two creating leaders' clocks tell it. It fails when
+// the earlier cluster issued more than that, or when the new creator's
+// clock reads earlier than the old one's by more than the time between the
+// creations minus N µs (a clock set back). TokenFloor, the resources'
+// highest token, covers both cases for every token that reached a
+// resource.
+func (c Cluster) TokenBase() uint64 {
+	return max(uint64(max(c.Created, 0)), c.TokenFloor)
 }
 
 // Session is one node incarnation's session. All of the node's leases hang

@@ -48,7 +48,8 @@ func (cl *Cluster) WaitLeader(timeout time.Duration) *Node {
 }
 
 // Formed reports nil once every running node has the same non-empty
-// cluster ID, sees every running node alive, and agrees on the leader.
+// cluster ID and a replica that shows the cluster formed, sees every
+// running node alive, and agrees on the leader.
 func (cl *Cluster) Formed() error {
 	running := cl.Running()
 	if len(running) == 0 {
@@ -61,6 +62,9 @@ func (cl *Cluster) Formed() error {
 	for _, n := range running {
 		if got := n.C().ClusterID(); got != id {
 			return fmt.Errorf("%w: %s has cluster %q, %s has %q", ErrNotYet, running[0].Name, id, n.Name, got)
+		}
+		if f := n.C().Formation(); !f.Formed {
+			return fmt.Errorf("%w: %s: %s", ErrNotYet, n.Name, f.Progress)
 		}
 		alive := map[string]bool{}
 		for _, m := range n.C().Members() {

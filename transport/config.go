@@ -55,6 +55,17 @@ type Config struct {
 	// Logger receives the transport's logs; nil discards them. Refused
 	// connections and frames are logged at Warn, peer I/O errors at Debug.
 	Logger *slog.Logger
+	// Cluster, if set, returns the ID of the cluster this node belongs to
+	// ("" while unknown). Every Call carries it, and an inbound call that
+	// carries another (non-empty) cluster ID is refused with
+	// CodeForeignCluster, unless its method is in AnyCluster. Calls from
+	// nodes that send none (an earlier release, a node in no cluster yet)
+	// are served.
+	Cluster func() string
+	// AnyCluster lists the methods served whatever cluster the caller
+	// belongs to (a node's identity, which a leader asks before it admits
+	// a node).
+	AnyCluster []string
 	// TLS, if set, turns on mutual TLS for raft and RPC in both directions
 	// (see TLS and the package doc). Nil: plaintext only, and an inbound
 	// TLS handshake is refused as an unknown connection kind.

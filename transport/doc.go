@@ -15,8 +15,11 @@
 //     (RaftAddress, SplitRaftAddress).
 //   - 'P' (RPC): then frames in both directions, each a 4-byte big-endian
 //     length and that many bytes of msgpack. A request is {ID, Method,
-//     Timeout, Body}, a response {ID, Code, Error, Body}; Code is empty on
-//     success. One request is in flight per connection; the server answers
+//     Timeout, Body, Cluster}, a response {ID, Code, Error, Body}; Code is
+//     empty on success. Cluster is the caller's cluster ID
+//     (Config.Cluster); a receiver that belongs to another cluster answers
+//     CodeForeignCluster (Stats.ForeignCluster) unless the method is in
+//     Config.AnyCluster. One request is in flight per connection; the server answers
 //     requests of a connection in order.
 //
 // Any other kind byte is logged at Warn and the connection closed.

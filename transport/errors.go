@@ -46,6 +46,9 @@ const (
 	// CodeUnavailable is the code of a RemoteError returned when the peer has
 	// no Handler set yet.
 	CodeUnavailable = "unavailable"
+	// CodeForeignCluster is the code of a RemoteError returned when the
+	// caller and the receiver belong to different clusters (Config.Cluster).
+	CodeForeignCluster = "foreign_cluster"
 )
 
 // RemoteError is the error Call returns when the remote handler returned an

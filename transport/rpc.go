@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -41,6 +42,9 @@ type rpcRequest struct {
 	Method  string `msgpack:"m"`
 	Timeout int64  `msgpack:"t,omitempty"` // caller's remaining time in ns; 0: none
 	Body    []byte `msgpack:"b"`
+	// Cluster is the caller's cluster ID (Config.Cluster), "" when unknown
+	// or from a release before it; a receiver of another cluster refuses.
+	Cluster string `msgpack:"k,omitempty"`
 }
 
 // rpcResponse is the msgpack body of a response frame; Code is empty on
@@ -136,6 +140,10 @@ func (t *Transport) handle(req rpcRequest) (resp rpcResponse) {
 		resp.Code, resp.Error = CodeUnavailable, "no handler"
 		return resp
 	}
+	if msg := t.foreign(req); msg != "" {
+		resp.Code, resp.Error = CodeForeignCluster, msg
+		return resp
+	}
 	ctx, cancel := t.ctx, context.CancelFunc(func() {})
 	if req.Timeout > 0 {
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.Timeout))
@@ -154,6 +162,23 @@ func (t *Transport) handle(req rpcRequest) (resp rpcResponse) {
 	}
 	resp.Body = body
 	return resp
+}
+
+// foreign says why a request from a node of another cluster is refused, or
+// "" when it is not: either side's cluster unknown, the same cluster, or a
+// method of Config.AnyCluster.
+func (t *Transport) foreign(req rpcRequest) string {
+	if req.Cluster == "" || t.cfg.Cluster == nil {
+		return ""
+	}
+	local := t.cfg.Cluster()
+	if local == "" || local == req.Cluster || slices.Contains(t.cfg.AnyCluster, req.Method) {
+		return ""
+	}
+	t.stats.foreignCluster.Add(1)
+	t.log.Warn("transport: refusing a call from a node of another cluster", "method", req.Method,
+		"caller_cluster", req.Cluster, "cluster", local)
+	return fmt.Sprintf("this node belongs to cluster %s, the caller to cluster %s", local, req.Cluster)
 }
 
 // encodeResponse encodes resp, replacing it with an error response when it
@@ -221,7 +246,11 @@ func (t *Transport) roundTrip(ctx context.Context, addr, method string, body []b
 	deadline, _ := ctx.Deadline()
 	id := t.nextID.Add(1)
 	remaining := max(time.Until(deadline), time.Millisecond)
-	frame, err := Encode(rpcRequest{ID: id, Method: method, Timeout: int64(remaining), Body: body})
+	req := rpcRequest{ID: id, Method: method, Timeout: int64(remaining), Body: body}
+	if t.cfg.Cluster != nil {
+		req.Cluster = t.cfg.Cluster()
+	}
+	frame, err := Encode(req)
 	if err != nil {
 		return resp, err
 	}

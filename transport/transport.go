@@ -48,6 +48,9 @@ type Stats struct {
 	// PlaintextFallbacks counts outbound connections made in plaintext
 	// because the peer closed the TLS handshake and TLS is not required.
 	PlaintextFallbacks uint64
+	// ForeignCluster counts inbound calls refused because the caller
+	// belongs to another cluster (Config.Cluster).
+	ForeignCluster uint64
 	// InboundConns is the number of inbound connections open now.
 	InboundConns int
 }
@@ -58,6 +61,7 @@ type counters struct {
 	oversizedFrames, badFrames                atomic.Uint64
 	tlsHandshakeFailures, plaintextRefused    atomic.Uint64
 	wrongPeerName, plaintextFallbacks         atomic.Uint64
+	foreignCluster                            atomic.Uint64
 }
 
 // Transport is one node's listener carrying both the raft stream layer and
@@ -182,6 +186,7 @@ func (t *Transport) Stats() Stats {
 		PlaintextRefused:     t.stats.plaintextRefused.Load(),
 		WrongPeerName:        t.stats.wrongPeerName.Load(),
 		PlaintextFallbacks:   t.stats.plaintextFallbacks.Load(),
+		ForeignCluster:       t.stats.foreignCluster.Load(),
 
 		InboundConns: inbound,
 	}

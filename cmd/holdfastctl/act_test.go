@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http/httptest"
 	"os"
@@ -20,6 +21,11 @@ func TestLeaveCommand(t *testing.T) {
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3})
 	cl.WaitFormed(settle)
 	c := cl.Node(2).C()
+	ready, cancel := context.WithTimeout(context.Background(), settle)
+	defer cancel()
+	if err := c.WaitReady(ready); err != nil {
+		t.Fatalf("node2 before the leaves: %v", err)
+	}
 	srv := httptest.NewServer(admin.New(c, admin.Options{Authorize: admin.LoopbackOnly}))
 	defer srv.Close()
 	addr := srv.Listener.Addr().String()

@@ -11,6 +11,7 @@
 //	holdfastctl data peers [-json] DIR
 //	holdfastctl data recover [-keep ID,...] -confirm NAME DIR
 //	holdfastctl cert create-ca|create-node NAME|create-client [-dir DIR] [-force] ...
+//	holdfastctl token-floor -sqlite FILE [-columns TABLE.COLUMN,...] [-v]
 //
 // Commands:
 //
@@ -88,6 +89,18 @@
 // Flags: -dir, -force, -validity (CA: 10 years, others: 1 year), -name (the
 // common name of the CA or the client), -addr (create-node, repeatable or
 // comma-separated).
+//
+// # The token floor
+//
+// holdfastctl token-floor reads the highest fencing token an SQLite
+// database holds, opened read-only, and prints it alone on standard output
+// (0 for empty tables). A cluster created anew after every data dir was
+// lost is given it as its floor (ledger -token-floor, or
+// Config.Cluster.TokenFloor), so that its first token is above every token
+// the database accepted. -columns lists the fence columns as TABLE.COLUMN,
+// comma-separated (default: the ledger's, shards.fence,fences.fence); -v
+// lists each column's highest on standard error. Exit status 1 when the
+// file cannot be read or lacks a column, 2 for a usage error.
 //
 // Exit status: 0 on success; 1 when the node cannot be reached, does not
 // answer in time, or answers with an error or a document that is not the

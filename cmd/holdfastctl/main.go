@@ -52,6 +52,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "data" {
 		return runData(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "token-floor" {
+		return runTokenFloor(args[1:], stdout, stderr)
+	}
 	opts, fs, err := parseArgs(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -158,7 +161,8 @@ func printUsage(w io.Writer, fs *flag.FlagSet) {
 Shows what one holdfast node knows of its cluster, from the admin endpoints
 the application serves (package admin), and acts on it.
 
-commands (certificates: holdfastctl cert help):
+commands (certificates: holdfastctl cert help; the token floor of a
+database for a new cluster: holdfastctl token-floor -h):
   status   the node, its raft role and leader, voters, session, readiness
   members  every node the answering node's gossip knows of
   shards   every shard with its state, owner and token

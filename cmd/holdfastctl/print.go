@@ -93,6 +93,10 @@ func printStatus(w io.Writer, st *admin.Status) {
 		}
 		voters = append(voters, name)
 	}
+	nonVoters := make([]string, 0, len(st.NonVoters))
+	for _, v := range st.NonVoters {
+		nonVoters = append(nonVoters, cmp.Or(v.Name, v.ID))
+	}
 	alive := 0
 	for _, m := range st.Members {
 		if m.State == "alive" {
@@ -114,14 +118,29 @@ func printStatus(w io.Writer, st *admin.Status) {
 		{"name", st.Name}, {"id", st.ID}, {"cluster_id", dash(st.ClusterID)},
 		{"rpc_addr", st.RPCAddr}, {"gossip_addr", st.GossipAddr}, {"raft_state", st.RaftState},
 		{"leader", leader}, {"voters", dash(strings.Join(voters, ", "))},
+		{"non_voters", dash(strings.Join(nonVoters, ", "))},
 		{"fault_tolerance", faultTolerance(st.Group)},
 		{"members", fmt.Sprintf("%d (%d alive)", len(st.Members), alive)},
 		{"applied_index", fmt.Sprint(st.AppliedIndex)}, {"last_token", fmt.Sprint(st.LastToken)},
+		{"token_base", tokenBase(*st)},
 		{"session", session}, {"shards", fmt.Sprint(st.Shards)}, {"ready", ready},
 		{"formation", dash(st.Formation.Progress)},
 	} {
 		fmt.Fprintf(w, "%s:\t%s\n", kv[0], kv[1])
 	}
+}
+
+// tokenBase describes where the cluster's tokens started: the base, the
+// grants since, and when the cluster was created.
+func tokenBase(st admin.Status) string {
+	if st.TokenBase == 0 {
+		return "0 (tokens count from 1)"
+	}
+	s := fmt.Sprintf("%d (%d grants since)", st.TokenBase, st.LastToken-min(st.LastToken, st.TokenBase))
+	if st.ClusterCreated != nil {
+		s += ", cluster created " + st.ClusterCreated.UTC().Format(time.RFC3339)
+	}
+	return s
 }
 
 // faultTolerance summarises the raft group's health: how many more voters

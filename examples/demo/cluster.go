@@ -160,7 +160,7 @@ func raftLeader(nodes []*node) *node {
 // cluster.
 func formed(nodes []*node) bool {
 	for _, n := range nodes {
-		if n.c.ClusterID() == "" {
+		if !n.c.Formation().Formed {
 			return false
 		}
 	}

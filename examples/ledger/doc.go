@@ -95,6 +95,12 @@
 //	-join HOST:PORT,...   gossip addresses of existing members (a DNS name: every address it resolves to)
 //	-data DIR             raft data dir; empty: a raft non-voter on in-memory stores
 //	-allow-rename         start on a -data dir last used under another -node name (refused otherwise)
+//	-leave-cluster ID     if the -data dir belongs to cluster ID, move its raft state and identity aside
+//	                      (into left-ID-<time> in the dir) and start as a new node; a -data dir of
+//	                      another cluster than the -join seeds' is refused and the error names this flag
+//	-token-floor N        when this node creates a new cluster, its tokens start above N and above the
+//	                      clock in µs: after every data dir was lost, give it
+//	                      $(holdfastctl token-floor -sqlite ledger.db)
 //	-expect N             bootstrap a new cluster once N nodes with -data see each other (needs -data)
 //	-voters N             raft voters the cluster keeps: 1, 3 or 5 (default 3; -expect at most N)
 //	-shards N             shard count, fixed when the cluster is created (default 16)

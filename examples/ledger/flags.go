@@ -28,6 +28,8 @@ type options struct {
 	checkBeforeWrite     bool
 	allowRename          bool
 	leaveOnTerminate     bool
+	tokenFloor           uint64
+	leaveCluster         string
 	sec                  secOptions
 }
 
@@ -51,6 +53,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&join, "join", "", "gossip `addresses` of existing members, comma-separated")
 	fs.StringVar(&o.dataDir, "data", "", "raft data `dir`; empty: a raft non-voter on in-memory stores")
 	fs.BoolVar(&o.allowRename, "allow-rename", false, "start on a -data dir last used under another -node name, keeping its identity")
+	fs.Uint64Var(&o.tokenFloor, "token-floor", 0, "when this node creates a new cluster, its tokens start above `N` (holdfastctl token-floor -sqlite FILE prints the database's highest) and above the clock in µs")
+	fs.StringVar(&o.leaveCluster, "leave-cluster", "", "if the -data dir belongs to cluster `ID`, move its raft state aside and start as a new node (to join the -join seeds' cluster)")
 	fs.IntVar(&o.expect, "expect", 0, "bootstrap a new cluster once `N` nodes with -data see each other; 0: join only")
 	fs.IntVar(&o.voters, "voters", 3, "raft voters the cluster keeps: 1, 3 or 5")
 	fs.IntVar(&o.shards, "shards", 16, "shard `count`, fixed when the cluster is created")
@@ -136,6 +140,8 @@ func clusterConfig(o options) coordinator.Config {
 	cfg.DataDir = o.dataDir
 	cfg.AllowRename = o.allowRename
 	cfg.Cluster.BootstrapExpect = o.expect
+	cfg.Cluster.TokenFloor = o.tokenFloor
+	cfg.Cluster.LeaveCluster = o.leaveCluster
 	if o.voters != 0 {
 		cfg.Cluster.Voters = o.voters
 	}

@@ -86,6 +86,11 @@ func serve(ctx context.Context, unsignal func(), o options, out *printer, log *s
 	workers := newWorkers(led, out, log, m, o.interval, o.checkBeforeWrite)
 	cfg.Shards.Handler, cfg.Registerer, cfg.Logger = workers, reg, log
 	c, err := coordinator.New(cfg)
+	var fe *coordinator.ForeignClusterError
+	if errors.As(err, &fe) {
+		return fmt.Errorf("%w\nledger: to make this node leave cluster %s and join the -join seeds' cluster %s as a new node, "+
+			"restart it with -leave-cluster %s (its raft state and identity are moved aside)", err, fe.Cluster, fe.SeedsCluster, fe.Cluster)
+	}
 	if err != nil {
 		return err
 	}

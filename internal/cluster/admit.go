@@ -28,8 +28,27 @@ type admission struct {
 	refused map[string]string // node ID → last reason logged at Warn
 }
 
-// admit reports whether member m may enter the raft configuration.
+// admit reports whether member m may enter the raft configuration: it
+// proves its identity (with TLS), and its own answer to
+// wire.MethodIdentity shows that its data dir belongs to no other cluster.
 func (cl *Cluster) admit(ctx context.Context, m membership.Member) bool {
+	if !cl.verified(ctx, m) {
+		return false
+	}
+	reason := cl.foreignMember(ctx, m)
+	if reason == "" {
+		return true
+	}
+	if cl.admitted.note(m.Meta.NodeID, reason) {
+		cl.log.Warn("not adding member to the raft configuration", "member", m.Name, "id", m.Meta.NodeID,
+			"addr", m.Meta.RPCAddr, "reason", reason)
+	}
+	return false
+}
+
+// verified reports whether member m proved, with TLS, that it is the node
+// its gossip names (always true without TLS).
+func (cl *Cluster) verified(ctx context.Context, m membership.Member) bool {
 	if !cl.o.TLS {
 		return true
 	}

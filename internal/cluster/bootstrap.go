@@ -156,7 +156,7 @@ func (b *bootstrapper) proposalSet() []wire.BootServer {
 // propose runs one prepare/commit round for set.
 func (b *bootstrapper) propose(set []wire.BootServer) error {
 	cl := b.cl
-	p := wire.BootProposal{ID: cl.o.NewID(), By: cl.o.NodeName, Servers: set}
+	p := wire.BootProposal{ID: cl.o.NewID(), By: cl.o.NodeName, Servers: set, ClusterID: cl.o.NewID()}
 	if reason := b.promise(p); reason != "" {
 		return errors.New(reason)
 	}
@@ -270,6 +270,11 @@ func (b *bootstrapper) bootstrap(p wire.BootProposal) error {
 		return fmt.Errorf("holdfast: bootstrap: %w", err)
 	}
 	b.setDone()
+	if p.ClusterID != "" && err == nil {
+		// Recorded once raft has state, before this node's first raft
+		// message: from now on it knows its cluster, restarted or not.
+		b.cl.record(p.ClusterID, 0)
+	}
 	return nil
 }
 
@@ -280,10 +285,12 @@ func (cl *Cluster) ServeBootstrap(method string, body []byte) ([]byte, error) {
 }
 
 // Register registers the cluster part's handlers in d: autopilot's stats
-// poll (ServeStats) and the bootstrap round (ServeBootstrap).
+// poll (ServeStats), the bootstrap round (ServeBootstrap) and the node's
+// identity (ServeIdentity).
 func (cl *Cluster) Register(d *wire.Dispatcher) {
 	d.Handle(wire.MethodStats, func(_ context.Context, body []byte) ([]byte, error) { return cl.ServeStats(body) })
 	d.Handle(wire.MethodLeave, wire.Typed(cl.ServeLeave))
+	d.Handle(wire.MethodIdentity, func(context.Context, []byte) ([]byte, error) { return cl.ServeIdentity() })
 	for _, m := range []string{wire.MethodBootstrapPrepare, wire.MethodBootstrapCommit, wire.MethodBootstrapAbort} {
 		d.Handle(m, func(_ context.Context, body []byte) ([]byte, error) { return cl.ServeBootstrap(m, body) })
 	}

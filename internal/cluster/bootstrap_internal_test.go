@@ -1,12 +1,15 @@
 package cluster
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/membership"
 )
@@ -197,5 +200,47 @@ func TestBootstrapNotWhenClusterSeen(t *testing.T) {
 	}
 	if !strings.Contains(nodes["a"].Formation().Progress, "joining cluster formed") {
 		t.Errorf("formation progress: %q", nodes["a"].Formation().Progress)
+	}
+}
+
+// TestBootstrapRecordsClusterID: the proposal carries the new cluster's
+// ID; every node of the set records it when it bootstraps, gossips it from
+// then on, and the first leader's InitCluster uses it. A node outside the
+// set records nothing.
+func TestBootstrapRecordsClusterID(t *testing.T) {
+	clk, net := newFakeClock(), newFakeNet()
+	nodes := freshGroup(t, clk, net, "a", "b", "c", "d")
+	if proposed, err := runProposal(nodes["a"]); !proposed || err != nil {
+		t.Fatalf("proposed %v, %v", proposed, err)
+	}
+	id := nodes["a"].ClusterID()
+	if id == "" {
+		t.Fatal("the proposer recorded no cluster")
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		n := nodes[name]
+		if n.ClusterID() != id || n.LocalMeta().ClusterID != id {
+			t.Errorf("%s: recorded %q, gossips %q; want %q", name, n.ClusterID(), n.LocalMeta().ClusterID, id)
+		}
+		if got := n.members.lastMeta().ClusterID; got != id {
+			t.Errorf("%s set gossip meta with cluster %q", name, got)
+		}
+	}
+	if got := nodes["d"].ClusterID(); got != "" {
+		t.Errorf("d recorded %q", got)
+	}
+	var init fsm.InitCluster
+	nodes["b"].o.ApplyLocal = func(_ context.Context, b []byte) error {
+		c, err := fsm.Decode(b)
+		if err == nil {
+			init = *c.Init
+		}
+		return errors.New("stop here")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	nodes["b"].InitCluster(ctx)
+	if init.ClusterID != id || init.Created != clk.Now().UnixMicro() {
+		t.Errorf("InitCluster %+v; want cluster %s created at %d", init, id, clk.Now().UnixMicro())
 	}
 }

@@ -82,6 +82,9 @@ type Options struct {
 	ApplyLocal func(ctx context.Context, cmd []byte) error
 	// Issue starts a raft request with mk and waits for its future or ctx.
 	Issue func(ctx context.Context, mk func() raft.Future) error
+	// Record keeps the cluster this node belongs to (its data dir); nil
+	// keeps it in memory.
+	Record Record
 	// Metrics record the leader's autopilot verdict and read the voters
 	// and members (nil: none).
 	Metrics *Metrics
@@ -106,14 +109,13 @@ type Cluster struct {
 	log     *slog.Logger
 	members Members
 
-	clusterID atomic.Pointer[string]
-	health    atomic.Pointer[receivedHealth]
-	kick      chan struct{}
-	admitted  admission
-	boot      *bootstrapper
-	leaving   leaving                 // decommissions in progress, on the leader
-	prom      *promoter               // autopilot's promoter (also plans leaves)
-	judge     func() *autopilot.State // autopilot's latest state (nil before its first)
+	health   atomic.Pointer[receivedHealth]
+	kick     chan struct{}
+	admitted admission
+	boot     *bootstrapper
+	leaving  leaving                 // decommissions in progress, on the leader
+	prom     *promoter               // autopilot's promoter (also plans leaves)
+	judge    func() *autopilot.State // autopilot's latest state (nil before its first)
 
 	pilotMu sync.Mutex
 	pilot   *autopilot.Autopilot
@@ -135,9 +137,10 @@ func New(o Options) *Cluster {
 	if o.Closing == nil {
 		o.Closing = func() bool { return false }
 	}
+	if o.Record == nil {
+		o.Record = &memRecord{}
+	}
 	cl := &Cluster{o: o, log: o.Log, kick: make(chan struct{}, 1)}
-	empty := ""
-	cl.clusterID.Store(&empty)
 	cl.ctx, cl.cancel = context.WithCancel(context.Background())
 	cl.boot = newBootstrapper(cl)
 	cl.prom = newPromoter(cl)
@@ -179,9 +182,10 @@ func (cl *Cluster) Close() {
 	cl.wg.Wait()
 }
 
-// ClusterID returns the formed cluster's ID, or "" before this node has
-// learned it.
-func (cl *Cluster) ClusterID() string { return *cl.clusterID.Load() }
+// ClusterID returns the ID of the cluster this node belongs to: the one
+// its data dir recorded (from its bootstrap, or from its replica), or ""
+// before it belongs to one.
+func (cl *Cluster) ClusterID() string { return cl.o.Record.ID() }
 
 // protocolVersion is gossiped in node metadata.
 const protocolVersion = 1
@@ -198,13 +202,15 @@ func (cl *Cluster) LocalMeta() membership.Meta {
 	}
 }
 
-// Accept refuses gossip members that belong to another cluster or speak
-// another protocol version (membership.Config.Accept).
+// Accept refuses gossip members that belong to another cluster (a
+// *ForeignClusterError) or speak another protocol version
+// (membership.Config.Accept). A node's cluster is known from its first
+// gossip message on, since its data dir records it.
 func (cl *Cluster) Accept(m membership.Member) error {
 	ours := cl.ClusterID()
 	if ours != "" && m.Meta.ClusterID != "" && m.Meta.ClusterID != ours {
 		cl.log.Warn("refusing member of a foreign cluster", "member", m.Name, "foreign_cluster", m.Meta.ClusterID, "cluster", ours)
-		return fmt.Errorf("member %s belongs to cluster %s, not %s", m.Name, m.Meta.ClusterID, ours)
+		return &ForeignClusterError{Ours: ours, Theirs: m.Meta.ClusterID, Member: m.Name}
 	}
 	if m.Meta.Version != protocolVersion {
 		return fmt.Errorf("member %s speaks protocol %d, not %d", m.Name, m.Meta.Version, protocolVersion)

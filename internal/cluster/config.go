@@ -3,6 +3,8 @@ package cluster
 import (
 	"fmt"
 	"time"
+
+	"github.com/holdfast-go/holdfast/fsm"
 )
 
 // Config is the facade's Config.Cluster (ClusterConfig aliases it):
@@ -31,6 +33,24 @@ type Config struct {
 	// BootstrapPromiseTTL is how long a node, once it has promised to join a
 	// bootstrap proposal, refuses any other proposal.
 	BootstrapPromiseTTL time.Duration
+	// TokenFloor is read only when a new cluster is created: its first
+	// fencing token is above both TokenFloor and the creating leader's wall
+	// clock in microseconds. Give it the highest token the fenced resources
+	// hold (holdfastctl token-floor reads it from a ledger's SQLite file)
+	// when a cluster is created again after every data dir was lost, so that
+	// its holders are never fenced out by the earlier incarnation's tokens
+	// and the earlier incarnation's paused holders never win. 0: the clock
+	// alone. At most 2^62 (fsm.MaxTokenBase). A running cluster ignores it.
+	TokenFloor uint64
+	// LeaveCluster names a cluster this node's data dir may belong to and
+	// that the node is to leave: when the data dir records that cluster, New
+	// moves its raft state and node identity aside (into a directory named
+	// left-<cluster>-<time> in the data dir) and the node starts as a new
+	// node, free to join the cluster its Join seeds belong to. A data dir of
+	// any other cluster is left alone, so the setting is harmless once the
+	// node has left. New refuses a data dir of another cluster than the
+	// seeds' and names this setting.
+	LeaveCluster string
 }
 
 // FieldError is a Config rule broken, naming the facade's Config field.
@@ -55,6 +75,10 @@ func (c Config) CheckSize(eligible bool) error {
 		return fieldErr("BootstrapExpect", "is %d; must be between 0 and Cluster.Voters (%d)", c.BootstrapExpect, c.Voters)
 	case c.BootstrapExpect > 0 && !eligible:
 		return fieldErr("BootstrapExpect", "is %d but DataDir is empty: only voter-eligible nodes bootstrap", c.BootstrapExpect)
+	case c.TokenFloor > fsm.MaxTokenBase:
+		return fieldErr("TokenFloor", "is %d; must be at most 2^62 (%d) so that tokens fit a signed 64-bit column", c.TokenFloor, uint64(fsm.MaxTokenBase))
+	case len(c.LeaveCluster) > fsm.MaxNameLength:
+		return fieldErr("LeaveCluster", "is %d bytes; a cluster ID is at most %d", len(c.LeaveCluster), fsm.MaxNameLength)
 	}
 	return nil
 }

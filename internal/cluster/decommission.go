@@ -298,10 +298,10 @@ func (cl *Cluster) Leave(ctx context.Context, force, dryRun bool) (wire.LeaveRep
 		} else {
 			err = wire.ErrNoLeader
 		}
-		if err == nil || !(errors.Is(err, wire.ErrNotLeader) || errors.Is(err, wire.ErrNoLeader)) || ctx.Err() != nil {
+		if err == nil || !(errors.Is(err, wire.ErrNotLeader) || errors.Is(err, wire.ErrNoLeader)) {
 			return rep, err
 		}
-		if !pause.For(ctx, 50*time.Millisecond) {
+		if ctx.Err() != nil || !pause.For(ctx, 50*time.Millisecond) {
 			return rep, fmt.Errorf("%w: %w", err, ctx.Err())
 		}
 	}

@@ -192,8 +192,12 @@ func TestPromoterReplacesALeavingVoter(t *testing.T) {
 // suffrage, once it proves its identity there; an unverified one keeps the
 // old address.
 func TestReconcileMovesARestartedMember(t *testing.T) {
-	net := newFakeNet()
-	n := newTestNode(t, "a", net, newFakeClock(), func(o *Options) { o.TLS = true })
+	net, clk := newFakeNet(), newFakeClock()
+	n := newTestNode(t, "a", net, clk, func(o *Options) { o.TLS = true })
+	for _, name := range []string{"b", "nv"} { // they answer the identity check at their new addresses
+		newTestNode(t, name, net, clk, nil)
+		net.nodes[name+"2:7000"] = net.nodes[addrOf(name)]
+	}
 	leaderOf(n, "a", "b")
 	n.raft.servers = append(n.raft.servers, raft.Server{ID: "id-nv", Suffrage: raft.Nonvoter, Address: transport.RaftAddress(addrOf("nv"), "id-nv")})
 	moved := func(name, addr string) membership.Member {
@@ -235,8 +239,9 @@ func TestRPCAddrOf(t *testing.T) {
 	if addr, ok := n.RPCAddrOf("id-b"); !ok || addr != addrOf("b") {
 		t.Errorf("live b: %q %v", addr, ok)
 	}
-	empty := "ours"
-	n.clusterID.Store(&empty)
+	if err := n.o.Record.Set("ours", 0); err != nil {
+		t.Fatal(err)
+	}
 	for _, id := range []string{"id-c", "id-f", "id-x"} {
 		if addr, ok := n.RPCAddrOf(id); ok {
 			t.Errorf("%s resolved to %s", id, addr)

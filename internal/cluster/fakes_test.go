@@ -166,6 +166,7 @@ type fakeMembers struct {
 	members []membership.Member
 	joinErr error
 	events  chan membership.Event
+	meta    membership.Meta // the last SetMeta
 }
 
 func (m *fakeMembers) Members() []membership.Member {
@@ -180,10 +181,21 @@ func (m *fakeMembers) set(ms ...membership.Member) {
 	m.mu.Unlock()
 }
 
-func (m *fakeMembers) Join(context.Context, []string) (int, error)    { return 0, m.joinErr }
-func (m *fakeMembers) SetMeta(context.Context, membership.Meta) error { return nil }
-func (m *fakeMembers) Events() <-chan membership.Event                { return m.events }
-func (m *fakeMembers) Encrypted() bool                                { return false }
+func (m *fakeMembers) Join(context.Context, []string) (int, error) { return 0, m.joinErr }
+func (m *fakeMembers) SetMeta(_ context.Context, meta membership.Meta) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.meta = meta
+	return nil
+}
+
+func (m *fakeMembers) lastMeta() membership.Meta {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.meta
+}
+func (m *fakeMembers) Events() <-chan membership.Event { return m.events }
+func (m *fakeMembers) Encrypted() bool                 { return false }
 
 // addrOf is node name's RPC address on the fake network.
 func addrOf(name string) string { return name + ":7000" }
@@ -202,8 +214,11 @@ type fakeNet struct {
 	nodes  map[string]*Cluster
 	down   map[string]bool
 	verify map[string]error // VerifyPeer's answer by address
-	onCall func(addr, method string)
-	calls  []string // method@addr, in order
+	// oldRelease marks the addresses of nodes of a release without the
+	// identity method.
+	oldRelease map[string]bool
+	onCall     func(addr, method string)
+	calls      []string // method@addr, in order
 }
 
 func newFakeNet() *fakeNet {
@@ -212,7 +227,7 @@ func newFakeNet() *fakeNet {
 
 func (n *fakeNet) Call(ctx context.Context, addr, method string, req, rep any) error {
 	n.mu.Lock()
-	target, down, onCall := n.nodes[addr], n.down[addr], n.onCall
+	target, down, onCall, old := n.nodes[addr], n.down[addr], n.onCall, n.oldRelease[addr]
 	n.calls = append(n.calls, method+"@"+addr)
 	n.mu.Unlock()
 	if onCall != nil {
@@ -220,6 +235,9 @@ func (n *fakeNet) Call(ctx context.Context, addr, method string, req, rep any) e
 	}
 	if target == nil || down {
 		return errors.New("fakeNet: no answer from " + addr)
+	}
+	if old && method == wire.MethodIdentity {
+		return &transport.RemoteError{Code: wire.CodeBadMethod, Message: "unknown method"}
 	}
 	body, err := transport.Encode(req)
 	if err != nil {
@@ -239,6 +257,8 @@ func (n *fakeNet) Call(ctx context.Context, addr, method string, req, rep any) e
 			out, err = transport.Encode(lr)
 		}
 		err = wire.FromRemote(wire.ToRemote(err))
+	case wire.MethodIdentity:
+		out, err = target.ServeIdentity()
 	default:
 		out, err = target.ServeBootstrap(method, body)
 	}

@@ -35,13 +35,15 @@ func (cl *Cluster) Formation() Formation {
 	for _, m := range cl.freshEligible() {
 		f.Seen = append(f.Seen, m.Name)
 	}
-	id := cl.ClusterID()
+	id, recorded := cl.o.View().Cluster().ID, cl.ClusterID()
 	leader := cl.o.Raft.Leader() != ""
 	switch {
 	case id != "" && leader:
 		f.Formed, f.Progress = true, "member of cluster "+id
 	case id != "":
 		f.Formed, f.Progress = true, "member of cluster "+id+"; no raft leader known"
+	case recorded != "":
+		f.Progress = "member of cluster " + recorded + " (as its data dir records); waiting for the replica to replay the log"
 	case cl.hasRaftState():
 		f.Progress = "has raft state; waiting for a leader to replay the log"
 	default:

@@ -18,18 +18,28 @@ import (
 // after the leader's barrier.
 func (cl *Cluster) InitCluster(ctx context.Context) bool {
 	for cl.o.View().Cluster().ID == "" {
-		id := cl.o.NewID()
-		cmd, err := fsm.Encode(fsm.Command{Op: fsm.OpInitCluster, Init: &fsm.InitCluster{
+		id := cl.ClusterID() // agreed at bootstrap and recorded in the data dir
+		if id == "" {
+			id = cl.o.NewID()
+		}
+		init := &fsm.InitCluster{
 			ClusterID: id,
 			Shards:    uint32(cl.o.Shards),
 			Voters:    uint8(cl.o.Voters),
 			CreatedBy: cl.o.NodeName,
-		}})
+			// The token base: read here, on the proposer, and carried in
+			// the command, so every replica applies the same value.
+			Created:    min(max(cl.o.Now().UnixMicro(), 0), fsm.MaxTokenBase),
+			TokenFloor: cl.o.TokenFloor,
+		}
+		cmd, err := fsm.Encode(fsm.Command{Op: fsm.OpInitCluster, Init: init})
 		if err == nil {
 			err = cl.o.ApplyLocal(ctx, cmd)
 		}
 		if err == nil {
-			cl.log.Info("initialised new cluster", "cluster", id, "shards", cl.o.Shards)
+			c := cl.o.View().Cluster()
+			cl.log.Info("initialised new cluster", "cluster", c.ID, "shards", cl.o.Shards,
+				"token_base", c.TokenBase(), "token_floor", c.TokenFloor)
 			break
 		}
 		cl.log.Warn("initialising the cluster failed; retrying", "error", err)

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 	autopilot "github.com/hashicorp/raft-autopilot"
 
+	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -26,7 +28,11 @@ func leaderOf(n *testNode, voters ...string) {
 // belongs to another cluster, or is already in the configuration; a
 // follower adds nobody.
 func TestReconcileAddsLiveMembersOnly(t *testing.T) {
-	n := newTestNode(t, "a", newFakeNet(), newFakeClock(), nil)
+	net, clk := newFakeNet(), newFakeClock()
+	n := newTestNode(t, "a", net, clk, nil)
+	for _, name := range []string{"new", "nv", "x"} {
+		newTestNode(t, name, net, clk, nil)
+	}
 	leaderOf(n, "a")
 	n.members.set(member("a", membership.Alive, true, ""), member("new", membership.Alive, true, ""),
 		member("nv", membership.Alive, false, ""), member("gone", membership.Left, true, ""),
@@ -49,8 +55,11 @@ func TestReconcileAddsLiveMembersOnly(t *testing.T) {
 // TLS is added only while plaintext is allowed.
 func TestReconcileAdmitsOnlyVerifiedMembers(t *testing.T) {
 	for _, require := range []bool{false, true} {
-		net := newFakeNet()
-		n := newTestNode(t, "a", net, newFakeClock(), func(o *Options) { o.TLS, o.RequireTLS = true, require })
+		net, clk := newFakeNet(), newFakeClock()
+		n := newTestNode(t, "a", net, clk, func(o *Options) { o.TLS, o.RequireTLS = true, require })
+		for _, name := range []string{"good", "bad", "plain"} {
+			newTestNode(t, name, net, clk, nil)
+		}
 		leaderOf(n, "a")
 		n.members.set(member("good", membership.Alive, true, ""), member("bad", membership.Alive, true, ""),
 			member("plain", membership.Alive, true, ""))
@@ -64,6 +73,46 @@ func TestReconcileAdmitsOnlyVerifiedMembers(t *testing.T) {
 		if !slices.Equal(n.raft.added, want) {
 			t.Errorf("RequireTLS %v: added %v, want %v", require, n.raft.added, want)
 		}
+	}
+}
+
+// TestReconcileAsksIdentity: the leader adds a member only when the
+// member's own answer to the identity method shows its data dir belongs to
+// no other cluster, whatever its gossip says: not one whose data dir
+// records another cluster (gossiping none yet, as a restarted node of an
+// earlier release did), not one that cannot be asked, not one whose address
+// answers for another node; a member of an earlier release, which does not
+// know the method, is added as before.
+func TestReconcileAsksIdentity(t *testing.T) {
+	net, clk := newFakeNet(), newFakeClock()
+	n := newTestNode(t, "a", net, clk, nil)
+	if err := n.o.Record.Set("ours", 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"fresh", "same", "foreign", "old"} {
+		m := newTestNode(t, name, net, clk, nil)
+		switch name {
+		case "same":
+			_ = m.o.Record.Set("ours", 0)
+		case "foreign":
+			_ = m.o.Record.Set("theirs", 0)
+		}
+	}
+	net.oldRelease = map[string]bool{addrOf("old"): true}
+	impostor := member("impostor", membership.Alive, true, "")
+	impostor.Meta.RPCAddr = addrOf("fresh") // the address answers for id-fresh
+	leaderOf(n, "a")
+	n.members.set(member("a", membership.Alive, true, ""), member("fresh", membership.Alive, true, ""),
+		member("same", membership.Alive, true, ""), member("foreign", membership.Alive, true, ""),
+		member("old", membership.Alive, true, ""), member("unreachable", membership.Alive, true, ""), impostor)
+	n.reconcileMembers()
+	if want := []raft.ServerID{"id-fresh", "id-same", "id-old"}; !slices.Equal(n.raft.added, want) {
+		t.Errorf("added %v, want %v", n.raft.added, want)
+	}
+	var id wire.IdentityReply
+	if err := net.Call(context.Background(), addrOf("foreign"), wire.MethodIdentity, struct{}{}, &id); err != nil ||
+		id != (wire.IdentityReply{NodeID: "id-foreign", ClusterID: "theirs"}) {
+		t.Errorf("identity of foreign: %+v, %v", id, err)
 	}
 }
 

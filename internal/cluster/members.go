@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/holdfast-go/holdfast/internal/pause"
+	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/membership"
 )
 
@@ -26,7 +27,7 @@ func (cl *Cluster) Join(ctx context.Context, m Members) error {
 	ctx, cancel := context.WithTimeout(ctx, cl.o.RPCTimeout)
 	defer cancel()
 	if _, err := m.Join(ctx, cl.o.Join); err != nil {
-		if errors.Is(err, membership.ErrDuplicateName) {
+		if errors.Is(err, membership.ErrDuplicateName) || errors.Is(err, wire.ErrForeignCluster) {
 			return err
 		}
 		cl.logJoinFailure(err, 1, joinLogFirst)
@@ -64,6 +65,11 @@ func (cl *Cluster) retryJoin() {
 			return
 		case errors.Is(err, membership.ErrDuplicateName):
 			cl.log.Error("cannot join: node name in use", "error", err)
+			return
+		case errors.Is(err, wire.ErrForeignCluster):
+			cl.log.Error("cannot join: this node's data dir belongs to another cluster than the seeds'; "+
+				"restart it with Config.Cluster.LeaveCluster set to its cluster to leave it, or give it that cluster's seeds",
+				"cluster", cl.ClusterID(), "error", err)
 			return
 		case cl.ctx.Err() != nil:
 			return
@@ -128,22 +134,14 @@ func (cl *Cluster) memberLoop() {
 	}
 }
 
-// clusterIDLoop publishes the cluster ID in gossip as soon as this node's
-// replica has it.
+// clusterIDLoop records the cluster (and its incarnation) in the data dir
+// and publishes it in gossip as soon as this node's replica shows it.
 func (cl *Cluster) clusterIDLoop() {
+	recorded := ""
 	for {
 		v := cl.o.View()
-		if id := v.Cluster().ID; id != "" && id != cl.ClusterID() {
-			cl.clusterID.Store(&id)
-			cl.log.Info("member of cluster", "cluster", id)
-			ctx, cancel := context.WithTimeout(cl.ctx, cl.o.RPCTimeout)
-			err := cl.members.SetMeta(ctx, cl.LocalMeta())
-			cancel()
-			if err != nil {
-				// The new metadata is set locally and still gossiped; only
-				// the wait for its first broadcast timed out.
-				cl.log.Debug("gossiping the cluster ID", "error", err)
-			}
+		if c := v.Cluster(); c.ID != "" && c.ID != recorded && cl.record(c.ID, c.Created) {
+			recorded = c.ID
 		}
 		select {
 		case <-cl.ctx.Done():
@@ -253,6 +251,17 @@ func (cl *Cluster) Voters() []string {
 	var out []string
 	for _, s := range cl.servers() {
 		if s.Suffrage == raft.Voter {
+			out = append(out, string(s.ID))
+		}
+	}
+	return out
+}
+
+// NonVoters returns the raft IDs of the current non-voters.
+func (cl *Cluster) NonVoters() []string {
+	var out []string
+	for _, s := range cl.servers() {
+		if s.Suffrage == raft.Nonvoter {
 			out = append(out, string(s.ID))
 		}
 	}

@@ -44,6 +44,13 @@ type raftTransport struct {
 	idle    *idlePark
 	voter   atomic.Pointer[func(raft.ServerID) bool] // nil until raft runs: no skipping
 
+	// guard keeps other clusters' raft traffic from raft (guard.go):
+	// requests reach raft through rpcs, heartbeats through beat.
+	guard *guard
+	rpcs  chan raft.RPC
+	stop  chan struct{}
+	beat  atomic.Pointer[func(raft.RPC)]
+
 	mu    sync.Mutex
 	last  map[raft.ServerID]idleAnswer
 	beats map[raft.ServerID]idleAnswer // the last real heartbeat answer (only term, resp and at are used)
@@ -56,9 +63,54 @@ type idleAnswer struct {
 	at                                time.Time
 }
 
-func newRaftTransport(t *raft.NetworkTransport, refresh time.Duration) *raftTransport {
-	return &raftTransport{NetworkTransport: t, refresh: refresh, idle: newIdlePark(refresh / 2),
-		last: map[raft.ServerID]idleAnswer{}, beats: map[raft.ServerID]idleAnswer{}}
+func newRaftTransport(t *raft.NetworkTransport, refresh time.Duration, g *guard) *raftTransport {
+	rt := &raftTransport{NetworkTransport: t, refresh: refresh, idle: newIdlePark(refresh / 2),
+		last: map[raft.ServerID]idleAnswer{}, beats: map[raft.ServerID]idleAnswer{},
+		guard: g, rpcs: make(chan raft.RPC), stop: make(chan struct{})}
+	t.SetHeartbeatHandler(rt.heartbeat)
+	return rt
+}
+
+// Consumer returns the channel raft reads its inbound requests from: those
+// the guard let through.
+func (t *raftTransport) Consumer() <-chan raft.RPC { return t.rpcs }
+
+// SetHeartbeatHandler sets raft's fast path for heartbeats, behind the
+// guard.
+func (t *raftTransport) SetHeartbeatHandler(cb func(raft.RPC)) {
+	if cb == nil {
+		t.beat.Store(nil)
+		return
+	}
+	t.beat.Store(&cb)
+}
+
+// heartbeat serves a heartbeat the network transport received: refused by
+// the guard, or handed to raft's fast path (or, before raft set one, to
+// its consumer).
+func (t *raftTransport) heartbeat(rpc raft.RPC) {
+	if err := t.guard.check(rpc.Command); err != nil {
+		rpc.Respond(nil, err)
+		return
+	}
+	if cb := t.beat.Load(); cb != nil {
+		(*cb)(rpc)
+		return
+	}
+	select {
+	case t.rpcs <- rpc:
+	case <-t.stop:
+	}
+}
+
+// run forwards the network transport's requests to raft through the guard
+// until stopRPCs; Start runs it on the node's wait group.
+func (t *raftTransport) run() { t.guard.forward(t.NetworkTransport.Consumer(), t.rpcs, t.stop) }
+
+// stopRPCs ends run, after raft stopped reading.
+func (t *raftTransport) stopRPCs() {
+	close(t.stop)
+	t.guard.stop()
 }
 
 // AppendEntriesPipeline reports that pipelining is not supported. With
@@ -153,6 +205,7 @@ func (t *raftTransport) useRaft(r *raft.Raft) {
 		return votes.voter(f.Configuration().Servers, id)
 	}
 	t.voter.Store(&voter)
+	t.guard.useRaft(r)
 	state := func() (uint64, uint64) { return r.CommitIndex(), r.LastIndex() }
 	t.idle.state.Store(&state)
 }

@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"io"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -253,7 +254,7 @@ func newLeaderTransport(t *testing.T, refresh time.Duration) *raftTransport {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := newRaftTransport(out, refresh)
-	t.Cleanup(func() { tr.Close() })
+	tr := newRaftTransport(out, refresh, newGuard(nil, nil, time.Second, slog.New(slog.DiscardHandler)))
+	t.Cleanup(func() { tr.Close(); tr.stopRPCs() })
 	return tr
 }

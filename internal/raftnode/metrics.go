@@ -173,7 +173,8 @@ func (t transportCollector) Collect(ch chan<- prometheus.Metric) {
 		"too_many_conns": st.RejectedConns, "bad_handshake": st.BadHandshakes, "wrong_target": st.WrongTarget,
 		"oversized_frame": st.OversizedFrames, "bad_frame": st.BadFrames,
 		"tls_handshake": st.TLSHandshakeFailures, "plaintext_refused": st.PlaintextRefused,
-		"wrong_peer_name": st.WrongPeerName,
+		"wrong_peer_name": st.WrongPeerName, "foreign_cluster": st.ForeignCluster,
+		"foreign_raft": n.trans.guard.refused.Load(),
 	} {
 		ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(v), reason)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/holdfast-go/holdfast/internal/logbridge"
+	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/transport"
 )
 
@@ -100,6 +101,10 @@ type Options struct {
 	// replica's applied index they report (nil: 0).
 	Metrics *Metrics
 	Applied func() uint64
+	// Cluster returns the cluster this node's data dir belongs to ("" while
+	// it belongs to none): once it is known, raft traffic from servers that
+	// do not belong to it never reaches raft (see guard). Nil: no check.
+	Cluster func() string
 }
 
 // Node is a started raft server with its stores.
@@ -108,6 +113,7 @@ type Node struct {
 	log       *slog.Logger
 	raft      *raft.Raft
 	raftTrans *raft.NetworkTransport
+	trans     *raftTransport
 	idle      *idlePark
 	stores    *stores
 
@@ -135,22 +141,33 @@ func Start(opts Options) (*Node, error) {
 		Timeout: 10 * time.Second,
 		Logger:  logbridge.HCLog(n.log, "raft-net", n.closing),
 	})
-	trans := newRaftTransport(n.raftTrans, opts.Timing.HeartbeatTimeout)
+	g := newGuard(opts.Cluster, n.askIdentity, opts.RPCTimeout, n.log)
+	trans := newRaftTransport(n.raftTrans, opts.Timing.HeartbeatTimeout, g)
 	n.idle = trans.idle
 	logs := wakingLogs{LogStore: st.logs, changed: trans.idle.changed}
 	fsm := wakingFSM{FSM: opts.FSM, changed: trans.idle.changed}
 	r, err := raft.NewRaft(n.raftConfig(), fsm, logs, st.stable, st.snaps, trans)
 	if err != nil {
 		n.raftTrans.Close()
+		trans.stopRPCs()
 		if st.closer != nil {
 			st.closer.Close()
 		}
 		return nil, fmt.Errorf("holdfast: starting raft: %w", err)
 	}
-	n.stores, n.raft = st, r
+	n.stores, n.raft, n.trans = st, r, trans
 	trans.useRaft(r)
+	n.spawn(trans.run)
 	opts.Metrics.bind(n)
 	return n, nil
+}
+
+// askIdentity asks the node at rpcAddr which node and cluster it is
+// (wire.MethodIdentity), for the guard.
+func (n *Node) askIdentity(ctx context.Context, rpcAddr string) (wire.IdentityReply, error) {
+	var rep wire.IdentityReply
+	err := n.opts.Trans.Call(ctx, rpcAddr, wire.MethodIdentity, struct{}{}, &rep)
+	return rep, wire.FromRemote(err)
 }
 
 // spawn runs f in a goroutine Stop joins, unless Stop began.
@@ -186,6 +203,7 @@ func (n *Node) Stop() error {
 	}
 	n.idle.stop() // no parked answer holds raft's shutdown up
 	err := errors.Join(n.raft.Shutdown().Error(), n.raftTrans.Close())
+	n.trans.stopRPCs()
 	n.spawnMu.Lock()
 	n.stopped = true
 	n.spawnMu.Unlock()

@@ -81,6 +81,7 @@ func TestHandlerErrorsCrossTheWire(t *testing.T) {
 		{"shutdown", ErrShutdown, CodeShutdown, []error{ErrShutdown}},
 		{"busy", fmt.Errorf("%w: 512 forwarded commands pending", ErrBusy), CodeBusy, []error{ErrBusy}},
 		{"leave refused", fmt.Errorf("%w: the last voter cannot leave", ErrLeaveRefused), CodeLeaveRefused, []error{ErrLeaveRefused}},
+		{"foreign cluster", fmt.Errorf("%w: cluster A, not B", ErrForeignCluster), CodeForeignCluster, []error{ErrForeignCluster}},
 		{"not leader", &NotLeaderError{Leader: "10.0.0.1:7000"}, CodeNotLeader, []error{ErrNotLeader}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

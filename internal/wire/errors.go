@@ -26,6 +26,8 @@ var (
 	ErrBusy = errors.New("holdfast: leader busy")
 	// ErrNoSession: the session named no longer exists.
 	ErrNoSession = errors.New("holdfast: no such session")
+	// ErrForeignCluster: a node belongs to another cluster than this one.
+	ErrForeignCluster = errors.New("holdfast: node belongs to another cluster")
 
 	// ErrLeaveRefused: a node may not leave the raft configuration now:
 	// fewer voters than the cluster keeps would remain with no replacement
@@ -74,6 +76,7 @@ var codes = [...]struct {
 	{ErrShutdown, CodeShutdown},
 	{ErrBusy, CodeBusy},
 	{ErrLeaveRefused, CodeLeaveRefused},
+	{ErrForeignCluster, CodeForeignCluster},
 	{ErrGossipNotEncrypted, CodeGossipNotEncrypted},
 	{ErrInvalidGossipKey, CodeGossipBadKey},
 	{ErrGossipKeyNotInstalled, CodeGossipNotInstalled},
@@ -124,6 +127,8 @@ func FromRemote(err error) error {
 		return fmt.Errorf("%w (remote)", ErrShutdown)
 	case CodeBusy:
 		return fmt.Errorf("%w (%s)", ErrBusy, re.Message)
+	case CodeForeignCluster:
+		return fmt.Errorf("%w (%s)", ErrForeignCluster, re.Message)
 	case CodeSemFull:
 		return Wrap(ErrRejected, refusal(fsm.ErrSemFull, re.Message))
 	case CodeSemLimit:

@@ -39,7 +39,17 @@ const (
 	// MethodBootstrapAbort releases a node's promise (BootProposal →
 	// BootReply).
 	MethodBootstrapAbort = "bootstrap.abort"
+	// MethodIdentity asks a node which node it is and which cluster its data
+	// dir belongs to (no request body → IdentityReply). It is served to
+	// callers of any cluster (transport.Config.AnyCluster): a leader asks it
+	// before adding a node, a node asks it of raft traffic from a server
+	// outside its configuration.
+	MethodIdentity = "cluster.identity"
 )
+
+// AnyClusterMethods are the methods a node serves to callers of another
+// cluster than its own.
+var AnyClusterMethods = []string{MethodIdentity}
 
 // Remote error codes (transport.RemoteError.Code). They are part of the
 // wire protocol.
@@ -49,6 +59,9 @@ const (
 	CodeNotLeader = "not_leader"
 	// CodeRejected: the state machine refused the command.
 	CodeRejected = "rejected"
+	// CodeForeignCluster: the caller and the receiver belong to different
+	// clusters (transport.CodeForeignCluster).
+	CodeForeignCluster = "foreign_cluster"
 	// CodeShutdown: the node is shutting down.
 	CodeShutdown = "shutdown"
 	// CodeBadMethod: no handler for the method.

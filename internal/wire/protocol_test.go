@@ -20,14 +20,18 @@ func TestProtocolNamesArePinned(t *testing.T) {
 		CodeBusy: "busy", CodeSemFull: "sem_full", CodeSemLimit: "sem_limit",
 		CodeGossipNotEncrypted: "gossip_not_encrypted", CodeGossipBadKey: "gossip_bad_key",
 		CodeGossipNotInstalled: "gossip_key_not_installed", CodeGossipPrimary: "gossip_key_primary",
+		MethodIdentity: "cluster.identity", CodeForeignCluster: "foreign_cluster",
 	}
 	for got, want := range pinned {
 		if got != want {
 			t.Errorf("%q is now %q", want, got)
 		}
 	}
-	if len(pinned) != 26 {
-		t.Errorf("%d distinct names, want 26 (two constants share a value)", len(pinned))
+	if len(pinned) != 28 {
+		t.Errorf("%d distinct names, want 28 (two constants share a value)", len(pinned))
+	}
+	if CodeForeignCluster != transport.CodeForeignCluster {
+		t.Errorf("CodeForeignCluster %q, the transport's %q", CodeForeignCluster, transport.CodeForeignCluster)
 	}
 	for _, tc := range []struct {
 		v    any
@@ -39,6 +43,8 @@ func TestProtocolNamesArePinned(t *testing.T) {
 		{KeepAliveRequest{}, []string{"session"}},
 		{ConfirmReply{}, []string{"ok"}},
 		{BootProposal{}, []string{"by", "id", "servers"}},
+		{BootProposal{ClusterID: "c"}, []string{"by", "cluster", "id", "servers"}},
+		{IdentityReply{ClusterID: "c"}, []string{"cluster", "id"}},
 		{KeyringRequest{}, []string{"key", "op"}},
 		{StatsRequest{Health: &HealthReport{}}, []string{"health"}},
 		{HealthReport{}, []string{"ft", "leader", "term", "voters"}},

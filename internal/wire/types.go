@@ -1,5 +1,14 @@
 package wire
 
+// IdentityReply is a node's answer to MethodIdentity.
+type IdentityReply struct {
+	// NodeID is the node's identity (its raft server ID).
+	NodeID string `msgpack:"id"`
+	// ClusterID is the cluster the node's data dir belongs to, or the one
+	// its replica shows; "" for a node in no cluster yet.
+	ClusterID string `msgpack:"cluster,omitempty"`
+}
+
 // StatsReply is a node's raft progress (MethodStats).
 type StatsReply struct {
 	LastContactNs int64  `msgpack:"contact"` // -1: never
@@ -122,6 +131,11 @@ type BootProposal struct {
 	ID      string       `msgpack:"id"`
 	By      string       `msgpack:"by"`
 	Servers []BootServer `msgpack:"servers"`
+	// ClusterID is the ID of the cluster the proposal creates: every node
+	// records it in its data dir when it bootstraps, before its first raft
+	// message, and the first leader's InitCluster carries it. "" from a
+	// release before it: the first leader makes one.
+	ClusterID string `msgpack:"cluster,omitempty"`
 }
 
 // BootReply answers the MethodBootstrap* methods: OK, or why not.
