@@ -137,4 +137,3 @@ func sample(leader, n *coordinator.Coordinator, id string, mu *sync.Mutex, belie
 		owners[s] = max(owners[s], c)
 	}
 }
-
