@@ -130,6 +130,51 @@ func Verify(tb TB, label string, model porcupine.Model, ops []porcupine.Operatio
 	if res == porcupine.Unknown {
 		what = fmt.Sprintf("not decided within %v", timeout)
 	}
-	tb.Errorf("%s: history %s (seed %d); visualization: %s", label, what, seed, path)
+	tb.Errorf("%s: history %s (seed %d); visualization: %s\n%s", label, what, seed, path, Explain(model, info, ops))
 	return false
+}
+
+// Explain describes where each partition of a rejected history stopped
+// being linearizable: the end of its longest linearizable prefix, and the
+// operation that returned first among those it could not place.
+func Explain(model porcupine.Model, info porcupine.LinearizationInfo, ops []porcupine.Operation) string {
+	parts := model.Partition
+	if parts == nil {
+		parts = func(h []porcupine.Operation) [][]porcupine.Operation { return [][]porcupine.Operation{h} }
+	}
+	partials := info.PartialLinearizationsOperations()
+	var b strings.Builder
+	for p, part := range parts(ops) {
+		if p >= len(partials) {
+			break
+		}
+		var longest []porcupine.Operation
+		for _, l := range partials[p] {
+			if len(l) > len(longest) {
+				longest = l
+			}
+		}
+		if len(longest) == len(part) {
+			continue
+		}
+		placed := map[int]bool{}
+		for _, op := range longest {
+			placed[op.Input.(Input).ID] = true
+		}
+		var stuck *porcupine.Operation
+		for i := range part {
+			if !placed[part[i].Input.(Input).ID] && (stuck == nil || part[i].Return < stuck.Return) {
+				stuck = &part[i]
+			}
+		}
+		fmt.Fprintf(&b, "%s: %d of %d operations linearized; the last ones:\n", part[0].Input.(Input).Name, len(longest), len(part))
+		for _, op := range longest[max(0, len(longest)-4):] {
+			fmt.Fprintf(&b, "  [%d, %d] worker %d: %s\n", op.Call, op.Return, op.ClientId, model.DescribeOperation(op.Input, op.Output))
+		}
+		if stuck != nil {
+			fmt.Fprintf(&b, "  cannot follow: [%d, %d] worker %d: %s\n", stuck.Call, stuck.Return, stuck.ClientId,
+				model.DescribeOperation(stuck.Input, stuck.Output))
+		}
+	}
+	return b.String()
 }

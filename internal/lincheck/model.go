@@ -222,6 +222,9 @@ func step(limit int, s state, in Input, out Output) []any {
 		}
 		return []any{s, s.without(i)}
 	case Read:
+		if out.Unknown {
+			return []any{s} // a read changes nothing
+		}
 		if next, ok := s.read(out.Holders); ok {
 			return []any{next}
 		}

@@ -25,6 +25,7 @@ type rec struct {
 	out       Output
 	call, ret int64
 	returned  bool
+	discarded bool // not part of the history (a read that failed)
 }
 
 // NewRecorder returns an empty recorder reading time from now (in any
@@ -76,6 +77,14 @@ func (c *Call) End(out Output) {
 
 // Fail records that the operation failed: it may still take effect.
 func (c *Call) Fail() { c.End(Output{Unknown: true}) }
+
+// Discard leaves the operation out of the history: one that failed
+// without any effect, such as a read whose Sync failed.
+func (c *Call) Discard() {
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
+	c.r.ops[c.i].discarded = true
+}
 
 // ID returns the operation's ID in the history (Input.ID).
 func (c *Call) ID() int { return c.i + 1 }
@@ -131,8 +140,11 @@ func (r *Recorder) Finish(b Bounds) []porcupine.Operation {
 	for _, o := range r.ops {
 		end = max(end, o.ret+1)
 	}
-	out := make([]porcupine.Operation, len(r.ops))
+	out := make([]porcupine.Operation, 0, len(r.ops))
 	for i, o := range r.ops {
+		if o.discarded {
+			continue
+		}
 		if !o.returned && o.in.Kind != Settle && o.in.Kind != Lost {
 			o.out = Output{Unknown: true}
 		}
@@ -143,7 +155,7 @@ func (r *Recorder) Finish(b Bounds) []porcupine.Operation {
 				ret = bound
 			}
 		}
-		out[i] = porcupine.Operation{ClientId: o.worker, Input: o.in, Call: o.call, Output: o.out, Return: max(ret, o.call+1)}
+		out = append(out, porcupine.Operation{ClientId: o.worker, Input: o.in, Call: o.call, Output: o.out, Return: max(ret, o.call+1)})
 	}
 	return out
 }
@@ -171,7 +183,7 @@ func (r *Recorder) nextKnownAcquire(i int, b Bounds) (int64, bool) {
 		from = o.call
 	}
 	for _, n := range r.ops[i+1:] {
-		if n.in.Name == o.in.Name && n.in.Client == o.in.Client && (n.in.Kind == Acquire || n.in.Kind == TryAcquire) &&
+		if !n.discarded && n.in.Name == o.in.Name && n.in.Client == o.in.Client && (n.in.Kind == Acquire || n.in.Kind == TryAcquire) &&
 			n.returned && !n.out.Unknown && n.call >= from {
 			return n.ret, true
 		}
