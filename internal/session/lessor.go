@@ -30,10 +30,13 @@ type LessorOptions struct {
 	Voters func() []Voter
 	// Self is this node's raft server ID.
 	Self string
-	// Confirm asks the voter at addr whether its current raft term is term
-	// (the leader's side of a confirmation round).
-	Confirm func(ctx context.Context, addr string, term uint64) (bool, error)
-	// ConfirmTimeout bounds one confirmation round.
+	// Confirm asks voter v (at its address, by its raft server ID) whether
+	// its current raft term is term (the leader's side of a confirmation
+	// round); a node at that address with another identity says no.
+	Confirm func(ctx context.Context, v Voter, term uint64) (bool, error)
+	// ConfirmTimeout bounds one confirmation round, and each question of
+	// it (a question still unanswered when the round has its quorum goes on
+	// in the background until then).
 	ConfirmTimeout time.Duration
 	// ExpiryGrace is added to every session's TTL when the lessor becomes
 	// active, on top of the TTL.
@@ -86,6 +89,11 @@ type Lessor struct {
 	stalled   time.Duration
 
 	verifyReq chan chan error // batched confirmation requests
+	asking    sync.Mutex      // guards askingVoter
+	// askingVoter lists the voters a question of an earlier round is still
+	// waiting for; a round does not ask them again (they count as no).
+	askingVoter map[string]bool
+	questions   sync.WaitGroup // questions in flight; ConfirmLoop joins them
 
 	// Test hooks (nil in production): onActivate sees the instant the
 	// lessor took over; onKeepAlive sees each answered keepalive's arrival.
@@ -97,7 +105,7 @@ type Lessor struct {
 // NewLessor returns an inactive lessor. Its confirmation loop
 // (ConfirmLoop) must run for KeepAlive and ConfirmedCommit to answer.
 func NewLessor(o LessorOptions) *Lessor {
-	l := &Lessor{o: o, log: o.Log, now: o.Now, verifyReq: make(chan chan error, 64)}
+	l := &Lessor{o: o, log: o.Log, now: o.Now, verifyReq: make(chan chan error, 64), askingVoter: map[string]bool{}}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
