@@ -84,6 +84,7 @@ type Transport struct {
 	conns    map[*trackedConn]struct{} // every open conn, both directions
 	inbound  int                       // open inbound conns
 	idle     map[string][]*trackedConn // pooled RPC client conns by address
+	orphans  map[string]*dialing       // dials nobody waits for, by address (dialrpc.go)
 	closeErr error
 	once     sync.Once
 
@@ -117,7 +118,8 @@ func New(cfg Config) (*Transport, error) {
 		ln:    ln,
 		addr:  cfg.AdvertiseAddr,
 		conns: make(map[*trackedConn]struct{}),
-		idle:  make(map[string][]*trackedConn),
+		idle:    make(map[string][]*trackedConn),
+		orphans: make(map[string]*dialing),
 	}
 	if t.addr == "" {
 		t.addr = ln.Addr().String()
