@@ -1,6 +1,7 @@
 package coordinator_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -115,6 +116,13 @@ func TestLateSessionCreateTakesNoShards(t *testing.T) {
 		t.Fatalf("sessions of node3 the node never believed in owned shards: %v", orphans)
 	}
 	t.Logf("sessions of node3 that owned shards: %d, all believed by the node", len(owners))
+	// Its graceful shutdown hands its shards off without waiting on any
+	// session it does not keep alive.
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	if err := cl.Stop(ctx, n.Index); err != nil {
+		t.Fatalf("graceful shutdown of node3: %v", err)
+	}
 }
 
 // sample records n's current session in believed and, for every session of

@@ -76,17 +76,19 @@ type Lessor struct {
 	log *slog.Logger
 	now func() time.Time
 
-	mu        sync.Mutex
-	active    bool
-	epoch     uint64               // bumped on every activation and deactivation
-	term      uint64               // the raft term this node leads in, while active
-	deadlines map[string]time.Time // session → deadline
-	expiring  map[string]bool      // expiry decided: keepalives are refused
-	heard     map[string]time.Time // node ID → its last answered keepalive or stats poll
-	pending   map[string]int       // session → keepalives in flight: its expiry waits for them
-	lastBeat  time.Time            // the start of Run's latest pass (or the activation)
-	stalls    int                  // stalls detected (observe), and their total length
-	stalled   time.Duration
+	mu         sync.Mutex
+	active     bool
+	epoch      uint64               // bumped on every activation and deactivation
+	term       uint64               // the raft term this node leads in, while active
+	deadlines  map[string]time.Time // session → deadline
+	expiring   map[string]bool      // expiry decided: keepalives are refused
+	heard      map[string]time.Time // node ID → its last answered keepalive or stats poll
+	pending    map[string]int       // session → keepalives in flight: its expiry waits for them
+	answered   map[string]bool      // sessions with a keepalive answered in this activation
+	firstHeard chan struct{}        // closed and replaced when a session's first keepalive is answered
+	lastBeat   time.Time            // the start of Run's latest pass (or the activation)
+	stalls     int                  // stalls detected (observe), and their total length
+	stalled    time.Duration
 
 	verifyReq chan chan error // batched confirmation requests
 	asking    sync.Mutex      // guards askingVoter
@@ -105,7 +107,8 @@ type Lessor struct {
 // NewLessor returns an inactive lessor. Its confirmation loop
 // (ConfirmLoop) must run for KeepAlive and ConfirmedCommit to answer.
 func NewLessor(o LessorOptions) *Lessor {
-	l := &Lessor{o: o, log: o.Log, now: o.Now, verifyReq: make(chan chan error, 64), askingVoter: map[string]bool{}}
+	l := &Lessor{o: o, log: o.Log, now: o.Now, verifyReq: make(chan chan error, 64), askingVoter: map[string]bool{},
+		firstHeard: make(chan struct{})}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -167,6 +170,7 @@ func (l *Lessor) Activate(v *fsm.View) {
 	l.expiring = map[string]bool{}
 	l.heard = map[string]time.Time{}
 	l.pending = map[string]int{}
+	l.answered = map[string]bool{}
 	l.lastBeat = now
 	sessions := v.Sessions()
 	for _, s := range sessions {
@@ -188,7 +192,7 @@ func (l *Lessor) Deactivate() {
 	defer l.mu.Unlock()
 	l.active = false
 	l.epoch++
-	l.deadlines, l.expiring, l.heard, l.pending = nil, nil, nil, nil
+	l.deadlines, l.expiring, l.heard, l.pending, l.answered = nil, nil, nil, nil, nil
 }
 
 // sync adds sessions new in v (deadline now + TTL) and forgets gone ones.
@@ -299,6 +303,11 @@ func (l *Lessor) KeepAlive(ctx context.Context, id string) (uint64, error) {
 	if s.NodeID != "" && arrived.After(l.heard[s.NodeID]) {
 		l.heard[s.NodeID] = arrived
 	}
+	if !l.answered[id] {
+		l.answered[id] = true
+		close(l.firstHeard)
+		l.firstHeard = make(chan struct{})
+	}
 	if l.onKeepAlive != nil {
 		l.onKeepAlive(id, arrived)
 	}
@@ -347,26 +356,4 @@ func (l *Lessor) Deadline(id string) (time.Time, bool) {
 	defer l.mu.Unlock()
 	d, ok := l.deadlines[id]
 	return d, ok
-}
-
-// HeardWithin reports whether, while this node leads, a keepalive from the
-// node with the given raft ID arrived within d before now and was answered
-// (or NoteHeard recorded it): the node reaches the leader over RPC whatever
-// gossip says of it.
-func (l *Lessor) HeardWithin(nodeID string, d time.Duration, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t, ok := l.heard[nodeID]
-	return ok && now.Sub(t) < d
-}
-
-// NoteHeard records, while the lessor is active, that the node with the
-// given raft ID reached this leader over RPC at t (an answered stats poll);
-// it does nothing while inactive.
-func (l *Lessor) NoteHeard(nodeID string, t time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.heard != nil && t.After(l.heard[nodeID]) {
-		l.heard[nodeID] = t
-	}
 }

@@ -50,13 +50,14 @@ func NewBalancer(o BalancerOptions) *Balancer {
 }
 
 // Run plans and drives handoffs while this node leads, until ctx ends:
-// after every change of the replica (coalesced over RebalanceDelay), every
-// ReconcileInterval, and when a join stabilization or a forced release
-// falls due. It blocks; the caller runs it in a goroutine it joins.
+// after every change of the replica and every session heard from for the
+// first time (coalesced over RebalanceDelay), every ReconcileInterval, and
+// when a join stabilization or a forced release falls due. It blocks; the caller runs it in a goroutine it joins.
 func (b *Balancer) Run(ctx context.Context) {
 	first := true
 	for {
 		v := b.o.View()
+		heard := b.o.HeardChanged()
 		wake := b.Round(ctx, v, b.o.Now(), first)
 		first = false
 		timer := time.NewTimer(max(wake.Sub(b.o.Now()), time.Millisecond))
@@ -65,11 +66,13 @@ func (b *Balancer) Run(ctx context.Context) {
 			timer.Stop()
 			return
 		case <-v.Changed():
-			timer.Stop()
-			if !pause.For(ctx, b.o.RebalanceDelay) {
-				return
-			}
+		case <-heard:
 		case <-timer.C:
+			continue
+		}
+		timer.Stop()
+		if !pause.For(ctx, b.o.RebalanceDelay) {
+			return
 		}
 	}
 }
@@ -105,7 +108,8 @@ func (b *Balancer) Round(ctx context.Context, v *fsm.View, now time.Time, first 
 
 // members returns the sessions that may own shards (live, undrained, not
 // being expired) as planner members, whether any session is drained, and
-// when the next member becomes stable.
+// when the next member becomes stable. A session this leader has not heard
+// a keepalive from is held: it keeps its shards but receives none.
 func (b *Balancer) members(v *fsm.View, now time.Time, first bool) (map[string]shardown.Member, bool, time.Time) {
 	stab := b.o.JoinStabilization
 	out := map[string]shardown.Member{}
@@ -129,7 +133,7 @@ func (b *Balancer) members(v *fsm.View, now time.Time, first bool) (map[string]s
 		if ready := t.Add(stab); ready.After(now) && (next.IsZero() || ready.Before(next)) {
 			next = ready
 		}
-		out[s.ID] = shardown.Member{ID: s.ID, Weight: s.Weight, JoinedAt: uint64(t.Sub(b.epoch))}
+		out[s.ID] = shardown.Member{ID: s.ID, Weight: s.Weight, JoinedAt: uint64(t.Sub(b.epoch)), Hold: !b.o.Heard(s.ID)}
 	}
 	for id := range b.firstSeen {
 		if !seen[id] {
