@@ -113,11 +113,11 @@ func New(cfg Config) (*Transport, error) {
 		return nil, fmt.Errorf("transport: listen on %s: %w", cfg.BindAddr, err)
 	}
 	t := &Transport{
-		cfg:   cfg,
-		log:   cfg.Logger,
-		ln:    ln,
-		addr:  cfg.AdvertiseAddr,
-		conns: make(map[*trackedConn]struct{}),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		ln:      ln,
+		addr:    cfg.AdvertiseAddr,
+		conns:   make(map[*trackedConn]struct{}),
 		idle:    make(map[string][]*trackedConn),
 		orphans: make(map[string]*dialing),
 	}
