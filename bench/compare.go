@@ -20,6 +20,7 @@ type pair struct {
 	etcd     *etcdCluster
 	helper   *hfNode // a non-voter "client node", started for workloads 3 and 4
 	onLeader bool    // the single client and the waiters run on the raft leader
+	early    bool    // holdfast releases with Lease.ReleaseBeforeCommit (the opt-in rows)
 }
 
 func startPair(replicas int) (*pair, error) {
@@ -115,6 +116,12 @@ func runCompare(o *options, replicas int, sec *section) error {
 		if err := acquireWorkload(o, p, sec, 1, "1. acquire+release, 1 client"); err != nil {
 			return fmt.Errorf("acquire: %w", err)
 		}
+		p.early = true
+		err := acquireWorkload(o, p, sec, 1, "1E. as 1, holdfast's opt-in ReleaseBeforeCommit")
+		p.early = false
+		if err != nil {
+			return fmt.Errorf("acquire, early release: %w", err)
+		}
 	}
 	if o.selected("contended") {
 		if err := acquireWorkload(o, p, sec, 8, "2. acquire+release, 8 clients"); err != nil {
@@ -191,14 +198,14 @@ func acquireWorkload(o *options, p *pair, sec *section, clients int, title strin
 		add(p99, ms(res.lat.quantile(0.99)))
 	}
 	// Warm up both (connections, sessions, the first fsyncs); not recorded.
-	if _, err := hfAcquireRelease(nodes, clients, o.warmup, "warmup"); err != nil {
+	if _, err := hfAcquireRelease(nodes, clients, o.warmup, "warmup", p.early); err != nil {
 		return err
 	}
 	if _, err := etcdAcquireRelease(p.etcd, clients, o.warmup, "/holdfast-bench/warmup"); err != nil {
 		return err
 	}
 	return ab(sec, title, o.rounds, func(r int) error {
-		res, err := hfAcquireRelease(nodes, clients, o.duration, fmt.Sprintf("acq-%d-%d", clients, r))
+		res, err := hfAcquireRelease(nodes, clients, o.duration, fmt.Sprintf("acq-%d-%d", clients, r), p.early)
 		if err == nil {
 			record(res, true)
 		}
@@ -244,6 +251,12 @@ func leaderVariants(o *options, p *pair, sec *section) error {
 	if o.selected("acquire") {
 		if err := acquireWorkload(o, p, sec, 1, "1L. as 1, holdfast client on the raft leader"); err != nil {
 			return fmt.Errorf("acquire on the leader: %w", err)
+		}
+		p.early = true
+		err := acquireWorkload(o, p, sec, 1, "1LE. as 1L, holdfast's opt-in ReleaseBeforeCommit")
+		p.early = false
+		if err != nil {
+			return fmt.Errorf("acquire on the leader, early release: %w", err)
 		}
 	}
 	if o.selected("handoff") {

@@ -66,8 +66,11 @@ func cmpErr(a, b error) error {
 }
 
 // hfAcquireRelease runs Acquire + Release of one lease name by clients
-// contenders spread over nodes (client i on nodes[i%len(nodes)]).
-func hfAcquireRelease(nodes []*hfNode, clients int, d time.Duration, name string) (opsResult, error) {
+// contenders spread over nodes (client i on nodes[i%len(nodes)]); early
+// releases with ReleaseBeforeCommit, which returns before the commit and
+// does not promise that others see the lease free at once (etcd's Unlock
+// does: those rows are not like for like).
+func hfAcquireRelease(nodes []*hfNode, clients int, d time.Duration, name string, early bool) (opsResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
 	defer cancel()
 	return loop(clients, d, func(i int) error {
@@ -76,7 +79,11 @@ func hfAcquireRelease(nodes []*hfNode, clients int, d time.Duration, name string
 		if err != nil {
 			return fmt.Errorf("campaign: %w", err)
 		}
-		if err := l.Release(ctx); err != nil {
+		release := l.Release
+		if early {
+			release = l.ReleaseBeforeCommit
+		}
+		if err := release(ctx); err != nil {
 			return fmt.Errorf("resign: %w", err)
 		}
 		return nil

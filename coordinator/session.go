@@ -15,15 +15,16 @@ import (
 func (c *Coordinator) newSessionClient() *session.Client {
 	leader := func() (string, bool) { return c.node.LeaderRPCAddr() } // c.node starts later
 	return session.NewClient(session.ClientOptions{
-		Log:         c.log,
-		Clock:       c.clock,
-		Step:        c.clockStep(),
-		TTL:         c.cfg.Session.TTL,
-		RPCTimeout:  c.cfg.RPCTimeout,
-		Margin:      c.cfg.Session.LeaseMargin,
-		MaxDrift:    c.cfg.Session.MaxClockDrift,
-		NewID:       raftnode.NewID,
-		LeaderKnown: func() bool { addr, _ := leader(); return addr != "" },
+		Log:           c.log,
+		Clock:         c.clock,
+		Step:          c.clockStep(),
+		TTL:           c.cfg.Session.TTL,
+		RPCTimeout:    c.cfg.RPCTimeout,
+		Margin:        c.cfg.Session.LeaseMargin,
+		MaxDrift:      c.cfg.Session.MaxClockDrift,
+		NewID:         raftnode.NewID,
+		LeaderKnown:   func() bool { addr, _ := leader(); return addr != "" },
+		LeaderChanged: c.noLeader.Changed,
 		Create: func(ctx context.Context, id string, gen uint64) (uint64, error) {
 			cmd := &fsm.SessionCmd{ID: id, Node: c.cfg.NodeName, NodeID: c.id, TTLNanos: int64(c.cfg.Session.TTL), Gen: gen}
 			c.shards.FillSessionCmd(cmd)

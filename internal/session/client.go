@@ -33,6 +33,11 @@ type ClientOptions struct {
 	NewID func() string
 	// LeaderKnown reports whether a raft leader is known.
 	LeaderKnown func() bool
+	// LeaderChanged returns a channel closed when raft next reports a
+	// change of leader: the next keepalive then goes at once, so that a new
+	// leader hears from every live session soon after it took office (its
+	// balancer waits for that; nil: keepalives keep their schedule).
+	LeaderChanged func() <-chan struct{}
 	// Create commits the create of session id at generation gen (via the
 	// leader) and returns the raft index it committed at; an error wrapping
 	// ErrStale (with the index) when the cluster already has a session of
@@ -274,7 +279,7 @@ func (c *Client) keepAlive(s *Session) {
 	next := time.Now()
 	backoff := 20 * time.Millisecond
 	for {
-		if !sleepUntil(s.ctx, next) {
+		if !c.sleepUntil(s.ctx, next) {
 			return
 		}
 		sent, sentC := time.Now(), c.o.Clock.Now()
@@ -343,7 +348,20 @@ func (c *Client) renew(s *Session, sent time.Time, sentC time.Duration, index ui
 	s.Extend(sent.Add(c.span()), sentC+c.span())
 }
 
-// sleepUntil waits until t or ctx ends; it reports whether t was reached.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	return pause.For(ctx, time.Until(t))
+// sleepUntil waits until t, or until raft reports a change of leader, or
+// ctx ends; it reports whether ctx is still alive.
+func (c *Client) sleepUntil(ctx context.Context, t time.Time) bool {
+	if c.o.LeaderChanged == nil {
+		return pause.For(ctx, time.Until(t))
+	}
+	changed := c.o.LeaderChanged()
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-changed:
+	case <-timer.C:
+	}
+	return true
 }

@@ -26,6 +26,7 @@ type Balancer struct {
 	activated time.Time
 	epoch     time.Time            // origin of the planner's logical clock
 	firstSeen map[string]time.Time // session → when this leader first saw it
+	inherited map[string]bool      // sessions of the term's first round (see awaitInherited)
 	revokes   map[ShardID]revokeTrack
 	// Metrics: when each handoff began (revoke seen), and the integral of
 	// unowned shards over time.
@@ -45,7 +46,7 @@ func NewBalancer(o BalancerOptions) *Balancer {
 	o = o.withDefaults()
 	now := o.Now()
 	return &Balancer{o: o, activated: now, epoch: now.Add(-o.JoinStabilization - time.Second),
-		firstSeen: map[string]time.Time{}, revokes: map[ShardID]revokeTrack{}, handoffStart: map[ShardID]time.Time{},
+		firstSeen: map[string]time.Time{}, inherited: map[string]bool{}, revokes: map[ShardID]revokeTrack{}, handoffStart: map[ShardID]time.Time{},
 		unownedAt: now}
 }
 
@@ -96,6 +97,12 @@ func (b *Balancer) Round(ctx context.Context, v *fsm.View, now time.Time, first 
 		wake = d
 	}
 	b.force(ctx, v, now)
+	if until, ok := b.awaitInherited(members, now); ok {
+		if until.Before(wake) {
+			wake = until
+		}
+		return wake // plan once their first keepalives are in (HeardChanged wakes Run)
+	}
 	grants, revokes := b.plan(v, members, drained, now)
 	if len(grants) > 0 {
 		b.commit(ctx, fsm.OpShardGrant, grants)
@@ -124,6 +131,7 @@ func (b *Balancer) members(v *fsm.View, now time.Time, first bool) (map[string]s
 			t = now
 			if first {
 				t = now.Add(-stab) // sessions a previous leader knew count as stable
+				b.inherited[s.ID] = true
 			}
 			b.firstSeen[s.ID] = t
 		}
