@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -186,7 +187,14 @@ func (r *linRun) run() *lincheck.Recorder {
 			lost++
 		}
 	}
-	t.Logf("seed %d: %d cuts (%s); %d sessions replaced", r.seed, len(cuts), cuts, lost)
+	leaders := 0
+	for _, c := range cuts {
+		if strings.HasPrefix(c, "leader") {
+			leaders++
+		}
+	}
+	t.Logf("seed %d: %d cuts, %d of the leader and %d of a follower (%s); %d sessions replaced",
+		r.seed, len(cuts), leaders, len(cuts)-leaders, strings.Join(cuts, ", "), lost)
 	return r.rec
 }
 
