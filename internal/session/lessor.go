@@ -210,6 +210,7 @@ func (l *Lessor) sync(v *fsm.View) {
 		if _, ok := v.Session(id); !ok {
 			delete(l.deadlines, id)
 			delete(l.expiring, id)
+			delete(l.answered, id)
 		}
 	}
 }
