@@ -23,16 +23,15 @@ type releaseMode struct {
 // library's default, which the targets are judged on.
 //
 // Equal terms: etcd's Unlock and ZooKeeper's delete return once the
-// release has committed. When holdfast's Release waits for its commit too
-// (the linearizable release), change the first entry's what, and give any
-// faster release that stays available as an opt-in an entry of its own,
-// for example:
-//
-//	{label: "opt-in early release", release: (*coordinator.Lease).ReleaseEarly,
-//	 what: "returns once the leader has taken the release in, before it commits"},
+// release has committed, and so does holdfast's Release (linearizable: once
+// it returns, every Sync-then-read on any node sees the lease free). The
+// opt-in ReleaseBeforeCommit, which returns earlier and promises only this
+// node's own order, gets rows of its own, labelled, not judged on.
 var releaseModes = []releaseMode{
 	{release: (*coordinator.Lease).Release,
-		what: "returns once raft on the leader has taken the release in, before it commits; etcd's Unlock and ZooKeeper's delete return after their commit"},
+		what: "returns once the release has committed, as etcd's Unlock and ZooKeeper's delete do"},
+	{label: "opt-in ReleaseBeforeCommit", release: (*coordinator.Lease).ReleaseBeforeCommit,
+		what: "returns once raft on the leader has taken the release in, before it commits: only this node's own later requests are ordered after it (not like for like with the peers)"},
 }
 
 // titled returns a row title for mode: title itself for the default.

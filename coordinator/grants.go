@@ -33,6 +33,7 @@ func newLeases(c *Coordinator) *leases.Part {
 		ProposeRetry:   c.applyRetry,
 		Errors:         leaseErrors(),
 		AttemptTimeout: c.cfg.RPCTimeout,
+		LeaderChanged:  c.noLeader.Changed,
 		Log:            c.log,
 		Metrics:        c.metrics.leases,
 	})

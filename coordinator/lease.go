@@ -24,16 +24,30 @@ func (l *Lease) Name() string { return l.g.Name() }
 
 // Release ends the lease: the local context is cancelled first (at once,
 // whatever ctx), then the release is committed and the lease passes to the
-// next waiter. Release returns once raft on the leader has taken the
-// release in, ahead of every later request of this node (its next Acquire
-// of the name is granted as if the release had committed), and the commit
-// goes on in the background; a Sync started after Release returned reads
-// after it. The release is always delivered: if ctx ends
-// before it commits, Release returns ctx's error and the node goes on
-// delivering it in the background for as long as its session lives (the
-// session's end releases the lease anyway). It returns nil if the lease
-// had already ended.
+// next waiter. Release returns once the release has committed, so it is
+// linearizable: after it returns, a Sync on any node followed by Holder
+// reads the name free (or held by the next holder), and any node's
+// Acquire or TryAcquire finds it released, as after etcd's Unlock. A
+// release sent to a leader that loses office is sent again to the next
+// one as soon as this node learns of the change. The release is always
+// delivered: if ctx ends before it commits, Release returns ctx's error
+// and the node goes on delivering it in the background for as long as its
+// session lives (the session's end releases the lease anyway). It returns
+// nil if the lease had already ended.
 func (l *Lease) Release(ctx context.Context) error { return l.g.Release(ctx) }
+
+// ReleaseBeforeCommit ends the lease as Release does but returns earlier:
+// as soon as raft on the leader has taken the release in, before it
+// commits (about one disk write and one round trip sooner with three
+// voters). What it guarantees is only the order of this node's own
+// requests: this node's next Acquire of the name comes after the release.
+// It does not guarantee what Release does: once it returns, other nodes may
+// still see the lease held (a Sync then Holder, their TryAcquire), and if
+// the leader loses office before the commit, the release is lost with it
+// and delivered again (as soon as this node learns of the new leader), so
+// others see the name free only later. The lease never has two holders
+// either way: the next holder is granted only once the release commits.
+func (l *Lease) ReleaseBeforeCommit(ctx context.Context) error { return l.g.ReleaseBeforeCommit(ctx) }
 
 // Holder returns who holds the named lease (node, address, session and
 // the grant's token) from the local replica: no network, no lock, no

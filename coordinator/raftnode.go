@@ -21,19 +21,20 @@ func loadIdentity(dataDir, name string, allowRename bool) (raftnode.Identity, er
 // startRaft opens the stores and starts the raft instance.
 func (c *Coordinator) startRaft() error {
 	n, err := raftnode.Start(raftnode.Options{
-		ID:         c.id,
-		DataDir:    c.cfg.DataDir,
-		Timing:     c.cfg.Raft,
-		RPCTimeout: c.cfg.RPCTimeout,
-		Trans:      c.trans,
-		FSM:        c.fsm,
-		NotifyCh:   c.leaderCh,
-		Futures:    &c.futs,
-		Context:    c.ctx,
-		Log:        c.log,
-		Metrics:    c.metrics.raft,
-		Applied:    func() uint64 { return c.fsm.View().Index() },
-		Cluster:    c.clusterFile.ID,
+		ID:            c.id,
+		DataDir:       c.cfg.DataDir,
+		Timing:        c.cfg.Raft,
+		RPCTimeout:    c.cfg.RPCTimeout,
+		Trans:         c.trans,
+		FSM:           c.fsm,
+		NotifyCh:      c.leaderCh,
+		Futures:       &c.futs,
+		Context:       c.ctx,
+		Log:           c.log,
+		Metrics:       c.metrics.raft,
+		Applied:       func() uint64 { return c.fsm.View().Index() },
+		LeaderChanged: c.noLeader.Changed,
+		Cluster:       c.clusterFile.ID,
 	})
 	if err != nil {
 		return err

@@ -39,12 +39,20 @@ func (p *Permit) Limit() int { return p.g.Limit() }
 
 // Release gives the permit up: the local context is cancelled first (cause
 // ErrReleased), then the release is committed and the freed permit goes to
-// the first waiter. Release returns once raft on the leader has taken the
-// release in, as Lease.Release does. If ctx ends before the
-// release commits, Release returns ctx's error and the node goes on
-// delivering it in the background for as long as its session lives. It
-// returns nil if the permit had already ended.
+// the first waiter. Release returns once the release has committed, as
+// Lease.Release does: after it returns, every node's Sync then Semaphore
+// no longer shows the permit. If ctx ends before the release commits,
+// Release returns ctx's error and the node goes on delivering it in the
+// background for as long as its session lives. It returns nil if the
+// permit had already ended.
 func (p *Permit) Release(ctx context.Context) error { return p.g.Release(ctx) }
+
+// ReleaseBeforeCommit gives the permit up as Release does but returns as
+// soon as raft on the leader has taken the release in, before it commits;
+// it guarantees only that this node's later requests come after it, not
+// that other nodes see the permit free once it returns (see
+// Lease.ReleaseBeforeCommit).
+func (p *Permit) ReleaseBeforeCommit(ctx context.Context) error { return p.g.ReleaseBeforeCommit(ctx) }
 
 // AcquireSemaphore blocks until this node holds one of the limit permits
 // of the named semaphore, or ctx ends. Waiters are served first come,

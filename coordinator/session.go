@@ -15,20 +15,33 @@ import (
 func (c *Coordinator) newSessionClient() *session.Client {
 	leader := func() (string, bool) { return c.node.LeaderRPCAddr() } // c.node starts later
 	return session.NewClient(session.ClientOptions{
-		Log:         c.log,
-		Clock:       c.clock,
-		Step:        c.clockStep(),
-		TTL:         c.cfg.Session.TTL,
-		RPCTimeout:  c.cfg.RPCTimeout,
-		Margin:      c.cfg.Session.LeaseMargin,
-		MaxDrift:    c.cfg.Session.MaxClockDrift,
-		NewID:       raftnode.NewID,
-		LeaderKnown: func() bool { addr, _ := leader(); return addr != "" },
-		Create: func(ctx context.Context, id string) (uint64, error) {
-			cmd := &fsm.SessionCmd{ID: id, Node: c.cfg.NodeName, NodeID: c.id, TTLNanos: int64(c.cfg.Session.TTL)}
+		Log:           c.log,
+		Clock:         c.clock,
+		Step:          c.clockStep(),
+		TTL:           c.cfg.Session.TTL,
+		RPCTimeout:    c.cfg.RPCTimeout,
+		Margin:        c.cfg.Session.LeaseMargin,
+		MaxDrift:      c.cfg.Session.MaxClockDrift,
+		NewID:         raftnode.NewID,
+		LeaderKnown:   func() bool { addr, _ := leader(); return addr != "" },
+		LeaderChanged: c.noLeader.Changed,
+		Create: func(ctx context.Context, id string, gen uint64) (uint64, error) {
+			cmd := &fsm.SessionCmd{ID: id, Node: c.cfg.NodeName, NodeID: c.id, TTLNanos: int64(c.cfg.Session.TTL), Gen: gen}
 			c.shards.FillSessionCmd(cmd)
 			res, err := c.node.Apply(ctx, fsm.Command{Op: fsm.OpSessionCreate, Session: cmd})
+			if err == nil && res.Stale {
+				err = session.ErrStale
+			}
 			return res.Index, err
+		},
+		Generation: func() uint64 {
+			var gen uint64
+			for _, s := range c.fsm.View().Sessions() {
+				if s.NodeID == c.id {
+					gen = max(gen, s.Gen)
+				}
+			}
+			return gen
 		},
 		Close: func(ctx context.Context, id string) error {
 			_, err := c.node.Apply(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: id}})

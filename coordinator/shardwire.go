@@ -18,6 +18,8 @@ func (c *Coordinator) balancerOptions() shards.BalancerOptions {
 			return shards.Applied{Index: res.Index, Count: res.Count}, err
 		},
 		Expiring:          c.lessor.ExpiringOrDue,
+		Heard:             c.lessor.Answered,
+		HeardChanged:      c.lessor.AnsweredChanged,
 		Log:               c.log,
 		Metrics:           c.metrics.shards,
 		SessionTTL:        c.cfg.Session.TTL,

@@ -97,9 +97,7 @@ func TestTLSClusterFormsAndLeases(t *testing.T) {
 		t.Fatalf("voters %v, want 3", v)
 	}
 	campaignOnce(t, cl, follower(cl, leader), "tls-lease")
-	// (TLSHandshakeFailures is not checked: a call that times out during
-	// its handshake counts as a failed handshake at the server.)
-	if st := tlsRefusals(cl); st.WrongPeerName+st.PlaintextRefused+st.PlaintextFallbacks != 0 {
+	if st := tlsRefusals(cl); st.TLSHandshakeFailures+st.WrongPeerName+st.PlaintextRefused+st.PlaintextFallbacks != 0 {
 		t.Fatalf("refusals among nodes with good certificates: %+v", st)
 	}
 }

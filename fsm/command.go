@@ -135,6 +135,11 @@ type SessionCmd struct {
 	// Drain is the drained flag: on create, the session starts drained; on
 	// OpSessionDrain, the new value.
 	Drain bool `msgpack:"drain,omitempty"`
+	// Gen, on create, is the session's generation among its node's
+	// sessions (increasing per node; see staleCreate). Zero (creates of an
+	// older release's log) keeps the create's old meaning: no generation
+	// rule applies.
+	Gen uint64 `msgpack:"gen,omitempty"`
 }
 
 // LeaseCmd is the body of OpAcquire and OpRelease.

@@ -123,7 +123,7 @@ func apply(st state, index uint64, c Command, changed *[]uint32) (state, Result,
 		next, err := applyInit(st, index, c.Init)
 		return next, Result{}, err
 	case OpSessionCreate:
-		return applySessionCreate(st, index, c.Session)
+		return applySessionCreate(st, index, c.Session, changed)
 	case OpSessionClose:
 		return applySessionEnd(st, index, c.Session, false, changed)
 	case OpSessionExpire:

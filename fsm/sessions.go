@@ -43,7 +43,7 @@ func validName(what, s string) error {
 	return nil
 }
 
-func applySessionCreate(st state, index uint64, c *SessionCmd) (state, Result, error) {
+func applySessionCreate(st state, index uint64, c *SessionCmd, changed *[]uint32) (state, Result, error) {
 	if err := validName("session ID", c.ID); err != nil {
 		return st, Result{}, err
 	}
@@ -54,10 +54,13 @@ func applySessionCreate(st state, index uint64, c *SessionCmd) (state, Result, e
 	if _, ok := st.Sessions[c.ID]; ok {
 		return st, Result{Noop: true}, nil
 	}
+	if staleCreate(st, c) {
+		return st, Result{Stale: true}, nil // an older incarnation of the node: changes nothing
+	}
 	st.Sessions = cloneMap(st.Sessions)
 	st.Sessions[c.ID] = &Session{ID: c.ID, Node: c.Node, NodeID: c.NodeID, TTLNanos: c.TTLNanos, Created: index,
-		Addr: c.Addr, Weight: c.Weight, Drained: c.Drain}
-	return st, Result{}, nil
+		Addr: c.Addr, Weight: c.Weight, Drained: c.Drain, Gen: c.Gen}
+	return supersede(st, index, c, changed), Result{}, nil
 }
 
 // applySessionEnd closes or expires a session: every lease it holds goes to

@@ -62,6 +62,9 @@ type Session struct {
 	Weight float64 `msgpack:"weight,omitempty"`
 	// Drained sessions are granted no shards; the leader moves theirs away.
 	Drained bool `msgpack:"drained,omitempty"`
+	// Gen is the session's generation among its node's sessions (0: a
+	// session of an older release's create; see SessionCmd.Gen).
+	Gen uint64 `msgpack:"gen,omitempty"`
 	// Marks are the session's request marks, one per lease name it used,
 	// sorted by name: the highest request ID of its commands for that name.
 	// An acquire at or below its mark that neither holds nor waits is stale

@@ -79,11 +79,11 @@ func (st *state) setMembers(ms []Member, p Params) {
 	for i, m := range ms {
 		st.ids[i], st.weight[i] = m.ID, m.Weight
 		st.index[m.ID] = int32(i)
-		st.eligible[i] = stable(m, p)
+		st.eligible[i] = !m.Hold && stable(m, p)
 		anyStable = anyStable || st.eligible[i]
 	}
 	for i := range st.eligible {
-		st.eligible[i] = st.eligible[i] || !anyStable
+		st.eligible[i] = st.eligible[i] || (!anyStable && !ms[i].Hold)
 	}
 }
 

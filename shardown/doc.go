@@ -51,6 +51,9 @@
 //     shards, unless no member is stable at all, in which case every
 //     member is eligible so that a new cluster can start. An ineligible
 //     member that already holds shards keeps them and may give them up.
+//   - Hold: a member with Member.Hold receives no shards at all (and does
+//     not count in "no member is stable"), but keeps what it holds as an
+//     ineligible member does.
 //
 // With no members, or no eligible member, every shard is free and Plan
 // returns no moves. A single call never moves the same shard twice.

@@ -34,6 +34,12 @@ type Member struct {
 	// JoinedAt is the logical time (for example the raft index) at which
 	// the member's session was created, in the same unit as Params.Now.
 	JoinedAt uint64
+	// Hold makes the member keep the shards it holds (it may still give
+	// them up to restore the bounds) but receive none, stable or not, and
+	// it does not count as stable when the planner asks whether any
+	// member is (see Params.JoinStabilization): a member the caller is not
+	// sure of yet.
+	Hold bool
 }
 
 // Move is one ownership change: shard Shard passes from From to To.

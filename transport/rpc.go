@@ -208,6 +208,10 @@ func (t *Transport) encodeResponse(resp rpcResponse) []byte {
 // a peer that restarted since fails once. With Config.TLS, a new connection
 // completes a TLS handshake first; the error wraps ErrWrongPeer when the
 // server's certificate names another node than TLS.PeerName expects at addr.
+// A new connection is never cut off half open because ctx ended: Call
+// returns, and the dial (TCP, handshake, preamble) completes in the
+// background within Config.HandshakeTimeout and pools the connection, so
+// the peer never counts a caller's impatience as a refused handshake.
 func (t *Transport) Call(ctx context.Context, addr, method string, req, resp any) error {
 	body, err := Encode(req)
 	if err != nil {
@@ -257,15 +261,11 @@ func (t *Transport) roundTrip(ctx context.Context, addr, method string, body []b
 	if len(frame) > t.cfg.MaxFrameSize {
 		return resp, fmt.Errorf("request of %d bytes: %w", len(frame), ErrFrameTooLarge)
 	}
-	c, fresh, err := t.getConn(ctx, addr)
+	c, err := t.getConn(ctx, addr)
 	if err != nil {
 		return resp, err
 	}
-	out := make([]byte, 0, 7+len(frame))
-	if fresh {
-		out = append(out, t.preamble(c, kindRPC)...)
-	}
-	out = appendFrame(out, frame)
+	out := appendFrame(make([]byte, 0, 4+len(frame)), frame)
 
 	_ = c.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
@@ -310,14 +310,14 @@ func (t *Transport) exchange(c net.Conn, id uint64, out []byte) (rpcResponse, er
 	return resp, nil
 }
 
-// getConn pops an idle connection to addr or dials a new one; fresh reports
-// a new connection, whose kind byte is still to be sent.
-func (t *Transport) getConn(ctx context.Context, addr string) (c *trackedConn, fresh bool, err error) {
+// getConn pops an idle connection to addr or dials a new one (dialRPC).
+func (t *Transport) getConn(ctx context.Context, addr string) (*trackedConn, error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
-		return nil, false, ErrClosed
+		return nil, ErrClosed
 	}
+	var c *trackedConn
 	if pool := t.idle[addr]; len(pool) > 0 {
 		c = pool[len(pool)-1]
 		pool[len(pool)-1] = nil
@@ -329,10 +329,9 @@ func (t *Transport) getConn(ctx context.Context, addr string) (c *trackedConn, f
 	}
 	t.mu.Unlock()
 	if c != nil {
-		return c, false, nil
+		return c, nil
 	}
-	c, err = t.dial(ctx, addr, "")
-	return c, true, err
+	return t.dialRPC(ctx, addr)
 }
 
 // putConn returns a healthy connection to the idle pool, or closes it when

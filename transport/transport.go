@@ -89,6 +89,7 @@ type Transport struct {
 	conns    map[*trackedConn]struct{} // every open conn, both directions
 	inbound  int                       // open inbound conns
 	idle     map[string][]*trackedConn // pooled RPC client conns by address
+	orphans  map[string]*dialing       // dials nobody waits for, by address (dialrpc.go)
 	closeErr error
 	once     sync.Once
 
@@ -117,12 +118,13 @@ func New(cfg Config) (*Transport, error) {
 		return nil, fmt.Errorf("transport: listen on %s: %w", cfg.BindAddr, err)
 	}
 	t := &Transport{
-		cfg:   cfg,
-		log:   cfg.Logger,
-		ln:    ln,
-		addr:  cfg.AdvertiseAddr,
-		conns: make(map[*trackedConn]struct{}),
-		idle:  make(map[string][]*trackedConn),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		ln:      ln,
+		addr:    cfg.AdvertiseAddr,
+		conns:   make(map[*trackedConn]struct{}),
+		idle:    make(map[string][]*trackedConn),
+		orphans: make(map[string]*dialing),
 	}
 	if t.addr == "" {
 		t.addr = ln.Addr().String()

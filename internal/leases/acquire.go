@@ -45,17 +45,28 @@ func (g *Grant) Request() uint64 { return g.req }
 func (g *Grant) end(cause error) bool { return g.belief.End(cause) }
 
 // Release gives the grant up: the belief ends first (cause
-// Errors.Resigned, at once, whatever ctx), then the release is committed.
-// With Options.Submit, Release returns once raft on the leader has taken
-// the release in, ahead of every later command of this node, and follows
-// its commit in the background (see "Releases before their commit" in the
-// package doc). The release is always delivered: if ctx ends before it
-// commits, Release returns an error wrapping ctx's and the release goes on
-// in the background for as long as the session lives (the session's end
-// frees the grant anyway). It returns nil if the grant had already ended, and
-// Errors.Shutdown (the session's close frees the grant) once the node
-// shuts down.
-func (g *Grant) Release(ctx context.Context) error {
+// Errors.Resigned, at once, whatever ctx), then the release is committed,
+// and Release returns once it has: every later read index (a Sync on any
+// node) and every later acquire, by any node, finds the grant released.
+// A release forwarded to a leader that loses office is sent again to the
+// next one as soon as this node learns of the change. The release is
+// always delivered: if ctx ends before it commits, Release returns an
+// error wrapping ctx's and the release goes on in the background for as
+// long as the session lives (the session's end frees the grant anyway). It
+// returns nil if the grant had already ended, and Errors.Shutdown (the
+// session's close frees the grant) once the node shuts down.
+func (g *Grant) Release(ctx context.Context) error { return g.release(ctx, false) }
+
+// ReleaseBeforeCommit gives the grant up as Release does, but (with
+// Options.Submit) returns as soon as raft on the leader has taken the
+// release in, before it commits: it is ordered before every later command
+// of this node, and nothing more. Other nodes may still see the grant held
+// after it returned, and if the leader loses office before the commit the
+// release is delivered again (as soon as this node learns of the change)
+// and commits later. See "Releases before their commit" in the package doc.
+func (g *Grant) ReleaseBeforeCommit(ctx context.Context) error { return g.release(ctx, true) }
+
+func (g *Grant) release(ctx context.Context, early bool) error {
 	if !g.end(g.p.o.Errors.Resigned) {
 		return nil
 	}
@@ -65,7 +76,7 @@ func (g *Grant) Release(ctx context.Context) error {
 		// releases it by its request ID too.
 		defer func() { <-g.slot }()
 	}
-	if g.p.submitRelease(ctx, g.kind, g.sess, g.name, g.req, g.token, g.index) {
+	if early && g.p.submitRelease(ctx, g.kind, g.sess, g.name, g.req, g.token, g.index) {
 		return nil // the leader has it, ahead of this node's next command
 	}
 	err := g.p.giveUp(ctx, g.kind, g.sess, g.name, g.req, g.token, opRelease)

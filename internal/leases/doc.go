@@ -65,13 +65,22 @@
 // until it commits, for as long as the session lives: when the session
 // ends, everything it held or waited for goes with it.
 //
+// # Releases
+//
+// Release returns once the release has committed: it is linearizable, so
+// once it returns every read index (a Sync on any node) and every acquire
+// by any node finds the grant released. A release whose forward to the
+// leader is abandoned because raft reported another leader (the proposer
+// gives up on a leader that lost office) is repeated at the next one at
+// once; repeating it is harmless, as it names its request.
+//
 // # Releases before their commit
 //
-// With Options.Submit, Release returns as soon as raft on the leader has
-// taken the release in, without waiting for its commit: on the leader at
-// once, on a follower when the leader answers the forwarded release
-// (wire.ApplyRequest.Accept). That is safe, and a later acquire of the name
-// by this node still finds it released:
+// With Options.Submit, ReleaseBeforeCommit returns as soon as raft on the
+// leader has taken the release in, without waiting for its commit: on the
+// leader at once, on a follower when the leader answers the forwarded
+// release (wire.ApplyRequest.Accept). What it promises, and what it does
+// not:
 //
 //   - The belief ended before the release was proposed, and another
 //     holder is granted the name only when the release commits: two
@@ -79,19 +88,24 @@
 //   - Raft's leader loop takes proposals one at a time and in order, and
 //     the leader answered only after taking the release in, so every
 //     command this node proposes or forwards afterwards comes after the
-//     release in the log, and is applied after it.
-//   - The release may still be lost if the leader loses its lead before it
-//     commits. Its commit is followed in the background: on the leader
-//     through raft's answer, on a follower by watching the replica, at or
-//     past the grant's index, until it no longer shows the grant. If that
-//     does not happen within Options.AttemptTimeout, the release is
-//     settled (see Settlement); repeating it is harmless, as it names its
-//     request. A later acquire that meanwhile still finds the old grant
-//     releases it by its request ID and asks again, as for any earlier
-//     request of the session.
-//   - A read index the leader serves waits for the commands it took in
-//     this way, so a Sync anywhere that starts after Release returned
-//     reads after the release.
+//     release in the log, and is applied after it: a later acquire of the
+//     name by this node finds it released.
+//   - Other nodes get no promise. While the leader that took the release
+//     in stays in office, its read index waits for the commands it took in
+//     this way, so a Sync that starts after the return reads after the
+//     release. But the release may be lost if that leader loses office
+//     before it commits, and until it is delivered again other nodes still
+//     see the grant held: the linearizability check of package coordinator
+//     rejects such histories (a Sync then Holder 0.67 s after a returned
+//     release still saw the releaser holding the name).
+//   - The commit is followed in the background: on the leader through
+//     raft's answer, on a follower by watching the replica, at or past the
+//     grant's index, until it no longer shows the grant. If that does not
+//     happen within Options.AttemptTimeout, or raft reports another leader
+//     first (Options.LeaderChanged), the release is settled (see
+//     Settlement) at once. A later acquire that meanwhile still finds the
+//     old grant releases it by its request ID and asks again, as for any
+//     earlier request of the session.
 //
 // # Built on the grants
 //

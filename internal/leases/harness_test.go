@@ -78,13 +78,16 @@ type harness struct {
 	// leader, if set, is the fake leader Options.Submit hands releases to
 	// (nil: this node does not lead; see submit_test.go).
 	leader *fakeLeader
+	// changed is closed (and replaced) by changeLeader: raft reporting a
+	// new leader (Options.LeaderChanged).
+	changed chan struct{}
 
 	reqSeq atomic.Uint64
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	h := &harness{t: t, fsm: fsm.New(), lead: fsm.New(), reg: prometheus.NewRegistry()}
+	h := &harness{t: t, fsm: fsm.New(), lead: fsm.New(), reg: prometheus.NewRegistry(), changed: make(chan struct{})}
 	h.wait = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "acquire_wait"}, []string{"kind"})
 	h.m = NewMetrics(map[Kind]prometheus.ObserverVec{
 		Leader:    h.wait.MustCurryWith(prometheus.Labels{"kind": Leader.String()}),
@@ -103,6 +106,7 @@ func newHarness(t *testing.T) *harness {
 		ProposeRetry:   h.proposeRetry,
 		Errors:         Errors{Shutdown: errShutdown, Rejected: errRejected, NoSession: errNoSession, Held: errHeld, Resigned: errResigned, Lost: errLost},
 		AttemptTimeout: time.Second,
+		LeaderChanged:  h.leaderChanged,
 		Metrics:        h.m,
 	})
 	t.Cleanup(func() {

@@ -69,11 +69,12 @@ type Options struct {
 	Propose func(ctx context.Context, cmd fsm.Command) (Result, error)
 	// Submit, if set, hands cmd to raft on the leader and returns once the
 	// leader has taken it in, ahead of every command this node proposes or
-	// forwards later, without waiting for the commit. wait, if not nil,
-	// delivers the commit's outcome as Propose would; nil means nothing
-	// follows the commit and the part watches its replica for it. After an
-	// error the command may or may not have been taken in. Nil Submit: a
-	// release always waits for its commit.
+	// forwards later, without waiting for the commit
+	// (Grant.ReleaseBeforeCommit). wait, if not nil, delivers the commit's
+	// outcome as Propose would; nil means nothing follows the commit and
+	// the part watches its replica for it. After an error the command may
+	// or may not have been taken in. Nil Submit: every release waits for
+	// its commit.
 	Submit func(ctx context.Context, cmd fsm.Command) (wait func(context.Context) (Result, error), err error)
 	// ProposeRetry commits cmd, retrying while its outcome is unknown, until
 	// it commits, is refused, or ctx ends. Required.
@@ -87,6 +88,11 @@ type Options struct {
 	Errors Errors
 	// AttemptTimeout bounds each settlement attempt.
 	AttemptTimeout time.Duration
+	// LeaderChanged returns a channel closed when raft next reports a
+	// change of leader: a release submitted before its commit
+	// (ReleaseBeforeCommit) whose commit has not been seen is then
+	// delivered again at once (nil: after AttemptTimeout).
+	LeaderChanged func() <-chan struct{}
 	// Now reads the clock for the acquire-wait metric (nil: time.Now).
 	Now func() time.Time
 	// Log receives the part's logs (nil: discarded).

@@ -3,13 +3,15 @@ package leases
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/holdfast-go/holdfast/internal/session"
 )
 
-// A release handed to the leader (Options.Submit) returns once raft on the
-// leader has taken it in, and its commit is followed here in the
-// background; see "Releases before their commit" in the package doc.
+// A release handed to the leader (Options.Submit, for
+// Grant.ReleaseBeforeCommit) returns once raft on the leader has taken it
+// in, and its commit is followed here in the background; see "Releases
+// before their commit" in the package doc.
 
 // submitRelease hands the release of request req (granted at index, with
 // token) to the leader and follows its commit in the background. It reports
@@ -20,11 +22,15 @@ func (p *Part) submitRelease(ctx context.Context, k Kind, s *session.Session, na
 	if p.o.Submit == nil {
 		return false
 	}
+	var changed <-chan struct{} // taken first: a change while it is handed over counts
+	if p.o.LeaderChanged != nil {
+		changed = p.o.LeaderChanged()
+	}
 	wait, err := p.o.Submit(ctx, k.ReleaseCmd(name, s.ID(), req, token))
 	if err != nil {
 		return false
 	}
-	r := release{k: k, s: s, name: name, req: req, token: token, index: index}
+	r := release{k: k, s: s, name: name, req: req, token: token, index: index, changed: changed}
 	if !p.spawn(func() { p.follow(r, wait) }) {
 		// Close began: the commit is not followed (the session's close
 		// frees whatever the release did not).
@@ -39,17 +45,32 @@ type release struct {
 	s                 *session.Session
 	name              string
 	req, token, index uint64
+	changed           <-chan struct{} // closed when raft reports a change of leader (nil: never)
 }
 
-// follow waits, until the session ends, the part ends, or AttemptTimeout
-// passes, for the commit of a submitted release: through wait, or (wait
-// nil) until the replica, at or past the grant's index, no longer shows
-// the grant. It settles the release in the background if it may not have
-// committed.
+// follow waits, until the session ends, the part ends, AttemptTimeout
+// passes or raft reports a change of leader, for the commit of a submitted
+// release: through wait, or (wait nil) until the replica, at or past the
+// grant's index, no longer shows the grant. It settles the release in the
+// background if it may not have committed: a leader that took the release
+// in and lost office may have lost it, and the next one hears it at once.
 func (p *Part) follow(r release, wait func(context.Context) (Result, error)) {
 	ctx, cancel := context.WithTimeout(r.s.Context(), p.o.AttemptTimeout)
 	defer cancel()
 	defer context.AfterFunc(p.ctx, cancel)()
+	if r.changed != nil {
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			select {
+			case <-r.changed:
+				cancel()
+			case <-done:
+			}
+		})
+		defer wg.Wait()
+		defer close(done)
+	}
 	var err error
 	if wait != nil {
 		_, err = wait(ctx)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
 )
@@ -80,6 +81,32 @@ func (l *fakeLeader) commitAll() {
 	l.taken = nil
 }
 
+// leaderChanged is the harness's Options.LeaderChanged.
+func (h *harness) leaderChanged() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.changed
+}
+
+// changeLeader reports a change of leader to whoever waits.
+func (h *harness) changeLeader() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+// acquireAndReleaseEarly acquires "x" of kind k and gives it up with
+// ReleaseBeforeCommit, failing the test on an error.
+func (h *harness) acquireAndReleaseEarly(k Kind) *Grant {
+	h.t.Helper()
+	g := h.acquire(req(k, "x", true))
+	if err := g.ReleaseBeforeCommit(context.Background()); err != nil {
+		h.t.Fatalf("release: %v", err)
+	}
+	return g
+}
+
 func (h *harness) becomeLeader() *fakeLeader {
 	l := &fakeLeader{h: h}
 	h.mu.Lock()
@@ -88,8 +115,8 @@ func (h *harness) becomeLeader() *fakeLeader {
 	return l
 }
 
-// A release on the leader returns once the leader has taken it in, before
-// it commits: the belief has ended, the replica still shows the grant, and
+// An early release (ReleaseBeforeCommit) on the leader returns once the
+// leader has taken it in, before it commits: the belief has ended, the replica still shows the grant, and
 // the release commits in the background. A later acquire by this node is
 // ordered after it, so it is granted at once, with a larger token, and no
 // settlement runs.
@@ -98,7 +125,7 @@ func TestReleaseOnLeaderReturnsBeforeCommit(t *testing.T) {
 		t.Run(k.String(), func(t *testing.T) {
 			h := newHarness(t)
 			l := h.becomeLeader()
-			g := h.acquireAndRelease(k)
+			g := h.acquireAndReleaseEarly(k)
 			if cause := ended(t, g); !errors.Is(cause, errResigned) {
 				t.Fatalf("belief ended with %v, want errResigned", cause)
 			}
@@ -118,7 +145,7 @@ func TestReleaseOnLeaderReturnsBeforeCommit(t *testing.T) {
 			if n := h.count(k.ReleaseCmd("", "", 0, 0).Op); n != 1 {
 				t.Fatalf("%d releases proposed, want 1", n)
 			}
-			if err := g2.Release(context.Background()); err != nil {
+			if err := g2.ReleaseBeforeCommit(context.Background()); err != nil {
 				t.Fatalf("second release: %v", err)
 			}
 			l.commitAll()
@@ -135,7 +162,7 @@ func TestReleaseOnLostLeaderIsSettled(t *testing.T) {
 		t.Run(k.String(), func(t *testing.T) {
 			h := newHarness(t)
 			l := h.becomeLeader()
-			h.acquireAndRelease(k)
+			h.acquireAndReleaseEarly(k)
 			h.mu.Lock()
 			h.leader = nil // the settlement goes through Propose
 			h.mu.Unlock()
@@ -154,13 +181,13 @@ func TestReleaseOnLostLeaderIsSettled(t *testing.T) {
 	}
 }
 
-// A release on a node that does not lead (Submit refuses) commits before
-// Release returns.
+// An early release on a node that does not lead (Submit refuses) commits
+// before it returns.
 func TestReleaseOffLeaderWaitsForCommit(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.String(), func(t *testing.T) {
 			h := newHarness(t)
-			h.acquireAndRelease(k)
+			h.acquireAndReleaseEarly(k)
 			if err := free(h.fsm.View(), k, "x"); err != nil {
 				t.Fatalf("after Release returned: %v", err)
 			}
@@ -168,8 +195,8 @@ func TestReleaseOffLeaderWaitsForCommit(t *testing.T) {
 	}
 }
 
-// A release forwarded to a leader on another node returns once that leader
-// has taken it in; the part then watches its replica for the commit: once
+// An early release forwarded to a leader on another node returns once that
+// leader has taken it in; the part then watches its replica for the commit: once
 // the replica (lagging here) shows the grant gone, nothing is settled.
 func TestReleaseViaFollowerConfirmedOnReplica(t *testing.T) {
 	for _, k := range kinds {
@@ -177,7 +204,7 @@ func TestReleaseViaFollowerConfirmedOnReplica(t *testing.T) {
 			h := newHarness(t)
 			l := h.becomeLeader()
 			l.remote = true
-			h.acquireAndRelease(k)
+			h.acquireAndReleaseEarly(k)
 			if free(h.fsm.View(), k, "x") == nil {
 				t.Fatal("the release committed before Release returned: it should only be taken in")
 			}
@@ -202,7 +229,7 @@ func TestReleaseViaFollowerLostIsSettled(t *testing.T) {
 			h := newHarness(t)
 			l := h.becomeLeader()
 			l.remote = true
-			h.acquireAndRelease(k)
+			h.acquireAndReleaseEarly(k)
 			l.mu.Lock()
 			l.taken = nil // the leader lost it
 			l.mu.Unlock()
@@ -210,6 +237,54 @@ func TestReleaseViaFollowerLostIsSettled(t *testing.T) {
 			h.leader = nil // the settlement goes through Propose
 			h.mu.Unlock()
 			poll(t, "the settled release commits", func() error { return free(h.fsm.View(), k, "x") })
+			if got := h.settled(k.label(opRelease)); got != 1 {
+				t.Fatalf("settlements %q = %v, want 1", k.label(opRelease), got)
+			}
+		})
+	}
+}
+
+// Release (the default) waits for the commit even where the leader would
+// take the release in early: once it returns, the replica shows the name
+// free, and nothing was handed to Submit.
+func TestReleaseWaitsForCommit(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.String(), func(t *testing.T) {
+			h := newHarness(t)
+			l := h.becomeLeader()
+			h.acquireAndRelease(k)
+			if err := free(h.lead.View(), k, "x"); err != nil {
+				t.Fatalf("after Release returned, the leader's replica: %v", err)
+			}
+			l.mu.Lock()
+			n := len(l.taken)
+			l.mu.Unlock()
+			if n != 0 {
+				t.Fatalf("%d commands handed to Submit, want none", n)
+			}
+		})
+	}
+}
+
+// An early release a remote leader took in and then lost is delivered
+// again as soon as raft reports another leader, long before the attempt
+// timeout.
+func TestEarlyReleaseRedeliveredOnLeaderChange(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.String(), func(t *testing.T) {
+			h := newHarness(t)
+			h.part.o.AttemptTimeout = time.Hour // only the leader change may settle it
+			l := h.becomeLeader()
+			l.remote = true
+			h.acquireAndReleaseEarly(k)
+			l.mu.Lock()
+			l.taken = nil // the leader lost it
+			l.mu.Unlock()
+			h.mu.Lock()
+			h.leader = nil // the settlement goes through Propose
+			h.mu.Unlock()
+			h.changeLeader()
+			poll(t, "the release delivered again commits", func() error { return free(h.fsm.View(), k, "x") })
 			if got := h.settled(k.label(opRelease)); got != 1 {
 				t.Fatalf("settlements %q = %v, want 1", k.label(opRelease), got)
 			}

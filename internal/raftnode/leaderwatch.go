@@ -8,12 +8,25 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// LeaderWatch records since when a node has known no raft leader. Its
-// zero value knows a leader; Start marks the node leaderless from then on,
-// and Run follows raft's leader observations.
+// LeaderWatch records since when a node has known no raft leader, and
+// tells who waits (Changed) when the leader it knows changes. Its zero
+// value knows a leader; Start marks the node leaderless from then on, and
+// Run follows raft's leader observations.
 type LeaderWatch struct {
-	mu    sync.Mutex
-	since time.Time // zero while a leader is known
+	mu      sync.Mutex
+	since   time.Time     // zero while a leader is known
+	changed chan struct{} // closed and replaced at each leader observation
+}
+
+// Changed returns a channel closed the next time raft reports a change of
+// leader (another node, or none).
+func (w *LeaderWatch) Changed() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.changed == nil {
+		w.changed = make(chan struct{})
+	}
+	return w.changed
 }
 
 // Start records that no leader is known as of now (a node starting).
@@ -60,6 +73,10 @@ func (w *LeaderWatch) Run(ctx context.Context, r *raft.Raft) {
 				w.since = time.Time{}
 			case w.since.IsZero():
 				w.since = time.Now()
+			}
+			if w.changed != nil {
+				close(w.changed)
+				w.changed = nil
 			}
 			w.mu.Unlock()
 		}

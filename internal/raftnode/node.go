@@ -105,6 +105,11 @@ type Options struct {
 	// it belongs to none): once it is known, raft traffic from servers that
 	// do not belong to it never reaches raft (see guard). Nil: no check.
 	Cluster func() string
+	// LeaderChanged returns a channel closed when raft next reports a
+	// change of leader (LeaderWatch.Changed): a command or read forwarded
+	// to a leader is then abandoned (nil: forwards wait for their answer
+	// or their context).
+	LeaderChanged func() <-chan struct{}
 }
 
 // Node is a started raft server with its stores.
@@ -121,6 +126,7 @@ type Node struct {
 	stopped    bool // Stop began: spawn refuses
 	wg         sync.WaitGroup
 	dupForward atomic.Pointer[func() (time.Duration, bool)]
+	submitMu   sync.Mutex                   // orders Submit's hand-offs to raft with lastSubmit
 	lastSubmit atomic.Pointer[PendingApply] // the last command Submit took in
 	dupsSent   atomic.Int64
 }

@@ -55,6 +55,10 @@ func (n *Node) SubmitData(ctx context.Context, data []byte) error {
 // submitTracked hands data to raft on this node, which must lead, and
 // makes it the command WaitSubmitted waits for.
 func (n *Node) submitTracked(ctx context.Context, data []byte) (*PendingApply, error) {
+	// Under the lock, the last command stored is the last one raft took
+	// in: two concurrent submits cannot store in the other order.
+	n.submitMu.Lock()
+	defer n.submitMu.Unlock()
 	a, err := n.submitLocal(ctx, data)
 	if err == nil {
 		n.lastSubmit.Store(a)
@@ -91,7 +95,7 @@ func (n *Node) Hand(ctx context.Context, cmd fsm.Command) (wait func(context.Con
 		req.BudgetNanos = max(int64(time.Until(dl)), 1)
 	}
 	var res wire.ApplyResult
-	err = wire.FromRemote(n.opts.Trans.Call(ctx, addr, wire.MethodApply, req, &res))
+	err = wire.FromRemote(n.CallLeader(ctx, addr, wire.MethodApply, req, &res))
 	n.maybeDuplicate(addr, req)
 	switch {
 	case err != nil:
@@ -165,7 +169,8 @@ func (a *PendingApply) Wait(ctx context.Context) (wire.ApplyResult, error) {
 // leader with what is left of ctx's deadline as its budget. It retries
 // while no leader is known, until ctx ends (an error wrapping
 // wire.ErrNoLeader and ctx's error); a command whose fate is unknown
-// (leader lost mid-commit) is reported, not retried. It returns
+// (leader lost mid-commit, or this node learned of a new leader while the
+// forward waited: ErrLeaderChanged) is reported, not retried. It returns
 // wire.ErrShutdown once the host's context has ended.
 func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (wire.ApplyResult, error) {
 	data, err := fsm.Encode(cmd)
@@ -193,7 +198,7 @@ func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (wire.ApplyResult, er
 			if dl, ok := ctx.Deadline(); ok {
 				req.BudgetNanos = max(int64(time.Until(dl)), 1)
 			}
-			err := wire.FromRemote(n.opts.Trans.Call(ctx, addr, wire.MethodApply, req, &res))
+			err := wire.FromRemote(n.CallLeader(ctx, addr, wire.MethodApply, req, &res))
 			if cmd.Op == fsm.OpAcquire || cmd.Op == fsm.OpRelease {
 				n.maybeDuplicate(addr, req)
 			}

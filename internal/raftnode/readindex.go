@@ -71,7 +71,7 @@ func (r Reads) askReadIndex(ctx context.Context) (uint64, error) {
 		return 0, wire.ErrNoLeader
 	}
 	var rep wire.SyncReply
-	err := wire.FromRemote(r.Node.opts.Trans.Call(ctx, addr, wire.MethodSync, struct{}{}, &rep))
+	err := wire.FromRemote(r.Node.CallLeader(ctx, addr, wire.MethodSync, struct{}{}, &rep))
 	return rep.Index, err
 }
 

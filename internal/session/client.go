@@ -10,6 +10,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/pause"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // ClientOptions are what a Client needs from the node it runs on.
@@ -32,9 +33,19 @@ type ClientOptions struct {
 	NewID func() string
 	// LeaderKnown reports whether a raft leader is known.
 	LeaderKnown func() bool
-	// Create commits the create of session id (via the leader) and returns
-	// the raft index it committed at.
-	Create func(ctx context.Context, id string) (uint64, error)
+	// LeaderChanged returns a channel closed when raft next reports a
+	// change of leader: the next keepalive then goes at once, so that a new
+	// leader hears from every live session soon after it took office (its
+	// balancer waits for that; nil: keepalives keep their schedule).
+	LeaderChanged func() <-chan struct{}
+	// Create commits the create of session id at generation gen (via the
+	// leader) and returns the raft index it committed at; an error wrapping
+	// ErrStale (with the index) when the cluster already has a session of
+	// this node of generation gen or later.
+	Create func(ctx context.Context, id string, gen uint64) (uint64, error)
+	// Generation returns the highest generation among this node's sessions
+	// in the local replica (0: none): the next create goes above it.
+	Generation func() uint64
 	// Close commits the close of session id (via the leader).
 	Close func(ctx context.Context, id string) error
 	// KeepAlive sends one keepalive for session id to the current leader
@@ -60,6 +71,8 @@ type ClientOptions struct {
 type Client struct {
 	o   ClientOptions
 	log *slog.Logger
+
+	gen uint64 // the generation of the last create sent (Run's goroutine only)
 
 	mu      sync.Mutex
 	cur     *Session      // current session (nil before the first)
@@ -179,6 +192,13 @@ func (c *Client) closeEnded(ctx context.Context, id string) {
 // each attempt waits until a leader is known and is bounded by RPCTimeout,
 // so the time spent waiting for a cluster to form (or a leader to be
 // elected) is not counted against the session's first TTL.
+//
+// Each create carries the next generation of this node's sessions (above
+// every one the replica shows), so a create that commits late, after a
+// newer one, changes nothing, and a newer one ends the older sessions of
+// the node (see package fsm). A create that failed here but may still
+// commit is closed by its ID in the background, like a session whose
+// belief ended: nobody would keep it alive.
 func (c *Client) open(ctx context.Context) *Session {
 	backoff := 50 * time.Millisecond
 	for {
@@ -188,17 +208,31 @@ func (c *Client) open(ctx context.Context) *Session {
 			}
 		}
 		s := New(ctx, c.o.NewID(), c.o.TTL, c.o.Clock, c.o.Step)
+		c.gen = max(c.gen, c.generation()) + 1
 		sent, sentC := time.Now(), c.o.Clock.Now()
 		cctx, cancel := context.WithTimeout(ctx, c.o.RPCTimeout)
-		index, err := c.o.Create(cctx, s.id)
+		index, err := c.o.Create(cctx, s.id, c.gen)
 		cancel()
 		if err == nil && time.Until(sent.Add(c.span())) > c.o.Margin {
 			s.opened(index, sent)
 			s.Extend(sent.Add(c.span()), sentC+c.span())
 			return s
 		}
-		if err == nil { // committed too late to be believed: let it go, open another
+		switch {
+		case err == nil: // committed too late to be believed: let it go, open another
 			err = fmt.Errorf("the create took %v to commit", time.Since(sent).Round(time.Millisecond))
+			c.closeEnded(ctx, s.id)
+		case errors.Is(err, ErrStale):
+			// A newer session of this node exists (a late create of an
+			// earlier run, say): once the replica shows it, the next
+			// create goes above it, at once.
+			wctx, wcancel := context.WithTimeout(ctx, c.o.RPCTimeout)
+			_, werr := c.o.Wait(wctx, index)
+			wcancel()
+			if werr == nil {
+				continue
+			}
+		case createMayCommit(err):
 			c.closeEnded(ctx, s.id)
 		}
 		if ctx.Err() != nil {
@@ -212,17 +246,40 @@ func (c *Client) open(ctx context.Context) *Session {
 	}
 }
 
+// generation is the highest generation of this node's sessions the replica
+// shows.
+func (c *Client) generation() uint64 {
+	if c.o.Generation == nil {
+		return 0
+	}
+	return c.o.Generation()
+}
+
+// createMayCommit reports whether a create that failed with err may still
+// have committed (or commit later): anything but a refusal, or a failure
+// before any leader took it (no leader, busy, shutting down).
+func createMayCommit(err error) bool {
+	for _, no := range []error{wire.ErrRejected, wire.ErrNoLeader, wire.ErrBusy, wire.ErrShutdown, ErrStale} {
+		if errors.Is(err, no) {
+			return false
+		}
+	}
+	return true
+}
+
 // keepAlive renews s every TTL/3 (with jitter) until its belief lapses, the
 // cluster reports it gone, or the node shuts down. One keepalive at most is
 // in flight; failures are retried with backoff, following leader changes.
 func (c *Client) keepAlive(s *Session) {
 	interval := c.o.TTL / 3
-	// The belief counts from when the create was sent, so the first renewal
-	// does too: a slow create must not eat into the margin for retries.
-	next := s.sent.Add(pause.Jitter(interval))
+	// The first keepalive goes at once: the leader gives shards only to
+	// sessions it has heard a keepalive from (a committed create proves
+	// nothing: its caller may have given up on it). The renewals after it
+	// follow every TTL/3.
+	next := time.Now()
 	backoff := 20 * time.Millisecond
 	for {
-		if !sleepUntil(s.ctx, next) {
+		if !c.sleepUntil(s.ctx, next) {
 			return
 		}
 		sent, sentC := time.Now(), c.o.Clock.Now()
@@ -291,7 +348,20 @@ func (c *Client) renew(s *Session, sent time.Time, sentC time.Duration, index ui
 	s.Extend(sent.Add(c.span()), sentC+c.span())
 }
 
-// sleepUntil waits until t or ctx ends; it reports whether t was reached.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	return pause.For(ctx, time.Until(t))
+// sleepUntil waits until t, or until raft reports a change of leader, or
+// ctx ends; it reports whether ctx is still alive.
+func (c *Client) sleepUntil(ctx context.Context, t time.Time) bool {
+	if c.o.LeaderChanged == nil {
+		return pause.For(ctx, time.Until(t))
+	}
+	changed := c.o.LeaderChanged()
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-changed:
+	case <-timer.C:
+	}
+	return true
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // clientRig is a Client over fake neighbours: a fake clock for beliefs, a
@@ -26,6 +27,9 @@ type clientRig struct {
 	createDelay time.Duration
 	keepAlive   func(ctx context.Context, id string) (uint64, error)
 	renewing    func(v *fsm.View, s *Session)
+	// create, if set, replaces the create's commit (the default commits
+	// it to the replica for node "node").
+	create func(ctx context.Context, id string, gen uint64) (uint64, error)
 }
 
 func newClientRig(t *testing.T, ttl time.Duration) *clientRig {
@@ -40,11 +44,23 @@ func newClientRig(t *testing.T, ttl time.Duration) *clientRig {
 		MaxDrift:    0.01,
 		NewID:       func() string { return fmt.Sprintf("s%d", r.ids.Add(1)) },
 		LeaderKnown: func() bool { return true },
-		Create: func(_ context.Context, id string) (uint64, error) {
+		Create: func(ctx context.Context, id string, gen uint64) (uint64, error) {
 			r.creates.Add(1)
 			r.clk.set(r.clk.Now() + r.createDelay)
-			err := r.rep.apply(fsm.Command{Op: fsm.OpSessionCreate, Session: &fsm.SessionCmd{ID: id, TTLNanos: int64(ttl)}})
+			if r.create != nil {
+				return r.create(ctx, id, gen)
+			}
+			err := r.rep.apply(fsm.Command{Op: fsm.OpSessionCreate, Session: &fsm.SessionCmd{ID: id, NodeID: "node", TTLNanos: int64(ttl), Gen: gen}})
 			return r.rep.f.View().Index(), err
+		},
+		Generation: func() uint64 {
+			var g uint64
+			for _, s := range r.rep.f.View().Sessions() {
+				if s.NodeID == "node" {
+					g = max(g, s.Gen)
+				}
+			}
+			return g
 		},
 		Close: func(_ context.Context, id string) error {
 			r.closed <- id
@@ -253,4 +269,99 @@ func TestKeepAliveLoopRetriesThenLapses(t *testing.T) {
 		s, _ := r.c.Current()
 		return s != nil && s != first
 	})
+}
+
+// TestFailedCreateIsClosed: a create that failed at the caller but may
+// still commit (its outcome is unknown) is closed by its ID in the
+// background, and the next create goes out with the next generation; one
+// refused before any leader took it (no leader) is not closed.
+func TestFailedCreateIsClosed(t *testing.T) {
+	r := newClientRig(t, 3*time.Second)
+	var gens []uint64
+	var mu sync.Mutex
+	r.create = func(_ context.Context, id string, gen uint64) (uint64, error) {
+		mu.Lock()
+		gens = append(gens, gen)
+		n := len(gens)
+		mu.Unlock()
+		switch n {
+		case 1:
+			return 0, fmt.Errorf("no leader: %w", wire.ErrNoLeader)
+		case 2:
+			// Committed, but the answer was lost.
+			_ = r.rep.apply(fsm.Command{Op: fsm.OpSessionCreate, Session: &fsm.SessionCmd{ID: id, NodeID: "node", TTLNanos: 1e9, Gen: gen}})
+			return 0, context.DeadlineExceeded
+		}
+		err := r.rep.apply(fsm.Command{Op: fsm.OpSessionCreate, Session: &fsm.SessionCmd{ID: id, NodeID: "node", TTLNanos: 3e9, Gen: gen}})
+		return r.rep.f.View().Index(), err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := r.c.open(ctx)
+	if s == nil {
+		t.Fatal("no session")
+	}
+	defer s.End(context.Canceled)
+	if id := <-r.closed; id != "s2" {
+		t.Fatalf("closed %q, want the failed create s2", id)
+	}
+	select {
+	case id := <-r.closed:
+		t.Fatalf("also closed %q", id)
+	default:
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(gens) != 3 || !(gens[0] < gens[1] && gens[1] < gens[2]) {
+		t.Fatalf("generations sent %v, want three increasing", gens)
+	}
+	if s.ID() != "s3" {
+		t.Fatalf("opened %s, want s3", s.ID())
+	}
+}
+
+// TestStaleCreateGoesAboveTheNewerSession: a create the cluster finds
+// older than a session of this node it already has (a replica that lagged
+// behind an earlier run's session) is not closed: once the replica shows
+// the newer session, the next create goes above it.
+func TestStaleCreateGoesAboveTheNewerSession(t *testing.T) {
+	r := newClientRig(t, 3*time.Second)
+	if err := r.rep.apply(fsm.Command{Op: fsm.OpSessionCreate, Session: &fsm.SessionCmd{ID: "earlier", NodeID: "node", TTLNanos: 1e9, Gen: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	lagging := true
+	r.c.o.Generation = func() uint64 {
+		if lagging {
+			return 0
+		}
+		return 7
+	}
+	var gens []uint64
+	r.create = func(_ context.Context, id string, gen uint64) (uint64, error) {
+		gens = append(gens, gen)
+		if gen <= 7 {
+			lagging = false // the replica catches up with the answer's index
+			return r.rep.f.View().Index(), fmt.Errorf("create: %w", ErrStale)
+		}
+		err := r.rep.apply(fsm.Command{Op: fsm.OpSessionCreate, Session: &fsm.SessionCmd{ID: id, NodeID: "node", TTLNanos: 3e9, Gen: gen}})
+		return r.rep.f.View().Index(), err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := r.c.open(ctx)
+	if s == nil {
+		t.Fatal("no session")
+	}
+	defer s.End(context.Canceled)
+	if len(gens) != 2 || gens[0] != 1 || gens[1] != 8 {
+		t.Fatalf("generations sent %v, want [1 8]", gens)
+	}
+	if _, ok := r.rep.f.View().Session("earlier"); ok {
+		t.Fatal("the newer create did not end the earlier session")
+	}
+	select {
+	case id := <-r.closed:
+		t.Fatalf("closed %q: a stale create changed nothing", id)
+	default:
+	}
 }

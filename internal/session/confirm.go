@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"sync"
 )
 
 // errNotConfirmed is a confirmation round's failure: this node is not the
@@ -42,7 +43,18 @@ func (l *Lessor) verify(ctx context.Context) error {
 // quorum of yes, this node included, proves that no newer leader had been
 // elected when they answered (a newer leader needs a quorum of voters that
 // moved to a later term, and quorums intersect).
+//
+// A round ends as soon as it has its quorum, but it does not cut off the
+// questions still under way: each goes on until its answer or
+// ConfirmTimeout, in the background. Cancelling one could abandon a
+// connection in the middle of its TLS handshake, which the voter counts as
+// a refused handshake (holdfast_transport_refused_total{reason=
+// "tls_handshake"}) although nothing but the leader's own impatience was
+// wrong; and the next round would have to dial again. A voter still
+// answering an earlier question is not asked again (it counts as a no);
+// ConfirmLoop waits for the questions in flight before it returns.
 func (l *Lessor) ConfirmLoop(ctx context.Context) {
+	defer l.questions.Wait()
 	for {
 		var batch []chan error
 		select {
@@ -80,21 +92,29 @@ func (l *Lessor) confirmRound(ctx context.Context) error {
 	need := len(voters)/2 + 1
 	yes := make(chan bool, len(voters))
 	ctx, cancel := context.WithTimeout(ctx, l.o.ConfirmTimeout)
-	defer cancel()
+	var asked []Voter
 	for _, v := range voters {
-		if v.ID == l.o.Self {
+		switch {
+		case v.ID == l.o.Self:
 			yes <- true
-			continue
-		}
-		if v.Addr == "" {
+		case v.Addr == "" || !l.startQuestion(v.ID):
 			yes <- false
-			continue
+		default:
+			asked = append(asked, v)
 		}
-		go func() {
-			ok, err := l.o.Confirm(ctx, v.Addr, term)
-			yes <- err == nil && ok
-		}()
 	}
+	var questions sync.WaitGroup
+	for _, v := range asked {
+		questions.Go(func() {
+			ok, err := l.o.Confirm(ctx, v, term)
+			l.endQuestion(v.ID)
+			yes <- err == nil && ok
+		})
+	}
+	l.questions.Go(func() {
+		questions.Wait()
+		cancel() // the last answer came: the round's context is done
+	})
 	got, answered := 0, 0
 	for answered < len(voters) && got < need {
 		if <-yes {
@@ -106,6 +126,31 @@ func (l *Lessor) confirmRound(ctx context.Context) error {
 		return errNotConfirmed
 	}
 	return nil
+}
+
+// startQuestion reports whether voter id may be asked now (no question of
+// an earlier round is waiting for it), and marks it asked.
+func (l *Lessor) startQuestion(id string) bool {
+	l.asking.Lock()
+	defer l.asking.Unlock()
+	if l.askingVoter[id] {
+		return false
+	}
+	l.askingVoter[id] = true
+	return true
+}
+
+// questionPending reports whether a question to voter id is unanswered.
+func (l *Lessor) questionPending(id string) bool {
+	l.asking.Lock()
+	defer l.asking.Unlock()
+	return l.askingVoter[id]
+}
+
+func (l *Lessor) endQuestion(id string) {
+	l.asking.Lock()
+	defer l.asking.Unlock()
+	delete(l.askingVoter, id)
 }
 
 // ConfirmedCommit is the leader's side of a consistent read: it takes

@@ -16,3 +16,8 @@ var ErrExpired = errors.New("holdfast: session expired")
 // coordinator exports it under the same name; it is the wire protocol's
 // value, so a refusal from another node matches it too.
 var ErrNoSession = wire.ErrNoSession
+
+// ErrStale is Create's error for a create the cluster found older than a
+// session of the node it already has (fsm.Result.Stale): it changed
+// nothing.
+var ErrStale = errors.New("holdfast: session create older than the node's current session")

@@ -103,6 +103,12 @@ type voterSet struct {
 	down   map[string]bool   // addr → the request fails
 	asked  []uint64          // terms asked, in order
 	gate   chan struct{}     // non-nil: every answer waits for it to close
+	// slow holds the answers of a voter (by addr) until its channel
+	// closes; askedOf counts each voter's questions, cut those whose
+	// context ended while they waited.
+	slow    map[string]chan struct{}
+	askedOf map[string]int
+	cut     int
 }
 
 func (vs *voterSet) list() []Voter {
@@ -111,15 +117,26 @@ func (vs *voterSet) list() []Voter {
 	return append([]Voter(nil), vs.voters...)
 }
 
-func (vs *voterSet) confirm(ctx context.Context, addr string, term uint64) (bool, error) {
+func (vs *voterSet) confirm(ctx context.Context, v Voter, term uint64) (bool, error) {
+	addr := v.Addr
 	vs.mu.Lock()
 	vs.asked = append(vs.asked, term)
+	if vs.askedOf == nil {
+		vs.askedOf = map[string]int{}
+	}
+	vs.askedOf[addr]++
 	gate, down, t := vs.gate, vs.down[addr], vs.terms[addr]
+	if g, ok := vs.slow[addr]; ok {
+		gate = g
+	}
 	vs.mu.Unlock()
 	if gate != nil {
 		select {
 		case <-gate:
 		case <-ctx.Done():
+			vs.mu.Lock()
+			vs.cut++
+			vs.mu.Unlock()
 			return false, ctx.Err()
 		}
 	}

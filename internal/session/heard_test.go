@@ -36,3 +36,43 @@ func TestLessorHeardOnlyWhileActive(t *testing.T) {
 		t.Error("a deactivated lessor still reports a node as heard")
 	}
 }
+
+// TestSessionAnsweredOncePerActivation: a session counts as answered (the
+// balancer may give it shards) only once this activation answered one of
+// its keepalives; the first answer wakes who waits on AnsweredChanged, and
+// a new activation (a new term) starts with no session answered.
+func TestSessionAnsweredOncePerActivation(t *testing.T) {
+	r := newLessorRig(t, 3)
+	r.rep.create(t, "s1", testTTL)
+	r.rep.create(t, "s2", testTTL)
+	r.l.Activate(r.rep.f.View())
+	changed := r.l.AnsweredChanged()
+	if r.l.Answered("s1") {
+		t.Fatal("s1 answered before any keepalive")
+	}
+	if _, err := r.keepAlive(t, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	default:
+		t.Fatal("the first answer did not wake AnsweredChanged")
+	}
+	if !r.l.Answered("s1") || r.l.Answered("s2") {
+		t.Fatalf("answered: s1 %v, s2 %v; want only s1", r.l.Answered("s1"), r.l.Answered("s2"))
+	}
+	again := r.l.AnsweredChanged()
+	if _, err := r.keepAlive(t, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-again:
+		t.Fatal("a second answer of s1 woke AnsweredChanged")
+	default:
+	}
+	r.l.Deactivate()
+	r.l.Activate(r.rep.f.View())
+	if r.l.Answered("s1") {
+		t.Fatal("a new activation inherited s1 as answered")
+	}
+}

@@ -30,10 +30,13 @@ type LessorOptions struct {
 	Voters func() []Voter
 	// Self is this node's raft server ID.
 	Self string
-	// Confirm asks the voter at addr whether its current raft term is term
-	// (the leader's side of a confirmation round).
-	Confirm func(ctx context.Context, addr string, term uint64) (bool, error)
-	// ConfirmTimeout bounds one confirmation round.
+	// Confirm asks voter v (at its address, by its raft server ID) whether
+	// its current raft term is term (the leader's side of a confirmation
+	// round); a node at that address with another identity says no.
+	Confirm func(ctx context.Context, v Voter, term uint64) (bool, error)
+	// ConfirmTimeout bounds one confirmation round, and each question of
+	// it (a question still unanswered when the round has its quorum goes on
+	// in the background until then).
 	ConfirmTimeout time.Duration
 	// ExpiryGrace is added to every session's TTL when the lessor becomes
 	// active, on top of the TTL.
@@ -73,19 +76,26 @@ type Lessor struct {
 	log *slog.Logger
 	now func() time.Time
 
-	mu        sync.Mutex
-	active    bool
-	epoch     uint64               // bumped on every activation and deactivation
-	term      uint64               // the raft term this node leads in, while active
-	deadlines map[string]time.Time // session → deadline
-	expiring  map[string]bool      // expiry decided: keepalives are refused
-	heard     map[string]time.Time // node ID → its last answered keepalive or stats poll
-	pending   map[string]int       // session → keepalives in flight: its expiry waits for them
-	lastBeat  time.Time            // the start of Run's latest pass (or the activation)
-	stalls    int                  // stalls detected (observe), and their total length
-	stalled   time.Duration
+	mu         sync.Mutex
+	active     bool
+	epoch      uint64               // bumped on every activation and deactivation
+	term       uint64               // the raft term this node leads in, while active
+	deadlines  map[string]time.Time // session → deadline
+	expiring   map[string]bool      // expiry decided: keepalives are refused
+	heard      map[string]time.Time // node ID → its last answered keepalive or stats poll
+	pending    map[string]int       // session → keepalives in flight: its expiry waits for them
+	answered   map[string]bool      // sessions with a keepalive answered in this activation
+	firstHeard chan struct{}        // closed and replaced when a session's first keepalive is answered
+	lastBeat   time.Time            // the start of Run's latest pass (or the activation)
+	stalls     int                  // stalls detected (observe), and their total length
+	stalled    time.Duration
 
 	verifyReq chan chan error // batched confirmation requests
+	asking    sync.Mutex      // guards askingVoter
+	// askingVoter lists the voters a question of an earlier round is still
+	// waiting for; a round does not ask them again (they count as no).
+	askingVoter map[string]bool
+	questions   sync.WaitGroup // questions in flight; ConfirmLoop joins them
 
 	// Test hooks (nil in production): onActivate sees the instant the
 	// lessor took over; onKeepAlive sees each answered keepalive's arrival.
@@ -97,7 +107,8 @@ type Lessor struct {
 // NewLessor returns an inactive lessor. Its confirmation loop
 // (ConfirmLoop) must run for KeepAlive and ConfirmedCommit to answer.
 func NewLessor(o LessorOptions) *Lessor {
-	l := &Lessor{o: o, log: o.Log, now: o.Now, verifyReq: make(chan chan error, 64)}
+	l := &Lessor{o: o, log: o.Log, now: o.Now, verifyReq: make(chan chan error, 64), askingVoter: map[string]bool{},
+		firstHeard: make(chan struct{})}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -159,6 +170,7 @@ func (l *Lessor) Activate(v *fsm.View) {
 	l.expiring = map[string]bool{}
 	l.heard = map[string]time.Time{}
 	l.pending = map[string]int{}
+	l.answered = map[string]bool{}
 	l.lastBeat = now
 	sessions := v.Sessions()
 	for _, s := range sessions {
@@ -180,7 +192,7 @@ func (l *Lessor) Deactivate() {
 	defer l.mu.Unlock()
 	l.active = false
 	l.epoch++
-	l.deadlines, l.expiring, l.heard, l.pending = nil, nil, nil, nil
+	l.deadlines, l.expiring, l.heard, l.pending, l.answered = nil, nil, nil, nil, nil
 }
 
 // sync adds sessions new in v (deadline now + TTL) and forgets gone ones.
@@ -198,6 +210,7 @@ func (l *Lessor) sync(v *fsm.View) {
 		if _, ok := v.Session(id); !ok {
 			delete(l.deadlines, id)
 			delete(l.expiring, id)
+			delete(l.answered, id)
 		}
 	}
 }
@@ -291,6 +304,11 @@ func (l *Lessor) KeepAlive(ctx context.Context, id string) (uint64, error) {
 	if s.NodeID != "" && arrived.After(l.heard[s.NodeID]) {
 		l.heard[s.NodeID] = arrived
 	}
+	if !l.answered[id] {
+		l.answered[id] = true
+		close(l.firstHeard)
+		l.firstHeard = make(chan struct{})
+	}
 	if l.onKeepAlive != nil {
 		l.onKeepAlive(id, arrived)
 	}
@@ -339,26 +357,4 @@ func (l *Lessor) Deadline(id string) (time.Time, bool) {
 	defer l.mu.Unlock()
 	d, ok := l.deadlines[id]
 	return d, ok
-}
-
-// HeardWithin reports whether, while this node leads, a keepalive from the
-// node with the given raft ID arrived within d before now and was answered
-// (or NoteHeard recorded it): the node reaches the leader over RPC whatever
-// gossip says of it.
-func (l *Lessor) HeardWithin(nodeID string, d time.Duration, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t, ok := l.heard[nodeID]
-	return ok && now.Sub(t) < d
-}
-
-// NoteHeard records, while the lessor is active, that the node with the
-// given raft ID reached this leader over RPC at t (an answered stats poll);
-// it does nothing while inactive.
-func (l *Lessor) NoteHeard(nodeID string, t time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.heard != nil && t.After(l.heard[nodeID]) {
-		l.heard[nodeID] = t
-	}
 }

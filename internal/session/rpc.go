@@ -41,31 +41,42 @@ func SendKeepAlive(leader LeaderFunc, local func(ctx context.Context, id string)
 
 // Register registers the session handlers in d: wire.MethodKeepAlive
 // (answered by this lessor, which refuses while it is not active) and
-// wire.MethodConfirm (answered from LessorOptions.Term: yes while this
-// node's current raft term is the one asked about).
+// wire.MethodConfirm (answered from LessorOptions.Term and Self: yes while
+// this node's current raft term is the one asked about and this node is
+// the voter asked for).
 func (l *Lessor) Register(d *wire.Dispatcher) {
 	d.Handle(wire.MethodKeepAlive, wire.Typed(func(ctx context.Context, req wire.KeepAliveRequest) (wire.KeepAliveReply, error) {
 		index, err := l.KeepAlive(ctx, req.Session)
 		return wire.KeepAliveReply{Index: index}, err
 	}))
-	d.Handle(wire.MethodConfirm, ServeConfirm(l.o.Term))
+	d.Handle(wire.MethodConfirm, ServeConfirm(l.o.Term, l.o.Self))
 }
 
-// AskConfirm returns a LessorOptions.Confirm that asks the voter at addr,
-// over call, whether it is still in term (wire.MethodConfirm).
-func AskConfirm(call Caller) func(ctx context.Context, addr string, term uint64) (bool, error) {
-	return func(ctx context.Context, addr string, term uint64) (bool, error) {
+// AskConfirm returns a LessorOptions.Confirm that asks voter v, at its
+// address, over call, whether it is still in term (wire.MethodConfirm).
+// The request names v's raft server ID, and an answer from a node that
+// says it is another is a no: whatever listens at a voter's address (a
+// wiped node back under a new identity, another node that took the
+// address) cannot speak for the voter. An answer without an ID (a release
+// that does not send it) is taken as it is.
+func AskConfirm(call Caller) func(ctx context.Context, v Voter, term uint64) (bool, error) {
+	return func(ctx context.Context, v Voter, term uint64) (bool, error) {
 		var rep wire.ConfirmReply
-		err := call.Call(ctx, addr, wire.MethodConfirm, wire.ConfirmRequest{Term: term}, &rep)
-		return rep.OK, err
+		err := call.Call(ctx, v.Addr, wire.MethodConfirm, wire.ConfirmRequest{Term: term, ID: v.ID}, &rep)
+		if err != nil {
+			return false, err
+		}
+		return rep.OK && (rep.ID == "" || rep.ID == v.ID), nil
 	}
 }
 
-// ServeConfirm returns the handler of wire.MethodConfirm: yes while this
-// node's current raft term (term) is the one asked about.
-func ServeConfirm(term func() uint64) wire.HandlerFunc {
+// ServeConfirm returns the handler of wire.MethodConfirm on the node with
+// raft server ID self: yes while its current raft term (term) is the one
+// asked about and the request asks for self (or names no voter, from a
+// release that does not send the ID). The answer carries self.
+func ServeConfirm(term func() uint64, self string) wire.HandlerFunc {
 	return wire.Typed(func(_ context.Context, req wire.ConfirmRequest) (wire.ConfirmReply, error) {
-		return wire.ConfirmReply{OK: term() == req.Term}, nil
+		return wire.ConfirmReply{OK: term() == req.Term && (req.ID == "" || req.ID == self), ID: self}, nil
 	})
 }
 

@@ -71,13 +71,54 @@ func TestKeepAliveGoesToTheLeader(t *testing.T) {
 // term it is in itself.
 func TestConfirmAnswersOnlyItsTerm(t *testing.T) {
 	d := wire.NewDispatcher(nil)
-	d.Handle(wire.MethodConfirm, ServeConfirm(func() uint64 { return 5 }))
+	d.Handle(wire.MethodConfirm, ServeConfirm(func() uint64 { return 5 }, "id-v"))
 	ask := AskConfirm(&wireCaller{d: d})
 	for term, want := range map[uint64]bool{4: false, 5: true, 6: false} {
-		if ok, err := ask(context.Background(), "voter:1", term); err != nil || ok != want {
+		if ok, err := ask(context.Background(), Voter{ID: "id-v", Addr: "voter:1"}, term); err != nil || ok != want {
 			t.Errorf("term %d: %v, %v; want %v", term, ok, err, want)
 		}
 	}
+}
+
+// TestConfirmChecksTheVoterIdentity: a confirmation names the voter's raft
+// server ID, and whatever answers at its address as another node says no,
+// whichever side checks: the answering node (a request for another ID),
+// or the leader (an answer from a node that says it is another, as an
+// older release that ignores the ID would give).
+func TestConfirmChecksTheVoterIdentity(t *testing.T) {
+	d := wire.NewDispatcher(nil)
+	d.Handle(wire.MethodConfirm, ServeConfirm(func() uint64 { return 5 }, "id-new"))
+	ask := AskConfirm(&wireCaller{d: d})
+	if ok, err := ask(context.Background(), Voter{ID: "id-old", Addr: "voter:1"}, 5); err != nil || ok {
+		t.Fatalf("another identity at the voter's address: %v, %v; want no", ok, err)
+	}
+	older := wire.NewDispatcher(nil) // answers yes for its term whatever the ID, naming itself
+	older.Handle(wire.MethodConfirm, wire.Typed(func(_ context.Context, req wire.ConfirmRequest) (wire.ConfirmReply, error) {
+		return wire.ConfirmReply{OK: req.Term == 5, ID: "id-new"}, nil
+	}))
+	if ok, err := AskConfirm(&wireCaller{d: older})(context.Background(), Voter{ID: "id-old", Addr: "voter:1"}, 5); err != nil || ok {
+		t.Fatalf("an answer naming another identity: %v, %v; want no", ok, err)
+	}
+	legacy := wire.NewDispatcher(nil) // an older release: no ID either way
+	legacy.Handle(wire.MethodConfirm, wire.Typed(func(_ context.Context, req wire.ConfirmRequest) (wire.ConfirmReply, error) {
+		return wire.ConfirmReply{OK: req.Term == 5}, nil
+	}))
+	if ok, err := AskConfirm(&wireCaller{d: legacy})(context.Background(), Voter{ID: "id-old", Addr: "voter:1"}, 5); err != nil || !ok {
+		t.Fatalf("an answer of an older release: %v, %v; want yes", ok, err)
+	}
+	if rep := serveConfirm(t, d, wire.ConfirmRequest{Term: 5}); !rep.OK || rep.ID != "id-new" {
+		t.Fatalf("a request without an ID (older leader): %+v; want yes, naming the voter", rep)
+	}
+}
+
+// serveConfirm sends req to d's confirmation handler and returns its reply.
+func serveConfirm(t *testing.T, d *wire.Dispatcher, req wire.ConfirmRequest) wire.ConfirmReply {
+	t.Helper()
+	var rep wire.ConfirmReply
+	if err := (&wireCaller{d: d}).Call(context.Background(), "voter:1", wire.MethodConfirm, req, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
 
 func TestVotersOfListsVotersOnly(t *testing.T) {

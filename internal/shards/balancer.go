@@ -26,6 +26,7 @@ type Balancer struct {
 	activated time.Time
 	epoch     time.Time            // origin of the planner's logical clock
 	firstSeen map[string]time.Time // session → when this leader first saw it
+	inherited map[string]bool      // sessions of the term's first round (see awaitInherited)
 	revokes   map[ShardID]revokeTrack
 	// Metrics: when each handoff began (revoke seen), and the integral of
 	// unowned shards over time.
@@ -45,18 +46,19 @@ func NewBalancer(o BalancerOptions) *Balancer {
 	o = o.withDefaults()
 	now := o.Now()
 	return &Balancer{o: o, activated: now, epoch: now.Add(-o.JoinStabilization - time.Second),
-		firstSeen: map[string]time.Time{}, revokes: map[ShardID]revokeTrack{}, handoffStart: map[ShardID]time.Time{},
+		firstSeen: map[string]time.Time{}, inherited: map[string]bool{}, revokes: map[ShardID]revokeTrack{}, handoffStart: map[ShardID]time.Time{},
 		unownedAt: now}
 }
 
 // Run plans and drives handoffs while this node leads, until ctx ends:
-// after every change of the replica (coalesced over RebalanceDelay), every
-// ReconcileInterval, and when a join stabilization or a forced release
-// falls due. It blocks; the caller runs it in a goroutine it joins.
+// after every change of the replica and every session heard from for the
+// first time (coalesced over RebalanceDelay), every ReconcileInterval, and
+// when a join stabilization or a forced release falls due. It blocks; the caller runs it in a goroutine it joins.
 func (b *Balancer) Run(ctx context.Context) {
 	first := true
 	for {
 		v := b.o.View()
+		heard := b.o.HeardChanged()
 		wake := b.Round(ctx, v, b.o.Now(), first)
 		first = false
 		timer := time.NewTimer(max(wake.Sub(b.o.Now()), time.Millisecond))
@@ -65,11 +67,13 @@ func (b *Balancer) Run(ctx context.Context) {
 			timer.Stop()
 			return
 		case <-v.Changed():
-			timer.Stop()
-			if !pause.For(ctx, b.o.RebalanceDelay) {
-				return
-			}
+		case <-heard:
 		case <-timer.C:
+			continue
+		}
+		timer.Stop()
+		if !pause.For(ctx, b.o.RebalanceDelay) {
+			return
 		}
 	}
 }
@@ -93,6 +97,12 @@ func (b *Balancer) Round(ctx context.Context, v *fsm.View, now time.Time, first 
 		wake = d
 	}
 	b.force(ctx, v, now)
+	if until, ok := b.awaitInherited(members, now); ok {
+		if until.Before(wake) {
+			wake = until
+		}
+		return wake // plan once their first keepalives are in (HeardChanged wakes Run)
+	}
 	grants, revokes := b.plan(v, members, drained, now)
 	if len(grants) > 0 {
 		b.commit(ctx, fsm.OpShardGrant, grants)
@@ -105,7 +115,8 @@ func (b *Balancer) Round(ctx context.Context, v *fsm.View, now time.Time, first 
 
 // members returns the sessions that may own shards (live, undrained, not
 // being expired) as planner members, whether any session is drained, and
-// when the next member becomes stable.
+// when the next member becomes stable. A session this leader has not heard
+// a keepalive from is held: it keeps its shards but receives none.
 func (b *Balancer) members(v *fsm.View, now time.Time, first bool) (map[string]shardown.Member, bool, time.Time) {
 	stab := b.o.JoinStabilization
 	out := map[string]shardown.Member{}
@@ -120,6 +131,7 @@ func (b *Balancer) members(v *fsm.View, now time.Time, first bool) (map[string]s
 			t = now
 			if first {
 				t = now.Add(-stab) // sessions a previous leader knew count as stable
+				b.inherited[s.ID] = true
 			}
 			b.firstSeen[s.ID] = t
 		}
@@ -129,7 +141,7 @@ func (b *Balancer) members(v *fsm.View, now time.Time, first bool) (map[string]s
 		if ready := t.Add(stab); ready.After(now) && (next.IsZero() || ready.Before(next)) {
 			next = ready
 		}
-		out[s.ID] = shardown.Member{ID: s.ID, Weight: s.Weight, JoinedAt: uint64(t.Sub(b.epoch))}
+		out[s.ID] = shardown.Member{ID: s.ID, Weight: s.Weight, JoinedAt: uint64(t.Sub(b.epoch)), Hold: !b.o.Heard(s.ID)}
 	}
 	for id := range b.firstSeen {
 		if !seen[id] {

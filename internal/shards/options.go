@@ -31,6 +31,18 @@ type BalancerOptions struct {
 	// its deadline has passed at now: such a session gets no shard (nil:
 	// none is).
 	Expiring func(session string, now time.Time) bool
+	// Heard reports whether this leader has answered a keepalive of the
+	// session since it took office (session.Lessor.Answered): only such a
+	// session is given shards; one not heard from yet keeps what it owns
+	// (nil: every session is heard). A create proves nothing (its caller
+	// may have given up on it), and a session a previous leader knew may
+	// have no live node behind it; every live session's keepalive comes
+	// within TTL/3 of a new leader's arrival.
+	Heard func(session string) bool
+	// HeardChanged returns a channel closed when the next session is
+	// heard from for the first time (session.Lessor.AnsweredChanged): the
+	// balancer then plans again (nil: it notices at its next round).
+	HeardChanged func() <-chan struct{}
 	// Now is the balancer's clock (nil: time.Now).
 	Now func() time.Time
 	// Log receives the balancer's logs (nil: discarded).
@@ -61,6 +73,12 @@ type BalancerOptions struct {
 func (o BalancerOptions) withDefaults() BalancerOptions {
 	if o.Expiring == nil {
 		o.Expiring = func(string, time.Time) bool { return false }
+	}
+	if o.Heard == nil {
+		o.Heard = func(string) bool { return true }
+	}
+	if o.HeardChanged == nil {
+		o.HeardChanged = func() <-chan struct{} { return nil }
 	}
 	if o.Now == nil {
 		o.Now = time.Now

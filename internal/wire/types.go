@@ -91,16 +91,21 @@ type KeepAliveReply struct {
 	Index uint64 `msgpack:"index"`
 }
 
-// ConfirmRequest asks a voter whether its current term is Term
-// (MethodConfirm).
+// ConfirmRequest asks the voter with raft server ID ID whether its
+// current term is Term (MethodConfirm). ID is empty only from a release
+// that did not send it.
 type ConfirmRequest struct {
 	Term uint64 `msgpack:"term"`
+	ID   string `msgpack:"id,omitempty"`
 }
 
 // ConfirmReply answers MethodConfirm: OK while the voter's current term is
-// the one asked about.
+// the one asked about and the voter is the one asked for; ID is the raft
+// server ID of the node that answered (empty from a release that did not
+// send it).
 type ConfirmReply struct {
-	OK bool `msgpack:"ok"`
+	OK bool   `msgpack:"ok"`
+	ID string `msgpack:"id,omitempty"`
 }
 
 // KeyringRequest asks a node to apply Op (a Keyring* constant) with Key to

@@ -1,0 +1,371 @@
+package lincheck
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// Kind is an operation's kind.
+type Kind uint8
+
+// The operation kinds (see the package doc).
+const (
+	// Acquire asks for a grant and waits for it.
+	Acquire Kind = iota + 1
+	// TryAcquire asks for a grant and is refused when none is free.
+	TryAcquire
+	// Release gives the client's grant with Input.Token up.
+	Release
+	// Read is a Sync followed by reading the holders of the name.
+	Read
+	// Settle is the background release of the grant, if any, that the
+	// failed acquire with ID Input.Ref produced.
+	Settle
+	// Lost drops the client's grant with Input.Token, which its holder saw
+	// end without a release (its session ended).
+	Lost
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Acquire:
+		return "acquire"
+	case TryAcquire:
+		return "try-acquire"
+	case Release:
+		return "release"
+	case Read:
+		return "read"
+	case Settle:
+		return "settle"
+	case Lost:
+		return "lost"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Input is what an operation asked.
+type Input struct {
+	Kind Kind
+	// Name is the lease's or semaphore's name.
+	Name string
+	// Client is who holds what the operation acquires or releases (a node
+	// name); empty for a Read.
+	Client string
+	// Token is the grant a Release or Lost gives up.
+	Token uint64
+	// Ref is, for a Settle, the ID of the failed acquire it settles.
+	Ref int
+	// ID identifies the operation in the history (set by the Recorder).
+	ID int
+}
+
+// Holder is one grant a Read saw.
+type Holder struct {
+	Client string
+	Token  uint64
+}
+
+// Output is what an operation returned.
+type Output struct {
+	// Unknown: the operation failed, and may or may not take effect.
+	Unknown bool
+	// Token is an acquire's grant.
+	Token uint64
+	// Refused: a TryAcquire found nothing free.
+	Refused bool
+	// Holders is what a Read saw, in any order.
+	Holders []Holder
+}
+
+// grant is one grant in a model state. A grant of a failed acquire
+// (phantom: ref set) has no known token until a read shows one, which
+// must lie in (lo, hi): above every token granted before it, below every
+// token granted after.
+type grant struct {
+	client string
+	token  uint64 // 0: not known yet
+	ref    int    // the failed acquire that made it (0: a seen grant)
+	lo, hi uint64
+}
+
+// state is a model state: the grants held, and the highest token granted.
+// It is never modified once made.
+type state struct {
+	grants []grant // sorted (see sortGrants)
+	floor  uint64
+}
+
+func sortGrants(gs []grant) {
+	slices.SortFunc(gs, func(a, b grant) int {
+		if c := strings.Compare(a.client, b.client); c != 0 {
+			return c
+		}
+		if c := cmpU(a.token, b.token); c != 0 {
+			return c
+		}
+		return a.ref - b.ref
+	})
+}
+
+func cmpU(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (s state) key() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d|", s.floor)
+	for _, g := range s.grants {
+		fmt.Fprintf(&b, "%s:%d:%d:%d:%d;", g.client, g.token, g.ref, g.lo, g.hi)
+	}
+	return b.String()
+}
+
+func (s state) with(g grant) state {
+	gs := append(slices.Clone(s.grants), g)
+	sortGrants(gs)
+	return state{grants: gs, floor: s.floor}
+}
+
+func (s state) without(i int) state {
+	return state{grants: slices.Delete(slices.Clone(s.grants), i, i+1), floor: s.floor}
+}
+
+// index returns the grant of client with token (or, token 0, the phantom
+// of ref), or -1.
+func (s state) index(client string, token uint64, ref int) int {
+	for i, g := range s.grants {
+		if g.client == client && ((token != 0 && g.token == token) || (token == 0 && ref != 0 && g.ref == ref)) {
+			return i
+		}
+	}
+	return -1
+}
+
+// LeaseModel is the model of leases: one holder per name.
+func LeaseModel() porcupine.Model { return model(1) }
+
+// SemaphoreModel is the model of semaphores of limit permits per name.
+func SemaphoreModel(limit int) porcupine.Model { return model(limit) }
+
+func model(limit int) porcupine.Model {
+	nm := porcupine.NondeterministicModel{
+		Partition: partitionByName,
+		Init:      func() []any { return []any{state{}} },
+		Step: func(st, in, out any) []any {
+			return step(limit, st.(state), in.(Input), out.(Output))
+		},
+		Equal: func(a, b any) bool { return a.(state).key() == b.(state).key() },
+		Hash: func(st any) uint64 {
+			h := fnv.New64a()
+			h.Write([]byte(st.(state).key()))
+			return h.Sum64()
+		},
+		DescribeOperation: describeOperation,
+		DescribeState:     describeState,
+	}
+	return nm.ToModel()
+}
+
+// partitionByName splits a history into one per name.
+func partitionByName(ops []porcupine.Operation) [][]porcupine.Operation {
+	by := map[string][]porcupine.Operation{}
+	var names []string
+	for _, op := range ops {
+		n := op.Input.(Input).Name
+		if _, ok := by[n]; !ok {
+			names = append(names, n)
+		}
+		by[n] = append(by[n], op)
+	}
+	slices.Sort(names)
+	out := make([][]porcupine.Operation, 0, len(names))
+	for _, n := range names {
+		out = append(out, by[n])
+	}
+	return out
+}
+
+// step returns every state the operation can lead to from s (none: it is
+// illegal there).
+func step(limit int, s state, in Input, out Output) []any {
+	switch in.Kind {
+	case Acquire, TryAcquire:
+		return stepAcquire(limit, s, in, out)
+	case Release:
+		i := s.index(in.Client, in.Token, 0)
+		if out.Unknown {
+			if i < 0 {
+				return []any{s}
+			}
+			return []any{s, s.without(i)}
+		}
+		if i < 0 {
+			return nil
+		}
+		return []any{s.without(i)}
+	case Settle, Lost:
+		i := s.index(in.Client, in.Token, in.Ref)
+		if i < 0 {
+			return []any{s}
+		}
+		return []any{s, s.without(i)}
+	case Read:
+		if out.Unknown {
+			return []any{s} // a read changes nothing
+		}
+		if next, ok := s.read(out.Holders); ok {
+			return []any{next}
+		}
+		return nil
+	}
+	return nil
+}
+
+func stepAcquire(limit int, s state, in Input, out Output) []any {
+	free := len(s.grants) < limit
+	switch {
+	case out.Unknown:
+		if !free {
+			return []any{s}
+		}
+		return []any{s, s.with(grant{client: in.Client, ref: in.ID, lo: s.floor, hi: math.MaxUint64})}
+	case out.Refused:
+		if free || (limit == 1 && s.grants[0].client == in.Client) {
+			return nil
+		}
+		return []any{s}
+	}
+	if !free || out.Token <= s.floor {
+		return nil
+	}
+	gs := slices.Clone(s.grants)
+	for i := range gs {
+		if gs[i].token == 0 {
+			gs[i].hi = min(gs[i].hi, out.Token)
+		}
+	}
+	next := state{grants: gs, floor: out.Token}
+	return []any{next.with(grant{client: in.Client, token: out.Token})}
+}
+
+// read matches what a read saw against s: every known grant exactly, and
+// every phantom to a holder of its client with a token in its bounds
+// (which it then takes). It returns the state with the phantoms' tokens
+// known.
+func (s state) read(seen []Holder) (state, bool) {
+	if len(seen) != len(s.grants) {
+		return s, false
+	}
+	left := slices.Clone(seen)
+	var phantoms []int
+	for i, g := range s.grants {
+		if g.token == 0 {
+			phantoms = append(phantoms, i)
+			continue
+		}
+		j := slices.Index(left, Holder{Client: g.client, Token: g.token})
+		if j < 0 {
+			return s, false
+		}
+		left = slices.Delete(left, j, j+1)
+	}
+	if len(phantoms) == 0 {
+		return s, true
+	}
+	gs := slices.Clone(s.grants)
+	if !matchPhantoms(gs, phantoms, left) {
+		return s, false
+	}
+	next := state{grants: gs, floor: s.floor}
+	for _, g := range gs {
+		next.floor = max(next.floor, g.token)
+	}
+	sortGrants(next.grants)
+	return next, true
+}
+
+// matchPhantoms gives each phantom of gs (indexes ps) a distinct holder of
+// left with its client and a token in its bounds, by backtracking.
+func matchPhantoms(gs []grant, ps []int, left []Holder) bool {
+	if len(ps) == 0 {
+		return len(left) == 0
+	}
+	g := &gs[ps[0]]
+	for j, h := range left {
+		if h.Client != g.client || h.Token <= g.lo || h.Token >= g.hi {
+			continue
+		}
+		g.token = h.Token
+		if matchPhantoms(gs, ps[1:], slices.Delete(slices.Clone(left), j, j+1)) {
+			return true
+		}
+		g.token = 0
+	}
+	return false
+}
+
+func describeOperation(in, out any) string {
+	i, o := in.(Input), out.(Output)
+	var res string
+	switch {
+	case o.Unknown:
+		res = "?"
+	case i.Kind == Read:
+		res = describeHolders(o.Holders)
+	case o.Refused:
+		res = "refused"
+	case i.Kind == Acquire || i.Kind == TryAcquire:
+		res = fmt.Sprintf("token %d", o.Token)
+	default:
+		res = "ok"
+	}
+	switch i.Kind {
+	case Read:
+		return fmt.Sprintf("read %s → %s", i.Name, res)
+	case Release, Lost:
+		return fmt.Sprintf("%s %s %s/%d → %s", i.Kind, i.Name, i.Client, i.Token, res)
+	case Settle:
+		return fmt.Sprintf("settle %s %s (op %d)", i.Name, i.Client, i.Ref)
+	}
+	return fmt.Sprintf("%s %s by %s (op %d) → %s", i.Kind, i.Name, i.Client, i.ID, res)
+}
+
+func describeHolders(hs []Holder) string {
+	if len(hs) == 0 {
+		return "free"
+	}
+	parts := make([]string, len(hs))
+	for i, h := range hs {
+		parts[i] = fmt.Sprintf("%s/%d", h.Client, h.Token)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}
+
+func describeState(st any) string {
+	s := st.(state)
+	if len(s.grants) == 0 {
+		return fmt.Sprintf("free (last token %d)", s.floor)
+	}
+	parts := make([]string, len(s.grants))
+	for i, g := range s.grants {
+		if g.token == 0 {
+			parts[i] = fmt.Sprintf("%s/? (op %d, token in (%d, %d))", g.client, g.ref, g.lo, g.hi)
+		} else {
+			parts[i] = fmt.Sprintf("%s/%d", g.client, g.token)
+		}
+	}
+	return fmt.Sprintf("%s (last token %d)", strings.Join(parts, ", "), s.floor)
+}

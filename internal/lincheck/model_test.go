@@ -1,0 +1,189 @@
+package lincheck
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// op builds an operation of worker w on name "x".
+func op(w int, call, ret int64, in Input, out Output) porcupine.Operation {
+	in.Name = "x"
+	return porcupine.Operation{ClientId: w, Input: in, Call: call, Output: out, Return: ret}
+}
+
+func acq(client string, id int) Input { return Input{Kind: Acquire, Client: client, ID: id} }
+func rel(client string, token uint64) Input {
+	return Input{Kind: Release, Client: client, Token: token}
+}
+
+var read = Input{Kind: Read}
+
+func seen(hs ...Holder) Output { return Output{Holders: hs} }
+
+func TestLeaseModel(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ops  []porcupine.Operation
+		ok   bool
+	}{
+		{"acquire, release, read free", []porcupine.Operation{
+			op(0, 0, 1, acq("a", 1), Output{Token: 5}),
+			op(0, 2, 3, rel("a", 5), Output{}),
+			op(1, 4, 5, read, seen()),
+		}, true},
+		{"a read after a returned release still sees the holder", []porcupine.Operation{
+			op(0, 0, 1, acq("a", 1), Output{Token: 5}),
+			op(0, 2, 3, rel("a", 5), Output{}),
+			op(1, 4, 5, read, seen(Holder{"a", 5})),
+		}, false},
+		{"a read concurrent with the release may see either", []porcupine.Operation{
+			op(0, 0, 1, acq("a", 1), Output{Token: 5}),
+			op(0, 2, 5, rel("a", 5), Output{}),
+			op(1, 3, 4, read, seen(Holder{"a", 5})),
+		}, true},
+		{"two holders at once", []porcupine.Operation{
+			op(0, 0, 1, acq("a", 1), Output{Token: 5}),
+			op(1, 2, 3, acq("b", 2), Output{Token: 6}),
+		}, false},
+		{"a token not above the last one", []porcupine.Operation{
+			op(0, 0, 1, acq("a", 1), Output{Token: 5}),
+			op(0, 2, 3, rel("a", 5), Output{}),
+			op(1, 4, 5, acq("b", 3), Output{Token: 4}),
+		}, false},
+		{"a refusal while free", []porcupine.Operation{
+			op(0, 0, 1, Input{Kind: TryAcquire, Client: "b", ID: 1}, Output{Refused: true}),
+		}, false},
+		{"a refusal while another holds", []porcupine.Operation{
+			op(0, 0, 1, acq("a", 1), Output{Token: 5}),
+			op(1, 2, 3, Input{Kind: TryAcquire, Client: "b", ID: 2}, Output{Refused: true}),
+		}, true},
+		{"a failed acquire shows up later, then its settlement frees it", []porcupine.Operation{
+			op(0, 0, 1, acq("a", 1), Output{Token: 5}),
+			op(0, 2, 3, rel("a", 5), Output{}),
+			op(1, 4, 100, acq("b", 3), Output{Unknown: true}),
+			op(1, 5, 100, Input{Kind: Settle, Client: "b", Ref: 3}, Output{Unknown: true}),
+			op(2, 10, 11, read, seen(Holder{"b", 7})),
+			op(2, 12, 13, read, seen()),
+			op(0, 14, 15, acq("a", 6), Output{Token: 9}),
+		}, true},
+		{"a failed acquire's grant with a token below an earlier one", []porcupine.Operation{
+			op(0, 0, 1, acq("a", 1), Output{Token: 5}),
+			op(0, 2, 3, rel("a", 5), Output{}),
+			op(1, 4, 100, acq("b", 3), Output{Unknown: true}),
+			op(2, 10, 11, read, seen(Holder{"b", 4})),
+		}, false},
+		{"a failed release may take effect", []porcupine.Operation{
+			op(0, 0, 1, acq("a", 1), Output{Token: 5}),
+			op(0, 2, 100, rel("a", 5), Output{Unknown: true}),
+			op(1, 4, 5, read, seen(Holder{"a", 5})),
+			op(1, 6, 7, read, seen()),
+		}, true},
+		{"a release of a grant not held", []porcupine.Operation{
+			op(0, 0, 1, rel("a", 5), Output{}),
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, _ := Check(LeaseModel(), tc.ops, 10*time.Second)
+			if (res == porcupine.Ok) != tc.ok {
+				t.Fatalf("check = %s, want ok=%v", res, tc.ok)
+			}
+		})
+	}
+}
+
+func TestSemaphoreModel(t *testing.T) {
+	two := []porcupine.Operation{
+		op(0, 0, 1, acq("a", 1), Output{Token: 5}),
+		op(1, 0, 1, acq("b", 2), Output{Token: 6}),
+		op(2, 2, 3, read, seen(Holder{"b", 6}, Holder{"a", 5})),
+		op(2, 4, 5, Input{Kind: TryAcquire, Client: "c", ID: 4}, Output{Refused: true}),
+	}
+	if res, _ := Check(SemaphoreModel(2), two, 10*time.Second); res != porcupine.Ok {
+		t.Fatalf("two permits of two: %s", res)
+	}
+	if res, _ := Check(SemaphoreModel(3), two, 10*time.Second); res == porcupine.Ok {
+		t.Fatal("a refusal with a third permit free was accepted")
+	}
+	third := append(two[:2:2], op(2, 2, 3, acq("c", 3), Output{Token: 7}))
+	if res, _ := Check(SemaphoreModel(2), third, 10*time.Second); res == porcupine.Ok {
+		t.Fatal("three holders of two permits were accepted")
+	}
+	phantoms := []porcupine.Operation{
+		op(0, 0, 50, acq("a", 1), Output{Unknown: true}),
+		op(1, 0, 50, acq("a", 2), Output{Unknown: true}),
+		op(2, 10, 11, acq("b", 3), Output{Token: 8}),
+		op(2, 20, 21, read, seen(Holder{"a", 9}, Holder{"b", 8})),
+	}
+	if res, _ := Check(SemaphoreModel(3), phantoms, 10*time.Second); res != porcupine.Ok {
+		t.Fatalf("a phantom granted after b's grant: %s", res)
+	}
+	phantoms[3] = op(2, 20, 21, read, seen(Holder{"a", 2}, Holder{"a", 9}, Holder{"b", 8}))
+	if res, _ := Check(SemaphoreModel(3), phantoms, 10*time.Second); res != porcupine.Ok {
+		t.Fatalf("two phantoms around b's grant: %s", res)
+	}
+}
+
+// TestRecorderBounds: a failed acquire returns, in the history, when the
+// client's next known acquire of the name returns; without a later one,
+// after everything else; Settle and Lost are unknown from their call.
+func TestRecorderBounds(t *testing.T) {
+	var now int64
+	r := NewRecorder(func() int64 { now++; return now })
+	failed := r.Begin("w0", Input{Kind: Acquire, Name: "x", Client: "a"}) // call 1
+	failed.Fail()                                                         // 2
+	r.Settle("w0", failed)                                                // 3
+	next := r.Begin("w0", Input{Kind: TryAcquire, Name: "x", Client: "a"})
+	next.End(Output{Refused: true}) // 4, 5
+	other := r.Begin("w1", Input{Kind: Acquire, Name: "x", Client: "b"})
+	other.Fail() // 6, 7
+	ops := r.Finish(LeaseBounds)
+	if len(ops) != 4 {
+		t.Fatalf("%d operations", len(ops))
+	}
+	if ops[0].Return != 5 || ops[1].Return != 5 {
+		t.Fatalf("failed acquire and its settlement return at %d and %d, want 5 (the next acquire's return)", ops[0].Return, ops[1].Return)
+	}
+	if ops[3].Return <= 7 {
+		t.Fatalf("an unbounded failure returns at %d, want after everything", ops[3].Return)
+	}
+	if in := ops[1].Input.(Input); in.Kind != Settle || in.Ref != failed.ID() {
+		t.Fatalf("settlement recorded as %+v", in)
+	}
+	if s := Count(ops); s.Operations != 4 || s.Failed != 3 || s.Refused != 1 || s.Settles != 1 {
+		t.Fatalf("counts %+v", s)
+	}
+}
+
+// fakeTB records what Verify reports.
+type fakeTB struct {
+	dir    string
+	failed string
+}
+
+func (f *fakeTB) Helper()                   {}
+func (f *fakeTB) Logf(string, ...any)       {}
+func (f *fakeTB) Errorf(s string, a ...any) { f.failed = s }
+func (f *fakeTB) TempDir() string           { return f.dir }
+
+// TestVerifyWritesVisualization: a rejected history fails the test and
+// leaves porcupine's HTML where HOLDFAST_LIN_OUT points.
+func TestVerifyWritesVisualization(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(OutDirEnv, dir)
+	bad := []porcupine.Operation{
+		op(0, 0, 1, acq("a", 1), Output{Token: 5}),
+		op(0, 2, 3, rel("a", 5), Output{}),
+		op(1, 4, 5, read, seen(Holder{"a", 5})),
+	}
+	tb := &fakeTB{dir: t.TempDir()}
+	if Verify(tb, "lease", LeaseModel(), bad, 10*time.Second, 42) || tb.failed == "" {
+		t.Fatal("a rejected history passed")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "lease-seed42.html")); err != nil {
+		t.Fatalf("no visualization: %v", err)
+	}
+}
