@@ -179,14 +179,18 @@ func (cl *Cluster) Decommission(ctx context.Context, req wire.LeaveRequest) (wir
 		case step.gone:
 			rep.Removed = !req.DryRun
 			return rep, nil
-		case req.DryRun:
-			rep.Promoted = string(step.promote)
-			return rep, nil
 		case step.wait:
-			if !pause.For(ctx, 100*time.Millisecond) { // a replacement is becoming stable
+			// A replacement is becoming stable. A dry run waits too: it
+			// answers only once the leave would go ahead or be refused, so
+			// that a check passed on a replacement that never becomes ready
+			// cannot be followed by a refusal after the node stopped.
+			if !pause.For(ctx, 100*time.Millisecond) {
 				return rep, fmt.Errorf("no replacement became ready to take the leaving voter's place: %w", ctx.Err())
 			}
 			continue
+		case req.DryRun:
+			rep.Promoted = string(step.promote)
+			return rep, nil
 		}
 		if err := cl.applyLeaveStep(ctx, step, req.ID, f.Index(), &rep); err != nil {
 			return rep, err
