@@ -1,8 +1,10 @@
 package raftnode
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -53,9 +55,10 @@ func openStores(dataDir string, log *slog.Logger, closing func() bool) (*stores,
 	var disk raft.LogStore
 	var stable raft.StableStore
 	var closer io.Closer
-	if _, err := os.Stat(filepath.Join(dir, boltFile)); err == nil {
+	bolt, err := hasBolt(dir)
+	if err == nil && bolt {
 		disk, stable, closer, err = openBolt(dir)
-	} else {
+	} else if err == nil {
 		disk, stable, closer, err = openWAL(filepath.Join(dir, walDir))
 	}
 	if err != nil {
@@ -79,6 +82,30 @@ func openStores(dataDir string, log *slog.Logger, closing func() bool) (*stores,
 // boltFile is the bbolt raft log of data dirs written before the
 // write-ahead log.
 const boltFile = "raft.db"
+
+// hasBolt reports whether dir holds a bbolt raft log. A raft.db that
+// cannot be examined (EACCES, EIO, a link loop) is an error, never a reason
+// to start a new log beside it; so is a raft.db beside a write-ahead log.
+func hasBolt(dir string) (bool, error) {
+	_, err := os.Stat(filepath.Join(dir, boltFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("examining %s: %w", boltFile, err)
+	}
+	names, err := os.ReadDir(filepath.Join(dir, walDir))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("examining %s: %w", walDir, err)
+	case len(names) > 0:
+		return false, fmt.Errorf("%s holds both a bbolt raft log (%s) and a write-ahead log (%s): which one is this node's is unknown",
+			dir, boltFile, walDir)
+	}
+	return true, nil
+}
 
 // openBolt opens the bbolt raft log in dir. bbolt keeps its fsync on every
 // commit. It does not write its freelist on every commit (NoFreelistSync,
