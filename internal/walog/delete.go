@@ -59,7 +59,7 @@ func (l *Log) deletePrefix(max uint64) error {
 
 // deleteSuffix drops entries from min on, from disk before the log shows
 // them gone: later segments leave the state file's list and the disk, and
-// the records in the segment holding min-1 are zeroed and synced. While it
+// the segment holding min-1 is cut after it and synced. While it
 // works, reads of those entries find nothing. A failure after the state
 // file changed makes every later write fail. Called with wmu held.
 func (l *Log) deleteSuffix(min uint64) error {
@@ -106,26 +106,23 @@ func (l *Log) deleteSuffix(min uint64) error {
 	return nil
 }
 
-// clearFrom removes s's records from off on: zeroed in place (the space
-// stays reserved for the appends that follow), or for a format-1 segment
-// (which takes no appends) cut off; then synced.
+// clearFrom removes s's records from off on: the file is cut there and
+// synced (a change of size a crash keeps whole or not at all, where a
+// zeroing could survive in part and leave records that look like a later
+// batch), then its space reserved again for the appends that follow (a
+// full disk leaves it unreserved: appends then grow the file).
 func (l *Log) clearFrom(s *segment, off int64) error {
-	if s.format == format1 {
-		if err := s.f.Truncate(off); err != nil {
-			return fmt.Errorf("truncating %s: %w", s.path, err)
-		}
-		s.alloc = off
-	} else {
-		zeros := make([]byte, min(window, s.size-off))
-		for at := off; at < s.size; at += int64(len(zeros)) {
-			n := min(int64(len(zeros)), s.size-at)
-			if _, err := s.f.WriteAt(zeros[:n], at); err != nil {
-				return fmt.Errorf("zeroing %s: %w", s.path, err)
-			}
-		}
+	if err := s.f.Truncate(off); err != nil {
+		return fmt.Errorf("truncating %s: %w", s.path, err)
 	}
+	s.alloc = off
 	if err := s.f.Sync(); err != nil {
 		return fmt.Errorf("syncing %s: %w", s.path, err)
+	}
+	if s.format == format2 && l.segSize > off {
+		if err := s.f.Allocate(off, l.segSize-off); err == nil {
+			s.alloc = l.segSize
+		}
 	}
 	return nil
 }

@@ -68,9 +68,9 @@
 // DeleteRange either drops a prefix (compaction after a snapshot) or a
 // suffix (a follower's conflicting entries). A suffix is removed from disk
 // before DeleteRange returns and before reads stop finding it: later
-// segments leave the state file's list and the disk, and the records in
-// the segment holding the new last entry are zeroed and synced, so that
-// they can never be read back. A prefix removes the segments it covers
+// segments leave the state file's list and the disk, and the segment
+// holding the new last entry is cut after it and synced (a change of size
+// survives a crash whole or not at all; its space is then reserved again). A prefix removes the segments it covers
 // entirely (a failed removal is retried later: the state file no longer
 // lists them); the entries of a partly covered segment stay on disk, so a
 // reopened log can start a little earlier than the closed one did, with
