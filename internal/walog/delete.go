@@ -92,8 +92,7 @@ func (l *Log) deleteSuffix(min uint64) error {
 	if keep < uint64(len(s.offs)) {
 		size = s.offs[keep]
 		if err := l.clearFrom(s, size); err != nil {
-			l.failed = fmt.Errorf("walog: deleting entries %d on: %w: the log refuses every write until it is reopened", min, err)
-			return l.failed
+			return l.poison(fmt.Errorf("walog: deleting entries %d on: %w: the log refuses every write until it is reopened", min, err))
 		}
 	} else {
 		keep = uint64(len(s.offs))
@@ -119,7 +118,7 @@ func (l *Log) clearFrom(s *segment, off int64) error {
 	if err := s.f.Sync(); err != nil {
 		return fmt.Errorf("syncing %s: %w", s.path, err)
 	}
-	if s.format == format2 && l.segSize > off {
+	if s.format == format2 && !s.sealed && l.segSize > off {
 		if err := s.f.Allocate(off, l.segSize-off); err == nil {
 			s.alloc = l.segSize
 		}

@@ -16,8 +16,8 @@
 // first entry, a checksum), then holds a run of records, each a 4-byte
 // little-endian payload length, the payload's CRC-32C, and the payload:
 // index, term, type, the append time, the data and the extensions of one
-// raft entry, and the entry's distance from the first entry of its
-// StoreLogs batch. A segment is preallocated to Options.SegmentSize; a new
+// raft entry, the entry's distance from the first entry of its StoreLogs
+// batch, and an end mark (a non-zero byte). A segment is preallocated to Options.SegmentSize; a new
 // one is started once the active one has grown past it.
 //
 // The state file is two 4 KiB slots, each a whole copy (the log ID, the
@@ -42,8 +42,9 @@
 // predecessor (index, term, batch) is corruption anywhere but in the last
 // segment. There it is a torn last write only if the bytes after it are
 // what a crash during one append can leave: zeros; or a bad record with a
-// zero-filled sector (unwritten preallocated space) or a length running
-// past the end of the file, possibly followed by records of the same batch
+// zero-filled sector (unwritten preallocated space), a zero where its end
+// mark belongs (a short write) or a length running past the end of the
+// file, possibly followed by records of the same batch
 // (a batch's pages reach the disk in any order until its sync returns). A
 // valid record of a later batch proves the bad one was synced, and so
 // acknowledged: Open refuses. So does a record garbled in place with no

@@ -100,6 +100,9 @@ func (l *Log) readHead(path string) ([]byte, error) {
 		return nil, fmt.Errorf("walog: %w", err)
 	}
 	head := make([]byte, min(size, segHeaderSize))
+	if size == 0 {
+		return head, nil
+	}
 	if _, err := f.ReadAt(head, 0); err != nil {
 		return nil, fmt.Errorf("walog: reading %s: %w", path, err)
 	}
@@ -221,9 +224,7 @@ func (l *Log) setAside(seq uint64, path string) error {
 	if err != nil {
 		return err
 	}
-	ours := len(head) == segHeaderSize && bytes.Equal(head[:8], segMagic[:]) &&
-		binary.LittleEndian.Uint64(head[8:]) == l.st.cur.logID && binary.LittleEndian.Uint64(head[16:]) == seq
-	if !ours && !allZero(head) {
+	if !l.mayBeOurs(head, seq) {
 		return corrupt(path, -1, "the segment is after the last one the state file lists (%d) and is not one this log was writing at a crash", l.st.cur.next-1)
 	}
 	if l.readOnly {
@@ -245,4 +246,18 @@ func (l *Log) setAside(seq uint64, path string) error {
 	}
 	l.notef("set %s aside as %s: it follows the segments the state file lists (a crash while creating it or deleting it)", filepath.Base(path), filepath.Base(to))
 	return nil
+}
+
+// mayBeOurs reports whether head, the start of segment file seq, is this
+// log's header for it, or as much of it as a crash during its creation
+// left (each byte of the magic, the log ID and the sequence number either
+// written or still zero).
+func (l *Log) mayBeOurs(head []byte, seq uint64) bool {
+	want := encodeSegHeader(l.st.cur.logID, seq, 0)
+	for i, b := range head[:min(len(head), 24)] {
+		if b != 0 && b != want[i] {
+			return false
+		}
+	}
+	return true
 }

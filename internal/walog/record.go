@@ -20,7 +20,7 @@ const headerSize = 8
 const maxRecord = 16 << 20
 
 // minPayload is the shortest payload: the fixed fields and two empty
-// lengths.
+// lengths (format 1; format 2 adds two bytes).
 const minPayload = 8 + 8 + 1 + 8 + 1 + 1
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -54,16 +54,22 @@ func appendRecord(buf []byte, l *raft.Log, batchOff uint64) []byte {
 	buf = binary.AppendUvarint(buf, uint64(len(l.Extensions)))
 	buf = append(buf, l.Extensions...)
 	buf = binary.AppendUvarint(buf, batchOff)
+	buf = append(buf, endMark)
 	payload := buf[start+headerSize:]
 	binary.LittleEndian.PutUint32(buf[start:], uint32(len(payload)))
 	binary.LittleEndian.PutUint32(buf[start+4:], crc32.Checksum(payload, castagnoli))
 	return buf
 }
 
+// endMark ends every format-2 payload: a record whose write stopped short
+// (a short write, then a crash) ends in a zero there, one garbled in place
+// (a bit flip) does not.
+const endMark = 0xa5
+
 // recordSize is the size of l's record (format 2), to refuse one too long
 // before anything is written.
 func recordSize(l *raft.Log) int {
-	return headerSize + minPayload + len(l.Data) + len(l.Extensions) + 2*binary.MaxVarintLen64
+	return headerSize + minPayload + 1 + len(l.Data) + len(l.Extensions) + 3*binary.MaxVarintLen64
 }
 
 // readRecord reads the record at off of r, a file of size bytes: its
@@ -154,10 +160,10 @@ func decodeInto(payload []byte, format int, l *raft.Log, copyData bool) (uint64,
 	var off uint64
 	if format == format2 {
 		v, k := binary.Uvarint(rest)
-		if k <= 0 {
+		if k <= 0 || len(rest) != k+1 || rest[k] != endMark {
 			return 0, errBadRecord
 		}
-		off, rest = v, rest[k:]
+		off, rest = v, rest[k+1:]
 	}
 	if len(rest) != 0 {
 		return 0, errBadRecord

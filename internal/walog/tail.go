@@ -146,7 +146,9 @@ func (s *segment) provesLater(m recordMeta, want uint64) string {
 
 // looksTorn reports whether the bad record at off looks like a write cut
 // by a crash: a zero header, a length running past the end of the file,
-// or a zero-filled sector among the bytes its length covers.
+// a zero-filled sector among the bytes its length covers, or (format 2) a
+// zero where its end mark belongs (a short write: the rest of its sector
+// never written).
 func (s *segment) looksTorn(off, fileSize int64) (bool, error) {
 	var h [headerSize]byte
 	if off+headerSize > fileSize {
@@ -166,6 +168,14 @@ func (s *segment) looksTorn(off, fileSize int64) (bool, error) {
 		end += length
 	}
 	buf := make([]byte, sectorSize)
+	if s.format == format2 && end > off+headerSize {
+		if _, err := s.f.ReadAt(buf[:1], end-1); err != nil {
+			return false, fmt.Errorf("walog: reading %s: %w", s.path, err)
+		}
+		if buf[0] == 0 {
+			return true, nil
+		}
+	}
 	for at := off; at < end; {
 		next := min((at/sectorSize+1)*sectorSize, end)
 		chunk := buf[:next-at]
@@ -190,22 +200,17 @@ func allZero(b []byte) bool {
 }
 
 // cutTail keeps a copy of segment s's file (NAME.broken, or NAME.broken.N)
-// and zeroes the torn tail t in place, so that the log ends at t.off.
+// and cuts the torn tail t off (the file cut at t.off and synced, a change
+// of size a crash keeps whole; its space then reserved again), so that
+// the log ends at t.off.
 func (l *Log) cutTail(s *segment, t tail, fileSize int64) error {
 	copyPath, err := l.keepCopy(s, fileSize)
 	if err != nil {
 		return err
 	}
-	zeros := make([]byte, min(window, t.nonZero-t.off))
-	for at := t.off; at < t.nonZero; {
-		n := min(int64(len(zeros)), t.nonZero-at)
-		if _, err := s.f.WriteAt(zeros[:n], at); err != nil {
-			return fmt.Errorf("walog: cutting the torn tail of %s: %w", s.path, err)
-		}
-		at += n
-	}
-	if err := s.f.Sync(); err != nil {
-		return fmt.Errorf("walog: syncing %s: %w", s.path, err)
+	s.size = t.off
+	if err := l.clearFrom(s, t.off); err != nil {
+		return fmt.Errorf("walog: cutting the torn tail of %s: %w", s.path, err)
 	}
 	l.notef("cut the torn tail of %s at offset %d (%d bytes, after entry %d); the file as it was is kept as %s",
 		s.name(), t.off, t.nonZero-t.off, s.lastIndex(), copyPath)

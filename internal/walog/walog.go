@@ -43,7 +43,7 @@ type Log struct {
 	wmu       sync.Mutex  // serialises every write
 	buf       []byte      // StoreLogs' encoding buffer, under wmu
 	st        *stateStore // the state file, written under wmu
-	failed    error       // under wmu: a failure that could not be undone
+	failed    error       // set under wmu and mu: a failure that could not be undone
 	leftovers []string    // under wmu: deleted segments' files still to remove
 
 	mu          sync.RWMutex // guards what follows; held shortly, never across a sync

@@ -104,36 +104,19 @@ func (l *Log) writeRecords(s *segment, buf []byte) error {
 		err = s.f.Sync()
 	}
 	if err != nil {
-		return l.undoAppend(s, end, fmt.Errorf("walog: appending to %s: %w", s.path, err))
+		return l.undoAppend(s, fmt.Errorf("walog: appending to %s: %w", s.path, err))
 	}
 	s.alloc = max(s.alloc, end)
 	return nil
 }
 
-// undoAppend puts segment s back as it was before a failed append that
-// may have written up to end: the allocated part zeroed, any growth cut
-// off, synced. If that fails too, every later write fails.
-func (l *Log) undoAppend(s *segment, end int64, cause error) error {
-	err := func() error {
-		size, err := s.f.Size()
-		if err != nil {
-			return err
-		}
-		if size > s.alloc {
-			if err := s.f.Truncate(s.alloc); err != nil {
-				return err
-			}
-		}
-		if n := min(end, s.alloc) - s.size; n > 0 {
-			if _, err := s.f.WriteAt(make([]byte, n), s.size); err != nil {
-				return err
-			}
-		}
-		return s.f.Sync()
-	}()
-	if err != nil {
-		l.failed = fmt.Errorf("walog: an append failed (%v) and could not be undone (%v): the log refuses every write until it is reopened", cause, err)
-		return l.failed
+// undoAppend puts segment s back as it was before a failed append: the
+// file cut back to its last record and synced (a change of size, which a
+// crash keeps whole or not at all), then its space reserved again. If
+// that fails too, every later write fails.
+func (l *Log) undoAppend(s *segment, cause error) error {
+	if err := l.clearFrom(s, s.size); err != nil {
+		return l.poison(fmt.Errorf("walog: an append failed (%v) and could not be undone (%v): the log refuses every write until it is reopened", cause, err))
 	}
 	return cause
 }
@@ -175,15 +158,26 @@ func (l *Log) activeSegment(base uint64) (*segment, error) {
 // at base (an empty log takes any first index).
 func (l *Log) rebase(s *segment, base uint64) error {
 	if _, err := s.f.WriteAt(encodeSegHeader(l.st.cur.logID, s.seq, base), 0); err != nil {
-		return l.undoAppend(s, segHeaderSize, fmt.Errorf("walog: rewriting the header of %s: %w", s.path, err))
+		return l.undoHeader(s, fmt.Errorf("walog: rewriting the header of %s: %w", s.path, err))
 	}
 	if err := s.f.Sync(); err != nil {
-		return l.undoAppend(s, segHeaderSize, fmt.Errorf("walog: syncing %s: %w", s.path, err))
+		return l.undoHeader(s, fmt.Errorf("walog: syncing %s: %w", s.path, err))
 	}
 	l.mu.Lock()
 	s.base = base
 	l.mu.Unlock()
 	return nil
+}
+
+// undoHeader writes s's header back after a failed rebase; if that fails
+// too, every later write fails.
+func (l *Log) undoHeader(s *segment, cause error) error {
+	if _, err := s.f.WriteAt(encodeSegHeader(l.st.cur.logID, s.seq, s.base), 0); err == nil {
+		if err = s.f.Sync(); err == nil {
+			return cause
+		}
+	}
+	return l.poison(fmt.Errorf("walog: %v, and the header could not be put back: the log refuses every write until it is reopened", cause))
 }
 
 // seal cuts a full segment's preallocated tail before another follows it:
@@ -208,6 +202,9 @@ func (l *Log) seal(s *segment) error {
 // header written, its space reserved, synced with its directory, then
 // listed in the state file. On failure nothing of it is left.
 func (l *Log) newSegment(base uint64) (*segment, error) {
+	// A segment a suffix deletion removed may still be on disk under the
+	// name the new one takes: remove it first (or fail, as before).
+	l.retryLeftovers()
 	next := l.st.cur.clone()
 	seq := next.next
 	s := &segment{seq: seq, format: format2, path: filepath.Join(l.dir, segName(seq)), base: base, size: segHeaderSize}
@@ -259,10 +256,26 @@ func (l *Log) newSegment(base uint64) (*segment, error) {
 func (l *Log) writeState(next *state) error {
 	if f := l.st.write(next); f != nil {
 		if !f.undone {
-			l.failed = fmt.Errorf("%w: the log refuses every write until it is reopened", f.err)
-			return l.failed
+			return l.poison(fmt.Errorf("%w: the log refuses every write until it is reopened", f.err))
 		}
 		return f.err
 	}
 	return nil
+}
+
+// poison makes every later write fail with err (a failure that could not
+// be undone). Called with wmu held.
+func (l *Log) poison(err error) error {
+	l.mu.Lock()
+	l.failed = err
+	l.mu.Unlock()
+	return err
+}
+
+// Failed returns the failure that makes the log refuse every write (a
+// failed call that could not be undone), or nil while it takes writes.
+func (l *Log) Failed() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.failed
 }
