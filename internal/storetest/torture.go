@@ -3,9 +3,9 @@ package storetest
 import (
 	"encoding/hex"
 	"errors"
-	"os"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sort"
 	"strings"
 	"testing"
