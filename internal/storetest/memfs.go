@@ -544,3 +544,73 @@ func crashFile(ino *inode, rng *rand.Rand, mode CrashMode, done map[*inode]*inod
 	done[ino] = c
 	return c
 }
+
+// Snapshot returns a copy of m as it is now (every write kept, all of it
+// durable in the copy).
+func (m *MemFS) Snapshot() *MemFS {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := &MemFS{capacity: m.capacity, used: m.used}
+	out.root = snapDir(m.root)
+	return out
+}
+
+func snapDir(d *memDir) *memDir {
+	out := newDir()
+	for name, n := range d.cur {
+		var c *node
+		if n.dir != nil {
+			c = &node{dir: snapDir(n.dir)}
+		} else {
+			b := append([]byte(nil), n.file.cur...)
+			c = &node{file: &inode{cur: b, durable: append([]byte(nil), b...)}}
+		}
+		out.cur[name], out.durable[name] = c, c
+	}
+	return out
+}
+
+// ReadFile returns a file's bytes.
+func (m *MemFS) ReadFile(name string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, base, err := m.lookup(name)
+	if err != nil {
+		return nil, pathErr("read", name, err)
+	}
+	n, ok := d.cur[base]
+	if !ok || n.file == nil {
+		return nil, pathErr("read", name, syscall.ENOENT)
+	}
+	return append([]byte(nil), n.file.cur...), nil
+}
+
+// WriteFile replaces (or creates) a file with b, durable at once: for
+// tests that damage a closed store's files.
+func (m *MemFS) WriteFile(name string, b []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, base, err := m.lookup(name)
+	if err != nil {
+		return pathErr("write", name, err)
+	}
+	n, ok := d.cur[base]
+	if !ok {
+		n = &node{file: &inode{}}
+		d.cur[base], d.durable[base] = n, n
+	}
+	if n.file == nil {
+		return pathErr("write", name, syscall.EISDIR)
+	}
+	m.used += int64(len(b) - len(n.file.cur))
+	n.file.cur, n.file.durable, n.file.pending = append([]byte(nil), b...), append([]byte(nil), b...), nil
+	return nil
+}
+
+// RemoveNow removes a file at once, durably (for tests that lose one).
+func (m *MemFS) RemoveNow(name string) error {
+	if err := m.Remove(name); err != nil {
+		return err
+	}
+	return m.SyncDir(filepath.Dir(name))
+}

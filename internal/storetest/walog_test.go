@@ -96,3 +96,23 @@ func TestDiskFull(t *testing.T) {
 		})
 	})
 }
+
+// TestCorruptions: every file of closed stores damaged in every way, one
+// at a time.
+func TestCorruptions(t *testing.T) {
+	fig := figures(t)
+	t.Run("seeds", func(t *testing.T) {
+		parallelSeeds(t, seeds(t, 4), fig, func(t *testing.T, seed uint64, f *Figures) {
+			Corruptions(t, seed, walogOn(int64(600+seed%3*900)), "/data/raft/wal", 60, f)
+		})
+	})
+}
+
+// TestBoundedMemoryOnOpen: segments of random bytes, with record lengths
+// up to 4 GiB, never make Open allocate more than a bound.
+func TestBoundedMemoryOnOpen(t *testing.T) {
+	fig := figures(t)
+	for _, seed := range seeds(t, 1) {
+		GarbageOpens(t, seed, walogOn(1<<20), "/data/raft/wal", 400, fig)
+	}
+}
