@@ -1,6 +1,7 @@
 package raftnode
 
 import (
+	"bytes"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -23,7 +24,7 @@ func TestRaftWalDirIsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st, err := openStores(dir, slog.New(slog.DiscardHandler), func() bool { return false })
+	st, err := openStores(dir, slog.New(slog.DiscardHandler), func() bool { return false }, storeOptions{})
 	if err == nil {
 		last, _ := st.logs.LastIndex()
 		st.closer.Close()
@@ -46,12 +47,47 @@ func TestUnreadableBoltFileIsAnError(t *testing.T) {
 	if err := os.Symlink(boltFile, filepath.Join(raftDir, boltFile)); err != nil {
 		t.Fatal(err)
 	}
-	st, err := openStores(dir, slog.New(slog.DiscardHandler), func() bool { return false })
+	st, err := openStores(dir, slog.New(slog.DiscardHandler), func() bool { return false }, storeOptions{})
 	if err == nil {
 		st.closer.Close()
 		t.Fatal("a data dir whose raft.db cannot be examined opened")
 	}
 	if !strings.Contains(err.Error(), boltFile) {
 		t.Fatalf("the error does not name %s: %v", boltFile, err)
+	}
+}
+
+// TestUntrustedDataDirRefusedWithTheFix: a data dir whose raft log is
+// corrupt in the middle is refused when the node opens it, with an error
+// that names the file and says what to do (check it offline; restore it,
+// or replace the node); the refusal changes nothing on disk.
+func TestUntrustedDataDirRefusedWithTheFix(t *testing.T) {
+	dir := t.TempDir()
+	st := openTestStores(t, dir)
+	for i := uint64(1); i <= 100; i += 5 {
+		if err := st.logs.StoreLogs(testLogs(i, i+4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.closer.Close()
+	segs, _ := filepath.Glob(filepath.Join(dir, "raft", walDir, "*.seg"))
+	if len(segs) != 1 {
+		t.Fatalf("%d segments", len(segs))
+	}
+	b, _ := os.ReadFile(segs[0])
+	b[1000] ^= 0x40 // inside the records (about 40 bytes each): later batches follow
+	before := append([]byte(nil), b...)
+	os.WriteFile(segs[0], b, 0o600)
+	_, err := openStores(dir, slog.New(slog.DiscardHandler), func() bool { return false }, storeOptions{})
+	if err == nil {
+		t.Fatal("a corrupt raft log opened")
+	}
+	for _, want := range []string{"cannot be trusted", filepath.Base(segs[0]), "holdfastctl data check " + dir, "autopilot", "restore"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal does not say %q: %v", want, err)
+		}
+	}
+	if after, _ := os.ReadFile(segs[0]); !bytes.Equal(after, before) {
+		t.Fatal("the refused open changed the segment")
 	}
 }

@@ -279,3 +279,32 @@ func (l *Log) Failed() error {
 	defer l.mu.RUnlock()
 	return l.failed
 }
+
+// Reserve makes sure the active segment has n bytes reserved after its
+// last record (reserving them if not), and returns the error of a disk
+// that has no room for them: a check that appends can go on, without
+// writing an entry.
+func (l *Log) Reserve(n int64) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	l.mu.RLock()
+	var s *segment
+	if k := len(l.segs); k > 0 && !l.segs[k-1].sealed {
+		s = l.segs[k-1]
+	}
+	l.mu.RUnlock()
+	if s == nil || s.alloc-s.size >= n {
+		return nil
+	}
+	err := s.f.Allocate(s.alloc, s.size+n-s.alloc)
+	switch {
+	case err == nil:
+		s.alloc = s.size + n
+	case errors.Is(err, ErrUnsupported):
+		return nil
+	}
+	return err
+}
