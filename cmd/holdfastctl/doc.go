@@ -6,6 +6,7 @@
 //	holdfastctl [-addr HOST:PORT|URL] [-json] [-timeout D] [-owner NAME]
 //	            [-ca FILE -cert FILE -key FILE [-server-name NAME]] status|members|shards|leases
 //	holdfastctl cert create-ca|create-node NAME|create-client [-dir DIR] [-force] ...
+//	holdfastctl data check [-json] DIR
 //
 // Commands:
 //
@@ -51,6 +52,25 @@
 // Flags: -dir, -force, -validity (CA: 10 years, others: 1 year), -name (the
 // common name of the CA or the client), -addr (create-node, repeatable or
 // comma-separated).
+//
+// # Data dirs
+//
+// holdfastctl data check DIR inspects the raft data of a stopped node's
+// data dir (its -data) without changing anything, and without the node
+// (the data dir's lock is taken: it fails while a node runs on it): the
+// raft log's format (walog, or bolt for data dirs written before the
+// write-ahead log), each segment with its entries and terms, the log's
+// range and last term, the current term and vote, the snapshots, what the
+// node's next start would repair (a torn last write cut, a copy kept as
+// NAME.broken; an older format upgraded), and the problems that make the
+// node refuse to start on it (a record damaged in the middle of the log, a
+// missing or foreign segment, a lost term and vote, a gap between the
+// snapshot and the log), each naming the file and the offset. It exits 1
+// when there is a problem (or the dir cannot be examined), 0 otherwise;
+// -json prints the report (raftnode.DataReport) as JSON. A node that
+// cannot trust its data dir is restored from a backup of it, or removed
+// from the cluster and started again with an empty data dir (it joins
+// under a new identity and autopilot makes it a voter once caught up).
 //
 // Exit status: 0 on success; 1 when the node cannot be reached, does not
 // answer in time, or answers with an error or a document that is not the

@@ -47,6 +47,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "cert" {
 		return runCert(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "data" {
+		return runData(args[1:], stdout, stderr)
+	}
 	opts, fs, err := parseArgs(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -121,7 +124,7 @@ func printUsage(w io.Writer, fs *flag.FlagSet) {
 Shows what one holdfast node knows of its cluster, from the admin endpoints
 the application serves (package admin).
 
-commands (certificates: holdfastctl cert help):
+commands (certificates: holdfastctl cert help; a stopped node's data dir: holdfastctl data help):
   status   the node, its raft role and leader, voters, session, readiness
   members  every node the answering node's gossip knows of
   shards   every shard with its state, owner and token

@@ -48,7 +48,7 @@ func NewMetrics() *Metrics {
 	}
 	m.collectors = []prometheus.Collector{m.leaderChanges, m.refused, m.expired, m.storageErrors,
 		g("holdfast_storage_healthy", "1 while this node's raft storage takes writes, 0 while a write of its log or of its term and vote fails (see /v1/status).",
-			func(n *Node) float64 { return boolFloat(n.StorageHealth().OK) }),
+			func(n *Node) float64 { return boolFloat(!n.StorageHealth().Failing) }),
 		g("holdfast_raft_leader", "1 while this node is the raft leader.",
 			func(n *Node) float64 { return boolFloat(n.raft.State() == raft.Leader) }),
 		g("holdfast_raft_applied_index", "Raft index of the last entry applied to this node's replica.",

@@ -74,7 +74,7 @@ func TestTermWriteWaitsForTheDisk(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- g.SetUint64(keyCurrentTerm, 4) }()
 	deadline := time.Now().Add(time.Minute)
-	for h.health().OK {
+	for !h.health().Failing {
 		if time.Now().After(deadline) {
 			t.Fatal("the failing term write never showed in the storage health")
 		}
@@ -85,14 +85,14 @@ func TestTermWriteWaitsForTheDisk(t *testing.T) {
 		t.Fatalf("the term write returned (%v) while the disk refused it", err)
 	default:
 	}
-	if hs := h.health(); hs.Op != "stable" || hs.OK {
+	if hs := h.health(); hs.Op != "stable" || !hs.Failing {
 		t.Fatalf("health %+v, want stable failing", hs)
 	}
 	f.failStable.Store(false)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if term, _ := f.GetUint64(keyCurrentTerm); term != 4 || !h.health().OK || counts["stable"] == 0 {
+	if term, _ := f.GetUint64(keyCurrentTerm); term != 4 || h.health().Failing || counts["stable"] == 0 {
 		t.Fatalf("term %d, health %+v, counted %v", term, h.health(), counts)
 	}
 }

@@ -101,7 +101,7 @@ type DataDir struct {
 // no raft directory is an error. Close releases everything.
 func OpenDataDir(dataDir string, readOnly bool) (*DataDir, error) {
 	if _, err := os.Stat(filepath.Join(dataDir, "raft")); err != nil {
-		return nil, fmt.Errorf("holdfast: no raft data in %s: %w", dataDir, err)
+		return nil, fmt.Errorf("%w in %s: %w", ErrNoRaftData, dataDir, err)
 	}
 	discard := slog.New(slog.DiscardHandler)
 	return openDataDir(dataDir, readOnly, storeOptions{}, discard, func() bool { return true })
@@ -117,7 +117,7 @@ func openDataDir(dataDir string, readOnly bool, o storeOptions, log *slog.Logger
 	}
 	lock, err := lockDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("holdfast: DataDir: is another node using %s? %w", dataDir, err)
+		return nil, fmt.Errorf("holdfast: DataDir: is another node using %s? %w (%w)", dataDir, err, ErrDataDirInUse)
 	}
 	d := &DataDir{Dir: dir, closers: closers{lock}}
 	bolt, err := hasBolt(dir)

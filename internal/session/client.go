@@ -32,6 +32,12 @@ type ClientOptions struct {
 	NewID func() string
 	// LeaderKnown reports whether a raft leader is known.
 	LeaderKnown func() bool
+	// Held, if set, returns why this node must not open a session now
+	// (its raft storage failing: its replica cannot follow the log), nil
+	// when it may. A session is opened only once it returns nil; a session
+	// already open is not ended by it (its belief lapses by its own timer
+	// if the replica falls behind).
+	Held func() error
 	// Create commits the create of session id (via the leader) and returns
 	// the raft index it committed at.
 	Create func(ctx context.Context, id string) (uint64, error)
@@ -60,6 +66,8 @@ type ClientOptions struct {
 type Client struct {
 	o   ClientOptions
 	log *slog.Logger
+
+	held bool // open is held back (Held), logged; Run's goroutine only
 
 	mu      sync.Mutex
 	cur     *Session      // current session (nil before the first)
@@ -182,7 +190,7 @@ func (c *Client) closeEnded(ctx context.Context, id string) {
 func (c *Client) open(ctx context.Context) *Session {
 	backoff := 50 * time.Millisecond
 	for {
-		for !c.o.LeaderKnown() {
+		for !c.mayOpen() {
 			if !pause.For(ctx, 20*time.Millisecond) { // poll: raft has no "leader known" channel
 				return nil
 			}
@@ -210,6 +218,25 @@ func (c *Client) open(ctx context.Context) *Session {
 		}
 		backoff = min(2*backoff, c.o.TTL/3)
 	}
+}
+
+// mayOpen reports whether a session may be opened now: a leader is known
+// and Held (if any) does not hold it back (logged once per holding).
+func (c *Client) mayOpen() bool {
+	if c.o.Held != nil {
+		if err := c.o.Held(); err != nil {
+			if !c.held {
+				c.held = true
+				c.log.Warn("not opening a session", "cause", err)
+			}
+			return false
+		}
+		if c.held {
+			c.held = false
+			c.log.Info("may open a session again")
+		}
+	}
+	return c.o.LeaderKnown()
 }
 
 // keepAlive renews s every TTL/3 (with jitter) until its belief lapses, the
