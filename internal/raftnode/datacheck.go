@@ -96,4 +96,3 @@ func CheckDataDir(dataDir string) (*DataReport, error) {
 	}
 	return r, nil
 }
-
