@@ -27,6 +27,8 @@ type options struct {
 	ttl, drain, interval time.Duration
 	checkBeforeWrite     bool
 	allowRename          bool
+	segmentSize          int64
+	churn                time.Duration
 	sec                  secOptions
 }
 
@@ -57,6 +59,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.drain, "drain", 0, "bound on a shard's drain at handoff; 0: 5s, or 1s when -ttl is below 5s")
 	fs.DurationVar(&o.interval, "interval", 50*time.Millisecond, "time between appends to each owned shard")
 	fs.BoolVar(&o.checkBeforeWrite, "check-before-write", true, "check the lease inside each write transaction")
+	fs.Int64Var(&o.segmentSize, "raft-segment-size", 0, "size of the raft log's segment files in `bytes` (0: 8 MiB; at least 64 KiB)")
+	fs.DurationVar(&o.churn, "churn", 0, "acquire and release the named lease churn-NODE every `duration` (0: never): raft log traffic")
 	o.sec.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: ledger -node NAME -db PATH [flags]")
@@ -113,6 +117,9 @@ func (o options) validate() error {
 	if o.drain < 0 {
 		return fmt.Errorf("-drain is %v; must not be negative", o.drain)
 	}
+	if o.churn < 0 {
+		return fmt.Errorf("-churn is %v; must not be negative", o.churn)
+	}
 	return nil
 }
 
@@ -143,6 +150,7 @@ func clusterConfig(o options) coordinator.Config {
 	if o.drain > 0 {
 		cfg.Shards.DrainTimeout = o.drain
 	}
+	cfg.Raft.LogSegmentSize = o.segmentSize
 	return cfg
 }
 

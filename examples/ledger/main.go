@@ -102,9 +102,11 @@ func serve(ctx context.Context, unsignal func(), o options, out *printer, log *s
 	defer func() { <-readyDone }()
 
 	aud := startAuditor(c, led, out, log, m)
+	stopChurn := startChurn(c, o, log)
 	<-ctx.Done()
 	unsignal()
 	log.Info("shutting down")
+	stopChurn()
 	return shutdown(cfg, c, aud, workers, srv, out)
 }
 
