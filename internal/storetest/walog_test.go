@@ -11,9 +11,13 @@ import (
 	"github.com/holdfast-go/holdfast/internal/walog"
 )
 
-// seeds returns the seeds a randomized test runs: n by default, more with
+// seeds returns the seeds a randomized test runs: n by default (a quarter
+// with -short, as under the race detector in CI), more with
 // HOLDFAST_STORE_SEEDS=n, one with HOLDFAST_STORE_SEED=s (replay).
 func seeds(t *testing.T, n int) []uint64 {
+	if testing.Short() {
+		n = max(1, n/4)
+	}
 	if s, err := strconv.Atoi(os.Getenv("HOLDFAST_STORE_SEEDS")); err == nil && s > 0 {
 		n = s
 	}
@@ -27,6 +31,14 @@ func seeds(t *testing.T, n int) []uint64 {
 	}
 	t.Logf("seeds %d..%d; replay one with HOLDFAST_STORE_SEED=<seed> go test ./internal/storetest -run %s", out[0], out[n-1], t.Name())
 	return out
+}
+
+// shortly is n, or a third of it with -short.
+func shortly(n int) int {
+	if testing.Short() {
+		return max(1, n/3)
+	}
+	return n
 }
 
 // walogOn opens a walog in /data/raft/wal of fsys, with small segments so
@@ -82,7 +94,7 @@ func TestInjectedFaults(t *testing.T) {
 	fig := figures(t)
 	t.Run("seeds", func(t *testing.T) {
 		parallelSeeds(t, seeds(t, 2), fig, func(t *testing.T, seed uint64, f *Figures) {
-			Faults(t, seed, walogOn(700), 60, f)
+			Faults(t, seed, walogOn(700), shortly(60), f)
 		})
 	})
 }
@@ -113,6 +125,6 @@ func TestCorruptions(t *testing.T) {
 func TestBoundedMemoryOnOpen(t *testing.T) {
 	fig := figures(t)
 	for _, seed := range seeds(t, 1) {
-		GarbageOpens(t, seed, walogOn(1<<20), "/data/raft/wal", 400, fig)
+		GarbageOpens(t, seed, walogOn(1<<20), "/data/raft/wal", shortly(400), fig)
 	}
 }
