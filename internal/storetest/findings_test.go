@@ -70,6 +70,12 @@ func TestCompactionDoesNotStallReaders(t *testing.T) {
 	})
 	first, _ := s.FirstIndex()
 	last, _ := s.LastIndex()
+	released := false
+	defer func() { // before s.Close (deferred earlier), which waits for the compaction
+		if !released {
+			close(release)
+		}
+	}()
 	done := make(chan error, 1)
 	go func() { done <- s.DeleteRange(first, last-10) }()
 	<-inRemove
@@ -87,6 +93,7 @@ func TestCompactionDoesNotStallReaders(t *testing.T) {
 		t.Fatal("a read waited for the compaction's file removal")
 	}
 	close(release)
+	released = true
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
