@@ -69,8 +69,11 @@ func (g *storeGuard) shutdown() {
 	}
 }
 
+// FirstIndex is the store's.
 func (g *storeGuard) FirstIndex() (uint64, error) { return g.logs.FirstIndex() }
 
+// LastIndex is the store's, or the deleted suffix's end while raft
+// still believes in it.
 func (g *storeGuard) LastIndex() (uint64, error) {
 	g.mu.Lock()
 	if g.showDead {
@@ -82,6 +85,8 @@ func (g *storeGuard) LastIndex() (uint64, error) {
 	return g.logs.LastIndex()
 }
 
+// GetLog reads the store, or the deleted suffix while raft still
+// believes in it.
 func (g *storeGuard) GetLog(index uint64, out *raft.Log) error {
 	g.mu.Lock()
 	if g.showDead && index >= g.deleted[0].Index && index <= g.deleted[len(g.deleted)-1].Index {
@@ -93,8 +98,10 @@ func (g *storeGuard) GetLog(index uint64, out *raft.Log) error {
 	return g.logs.GetLog(index, out)
 }
 
+// StoreLog appends one entry (StoreLogs).
 func (g *storeGuard) StoreLog(l *raft.Log) error { return g.StoreLogs([]*raft.Log{l}) }
 
+// StoreLogs appends entries and records the outcome.
 func (g *storeGuard) StoreLogs(logs []*raft.Log) error {
 	err := g.logs.StoreLogs(logs)
 	g.health.record("append", err)
@@ -111,6 +118,8 @@ func (g *storeGuard) StoreLogs(logs []*raft.Log) error {
 	return err
 }
 
+// DeleteRange deletes entries, keeping a deleted suffix in memory until
+// an append succeeds (see storeGuard).
 func (g *storeGuard) DeleteRange(min, max uint64) error {
 	g.mu.Lock()
 	if g.showDead && min >= g.deleted[0].Index {
@@ -154,10 +163,14 @@ func (g *storeGuard) IsMonotonic() bool {
 	return ok && m.IsMonotonic()
 }
 
+// Get reads a stable key.
 func (g *storeGuard) Get(key []byte) ([]byte, error) { return g.stable.Get(key) }
 
+// GetUint64 reads a stable key holding a number.
 func (g *storeGuard) GetUint64(key []byte) (uint64, error) { return g.stable.GetUint64(key) }
 
+// Set writes a stable key; a vote for itself is refused while appends
+// fail (canStand).
 func (g *storeGuard) Set(key, val []byte) error {
 	if bytes.Equal(key, keyLastVoteCand) && g.self != nil && bytes.Equal(val, g.self) {
 		if err := g.canStand(); err != nil {
@@ -169,6 +182,9 @@ func (g *storeGuard) Set(key, val []byte) error {
 	return err
 }
 
+// SetUint64 writes a stable key holding a number: nothing when it holds
+// the value already; the term until it is on disk (saveTerm); a new vote
+// term after clearing the old candidate.
 func (g *storeGuard) SetUint64(key []byte, val uint64) error {
 	if old, err := g.stable.GetUint64(key); err == nil && old == val {
 		return nil // saved already (raft rewrites the term it read at start)

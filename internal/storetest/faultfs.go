@@ -103,6 +103,7 @@ func (f *FaultFS) call(op Op, path string) error {
 	return nil
 }
 
+// OpenFile opens a file of the wrapped FS; with O_CREATE it is a counted call.
 func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (walog.File, error) {
 	if flag&os.O_CREATE != 0 {
 		if err := f.call(OpCreate, name); err != nil {
@@ -116,6 +117,7 @@ func (f *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (walog.File,
 	return &faultFile{File: file, fs: f, name: name}, nil
 }
 
+// Remove is a counted call to the wrapped FS.
 func (f *FaultFS) Remove(name string) error {
 	if err := f.call(OpRemove, name); err != nil {
 		return err
@@ -123,6 +125,7 @@ func (f *FaultFS) Remove(name string) error {
 	return f.base.Remove(name)
 }
 
+// Rename is a counted call to the wrapped FS.
 func (f *FaultFS) Rename(oldpath, newpath string) error {
 	if err := f.call(OpRename, oldpath); err != nil {
 		return err
@@ -130,8 +133,10 @@ func (f *FaultFS) Rename(oldpath, newpath string) error {
 	return f.base.Rename(oldpath, newpath)
 }
 
+// ReadDir reads the wrapped FS (not counted).
 func (f *FaultFS) ReadDir(name string) ([]string, error) { return f.base.ReadDir(name) }
 
+// Mkdir is a counted call to the wrapped FS.
 func (f *FaultFS) Mkdir(name string, perm os.FileMode) error {
 	if err := f.call(OpMkdir, name); err != nil {
 		return err
@@ -139,8 +144,10 @@ func (f *FaultFS) Mkdir(name string, perm os.FileMode) error {
 	return f.base.Mkdir(name, perm)
 }
 
+// Stat reads the wrapped FS (not counted).
 func (f *FaultFS) Stat(name string) (fs.FileInfo, error) { return f.base.Stat(name) }
 
+// SyncDir is a counted call to the wrapped FS.
 func (f *FaultFS) SyncDir(name string) error {
 	if err := f.call(OpSyncDir, name); err != nil {
 		return err

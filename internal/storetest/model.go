@@ -65,6 +65,7 @@ const (
 	OpReopen
 )
 
+// String names the kind.
 func (k OpKind) String() string {
 	return [...]string{"store", "compact", "truncate-suffix", "delete-all", "set", "reopen"}[k]
 }
@@ -78,6 +79,7 @@ type StoreOp struct {
 	Val      []byte
 }
 
+// String describes the call.
 func (o StoreOp) String() string {
 	switch o.Kind {
 	case OpStoreLogs:

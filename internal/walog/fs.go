@@ -31,8 +31,10 @@ type FS interface {
 	SyncDir(name string) error
 }
 
-// File is an open file of an FS.
+// File is an open file of an FS. Its methods may be called from several
+// goroutines at once (reads beside a write).
 type File interface {
+	// ReadAt and WriteAt are io.ReaderAt's and io.WriterAt's.
 	ReadAt(p []byte, off int64) (int, error)
 	WriteAt(p []byte, off int64) (int, error)
 	// Truncate sets the file's size.
@@ -46,6 +48,7 @@ type File interface {
 	Allocate(off, n int64) error
 	// Size is the file's size.
 	Size() (int64, error)
+	// Close closes the file.
 	Close() error
 }
 

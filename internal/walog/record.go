@@ -202,6 +202,7 @@ type CorruptError struct {
 	Reason string
 }
 
+// Error names the file, the offset and what is wrong.
 func (e *CorruptError) Error() string {
 	if e.Offset < 0 {
 		return fmt.Sprintf("walog: %s: %s", e.Path, e.Reason)
