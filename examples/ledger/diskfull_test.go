@@ -44,20 +44,7 @@ func TestFullDiskVoter(t *testing.T) {
 
 	filled := time.Now()
 	fillDisk(t, filepath.Join(fullDir, "filler"))
-	var st admin.Status
-	poll(t, "n3 to report its raft storage failing", 60*time.Second, 50*time.Millisecond, func() error {
-		var err error
-		if st, err = n3.status(); err != nil {
-			return notYet("%v", err)
-		}
-		if st.Storage.OK {
-			return notYet("n3's storage still ok")
-		}
-		return nil
-	})
-	if !strings.Contains(st.Storage.Error, "no space left on device") || st.Storage.Line == "" {
-		t.Errorf("n3's storage row names no full disk: %+v", st.Storage)
-	}
+	st := waitStorageFailing(t, n3)
 	t.Logf("n3 reported its storage failing %v after the disk was filled: %s", time.Since(filled).Round(time.Millisecond), st.Storage.Line)
 	checkProbeLine(t, n3, "raft storage: failing")
 
@@ -85,37 +72,66 @@ func TestFullDiskVoter(t *testing.T) {
 	if err := os.Remove(filepath.Join(fullDir, "filler")); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "n3 a healthy voter owning shards again", 90*time.Second, 50*time.Millisecond, func() error {
-		if err := n3.alive(); err != nil {
+	lc.waitHealthyAgain(t, n3)
+	t.Logf("n3 was a healthy voter owning shards again %v after the space was freed, without a restart", time.Since(freed).Round(time.Millisecond))
+	if b, _ := os.ReadFile(n3.errLog); strings.Contains(string(b), "panic:") {
+		t.Error("n3 logged a panic")
+	}
+	lc.checkLedger(t)
+}
+
+// waitStorageFailing waits until p reports its raft storage failing for a
+// full disk, and returns its status.
+func waitStorageFailing(t *testing.T, p *proc) admin.Status {
+	t.Helper()
+	var st admin.Status
+	poll(t, p.name+" to report its raft storage failing", 60*time.Second, 50*time.Millisecond, func() error {
+		var err error
+		if st, err = p.status(); err != nil {
+			return notYet("%v", err)
+		}
+		if st.Storage.OK {
+			return notYet("%s's storage still ok", p.name)
+		}
+		return nil
+	})
+	if !strings.Contains(st.Storage.Error, "no space left on device") || st.Storage.Line == "" {
+		t.Errorf("%s's storage row names no full disk: %+v", p.name, st.Storage)
+	}
+	return st
+}
+
+// waitHealthyAgain waits until p's storage is fine, the leader (as the
+// observer sees it) judges it a healthy voter, its replica has caught up,
+// and it owns shards again in a steady table.
+func (lc *ledgerCluster) waitHealthyAgain(t *testing.T, p *proc) {
+	t.Helper()
+	poll(t, p.name+" a healthy voter owning shards again", 90*time.Second, 50*time.Millisecond, func() error {
+		if err := p.alive(); err != nil {
 			return err
 		}
-		st, err := n3.status()
+		st, err := p.status()
 		if err != nil {
 			return notYet("%v", err)
 		}
 		if !st.Storage.OK {
-			return notYet("n3's storage: %s", st.Storage.Line)
+			return notYet("%s's storage: %s", p.name, st.Storage.Line)
 		}
 		obs, err := lc.observer.status()
 		if err != nil {
 			return notYet("%v", err)
 		}
 		for _, v := range obs.Voters {
-			if v.Name == "n3" && (v.Healthy == nil || !*v.Healthy) {
-				return notYet("the leader does not judge n3 healthy")
+			if v.Name == p.name && (v.Healthy == nil || !*v.Healthy) {
+				return notYet("the leader does not judge %s healthy", p.name)
 			}
 		}
 		if obs.AppliedIndex > st.AppliedIndex+64 {
-			return notYet("n3 applied %d, n1 %d", st.AppliedIndex, obs.AppliedIndex)
+			return notYet("%s applied %d, %s %d", p.name, st.AppliedIndex, lc.observer.name, obs.AppliedIndex)
 		}
-		_, err = lc.steadyNow([]string{"n1", "n2", "n3"})
+		_, err = lc.steadyNow([]string{"n1", "n2", p.name})
 		return err
 	})
-	t.Logf("n3 was a healthy voter owning shards again %v after the space was freed, without a restart", time.Since(freed).Round(time.Millisecond))
-	if b, _ := os.ReadFile(n3.errLog); strings.Contains(string(b), "panic:") {
-		t.Error("n3 logged a panic")
-	}
-	lc.checkLedger(t)
 }
 
 // fillDisk writes path until the file system is full.
