@@ -230,14 +230,16 @@ func (g *storeGuard) saveTerm(term uint64) error {
 	}
 }
 
-// canStand returns an error while this node's log cannot take appends,
-// unless the disk has room again (probe).
+// canStand returns an error while this node's log cannot take appends and
+// the disk (probe) shows no room for them. A store without a probe (bbolt)
+// always stands: refusing for good would leave a single voter that once
+// failed an append without a leader.
 func (g *storeGuard) canStand() error {
 	err := g.health.appendFailing()
-	if err == nil {
+	if err == nil || g.probe == nil {
 		return nil
 	}
-	if g.probe != nil && g.probe() == nil {
+	if perr := g.probe(); perr == nil {
 		return nil
 	}
 	return fmt.Errorf("%w: %v", errNotStanding, err)

@@ -146,13 +146,16 @@ func TestVoteTermClearsTheCandidate(t *testing.T) {
 }
 
 // TestNoSelfVoteWhileAppendsFail: while this node's log cannot take
-// appends it does not vote for itself (it would lead, fail and step down
-// again and again); it still votes for others; once an append succeeds,
-// or the disk shows room again, it stands again.
+// appends and the disk shows no room, it does not vote for itself (it
+// would lead, fail and step down again and again); it still votes for
+// others; once an append succeeds, or the disk shows room again, it stands
+// again. A store with no way to show room (bbolt) always stands.
 func TestNoSelfVoteWhileAppendsFail(t *testing.T) {
 	f := newFailingStore()
 	g, _, _ := newTestGuard(f)
 	g.self = []byte("self-addr")
+	var full error = errDisk
+	g.probe = func() error { return full }
 	f.failLogs.Store(true)
 	if err := g.StoreLogs(testLogs(1, 1)); err == nil {
 		t.Fatal("an append on a failing disk succeeded")
@@ -163,17 +166,23 @@ func TestNoSelfVoteWhileAppendsFail(t *testing.T) {
 	if err := g.Set(keyLastVoteCand, []byte("other")); err != nil {
 		t.Fatalf("a vote for another node while appends fail: %v", err)
 	}
-	g.probe = func() error { return nil }
+	full = nil
 	if err := g.Set(keyLastVoteCand, []byte("self-addr")); err != nil {
 		t.Fatalf("a vote for itself once the disk has room: %v", err)
 	}
-	g.probe = nil
+	full = errDisk
 	f.failLogs.Store(false)
 	if err := g.StoreLogs(testLogs(1, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Set(keyLastVoteCand, []byte("self-addr")); err != nil {
 		t.Fatalf("a vote for itself once appends succeed: %v", err)
+	}
+	f.failLogs.Store(true)
+	g.StoreLogs(testLogs(2, 2))
+	g.probe = nil
+	if err := g.Set(keyLastVoteCand, []byte("self-addr")); err != nil {
+		t.Fatalf("a store without a probe refused a vote for itself: %v", err)
 	}
 }
 
