@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/raftnode"
@@ -25,12 +24,7 @@ func (c *Coordinator) newSessionClient() *session.Client {
 		MaxDrift:    c.cfg.Session.MaxClockDrift,
 		NewID:       raftnode.NewID,
 		LeaderKnown: func() bool { addr, _ := leader(); return addr != "" },
-		Held: func() error {
-			if h := c.node.StorageHealth(); h.Failing {
-				return fmt.Errorf("this node's raft storage is %s", h)
-			}
-			return nil
-		},
+		Held: func() error { return c.node.StorageBlocking() },
 		Create: func(ctx context.Context, id string) (uint64, error) {
 			cmd := &fsm.SessionCmd{ID: id, Node: c.cfg.NodeName, NodeID: c.id, TTLNanos: int64(c.cfg.Session.TTL)}
 			c.shards.FillSessionCmd(cmd)

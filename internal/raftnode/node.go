@@ -212,6 +212,11 @@ func (n *Node) Stop() error {
 // memory).
 func (n *Node) StorageHealth() StorageHealth { return n.stores.health.health() }
 
+// StorageBlocking returns why this node must not take a new session (its
+// raft log cannot take appends, or its term and vote cannot be saved), or
+// nil.
+func (n *Node) StorageBlocking() error { return n.stores.health.blocking() }
+
 // CloseStores closes the stores, after Stop and once nothing reads them.
 func (n *Node) CloseStores() error {
 	if n.stores.closer == nil {

@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -64,6 +65,28 @@ func (b *healthBook) appendFailing() error {
 	}
 	if b.failed != nil {
 		return b.failed()
+	}
+	return nil
+}
+
+// blocking returns why the node must not take a new session: its appends
+// or its term and vote writes fail (not a failed compaction, which leaves
+// it following the log), or the log refuses every write; nil otherwise.
+func (b *healthBook) blocking() error {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, op := range []string{"append", "stable"} {
+		if f, ok := b.failing[op]; ok {
+			return fmt.Errorf("its raft storage is failing (%s since %s): %w", op, f.since.UTC().Format(time.RFC3339), f.err)
+		}
+	}
+	if b.failed != nil {
+		if err := b.failed(); err != nil {
+			return fmt.Errorf("its raft log refuses every write until the node restarts: %w", err)
+		}
 	}
 	return nil
 }
