@@ -24,7 +24,7 @@ func (c *Coordinator) newSessionClient() *session.Client {
 		MaxDrift:    c.cfg.Session.MaxClockDrift,
 		NewID:       raftnode.NewID,
 		LeaderKnown: func() bool { addr, _ := leader(); return addr != "" },
-		Held: func() error { return c.node.StorageBlocking() },
+		Held:        func() error { return c.node.StorageBlocking() },
 		Create: func(ctx context.Context, id string) (uint64, error) {
 			cmd := &fsm.SessionCmd{ID: id, Node: c.cfg.NodeName, NodeID: c.id, TTLNanos: int64(c.cfg.Session.TTL)}
 			c.shards.FillSessionCmd(cmd)
