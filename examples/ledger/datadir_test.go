@@ -53,6 +53,7 @@ func TestUntrustedDataDirRefused(t *testing.T) {
 			t.Errorf("the refusal does not say %q", want)
 		}
 	}
+	t.Logf("the ledger's refusal: %s", strings.TrimSpace(stderr.String()[strings.LastIndex(stderr.String(), "ledger: "):]))
 	if code != 1 || t.Failed() {
 		t.Fatalf("exit status %d, want 1; stderr:\n%s", code, stderr.String())
 	}
