@@ -122,7 +122,8 @@ func (h *handler) detail(r *http.Request) string {
 	if !r.URL.Query().Has("verbose") {
 		return ""
 	}
-	return groupLine(groupRow(h.c.Health()))
+	g := h.c.Health()
+	return groupLine(groupRow(g)) + "raft storage: " + g.Storage.String() + "\n"
 }
 
 // buildStatus reads c's view, one accessor after the other.
@@ -157,6 +158,7 @@ func buildStatus(c *coordinator.Coordinator) Status {
 	}
 	g := c.Health()
 	st.Group = groupRow(g)
+	st.Storage = storageRow(g.Storage)
 	verdict := map[string]bool{}
 	if g.Known {
 		for _, v := range g.Voters {
@@ -189,6 +191,16 @@ func buildStatus(c *coordinator.Coordinator) Status {
 		st.Ready, st.NotReadyReason = false, err.Error()
 	}
 	return st
+}
+
+// storageRow turns the coordinator's StorageHealth into its schema row.
+func storageRow(h coordinator.StorageHealth) StorageRow {
+	row := StorageRow{OK: !h.Failing, Op: h.Op, Error: h.Err, RestartNeeded: h.Failed, Errors: h.Errors, Line: h.String()}
+	if h.Failing {
+		since := h.Since.UTC()
+		row.Since = &since
+	}
+	return row
 }
 
 // groupRow turns the coordinator's GroupHealth into its schema row.

@@ -63,7 +63,14 @@
 // ...", "raft group: degraded: ...", or "raft group: unknown ...") without
 // changing the status code: a degraded group (a voter unhealthy, fault
 // tolerance down) is the cluster's state, not this node's, and pulling
-// every node out of a load balancer for it would only make it worse.
+// every node out of a load balancer for it would only make it worse. A
+// second line tells this node's raft storage ("raft storage: ok", or
+// "raft storage: failing since ...: ..." on a full or failing disk; also
+// in /v1/status as storage, and in holdfast_storage_errors_total): a node
+// whose storage fails takes no new session, so its leases and shards move
+// to the others by their timers, and it catches up once writes succeed
+// again; a probe does not fail for it (restarting the process would not
+// free the disk).
 //
 // The /v1 endpoints answer with Content-Type application/json; the probes
 // with text/plain. No answer may be cached.

@@ -26,6 +26,8 @@ type Status struct {
 	// Group is the raft group's health as the raft leader last judged it;
 	// every node reports the leader's figures (see coordinator.GroupHealth).
 	Group GroupHealth `json:"group"`
+	// Storage is this node's own raft storage (coordinator.StorageHealth).
+	Storage StorageRow `json:"storage"`
 	// Members lists every node gossip knows of, sorted by name.
 	Members []MemberRow `json:"members"`
 	// AppliedIndex is the raft index of the last entry this node's replica
@@ -86,6 +88,27 @@ type Voter struct {
 	// Healthy is the raft leader's verdict on the voter, or nil (JSON
 	// null) when this node holds no recent verdict on it.
 	Healthy *bool `json:"healthy"`
+}
+
+// StorageRow is this node's raft storage: its log, term and vote on disk.
+type StorageRow struct {
+	// OK is false while a write of the log, or of the term and vote, fails
+	// (a full disk, a failing device): the node then takes no new session
+	// and does not stand for election, and its sessions end by their
+	// timers; once writes succeed again it catches up by itself.
+	OK bool `json:"ok"`
+	// Op is the failing operation ("append", "delete", "stable"), Error its
+	// error, Since when it began (null when OK).
+	Op    string     `json:"op"`
+	Error string     `json:"error"`
+	Since *time.Time `json:"since"`
+	// RestartNeeded is true once the log refuses every write (a failure it
+	// could not undo): only a restart of the node helps.
+	RestartNeeded bool `json:"restart_needed"`
+	// Errors counts the storage errors since the node started.
+	Errors uint64 `json:"errors"`
+	// Line is the one-line summary the verbose probes print.
+	Line string `json:"line"`
 }
 
 // GroupHealth is the raft group's health as the raft leader's autopilot

@@ -30,9 +30,10 @@ const (
 
 // RaftConfig is Config.Raft: raft's timeouts (HeartbeatTimeout,
 // ElectionTimeout, LeaderLeaseTimeout no longer than HeartbeatTimeout,
-// CommitTimeout) and log compaction (SnapshotThreshold, TrailingLogs). The
-// session TTL (Config.Session.TTL) must be at least three times the
-// election and heartbeat timeouts.
+// CommitTimeout), log compaction (SnapshotThreshold, TrailingLogs) and the
+// write-ahead log's segment size (LogSegmentSize, 0: 8 MiB). The session
+// TTL (Config.Session.TTL) must be at least three times the election and
+// heartbeat timeouts.
 type RaftConfig = raftnode.Timing
 
 // Config configures a Coordinator. Start from DefaultConfig or

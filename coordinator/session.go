@@ -25,6 +25,7 @@ func (c *Coordinator) newSessionClient() *session.Client {
 		NewID:         raftnode.NewID,
 		LeaderKnown:   func() bool { addr, _ := leader(); return addr != "" },
 		LeaderChanged: c.noLeader.Changed,
+		Held:          func() error { return c.node.StorageBlocking() },
 		Create: func(ctx context.Context, id string, gen uint64) (uint64, error) {
 			cmd := &fsm.SessionCmd{ID: id, Node: c.cfg.NodeName, NodeID: c.id, TTLNanos: int64(c.cfg.Session.TTL), Gen: gen}
 			c.shards.FillSessionCmd(cmd)

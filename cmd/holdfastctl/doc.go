@@ -12,6 +12,7 @@
 //	holdfastctl data recover [-keep ID,...] -confirm NAME DIR
 //	holdfastctl cert create-ca|create-node NAME|create-client [-dir DIR] [-force] ...
 //	holdfastctl token-floor -sqlite FILE [-columns TABLE.COLUMN,...] [-v]
+//	holdfastctl data check [-json] DIR
 //
 // Commands:
 //
@@ -101,6 +102,25 @@
 // comma-separated (default: the ledger's, shards.fence,fences.fence); -v
 // lists each column's highest on standard error. Exit status 1 when the
 // file cannot be read or lacks a column, 2 for a usage error.
+//
+// # Data dirs
+//
+// holdfastctl data check DIR inspects the raft data of a stopped node's
+// data dir (its -data) without changing anything, and without the node
+// (the data dir's lock is taken: it fails while a node runs on it): the
+// raft log's format (walog, or bolt for data dirs written before the
+// write-ahead log), each segment with its entries and terms, the log's
+// range and last term, the current term and vote, the snapshots, what the
+// node's next start would repair (a torn last write cut, a copy kept as
+// NAME.broken; an older format upgraded), and the problems that make the
+// node refuse to start on it (a record damaged in the middle of the log, a
+// missing or foreign segment, a lost term and vote, a gap between the
+// snapshot and the log), each naming the file and the offset. It exits 1
+// when there is a problem (or the dir cannot be examined), 0 otherwise;
+// -json prints the report (raftnode.DataReport) as JSON. A node that
+// cannot trust its data dir is restored from a backup of it, or removed
+// from the cluster and started again with an empty data dir (it joins
+// under a new identity and autopilot makes it a voter once caught up).
 //
 // Exit status: 0 on success; 1 when the node cannot be reached, does not
 // answer in time, or answers with an error or a document that is not the

@@ -161,8 +161,8 @@ func printUsage(w io.Writer, fs *flag.FlagSet) {
 Shows what one holdfast node knows of its cluster, from the admin endpoints
 the application serves (package admin), and acts on it.
 
-commands (certificates: holdfastctl cert help; the token floor of a
-database for a new cluster: holdfastctl token-floor -h):
+commands (certificates: holdfastctl cert help; a stopped node's data dir: holdfastctl data help;
+the token floor of a database for a new cluster: holdfastctl token-floor -h):
   status   the node, its raft role and leader, voters, session, readiness
   members  every node the answering node's gossip knows of
   shards   every shard with its state, owner and token

@@ -119,7 +119,7 @@ func printStatus(w io.Writer, st *admin.Status) {
 		{"rpc_addr", st.RPCAddr}, {"gossip_addr", st.GossipAddr}, {"raft_state", st.RaftState},
 		{"leader", leader}, {"voters", dash(strings.Join(voters, ", "))},
 		{"non_voters", dash(strings.Join(nonVoters, ", "))},
-		{"fault_tolerance", faultTolerance(st.Group)},
+		{"fault_tolerance", faultTolerance(st.Group)}, {"storage", cmp.Or(st.Storage.Line, "ok")},
 		{"members", fmt.Sprintf("%d (%d alive)", len(st.Members), alive)},
 		{"applied_index", fmt.Sprint(st.AppliedIndex)}, {"last_token", fmt.Sprint(st.LastToken)},
 		{"token_base", tokenBase(*st)},

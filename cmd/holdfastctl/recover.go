@@ -17,52 +17,10 @@ import (
 	"github.com/holdfast-go/holdfast/transport"
 )
 
-// dataUsage is printed for a bad data command line and for data help.
-const dataUsage = `usage:
-  holdfastctl data peers   [-json] DIR
-  holdfastctl data recover [-keep ID,...] -confirm NAME DIR
-
-Offline commands on the data dir of a STOPPED node (they refuse while a
-node runs on it: its raft/LOCK is held).
-
-peers    the raft configuration the data dir holds (the latest in its log,
-         committed or not), its last index and term, and this node's identity
-recover  recovery from a lost quorum: rewrite the configuration to the
-         survivors (this node alone, or the voters listed by -keep, which must
-         include it), keeping the replicated state: the log is applied and kept
-         as a snapshot at its last index, so tokens continue from where they
-         were. Refused unless the data dir is a voter's. With several
-         survivors, run it with the same -keep on each before starting any.
-         Then start the node: it leads alone; new nodes that -join are added
-         and promoted to voters; the lost nodes' sessions expire and their
-         leases and shards pass on. Never run it while the lost nodes could
-         come back with their data dirs: they would form a second majority.
-
--confirm  the node name recorded in DIR (peers shows it; its ID for a data
-          dir without one): recover rewrites nothing unless it matches
--keep     comma-separated IDs of the surviving voters (peers lists them);
-          default: this node alone
-`
-
-// runData runs `holdfastctl data ...` and returns the exit status.
-func runData(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
-		w, code := stderr, 2
-		if len(args) > 0 {
-			w, code = stdout, 0
-		} else {
-			fmt.Fprintln(stderr, "holdfastctl: data: missing subcommand")
-		}
-		fmt.Fprint(w, dataUsage)
-		return code
-	}
-	sub := args[0]
-	if sub != "peers" && sub != "recover" {
-		fmt.Fprintf(stderr, "holdfastctl: data: unknown subcommand %q\n", sub)
-		fmt.Fprint(stderr, dataUsage)
-		return 2
-	}
-	o, err := parseDataFlags(sub, args[1:])
+// runOffline runs `holdfastctl data peers|recover ...` (sub) with the
+// arguments after the subcommand and returns the exit status.
+func runOffline(sub string, args []string, stdout, stderr io.Writer) int {
+	o, err := parseDataFlags(sub, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		fmt.Fprint(stdout, dataUsage)

@@ -109,6 +109,9 @@
 //	-interval DURATION    time between appends per shard (default 50ms)
 //	-check-before-write   check the lease inside each write transaction (default true)
 //	-leave-on-terminate   on SIGTERM/SIGINT leave the cluster for good instead of keeping the vote
+//	-raft-segment-size N  size of the raft log's segment files in bytes (default 0: 8 MiB; at least 64 KiB)
+//	-churn DURATION       acquire and release the named lease churn-NODE every DURATION (default 0: never),
+//	                      so that the raft log takes entries steadily (the shards' writes do not go through raft)
 //	-certs DIR            the files holdfastctl cert writes: DIR/ca.pem, DIR/NODE.pem,
 //	                      DIR/NODE-key.pem, and DIR/gossip.key when it exists
 //	-ca, -cert, -key FILE the CA certificate, this node's certificate and key (override -certs)

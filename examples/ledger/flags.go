@@ -30,6 +30,8 @@ type options struct {
 	leaveOnTerminate     bool
 	tokenFloor           uint64
 	leaveCluster         string
+	segmentSize          int64
+	churn                time.Duration
 	sec                  secOptions
 }
 
@@ -64,6 +66,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.checkBeforeWrite, "check-before-write", true, "check the lease inside each write transaction")
 	fs.BoolVar(&o.leaveOnTerminate, "leave-on-terminate", false,
 		"on SIGTERM or SIGINT, leave the cluster for good (a replacement voter promoted first; refused below -voters with none, then the node stops keeping its vote); default: stop keeping the vote, for a restart")
+	fs.Int64Var(&o.segmentSize, "raft-segment-size", 0, "size of the raft log's segment files in `bytes` (0: 8 MiB; at least 64 KiB)")
+	fs.DurationVar(&o.churn, "churn", 0, "acquire and release the named lease churn-NODE every `duration` (0: never): raft log traffic")
 	o.sec.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: ledger -node NAME -db PATH [flags]")
@@ -120,6 +124,9 @@ func (o options) validate() error {
 	if o.drain < 0 {
 		return fmt.Errorf("-drain is %v; must not be negative", o.drain)
 	}
+	if o.churn < 0 {
+		return fmt.Errorf("-churn is %v; must not be negative", o.churn)
+	}
 	return nil
 }
 
@@ -152,6 +159,7 @@ func clusterConfig(o options) coordinator.Config {
 	if o.drain > 0 {
 		cfg.Shards.DrainTimeout = o.drain
 	}
+	cfg.Raft.LogSegmentSize = o.segmentSize
 	return cfg
 }
 

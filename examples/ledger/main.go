@@ -107,6 +107,7 @@ func serve(ctx context.Context, unsignal func(), o options, out *printer, log *s
 	defer func() { <-readyDone }()
 
 	aud := startAuditor(c, led, out, log, m)
+	stopChurn := startChurn(c, o, log)
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down", "leave", o.leaveOnTerminate)
@@ -114,6 +115,7 @@ func serve(ctx context.Context, unsignal func(), o options, out *printer, log *s
 		log.Info("the node left the cluster; exiting")
 	}
 	unsignal()
+	stopChurn()
 	return shutdown(cfg, o.leaveOnTerminate, c, aud, workers, srv, out)
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 	autopilot "github.com/hashicorp/raft-autopilot"
 
+	"github.com/holdfast-go/holdfast/internal/storehealth"
 	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -52,6 +53,10 @@ type GroupHealth struct {
 	Voters []VoterHealth
 	// Wanted is Config.Cluster.Voters, the number of voters autopilot keeps.
 	Wanted int
+	// Storage is this node's own raft storage (not the leader's judgement:
+	// filled in by the node itself). A failing storage does not make the
+	// group Degraded; autopilot then sees the node fall behind.
+	Storage storehealth.Health
 }
 
 // VoterHealth is one voter's health in a GroupHealth.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/holdfast-go/holdfast/internal/atomicfile"
+	"github.com/holdfast-go/holdfast/internal/walog"
 )
 
 // identityFile holds the node identity; nameFile the name of the node it
@@ -55,7 +56,7 @@ func LoadIdentity(dataDir, name string, allowRename bool) (Identity, error) {
 	if dataDir == "" {
 		return Identity{ID: NewID(), Fresh: true}, nil
 	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+	if err := walog.MkdirAll(walog.OSFS(), dataDir); err != nil { // parents synced: a first boot survives a power cut
 		return Identity{}, fmt.Errorf("holdfast: DataDir: %w", err)
 	}
 	path := filepath.Join(dataDir, identityFile)

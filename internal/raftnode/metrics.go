@@ -18,6 +18,7 @@ type Metrics struct {
 	leaderChanges prometheus.Counter
 	refused       prometheus.Counter
 	expired       prometheus.Counter
+	storageErrors *prometheus.CounterVec
 	node          atomic.Pointer[Node]
 	collectors    []prometheus.Collector
 }
@@ -39,7 +40,15 @@ func NewMetrics() *Metrics {
 			return 0
 		})
 	}
-	m.collectors = []prometheus.Collector{m.leaderChanges, m.refused, m.expired,
+	m.storageErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holdfast_storage_errors_total",
+		Help: "Errors of this node's raft storage (log and stable store on disk), by operation: append, delete, stable (term and vote), remove (a deleted segment's file)."},
+		[]string{"op"})
+	for _, op := range []string{"append", "delete", "stable", "remove"} {
+		m.storageErrors.WithLabelValues(op)
+	}
+	m.collectors = []prometheus.Collector{m.leaderChanges, m.refused, m.expired, m.storageErrors,
+		g("holdfast_storage_healthy", "1 while this node's raft storage takes writes, 0 while a write of its log or of its term and vote fails (see /v1/status).",
+			func(n *Node) float64 { return boolFloat(!n.StorageHealth().Failing) }),
 		g("holdfast_raft_leader", "1 while this node is the raft leader.",
 			func(n *Node) float64 { return boolFloat(n.raft.State() == raft.Leader) }),
 		g("holdfast_raft_applied_index", "Raft index of the last entry applied to this node's replica.",
@@ -68,6 +77,13 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 func (m *Metrics) LeadershipChanged() {
 	if m != nil {
 		inc(m.leaderChanges)
+	}
+}
+
+// storageError counts one storage error of op.
+func (m *Metrics) storageError(op string) {
+	if m != nil && m.storageErrors != nil {
+		m.storageErrors.WithLabelValues(op).Inc()
 	}
 }
 

@@ -35,6 +35,11 @@ type Timing struct {
 	SnapshotThreshold uint64
 	// TrailingLogs is how many log entries are kept after a snapshot.
 	TrailingLogs uint64
+	// LogSegmentSize is the size of the write-ahead log's segment files,
+	// each preallocated to it (0: 8 MiB; at least 64 KiB otherwise).
+	// Smaller segments are compacted sooner and reserve less disk; a disk
+	// that fills is noticed at the next segment.
+	LogSegmentSize int64
 }
 
 // FieldError is a Timing rule broken, naming the facade's Config field.
@@ -59,6 +64,8 @@ func (t Timing) Check() error {
 			fmt.Sprintf("is %v; must be between 5ms and HeartbeatTimeout (%v)", t.LeaderLeaseTimeout, t.HeartbeatTimeout)}
 	case t.CommitTimeout <= 0:
 		return &FieldError{"Raft.CommitTimeout", "must be positive"}
+	case t.LogSegmentSize != 0 && t.LogSegmentSize < 64<<10:
+		return &FieldError{"Raft.LogSegmentSize", fmt.Sprintf("is %d bytes; must be 0 (8 MiB) or at least 64 KiB", t.LogSegmentSize)}
 	}
 	return nil
 }
@@ -137,7 +144,8 @@ func Start(opts Options) (*Node, error) {
 	if n.log == nil {
 		n.log = slog.New(slog.DiscardHandler)
 	}
-	st, err := openStores(opts.DataDir, n.log, n.closing)
+	st, err := openStores(opts.DataDir, n.log, n.closing, storeOptions{
+		segmentSize: opts.Timing.LogSegmentSize, count: opts.Metrics.storageError})
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +157,9 @@ func Start(opts Options) (*Node, error) {
 	})
 	g := newGuard(opts.Cluster, n.askIdentity, opts.RPCTimeout, n.log)
 	trans := newRaftTransport(n.raftTrans, opts.Timing.HeartbeatTimeout, g)
+	if st.guard != nil {
+		st.guard.self = []byte(transport.RaftAddress(opts.Trans.Addr(), opts.ID))
+	}
 	n.idle = trans.idle
 	logs := wakingLogs{LogStore: st.logs, changed: trans.idle.changed}
 	fsm := wakingFSM{FSM: opts.FSM, changed: trans.idle.changed}
@@ -208,7 +219,11 @@ func (n *Node) Stop() error {
 		n.log.Warn("raft requests still unanswered at shutdown", "count", c)
 	}
 	n.idle.stop() // no parked answer holds raft's shutdown up
-	err := errors.Join(n.raft.Shutdown().Error(), n.raftTrans.Close())
+	shutdown := n.raft.Shutdown()
+	if n.stores.guard != nil {
+		n.stores.guard.shutdown() // a term write waiting for the disk lets raft stop
+	}
+	err := errors.Join(shutdown.Error(), n.raftTrans.Close())
 	n.trans.stopRPCs()
 	n.spawnMu.Lock()
 	n.stopped = true
@@ -216,6 +231,15 @@ func (n *Node) Stop() error {
 	n.wg.Wait()
 	return err
 }
+
+// StorageHealth is the state of this node's raft storage (always OK in
+// memory).
+func (n *Node) StorageHealth() StorageHealth { return n.stores.health.health() }
+
+// StorageBlocking returns why this node must not take a new session (its
+// raft log cannot take appends, or its term and vote cannot be saved), or
+// nil.
+func (n *Node) StorageBlocking() error { return n.stores.health.blocking() }
 
 // CloseStores closes the stores, after Stop and once nothing reads them.
 func (n *Node) CloseStores() error {

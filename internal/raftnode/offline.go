@@ -27,7 +27,7 @@ type Offline struct {
 	Dir  string
 	ID   string // the node identity, its raft server ID
 	Name string // the node name it was last used under ("" for data dirs older than the name file)
-	st   *stores
+	st   *DataDir
 }
 
 // OpenOffline opens the data dir of a stopped node, the one way every
@@ -47,7 +47,7 @@ func OpenOffline(dataDir string) (*Offline, error) {
 	if _, err := os.Stat(filepath.Join(dataDir, "raft")); err != nil {
 		return nil, fmt.Errorf("%w: no raft state in %s: %w", ErrNotDataDir, dataDir, err)
 	}
-	st, err := openStores(dataDir, slog.New(slog.DiscardHandler), func() bool { return true })
+	st, err := openDataDir(dataDir, false, storeOptions{}, slog.New(slog.DiscardHandler), func() bool { return true })
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func OpenOffline(dataDir string) (*Offline, error) {
 }
 
 // Close closes the stores and releases the data dir's lock.
-func (o *Offline) Close() error { return o.st.closer.Close() }
+func (o *Offline) Close() error { return o.st.Close() }
 
 // RaftState is what a stopped node's raft stores hold, as raft would read
 // it at start.
@@ -77,7 +77,7 @@ type RaftState struct {
 // State reads the raft state of the data dir.
 func (o *Offline) State() (RaftState, error) {
 	var rs RaftState
-	snaps, err := o.st.snaps.List()
+	snaps, err := o.st.Snapshots.List()
 	if err != nil {
 		return rs, fmt.Errorf("holdfast: listing snapshots: %w", err)
 	}
@@ -85,17 +85,17 @@ func (o *Offline) State() (RaftState, error) {
 		rs.Configuration, rs.SnapshotIndex = snaps[0].Configuration, snaps[0].Index
 		rs.LastIndex, rs.LastTerm = snaps[0].Index, snaps[0].Term
 	}
-	first, err := o.st.logs.FirstIndex()
+	first, err := o.st.Logs.FirstIndex()
 	if err != nil {
 		return rs, err
 	}
-	last, err := o.st.logs.LastIndex()
+	last, err := o.st.Logs.LastIndex()
 	if err != nil {
 		return rs, err
 	}
 	for i := max(first, rs.SnapshotIndex+1); i <= last && i > 0; i++ {
 		var l raft.Log
-		if err := o.st.logs.GetLog(i, &l); err != nil {
+		if err := o.st.Logs.GetLog(i, &l); err != nil {
 			return rs, fmt.Errorf("holdfast: raft log entry %d: %w", i, err)
 		}
 		if l.Type == raft.LogConfiguration {
@@ -103,7 +103,7 @@ func (o *Offline) State() (RaftState, error) {
 		}
 		rs.LastIndex, rs.LastTerm = l.Index, l.Term
 	}
-	if rs.CurrentTerm, err = o.st.stable.GetUint64([]byte("CurrentTerm")); err != nil && !isNotFound(err) {
+	if rs.CurrentTerm, err = o.st.Stable.GetUint64([]byte("CurrentTerm")); err != nil && !isNotFound(err) {
 		return rs, err
 	}
 	return rs, nil
@@ -115,17 +115,17 @@ func isNotFound(err error) bool { return strings.Contains(err.Error(), "not foun
 // EachEntry calls fn with each entry of the raft log, in log order, and
 // returns fn's first error.
 func (o *Offline) EachEntry(fn func(*raft.Log) error) error {
-	first, err := o.st.logs.FirstIndex()
+	first, err := o.st.Logs.FirstIndex()
 	if err != nil {
 		return err
 	}
-	last, err := o.st.logs.LastIndex()
+	last, err := o.st.Logs.LastIndex()
 	if err != nil {
 		return err
 	}
 	for i := first; i <= last && i > 0; i++ {
 		var l raft.Log
-		if err := o.st.logs.GetLog(i, &l); err != nil {
+		if err := o.st.Logs.GetLog(i, &l); err != nil {
 			return fmt.Errorf("holdfast: raft log entry %d: %w", i, err)
 		}
 		if err := fn(&l); err != nil {
@@ -150,7 +150,7 @@ func (o *Offline) Recover(servers []raft.Server, fsm raft.FSM) error {
 	conf.LogOutput = io.Discard
 	_, trans := raft.NewInmemTransport(raft.ServerAddress(o.ID))
 	defer trans.Close()
-	if err := raft.RecoverCluster(conf, fsm, o.st.logs, o.st.stable, o.st.snaps, trans, raft.Configuration{Servers: servers}); err != nil {
+	if err := raft.RecoverCluster(conf, fsm, o.st.Logs, o.st.Stable, o.st.Snapshots, trans, raft.Configuration{Servers: servers}); err != nil {
 		return fmt.Errorf("holdfast: recovering %s: %w", o.Dir, err)
 	}
 	return nil

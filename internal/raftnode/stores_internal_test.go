@@ -41,7 +41,7 @@ func TestStoresOpenLogsWrittenEitherWay(t *testing.T) {
 	}
 	old.Close()
 
-	st, err := openStores(dir, slog.New(slog.DiscardHandler), func() bool { return false })
+	st, err := openStores(dir, slog.New(slog.DiscardHandler), func() bool { return false }, storeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func testLogs(from, to uint64) []*raft.Log {
 
 func openTestStores(t *testing.T, dir string) *stores {
 	t.Helper()
-	st, err := openStores(dir, slog.New(slog.DiscardHandler), func() bool { return false })
+	st, err := openStores(dir, slog.New(slog.DiscardHandler), func() bool { return false }, storeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestDataDirLockedWhileOpen(t *testing.T) {
 	old.Close()
 	for name, dir := range map[string]string{"write-ahead log": t.TempDir(), "bbolt log": bolt} {
 		first := openTestStores(t, dir)
-		_, err := openStores(dir, slog.New(slog.DiscardHandler), func() bool { return false })
+		_, err := openStores(dir, slog.New(slog.DiscardHandler), func() bool { return false }, storeOptions{})
 		if err == nil || !strings.Contains(err.Error(), "another node") {
 			t.Fatalf("%s: second open: %v, want an error naming another node", name, err)
 		}

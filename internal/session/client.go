@@ -46,6 +46,12 @@ type ClientOptions struct {
 	// Generation returns the highest generation among this node's sessions
 	// in the local replica (0: none): the next create goes above it.
 	Generation func() uint64
+	// Held, if set, returns why this node must not open a session now
+	// (its raft storage failing: its replica cannot follow the log), nil
+	// when it may. A session is opened only once it returns nil; a session
+	// already open is not ended by it (its belief lapses by its own timer
+	// if the replica falls behind).
+	Held func() error
 	// Close commits the close of session id (via the leader).
 	Close func(ctx context.Context, id string) error
 	// KeepAlive sends one keepalive for session id to the current leader
@@ -72,7 +78,8 @@ type Client struct {
 	o   ClientOptions
 	log *slog.Logger
 
-	gen uint64 // the generation of the last create sent (Run's goroutine only)
+	gen  uint64 // the generation of the last create sent (Run's goroutine only)
+	held bool   // open is held back (Held), logged; Run's goroutine only
 
 	mu      sync.Mutex
 	cur     *Session      // current session (nil before the first)
@@ -202,7 +209,7 @@ func (c *Client) closeEnded(ctx context.Context, id string) {
 func (c *Client) open(ctx context.Context) *Session {
 	backoff := 50 * time.Millisecond
 	for {
-		for !c.o.LeaderKnown() {
+		for !c.mayOpen() {
 			if !pause.For(ctx, 20*time.Millisecond) { // poll: raft has no "leader known" channel
 				return nil
 			}
@@ -265,6 +272,25 @@ func createMayCommit(err error) bool {
 		}
 	}
 	return true
+}
+
+// mayOpen reports whether a session may be opened now: a leader is known
+// and Held (if any) does not hold it back (logged once per holding).
+func (c *Client) mayOpen() bool {
+	if c.o.Held != nil {
+		if err := c.o.Held(); err != nil {
+			if !c.held {
+				c.held = true
+				c.log.Warn("not opening a session", "cause", err)
+			}
+			return false
+		}
+		if c.held {
+			c.held = false
+			c.log.Info("may open a session again")
+		}
+	}
+	return c.o.LeaderKnown()
 }
 
 // keepAlive renews s every TTL/3 (with jitter) until its belief lapses, the

@@ -1,6 +1,7 @@
 package walog
 
 import (
+	"errors"
 	"os"
 	"syscall"
 )
@@ -9,9 +10,17 @@ import (
 // size), not its times.
 func syncData(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }
 
-// preallocate reserves size bytes for f (reading as zeros), so that an
-// append writes into allocated blocks instead of growing the file, which
-// makes each sync cheaper. A file system without fallocate is left as is.
-func preallocate(f *os.File, size int64) {
-	_ = syscall.Fallocate(int(f.Fd()), 0, 0, size)
+// allocate reserves [off, off+n) of f (fallocate, mode 0: the size grows to
+// cover it). A file system without fallocate gives ErrUnsupported.
+func allocate(f *os.File, off, n int64) error {
+	for {
+		err := syscall.Fallocate(int(f.Fd()), 0, off, n)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, syscall.EOPNOTSUPP), errors.Is(err, syscall.ENOSYS):
+			return ErrUnsupported
+		}
+		return err
+	}
 }

@@ -7,5 +7,5 @@ import "os"
 // syncData flushes f (fsync: no fdatasync here).
 func syncData(f *os.File) error { return f.Sync() }
 
-// preallocate does nothing: appends grow the file.
-func preallocate(*os.File, int64) {}
+// allocate is unsupported here: appends grow the file.
+func allocate(*os.File, int64, int64) error { return ErrUnsupported }

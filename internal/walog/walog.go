@@ -3,7 +3,6 @@ package walog
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -14,8 +13,19 @@ import (
 // Options configures Open.
 type Options struct {
 	// SegmentSize is the size past which a new segment file is started
-	// (default 16 MiB). A segment can exceed it by one batch of entries.
+	// (default 16 MiB); each segment file is preallocated to it. A segment
+	// can exceed it by one batch of entries.
 	SegmentSize int64
+	// FS is the file system (nil: OSFS()).
+	FS FS
+	// ReadOnly opens the log without repairing or writing anything (what
+	// Open would repair is listed by Repairs); every write fails.
+	ReadOnly bool
+	// Note, if set, receives one line for each repair Open makes and for
+	// each failure a call did not return (a leftover file that could not be
+	// removed): op names the operation ("recover", "remove"), err is nil
+	// for a repair.
+	Note func(op, msg string, err error)
 }
 
 // Log is a raft.LogStore and raft.StableStore in one directory (see the
@@ -23,135 +33,237 @@ type Options struct {
 // loop, compacts from its snapshot loop and reads from every replication
 // goroutine.
 type Log struct {
-	dir     string
-	segSize int64
+	dir      string
+	fs       FS
+	segSize  int64
+	readOnly bool
+	note     func(op, msg string, err error)
+	repairs  []string // what a read-only Open would have repaired
 
-	wmu sync.Mutex // serialises StoreLogs and DeleteRange
-	buf []byte     // StoreLogs' encoding buffer, under wmu
+	wmu       sync.Mutex  // serialises every write
+	buf       []byte      // StoreLogs' encoding buffer, under wmu
+	st        *stateStore // the state file, written under wmu
+	failed    error       // set under wmu and mu: a failure that could not be undone
+	leftovers []string    // under wmu: deleted segments' files still to remove
 
 	mu          sync.RWMutex // guards what follows; held shortly, never across a sync
-	segs        []*segment   // in write order; the last takes appends
+	segs        []*segment   // in order; the last takes appends
 	first, last uint64       // 0, 0 when empty
-	nextSeq     uint64
+	cutting     uint64       // entries from here on are being deleted (0: none)
+	kv          map[string][]byte
 	closed      bool
-
-	stable *stable
 }
 
-// segment is one segment file and where its entries start.
-type segment struct {
-	seq  uint64
-	f    *os.File
-	base uint64  // index of the first entry
-	offs []int64 // offset of each entry's record
-	size int64   // end of the last record
-}
-
-// lastIndex is the index of s's last entry (base-1 when empty).
-func (s *segment) lastIndex() uint64 { return s.base + uint64(len(s.offs)) - 1 }
-
-// Open opens the log in dir, creating dir if needed, and replays it (see
-// the package doc for what recovery does with a torn last record).
+// Open opens the log in dir, creating dir if needed, and replays it; see
+// the package doc for what it recovers and what it refuses (with a
+// *CorruptError naming the file and the offset, having changed nothing).
 func Open(dir string, opts Options) (*Log, error) {
-	if opts.SegmentSize <= 0 {
+	switch {
+	case opts.SegmentSize <= 0:
 		opts.SegmentSize = 16 << 20
+	case opts.SegmentSize <= segHeaderSize:
+		opts.SegmentSize = segHeaderSize + 1 // room for an entry: an empty segment is never full
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
+	if opts.FS == nil {
+		opts.FS = OSFS()
 	}
-	st, err := openStable(filepath.Join(dir, stableFile))
-	if err != nil {
-		return nil, err
+	l := &Log{dir: filepath.Clean(dir), fs: opts.FS, segSize: opts.SegmentSize, readOnly: opts.ReadOnly, note: opts.Note}
+	if !l.readOnly {
+		if err := MkdirAll(l.fs, l.dir); err != nil {
+			return nil, err
+		}
 	}
-	l := &Log{dir: dir, segSize: opts.SegmentSize, stable: st, nextSeq: 1}
-	if err := l.replay(); err != nil {
+	if err := l.load(); err != nil {
 		l.closeFiles()
 		return nil, err
 	}
 	return l, nil
 }
 
-// segName is the file name of segment seq.
-func segName(seq uint64) string { return fmt.Sprintf("%020d.seg", seq) }
+// notef reports a repair Open made (or, read-only, would make).
+func (l *Log) notef(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if l.readOnly {
+		l.repairs = append(l.repairs, msg)
+		return
+	}
+	if l.note != nil {
+		l.note("recover", msg, nil)
+	}
+}
 
-// replay opens every segment in order and rebuilds the index.
-func (l *Log) replay() error {
-	names, err := filepath.Glob(filepath.Join(l.dir, "*.seg"))
+// Repairs lists what Open would have repaired had it not been read-only
+// (a torn tail to cut, leftover files to remove): none for a log closed
+// cleanly.
+func (l *Log) Repairs() []string { return append([]string(nil), l.repairs...) }
+
+// load reads the directory: the state file, the segments it lists, and
+// replays them.
+func (l *Log) load() error {
+	d, err := l.scanDir()
 	if err != nil {
 		return err
 	}
-	var seqs []uint64
-	for _, name := range names {
-		var seq uint64
-		if _, err := fmt.Sscanf(filepath.Base(name), "%020d.seg", &seq); err != nil || segName(seq) != filepath.Base(name) {
-			return fmt.Errorf("walog: unexpected file %s", name)
-		}
-		seqs = append(seqs, seq)
+	if err := l.loadState(d); err != nil {
+		return err
 	}
-	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
-	for i, seq := range seqs {
-		if err := l.replaySegment(seq, i == len(seqs)-1); err != nil {
+	seqs, err := l.liveSegments(d.segs)
+	if err != nil {
+		return err
+	}
+	if err := l.replay(seqs); err != nil {
+		return err
+	}
+	if !l.readOnly {
+		if err := l.st.heal(); err != nil {
 			return err
 		}
-		l.nextSeq = seq + 1
+	}
+	l.kv = l.st.cur.kv
+	return nil
+}
+
+// dirList is what the directory holds, by kind.
+type dirList struct {
+	segs     []uint64
+	state    bool
+	v1Stable bool
+}
+
+// scanDir lists the directory, refusing files this log did not write.
+func (l *Log) scanDir() (dirList, error) {
+	var d dirList
+	names, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return d, fmt.Errorf("walog: %w", err)
+	}
+	for _, name := range names {
+		var seq uint64
+		switch {
+		case name == stateFile:
+			d.state = true
+		case name == v1StableFile:
+			d.v1Stable = true
+		case name == stateFile+".tmp", name == v1StableFile+".tmp":
+			l.removeLeftover(filepath.Join(l.dir, name), "an unfinished write of the state file")
+		case isBroken(name):
+		case name == "wal-meta.db" || filepath.Ext(name) == ".wal":
+			return d, corrupt(filepath.Join(l.dir, name), -1, "this directory holds a hashicorp/raft-wal log (written by holdfast builds before the format of this log); this build cannot read it")
+		default:
+			if _, err := fmt.Sscanf(name, "%020d.seg", &seq); err != nil || segName(seq) != name || seq == 0 {
+				return d, corrupt(filepath.Join(l.dir, name), -1, "a file this log did not write is in its directory; move it away if it is yours")
+			}
+			d.segs = append(d.segs, seq)
+		}
+	}
+	sort.Slice(d.segs, func(i, j int) bool { return d.segs[i] < d.segs[j] })
+	return d, nil
+}
+
+// isBroken reports a copy kept by a repair (NAME.broken or NAME.broken.N).
+func isBroken(name string) bool {
+	ext := filepath.Ext(name)
+	if ext == ".broken" {
+		return true
+	}
+	var n int
+	base := name[:len(name)-len(ext)]
+	_, err := fmt.Sscanf(ext, ".%d", &n)
+	return err == nil && filepath.Ext(base) == ".broken"
+}
+
+// liveSegments checks the segment files against the state file's list:
+// every listed one must be there; files before it (a compaction's, not
+// yet removed) are removed, files after it (a segment being created or a
+// suffix being deleted at a crash) are moved aside.
+func (l *Log) liveSegments(found []uint64) ([]uint64, error) {
+	cur := l.st.cur
+	var live []uint64
+	for _, seq := range found {
+		path := filepath.Join(l.dir, segName(seq))
+		switch {
+		case seq < cur.first:
+			l.removeLeftover(path, "a segment a compaction deleted")
+		case seq >= cur.next:
+			if err := l.setAside(seq, path); err != nil {
+				return nil, err
+			}
+		default:
+			live = append(live, seq)
+		}
+	}
+	for i, seq := 0, cur.first; seq < cur.next; i, seq = i+1, seq+1 {
+		if i >= len(live) || live[i] != seq {
+			return nil, corrupt(filepath.Join(l.dir, segName(seq)), -1,
+				"the segment is missing: the state file lists segments %d to %d, and the log has a hole without it", cur.first, cur.next-1)
+		}
+	}
+	return live, nil
+}
+
+// replay opens the live segments in order and rebuilds the index.
+func (l *Log) replay(seqs []uint64) error {
+	var prevTerm uint64
+	for i, seq := range seqs {
+		s, err := l.openSegment(seq, i == 0)
+		if err != nil {
+			return err
+		}
+		l.segs = append(l.segs, s)
+		if err := l.replaySegment(s, i == 0, i == len(seqs)-1, prevTerm); err != nil {
+			return err
+		}
+		if len(s.offs) > 0 {
+			prevTerm = s.lastTerm
+			if l.first == 0 {
+				l.first = s.base
+			}
+			l.last = s.lastIndex()
+		}
 	}
 	return nil
 }
 
-// replaySegment opens segment seq and indexes its records. In the last
-// segment a bad record ends the log and is cut off; elsewhere it is an
-// error.
-func (l *Log) replaySegment(seq uint64, lastSeg bool) error {
-	path := filepath.Join(l.dir, segName(seq))
-	f, err := os.OpenFile(path, os.O_RDWR, 0o600)
+// replaySegment indexes s's records. A bad record in the last segment may
+// be a torn last write (examineTail); anywhere else it is corruption.
+func (l *Log) replaySegment(s *segment, firstSeg, lastSeg bool, prevTerm uint64) error {
+	size := s.alloc
+	if s.format == format2 {
+		if err := s.readSegHeader(l.st.cur.logID, size); err != nil {
+			return err
+		}
+		s.size = segHeaderSize
+	} else if !firstSeg {
+		s.base = l.last + 1
+	}
+	if !firstSeg && s.base != l.last+1 {
+		return corrupt(s.path, 0, "the segment starts at entry %d, the one before it ends at entry %d", s.base, l.last)
+	}
+	st, err := s.scan(size, prevTerm, firstSeg && s.format == format1)
 	if err != nil {
 		return err
 	}
-	s := &segment{seq: seq, f: f, base: l.last + 1}
-	l.segs = append(l.segs, s)
-	var scratch []byte
-	for {
-		payload, n, err := readRecord(f, s.size, scratch)
-		var idx uint64
-		if err == nil {
-			idx, err = recordIndex(payload)
+	if st.off < size {
+		if !lastSeg {
+			return corrupt(s.path, st.off, "%s, in a segment that later segments follow", st.reason)
 		}
-		if err == nil && len(s.offs) == 0 && l.last == 0 {
-			s.base = idx // the log's first entry
-		}
-		if err == nil && idx != s.base+uint64(len(s.offs)) {
-			err = errBadRecord
-		}
-		if errors.Is(err, errBadRecord) {
-			return l.endReplay(s, lastSeg)
-		}
+		t, err := s.examineTail(st, size)
 		if err != nil {
 			return err
 		}
-		scratch = payload
-		s.offs = append(s.offs, s.size)
-		s.size += n
-		if l.first == 0 {
-			l.first = idx
+		if t.nonZero > t.off {
+			if l.readOnly {
+				l.notef("would cut the torn tail of %s at offset %d (%d bytes after entry %d), keeping a copy", s.name(), t.off, t.nonZero-t.off, s.lastIndex())
+			} else if err := l.cutTail(s, t, size); err != nil {
+				return err
+			}
 		}
-		l.last = idx
 	}
-}
-
-// endReplay handles the end of segment s's good records: the end of the
-// file, or a bad record.
-func (l *Log) endReplay(s *segment, lastSeg bool) error {
-	fi, err := s.f.Stat()
-	if err != nil {
-		return err
+	s.sealed = !lastSeg || s.format == format1
+	if lastSeg && s.format == format1 && size > s.size {
+		return l.sealLegacy(s)
 	}
-	if fi.Size() == s.size {
-		return nil
-	}
-	if !lastSeg {
-		return fmt.Errorf("walog: %s: bad record at offset %d of %d, and later segments follow", s.f.Name(), s.size, fi.Size())
-	}
-	return cutAfter(s, l.segSize)
+	return nil
 }
 
 // FirstIndex returns the first index in the log, 0 when it is empty.
@@ -172,13 +284,13 @@ func (l *Log) LastIndex() (uint64, error) {
 // whole log after restoring a snapshot.
 func (l *Log) IsMonotonic() bool { return true }
 
-// errClosed is returned by every method but Close after Close.
-var errClosed = errors.New("walog: closed")
+// ErrClosed is returned by every method but Close after Close.
+var ErrClosed = errors.New("walog: closed")
 
-// errIfClosed returns errClosed after Close. Called with mu held.
+// errIfClosed returns ErrClosed after Close. Called with mu held.
 func (l *Log) errIfClosed() error {
 	if l.closed {
-		return errClosed
+		return ErrClosed
 	}
 	return nil
 }
@@ -191,7 +303,7 @@ func (l *Log) GetLog(index uint64, out *raft.Log) error {
 	if err := l.errIfClosed(); err != nil {
 		return err
 	}
-	if index < l.first || index > l.last || l.first == 0 {
+	if l.first == 0 || index < l.first || index > l.last || l.cutting != 0 && index >= l.cutting {
 		return raft.ErrLogNotFound
 	}
 	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].lastIndex() >= index })
@@ -199,14 +311,25 @@ func (l *Log) GetLog(index uint64, out *raft.Log) error {
 		return raft.ErrLogNotFound
 	}
 	s := l.segs[i]
-	payload, _, err := readRecord(s.f, s.offs[index-s.base], nil)
-	if err != nil {
-		return fmt.Errorf("walog: reading entry %d: %w", index, err)
+	k := index - s.base
+	end := s.size
+	if k+1 < uint64(len(s.offs)) {
+		end = s.offs[k+1]
 	}
-	return decodeRecord(payload, out)
+	payload, _, err := readRecord(s.f, s.offs[k], end, nil)
+	if err == nil {
+		err = decodeRecord(payload, s.format, out)
+	}
+	if err == nil && out.Index != index {
+		err = errBadRecord
+	}
+	if err != nil {
+		return fmt.Errorf("walog: reading entry %d from %s: %w", index, s.name(), err)
+	}
+	return nil
 }
 
-// Close closes the segment files. The log is unusable after.
+// Close closes the files. The log is unusable after.
 func (l *Log) Close() error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
@@ -223,6 +346,11 @@ func (l *Log) closeFiles() error {
 	var first error
 	for _, s := range l.segs {
 		if err := s.f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	if l.st != nil && l.st.f != nil {
+		if err := l.st.close(); err != nil && first == nil {
 			first = err
 		}
 	}

@@ -180,9 +180,11 @@ func TestDeleteRange(t *testing.T) {
 }
 
 // TestTornLastRecordCut: a crash can leave the last record of the last
-// segment cut short or garbled; reopening drops it (and only it) and the
-// log takes appends after the last good entry. A bad record in an earlier
-// segment is an error.
+// segment cut short, or followed by zeros or by the start of a record
+// never completed; reopening drops what is torn (and only it) and the log
+// takes appends after the last good entry. A last record garbled in place
+// (no zero-filled sector: a bit flip, not a torn write) is refused, as it
+// may have been acknowledged; so is a bad record in an earlier segment.
 func TestTornLastRecordCut(t *testing.T) {
 	// end is where the last record ends; a preallocated file is longer.
 	for name, damage := range map[string]func(b []byte, end int) []byte{
@@ -205,6 +207,13 @@ func TestTornLastRecordCut(t *testing.T) {
 			}
 			if err := os.WriteFile(path, damage(b, end), 0o600); err != nil {
 				t.Fatal(err)
+			}
+			if name == "garbled" {
+				if l, err := Open(dir, Options{SegmentSize: 1 << 20}); err == nil {
+					l.Close()
+					t.Fatal("a last record garbled in place opened")
+				}
+				return
 			}
 			l = open(t, dir, 1<<20)
 			last, _ := l.LastIndex()

@@ -1,68 +1,65 @@
 package walog
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/hashicorp/raft"
-
-	"github.com/holdfast-go/holdfast/internal/atomicfile"
 )
+
+// errReadOnly is every write's error on a log opened ReadOnly.
+var errReadOnly = errors.New("walog: opened read-only")
 
 // StoreLog appends one entry (see StoreLogs).
 func (l *Log) StoreLog(e *raft.Log) error { return l.StoreLogs([]*raft.Log{e}) }
 
 // StoreLogs appends entries, which must have consecutive indexes starting
 // right after the last one (anywhere when the log is empty), and returns
-// once they are on disk.
+// once they are on disk. On failure the log is as before the call, on disk
+// too (the bytes written are zeroed and synced again); if even that fails,
+// every later write fails.
 func (l *Log) StoreLogs(logs []*raft.Log) error {
 	if len(logs) == 0 {
 		return nil
 	}
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	l.mu.RLock()
-	closed, last := l.closed, l.last
-	l.mu.RUnlock()
-	if closed {
-		return errClosed
+	if err := l.writable(); err != nil {
+		return err
 	}
+	l.mu.RLock()
+	last := l.last
+	l.mu.RUnlock()
 	for i, e := range logs {
 		if (last != 0 || i > 0) && e.Index != last+1 {
 			return fmt.Errorf("walog: entry %d does not follow %d", e.Index, last)
 		}
+		if recordSize(e) > maxRecord {
+			return fmt.Errorf("walog: entry %d is %d bytes, more than the %d a record holds", e.Index, len(e.Data)+len(e.Extensions), maxRecord)
+		}
 		last = e.Index
 	}
-	s, fresh, err := l.activeSegment()
+	s, err := l.activeSegment(logs[0].Index)
 	if err != nil {
 		return err
 	}
 	buf := l.buf[:0]
 	offs := make([]int64, 0, len(logs))
-	for _, e := range logs {
+	for i, e := range logs {
 		offs = append(offs, s.size+int64(len(buf)))
-		buf = appendRecord(buf, e)
+		buf = appendRecord(buf, e, uint64(i))
 	}
 	l.buf = buf
-	if _, err := s.f.WriteAt(buf, s.size); err != nil {
-		return fmt.Errorf("walog: writing %s: %w", s.f.Name(), err)
-	}
-	if err := syncData(s.f); err != nil {
-		return fmt.Errorf("walog: syncing %s: %w", s.f.Name(), err)
-	}
-	if fresh {
-		if err := syncDir(l.dir); err != nil {
-			return err
-		}
+	if err := l.writeRecords(s, buf); err != nil {
+		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(s.offs) == 0 {
-		s.base = logs[0].Index
-	}
 	s.offs = append(s.offs, offs...)
 	s.size += int64(len(buf))
+	s.lastTerm, s.batchFirst = logs[len(logs)-1].Term, logs[0].Index
 	if l.first == 0 {
 		l.first = logs[0].Index
 	}
@@ -70,140 +67,244 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 	return nil
 }
 
-// activeSegment returns the segment that takes the next append, starting a
-// new one when there is none or the last has grown past the segment size;
-// fresh reports a new file, whose directory entry still needs a sync.
-// Called with wmu held.
-func (l *Log) activeSegment() (s *segment, fresh bool, err error) {
+// writable returns the error every write returns, if any: closed, read
+// only, or an earlier failure not undone. Called with wmu held.
+func (l *Log) writable() error {
 	l.mu.RLock()
-	var full *segment
-	if n := len(l.segs); n > 0 && l.segs[n-1].size < l.segSize {
-		s = l.segs[n-1]
-	} else if n > 0 {
-		full = l.segs[n-1]
-	}
-	seq, base := l.nextSeq, l.last+1
+	closed := l.closed
 	l.mu.RUnlock()
-	if s != nil {
-		return s, false, nil
-	}
-	if full != nil {
-		// Drop the full segment's preallocated tail before a segment follows
-		// it: only the last segment may end in zeros.
-		if err := full.f.Truncate(full.size); err != nil {
-			return nil, false, fmt.Errorf("walog: sealing %s: %w", full.f.Name(), err)
-		}
-		if err := full.f.Sync(); err != nil {
-			return nil, false, fmt.Errorf("walog: sealing %s: %w", full.f.Name(), err)
-		}
-	}
-	f, err := os.OpenFile(filepath.Join(l.dir, segName(seq)), os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, false, fmt.Errorf("walog: new segment: %w", err)
-	}
-	preallocate(f, l.segSize)
-	s = &segment{seq: seq, f: f, base: base}
-	l.mu.Lock()
-	l.segs = append(l.segs, s)
-	l.nextSeq = seq + 1
-	l.mu.Unlock()
-	return s, true, nil
-}
-
-// DeleteRange deletes entries min to max, a prefix or a suffix of the log
-// (or all of it). See the package doc for what reaches the disk when.
-func (l *Log) DeleteRange(min, max uint64) error {
-	l.wmu.Lock()
-	defer l.wmu.Unlock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.errIfClosed(); err != nil {
-		return err
-	}
-	if l.first == 0 || max < l.first || min > l.last || min > max {
-		return nil
-	}
 	switch {
-	case min <= l.first && max >= l.last:
-		return l.dropSegments()
-	case min <= l.first:
-		return l.deletePrefix(max)
-	case max >= l.last:
-		return l.deleteSuffix(min)
+	case closed:
+		return ErrClosed
+	case l.readOnly:
+		return errReadOnly
+	case l.failed != nil:
+		return l.failed
 	}
-	return fmt.Errorf("walog: DeleteRange(%d, %d) is inside the log %d..%d", min, max, l.first, l.last)
+	return nil
 }
 
-// deletePrefix drops entries up to max: segments that hold only such
-// entries are deleted; a partly covered one stays on disk. Called with mu
-// held.
-func (l *Log) deletePrefix(max uint64) error {
-	keep := 0
-	for keep < len(l.segs)-1 && l.segs[keep].lastIndex() <= max {
-		keep++
+// writeRecords writes buf after s's last record and syncs. The space is
+// reserved first where the segment's allocation does not cover it (so a
+// full disk fails before anything is written); a failed write or sync is
+// undone.
+func (l *Log) writeRecords(s *segment, buf []byte) error {
+	end := s.size + int64(len(buf))
+	if end > s.alloc {
+		err := s.f.Allocate(s.alloc, end-s.alloc)
+		switch {
+		case err == nil:
+			s.alloc = end
+		case !errors.Is(err, ErrUnsupported):
+			return fmt.Errorf("walog: reserving %d bytes in %s: %w", end-s.alloc, s.path, err)
+		}
 	}
-	l.first = max + 1
-	return l.removeFiles(l.segs[:keep], func() { l.segs = l.segs[keep:] })
+	_, err := s.f.WriteAt(buf, s.size)
+	if err == nil {
+		err = s.f.Sync()
+	}
+	if err != nil {
+		return l.undoAppend(s, fmt.Errorf("walog: appending to %s: %w", s.path, err))
+	}
+	s.alloc = max(s.alloc, end)
+	return nil
 }
 
-// deleteSuffix drops entries from min on: later segments are deleted and
-// the one holding min-1 is cut after it and synced. Called with mu held.
-func (l *Log) deleteSuffix(min uint64) error {
-	cut := len(l.segs) - 1
-	for cut > 0 && l.segs[cut].base >= min {
-		cut--
+// undoAppend puts segment s back as it was before a failed append: the
+// file cut back to its last record and synced (a change of size, which a
+// crash keeps whole or not at all), then its space reserved again. If
+// that fails too, every later write fails.
+func (l *Log) undoAppend(s *segment, cause error) error {
+	if err := l.clearFrom(s, s.size); err != nil {
+		return l.poison(fmt.Errorf("walog: an append failed (%v) and could not be undone (%v): the log refuses every write until it is reopened", cause, err))
 	}
-	s := l.segs[cut]
-	if err := l.removeFiles(l.segs[cut+1:], func() { l.segs = l.segs[:cut+1] }); err != nil {
-		return err
-	}
-	if n := min - s.base; n < uint64(len(s.offs)) {
-		s.size, s.offs = s.offs[n], s.offs[:n]
-	}
-	l.last = min - 1
-	return cutAfter(s, l.segSize)
+	return cause
 }
 
-// cutAfter truncates the last segment s after its last record, syncs it,
-// and preallocates it again: bytes past the log's end must read as zeros,
-// never as stale records.
-func cutAfter(s *segment, segSize int64) error {
-	if err := s.f.Truncate(s.size); err != nil {
-		return fmt.Errorf("walog: truncating %s: %w", s.f.Name(), err)
+// activeSegment returns the segment that takes the next append (of an
+// entry at index base), starting a new one when there is none or the last
+// is sealed or has grown past the segment size. Called with wmu held.
+func (l *Log) activeSegment(base uint64) (*segment, error) {
+	l.mu.RLock()
+	var last *segment
+	if n := len(l.segs); n > 0 {
+		last = l.segs[n-1]
+	}
+	empty := l.last == 0
+	l.mu.RUnlock()
+	if last != nil && !last.sealed && last.size < l.segSize {
+		if empty && len(last.offs) == 0 && last.base != base {
+			return last, l.rebase(last, base)
+		}
+		return last, nil
+	}
+	if last != nil && empty {
+		// Empty segments of an empty log (a format-1 one, sealed): the new
+		// segment must not follow them, as it starts anywhere.
+		if err := l.dropSegments(); err != nil {
+			return nil, err
+		}
+		last = nil
+	}
+	if last != nil && !last.sealed {
+		if err := l.seal(last); err != nil {
+			return nil, err
+		}
+	}
+	return l.newSegment(base)
+}
+
+// rebase rewrites the header of an empty segment of an empty log to start
+// at base (an empty log takes any first index).
+func (l *Log) rebase(s *segment, base uint64) error {
+	if _, err := s.f.WriteAt(encodeSegHeader(l.st.cur.logID, s.seq, base), 0); err != nil {
+		return l.undoHeader(s, fmt.Errorf("walog: rewriting the header of %s: %w", s.path, err))
 	}
 	if err := s.f.Sync(); err != nil {
-		return fmt.Errorf("walog: syncing %s: %w", s.f.Name(), err)
+		return l.undoHeader(s, fmt.Errorf("walog: syncing %s: %w", s.path, err))
 	}
-	preallocate(s.f, segSize)
+	l.mu.Lock()
+	s.base = base
+	l.mu.Unlock()
 	return nil
 }
 
-// dropSegments deletes every segment: the log is empty, and the next
-// append starts a new segment at any index. Called with mu held.
-func (l *Log) dropSegments() error {
-	return l.removeFiles(l.segs, func() { l.segs, l.first, l.last = nil, 0, 0 })
-}
-
-// removeFiles closes and deletes segs' files, then applies forget and syncs
-// the directory.
-func (l *Log) removeFiles(segs []*segment, forget func()) error {
-	for _, s := range segs {
-		s.f.Close()
-		if err := os.Remove(s.f.Name()); err != nil {
-			return fmt.Errorf("walog: deleting a segment: %w", err)
+// undoHeader writes s's header back after a failed rebase; if that fails
+// too, every later write fails.
+func (l *Log) undoHeader(s *segment, cause error) error {
+	if _, err := s.f.WriteAt(encodeSegHeader(l.st.cur.logID, s.seq, s.base), 0); err == nil {
+		if err = s.f.Sync(); err == nil {
+			return cause
 		}
 	}
-	forget()
-	if len(segs) == 0 {
-		return nil
-	}
-	return syncDir(l.dir)
+	return l.poison(fmt.Errorf("walog: %v, and the header could not be put back: the log refuses every write until it is reopened", cause))
 }
 
-// syncDir syncs dir, so that created and deleted segments last.
-func syncDir(dir string) error {
-	if err := atomicfile.SyncDir(dir); err != nil {
-		return fmt.Errorf("walog: syncing %s: %w", dir, err)
+// seal cuts a full segment's preallocated tail before another follows it:
+// a segment that others follow must end at its last record.
+func (l *Log) seal(s *segment) error {
+	if s.alloc > s.size {
+		if err := s.f.Truncate(s.size); err != nil {
+			return fmt.Errorf("walog: sealing %s: %w", s.path, err)
+		}
+		if err := s.f.Sync(); err != nil {
+			return fmt.Errorf("walog: sealing %s: %w", s.path, err)
+		}
+		s.alloc = s.size
+	}
+	l.mu.Lock()
+	s.sealed = true
+	l.mu.Unlock()
+	return nil
+}
+
+// newSegment creates the next segment file, starting at index base: its
+// header written, its space reserved, synced with its directory, then
+// listed in the state file. On failure nothing of it is left.
+func (l *Log) newSegment(base uint64) (*segment, error) {
+	// A segment a suffix deletion removed may still be on disk under the
+	// name the new one takes: remove it first (or fail, as before).
+	l.retryLeftovers()
+	next := l.st.cur.clone()
+	seq := next.next
+	s := &segment{seq: seq, format: format2, path: filepath.Join(l.dir, segName(seq)), base: base, size: segHeaderSize}
+	f, err := l.fs.OpenFile(s.path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("walog: creating %s: %w", s.path, err)
+	}
+	s.f = f
+	discard := func(err error) (*segment, error) {
+		f.Close()
+		if l.failed == nil { // else the state file may list it: leave it
+			if rmErr := l.fs.Remove(s.path); rmErr == nil {
+				l.fs.SyncDir(l.dir)
+			}
+		}
+		return nil, err
+	}
+	switch err := f.Allocate(0, l.segSize); {
+	case err == nil:
+		s.alloc = l.segSize
+	case !errors.Is(err, ErrUnsupported):
+		return discard(fmt.Errorf("walog: reserving %d bytes for %s: %w", l.segSize, s.path, err))
+	}
+	if _, err := f.WriteAt(encodeSegHeader(next.logID, seq, base), 0); err != nil {
+		return discard(fmt.Errorf("walog: writing %s: %w", s.path, err))
+	}
+	s.alloc = max(s.alloc, segHeaderSize)
+	if err := f.Sync(); err != nil {
+		return discard(fmt.Errorf("walog: syncing %s: %w", s.path, err))
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return discard(fmt.Errorf("walog: syncing %s: %w", l.dir, err))
+	}
+	next.next = seq + 1
+	if len(l.segs) == 0 {
+		next.first = seq
+	}
+	if err := l.writeState(next); err != nil {
+		return discard(err)
+	}
+	l.mu.Lock()
+	l.segs = append(l.segs, s)
+	l.mu.Unlock()
+	return s, nil
+}
+
+// writeState makes next the durable state; a failure that could not be
+// undone makes every later write fail. Called with wmu held.
+func (l *Log) writeState(next *state) error {
+	if f := l.st.write(next); f != nil {
+		if !f.undone {
+			return l.poison(fmt.Errorf("%w: the log refuses every write until it is reopened", f.err))
+		}
+		return f.err
 	}
 	return nil
+}
+
+// poison makes every later write fail with err (a failure that could not
+// be undone). Called with wmu held.
+func (l *Log) poison(err error) error {
+	l.mu.Lock()
+	l.failed = err
+	l.mu.Unlock()
+	return err
+}
+
+// Failed returns the failure that makes the log refuse every write (a
+// failed call that could not be undone), or nil while it takes writes.
+func (l *Log) Failed() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.failed
+}
+
+// Reserve makes sure the active segment has n bytes reserved after its
+// last record (reserving them if not), and returns the error of a disk
+// that has no room for them: a check that appends can go on, without
+// writing an entry.
+func (l *Log) Reserve(n int64) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	l.mu.RLock()
+	var s *segment
+	if k := len(l.segs); k > 0 && !l.segs[k-1].sealed {
+		s = l.segs[k-1]
+	}
+	l.mu.RUnlock()
+	if s == nil || s.alloc-s.size >= n {
+		return nil
+	}
+	err := s.f.Allocate(s.alloc, s.size+n-s.alloc)
+	switch {
+	case err == nil:
+		s.alloc = s.size + n
+	case errors.Is(err, ErrUnsupported):
+		return nil
+	}
+	return err
 }

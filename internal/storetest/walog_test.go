@@ -1,0 +1,130 @@
+package storetest
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/holdfast-go/holdfast/internal/walog"
+)
+
+// seeds returns the seeds a randomized test runs: n by default (a quarter
+// with -short, as under the race detector in CI), more with
+// HOLDFAST_STORE_SEEDS=n, one with HOLDFAST_STORE_SEED=s (replay).
+func seeds(t *testing.T, n int) []uint64 {
+	if testing.Short() {
+		n = max(1, n/4)
+	}
+	if s, err := strconv.Atoi(os.Getenv("HOLDFAST_STORE_SEEDS")); err == nil && s > 0 {
+		n = s
+	}
+	base := uint64(time.Now().UnixNano())
+	if s, err := strconv.ParseUint(os.Getenv("HOLDFAST_STORE_SEED"), 10, 64); err == nil {
+		base, n = s, 1
+	}
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = base + uint64(i)
+	}
+	t.Logf("seeds %d..%d; replay one with HOLDFAST_STORE_SEED=<seed> go test ./internal/storetest -run %s", out[0], out[n-1], t.Name())
+	return out
+}
+
+// shortly is n, or a third of it with -short.
+func shortly(n int) int {
+	if testing.Short() {
+		return max(1, n/3)
+	}
+	return n
+}
+
+// walogOn opens a walog in /data/raft/wal of fsys, with small segments so
+// that a run rotates, compacts and deletes many of them.
+func walogOn(segSize int64) Opener {
+	return func(fsys walog.FS) (Store, error) {
+		l, err := walog.Open("/data/raft/wal", walog.Options{SegmentSize: segSize, FS: fsys})
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
+}
+
+// figures collects a test's figures and logs them at its end.
+func figures(t *testing.T) *Figures {
+	f := NewFigures()
+	t.Cleanup(func() { t.Logf("walog: %v", f) })
+	return f
+}
+
+// parallelSeeds runs run for each seed on two goroutines, adding up the
+// figures.
+func parallelSeeds(t *testing.T, ss []uint64, fig *Figures, run func(t *testing.T, seed uint64, f *Figures)) {
+	var mu sync.Mutex
+	for _, seed := range ss {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Parallel()
+			f := NewFigures()
+			run(t, seed, f)
+			mu.Lock()
+			fig.Add(f)
+			mu.Unlock()
+		})
+	}
+}
+
+// TestPowerCuts: thousands of power cuts at random calls of a raft-like
+// workload, each reopened under one of the crash modes: the store always
+// opens, with every acknowledged entry and key, nothing stale.
+func TestPowerCuts(t *testing.T) {
+	fig := figures(t)
+	t.Run("seeds", func(t *testing.T) {
+		parallelSeeds(t, seeds(t, 24), fig, func(t *testing.T, seed uint64, f *Figures) {
+			PowerCuts(t, seed, walogOn(int64(512+seed%4*700)), 600, f)
+		})
+	})
+}
+
+// TestInjectedFaults: EIO and ENOSPC injected at every file system call of
+// a workload, once and until the failing call returns.
+func TestInjectedFaults(t *testing.T) {
+	fig := figures(t)
+	t.Run("seeds", func(t *testing.T) {
+		parallelSeeds(t, seeds(t, 2), fig, func(t *testing.T, seed uint64, f *Figures) {
+			Faults(t, seed, walogOn(700), shortly(60), f)
+		})
+	})
+}
+
+// TestDiskFull: a disk that fills and frees again, many times per run.
+func TestDiskFull(t *testing.T) {
+	fig := figures(t)
+	t.Run("seeds", func(t *testing.T) {
+		parallelSeeds(t, seeds(t, 8), fig, func(t *testing.T, seed uint64, f *Figures) {
+			DiskFull(t, seed, walogOn(1024), 400, f)
+		})
+	})
+}
+
+// TestCorruptions: every file of closed stores damaged in every way, one
+// at a time.
+func TestCorruptions(t *testing.T) {
+	fig := figures(t)
+	t.Run("seeds", func(t *testing.T) {
+		parallelSeeds(t, seeds(t, 4), fig, func(t *testing.T, seed uint64, f *Figures) {
+			Corruptions(t, seed, walogOn(int64(600+seed%3*900)), "/data/raft/wal", 60, f)
+		})
+	})
+}
+
+// TestBoundedMemoryOnOpen: segments of random bytes, with record lengths
+// up to 4 GiB, never make Open allocate more than a bound.
+func TestBoundedMemoryOnOpen(t *testing.T) {
+	fig := figures(t)
+	for _, seed := range seeds(t, 1) {
+		GarbageOpens(t, seed, walogOn(1<<20), "/data/raft/wal", shortly(400), fig)
+	}
+}
