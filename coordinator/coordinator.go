@@ -127,7 +127,7 @@ func (c *Coordinator) start() error {
 		c.log.Warn("data dir renamed (Config.AllowRename): keeping its identity under this name", "previous_name", ident.RenamedFrom, "id", c.id)
 	}
 	c.log.Info("starting", "id", c.id, "new_identity", ident.Fresh, "voter_eligible", c.cfg.DataDir != "")
-	cluster.ResolveAdvertise(c.log, c.cfg.RPCAddr, &c.cfg.AdvertiseRPCAddr, c.cfg.GossipAddr, &c.cfg.AdvertiseGossipAddr)
+	picked := cluster.ResolveAdvertise(c.cfg.RPCAddr, &c.cfg.AdvertiseRPCAddr, c.cfg.GossipAddr, &c.cfg.AdvertiseGossipAddr)
 	c.trans, err = c.newTransport()
 	if err != nil {
 		return err
@@ -141,6 +141,7 @@ func (c *Coordinator) start() error {
 	if err := c.startMembership(); err != nil {
 		return err
 	}
+	cluster.WarnPicked(c.log, picked, c.cfg.RPCAddr, c.RPCAddr(), c.cfg.GossipAddr, c.GossipAddr())
 	cluster.WarnLoopbackAdvertise(c.log, c.cfg.Join, c.RPCAddr(), c.GossipAddr())
 	c.leases = newLeases(c)
 	c.tlsReload.Start(c.trans) // follows the TLS files, if any
