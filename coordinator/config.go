@@ -180,7 +180,7 @@ func DefaultLocalConfig() Config {
 var ErrInvalidConfig = errors.New("holdfast: invalid config")
 
 func fieldErr(field, format string, args ...any) error {
-	return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+	return &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 // configErr turns a part's configuration error (one naming a Config field)
@@ -211,6 +211,7 @@ func (c *Config) validate() error {
 		check(len(c.NodeName) > 128, "NodeName", "longer than 128 bytes"),
 		check(c.GossipAddr == "", "GossipAddr", "must be set"),
 		check(c.RPCAddr == "", "RPCAddr", "must be set"),
+		c.checkAddrs(),
 		configErr(c.Cluster.CheckSize(c.DataDir != "")),
 		check(sh.Count <= 0 || sh.Count > 1<<20, "Shards.Count", "is %d; must be between 1 and %d", sh.Count, 1<<20),
 		check(math.IsNaN(sh.Weight) || math.IsInf(sh.Weight, 0) || sh.Weight < 0, "Shards.Weight", "is %v; must be a finite number >= 0", sh.Weight),

@@ -69,12 +69,19 @@ func (c *Coordinator) Acquire(ctx context.Context, name string) (*Lease, error) 
 }
 
 // TryAcquire takes the named lease if nobody holds it, and otherwise
-// returns an error wrapping ErrLeaseHeld at once.
+// returns an error wrapping ErrLeaseHeld at once. It does not wait for a
+// session either: while this node has none (the cluster is not formed, no
+// quorum), it fails at once with Ready's error, wrapping ErrNotReady.
 func (c *Coordinator) TryAcquire(ctx context.Context, name string) (*Lease, error) {
 	return c.acquire(ctx, name, false)
 }
 
 func (c *Coordinator) acquire(ctx context.Context, name string, wait bool) (*Lease, error) {
+	if !wait {
+		if err := c.sessionNow("TryAcquire"); err != nil {
+			return nil, err
+		}
+	}
 	g, err := c.leases.Acquire(ctx, leases.Request{Kind: leases.Leader, Name: name, Wait: wait})
 	if err != nil {
 		return nil, err

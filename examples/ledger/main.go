@@ -56,6 +56,9 @@ func serve(ctx context.Context, unsignal func(), o options, out *printer, log *s
 		return err
 	}
 	cfg := clusterConfig(o)
+	if err := o.sec.checkFiles(o.node); err != nil {
+		return err
+	}
 	if err := o.sec.apply(&cfg); err != nil {
 		return err
 	}
@@ -92,7 +95,7 @@ func serve(ctx context.Context, unsignal func(), o options, out *printer, log *s
 			"restart it with -leave-cluster %s (its raft state and identity are moved aside)", err, fe.Cluster, fe.SeedsCluster, fe.Cluster)
 	}
 	if err != nil {
-		return err
+		return flagError(err)
 	}
 	srv := startHTTP(ln, c, reg, o.sec.authorizeActions(httpTLS != nil))
 	addrs := []any{"node", o.node, "gossip", c.GossipAddr(), "rpc", c.RPCAddr(), "http", ln.Addr()}
