@@ -68,8 +68,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	t, err := newTarget(opts.addr)
 	if err == nil {
 		var tc *tls.Config
-		if tc, err = opts.tls.config(); err == nil {
-			t, err = withTLS(t, tc)
+		var implicit bool
+		if tc, implicit, err = opts.tls.config(); err == nil {
+			t, err = withTLS(t, tc, implicit)
 		}
 	}
 	if err != nil {

@@ -11,8 +11,8 @@ import (
 
 // The ledger speaks of its flags, not of holdfast's Config fields: a
 // *coordinator.ConfigError from New names a field ("Session.TTL") and
-// says what is wrong in field names ("must be between 0 and
-// Cluster.Voters"); flagError rewrites both with the flags that set them.
+// says what is wrong in field names ("above
+// Cluster.Voters (3)"); flagError rewrites both with the flags that set them.
 
 // configFlags maps each Config field the ledger sets to its flag. A
 // field set from another flag says so in parentheses (the lease margin is
