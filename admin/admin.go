@@ -207,7 +207,7 @@ func storageRow(h coordinator.StorageHealth) StorageRow {
 func groupRow(g coordinator.GroupHealth) GroupHealth {
 	row := GroupHealth{Known: g.Known, Degraded: g.Degraded(), FailureTolerance: g.FailureTolerance,
 		Voters: len(g.Voters), WantedVoters: g.Wanted, LeaderID: g.Leader, AgeSeconds: g.Age.Seconds(),
-		Unhealthy: []string{}}
+		UnknownReason: g.Unknown, Unhealthy: []string{}}
 	for _, v := range g.Voters {
 		if v.Healthy {
 			row.HealthyVoters++
@@ -218,17 +218,32 @@ func groupRow(g coordinator.GroupHealth) GroupHealth {
 	return row
 }
 
-// groupLine is the raft group check's line in a verbose probe answer.
+// groupLine is the raft group check's line in a verbose probe answer,
+// with the judgement's age.
 func groupLine(g GroupHealth) string {
 	switch {
+	case !g.Known && g.Voters > 0:
+		return fmt.Sprintf("raft group: unknown: %s (last judged %s: %d of %d voters healthy, fault tolerance %d)\n",
+			unknownReason(g), g.JudgedAgo(), g.HealthyVoters, g.Voters, g.FailureTolerance)
 	case !g.Known:
-		return "raft group: unknown (no recent judgement from a raft leader)\n"
+		return "raft group: unknown: " + unknownReason(g) + "\n"
 	case g.Degraded:
-		return fmt.Sprintf("raft group: degraded: %d of %d voters healthy (want %d), fault tolerance %d, unhealthy: %s\n",
-			g.HealthyVoters, g.Voters, g.WantedVoters, g.FailureTolerance, strings.Join(g.Unhealthy, ", "))
+		return fmt.Sprintf("raft group: degraded: %d of %d voters healthy (want %d), fault tolerance %d, unhealthy: %s (judged %s)\n",
+			g.HealthyVoters, g.Voters, g.WantedVoters, g.FailureTolerance, strings.Join(g.Unhealthy, ", "), g.JudgedAgo())
 	}
-	return fmt.Sprintf("raft group: ok: %d of %d voters healthy, fault tolerance %d\n", g.HealthyVoters, g.Voters, g.FailureTolerance)
+	return fmt.Sprintf("raft group: ok: %d of %d voters healthy, fault tolerance %d (judged %s)\n",
+		g.HealthyVoters, g.Voters, g.FailureTolerance, g.JudgedAgo())
 }
+
+// unknownReason is g's UnknownReason, or the words of a node that did not
+// send one.
+func unknownReason(g GroupHealth) string {
+	if g.UnknownReason != "" {
+		return g.UnknownReason
+	}
+	return "no recent judgement from a raft leader"
+}
+
 
 // buildShards lists t's shards, keeping only those owned by owner[0] when
 // filter is set.

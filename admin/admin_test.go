@@ -327,7 +327,7 @@ func TestUnformedNode(t *testing.T) {
 	}
 	expectText(t, do(t, http.MethodGet, srv.URL+"/healthz"), http.StatusOK, "ok\n")
 	expectText(t, do(t, http.MethodGet, srv.URL+"/healthz?verbose"), http.StatusOK,
-		"ok\nraft group: unknown (no recent judgement from a raft leader)\nraft storage: ok\n")
+		"ok\nraft group: unknown: no raft leader known\nraft storage: ok\n")
 	a = do(t, http.MethodGet, srv.URL+"/v1/status")
 	for _, want := range []string{`"leader":null`, `"session":null`, `"voters":[]`, `"cluster_id":""`, `"ready":false`,
 		`"storage":{"ok":true,"op":"","error":"","since":null,"restart_needed":false,"errors":0,"line":"ok"}`} {

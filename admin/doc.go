@@ -60,7 +60,8 @@
 //	GET /readyz      200 "ready\n" when Coordinator.Ready returns nil, else 503 and the reason
 //
 // With ?verbose, both probes add a line on the raft group ("raft group: ok:
-// ...", "raft group: degraded: ...", or "raft group: unknown ...") without
+// ... (judged 2s ago)", "raft group: degraded: ...", or "raft group: unknown: no raft
+// leader known ...", each with the judgement's age) without
 // changing the status code: a degraded group (a voter unhealthy, fault
 // tolerance down) is the cluster's state, not this node's, and pulling
 // every node out of a load balancer for it would only make it worse. A

@@ -27,10 +27,12 @@ func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
 // checkAddrs checks the syntax of every address in c before anything
 // binds or dials: GossipAddr and RPCAddr are HOST:PORT (gossip's host an
-// IP address or empty), the advertised addresses' ports are in range, and
+// IP address or empty, on a real network), the advertised addresses' ports are in range, and
 // each Join entry names a host and, if it has one, a port in range.
 func (c *Config) checkAddrs() error {
-	if err := checkBind("GossipAddr", c.GossipAddr, "7946", true); err != nil {
+	// On real UDP and TCP, gossip binds to an IP; an in-memory network
+	// (Config.Network) has host names of its own.
+	if err := checkBind("GossipAddr", c.GossipAddr, "7946", c.Network == nil); err != nil {
 		return err
 	}
 	if err := checkBind("RPCAddr", c.RPCAddr, "7947", false); err != nil {

@@ -144,19 +144,25 @@ func tokenBase(st admin.Status) string {
 }
 
 // faultTolerance summarises the raft group's health: how many more voters
-// may fail, and whether the group is degraded.
+// may fail, whether the group is degraded, and how old the judgement is.
+// Without a judgement it says why, with the last figures and their age.
 func faultTolerance(g admin.GroupHealth) string {
 	switch {
 	case !g.Known:
-		return "unknown (no recent judgement from a raft leader)"
+		why := cmp.Or(g.UnknownReason, "no recent judgement from a raft leader")
+		if g.Voters == 0 {
+			return "unknown: " + why
+		}
+		return fmt.Sprintf("unknown: %s (last judged %s: %d of %d voters healthy, fault tolerance %d)",
+			why, g.JudgedAgo(), g.HealthyVoters, g.Voters, g.FailureTolerance)
 	case g.Degraded:
 		s := fmt.Sprintf("%d, DEGRADED: %d of %d voters healthy (want %d)", g.FailureTolerance, g.HealthyVoters, g.Voters, g.WantedVoters)
 		if len(g.Unhealthy) > 0 {
 			s += ", unhealthy: " + strings.Join(g.Unhealthy, ", ")
 		}
-		return s
+		return s + "; judged " + g.JudgedAgo()
 	}
-	return fmt.Sprintf("%d (%d of %d voters healthy)", g.FailureTolerance, g.HealthyVoters, g.Voters)
+	return fmt.Sprintf("%d (%d of %d voters healthy, judged %s)", g.FailureTolerance, g.HealthyVoters, g.Voters, g.JudgedAgo())
 }
 
 // printMembers prints one row per member.

@@ -129,7 +129,7 @@ func TestCommands(t *testing.T) {
 		})
 		out := mustCtl(t, "-addr", addr, "status")
 		for _, want := range []string{"name:", "node0", c.ID(), c.ClusterID(), "node0, node1, node2", "ready:", "yes",
-			"fault_tolerance:", "1 (3 of 3 voters healthy)", "formation:", "member of cluster " + c.ClusterID()} {
+			"fault_tolerance:", "1 (3 of 3 voters healthy, judged ", "formation:", "member of cluster " + c.ClusterID()} {
 			if !strings.Contains(out, want) {
 				t.Errorf("status lacks %q:\n%s", want, out)
 			}
