@@ -244,7 +244,6 @@ func unknownReason(g GroupHealth) string {
 	return "no recent judgement from a raft leader"
 }
 
-
 // buildShards lists t's shards, keeping only those owned by owner[0] when
 // filter is set.
 func buildShards(t *coordinator.ShardTable, owner []string, filter bool) ShardList {
