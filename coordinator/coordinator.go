@@ -205,8 +205,13 @@ func (c *Coordinator) ClusterID() string { return c.cluster.ClusterID() }
 // takes itself out of the configuration; it is added back when it returns.
 // When gossip shows no quorum of voters alive (the last nodes of a cluster
 // stopped one by one), the handoff and the session's close, which could not
-// commit, are skipped. To take a node out for good, use Leave. If ctx ends first the remaining
-// steps are skipped and the node is closed. It is safe to call more than
+// commit, are skipped; and once no raft leader has been known for
+// Config.ShutdownWithoutLeader (default 5s; counted from when this node
+// lost it), every remaining step that must commit is skipped, so Shutdown
+// without a quorum returns within about that long. Each skipped step is
+// logged ("shutdown: skipped handing shards off: ..."), and is not an
+// error. To take a node out for good, use Leave. If ctx ends first the
+// remaining steps are skipped and the node is closed. It is safe to call more than
 // once; later calls (and a Leave after it) return the first result.
 func (c *Coordinator) Shutdown(ctx context.Context) error {
 	c.stopOnce.Do(func() {
