@@ -35,8 +35,11 @@ type ElectionConfig struct {
 	// token order, one call at a time: the holders the local replica shows,
 	// and this node as each of its terms starts (before its replica may
 	// show the grant). A holder is new when its token is above the last one
-	// reported. It runs concurrently with the other callbacks, and the
-	// replica's holders may lag them a little.
+	// reported. The replica's holders are read only once a Sync has
+	// returned, so a grant released before RunElection was called (this
+	// node's own Release too) is never reported; without a raft leader the
+	// first report waits for one. It runs concurrently with the other
+	// callbacks, and the replica's holders may lag them a little.
 	OnNewLeader func(holder Holder)
 	// Check, if set, is kept up to date by RunElection: its Ready reports nil
 	// only while this node leads. Serve it as a readiness probe to send
@@ -84,6 +87,7 @@ func (c *Coordinator) RunElection(ctx context.Context, cfg ElectionConfig) error
 		e.Observe = func(ctx context.Context) <-chan leases.Holder {
 			return observe(c, ctx, cfg.Name, func(h leases.Holder) leases.Holder { return h })
 		}
+		e.Sync = c.Sync
 	}
 	return e.Run(ctx)
 }
