@@ -68,8 +68,18 @@ func TestLateSessionCreateTakesNoShards(t *testing.T) {
 
 	first := n.C().SessionID()
 	late := rpc + rpc/4
-	cl.Net.SetDelay(n.C().RPCAddr(), leader.C().RPCAddr(), late, late)
-	heal := func() { cl.Net.SetDelay(n.C().RPCAddr(), leader.C().RPCAddr(), 0, 0) }
+	// Delay node3's calls to every voter, not only to the leader of the
+	// moment: a leader change on a loaded host would otherwise take its
+	// creates at once and none would ever be late.
+	setDelay := func(d time.Duration) {
+		for _, v := range cl.Running() {
+			if v != n {
+				cl.Net.SetDelay(n.C().RPCAddr(), v.C().RPCAddr(), d, d)
+			}
+		}
+	}
+	setDelay(late)
+	heal := func() { setDelay(0) }
 	// Wait until at least one create sent while the answers were late
 	// committed: a session of node3 the node never believed in.
 	cl.WaitFor("a create committed after its caller gave up", formTimeout, func() error {
