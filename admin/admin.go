@@ -92,7 +92,7 @@ func (h *handler) leases(w http.ResponseWriter, _ *http.Request) {
 	out := LeaseList{Leases: make([]LeaseRow, 0, len(ls))}
 	for _, l := range ls {
 		out.Leases = append(out.Leases, LeaseRow{Name: l.Name, Holder: l.Holder.Node, HolderID: l.Holder.NodeID,
-			Session: l.Holder.Session, Token: l.Holder.Token, Waiters: l.Waiters})
+			Session: l.Holder.Session, Token: l.Holder.Token, Value: l.Holder.Value, Waiters: l.Waiters})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -246,7 +246,7 @@ func checkLeases(t *testing.T, cl *holdfasttest.Cluster, url string) {
 	ctx, cancel := context.WithTimeout(context.Background(), settle)
 	defer cancel()
 	n1 := cl.Node(1).C()
-	l, err := n1.Acquire(ctx, "x")
+	l, err := n1.Acquire(ctx, "x", coordinator.WithValue("node1 serves at :8080"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,8 @@ func checkLeases(t *testing.T, cl *holdfasttest.Cluster, url string) {
 		return nil
 	})
 	got := list.Leases[0]
-	want := admin.LeaseRow{Name: "x", Holder: "node1", HolderID: n1.ID(), Session: got.Session, Token: l.Token()}
+	want := admin.LeaseRow{Name: "x", Holder: "node1", HolderID: n1.ID(), Session: got.Session, Token: l.Token(),
+		Value: "node1 serves at :8080"}
 	if got != want || got.Session == "" {
 		t.Errorf("lease row %+v, want %+v", got, want)
 	}

@@ -232,6 +232,9 @@ type LeaseRow struct {
 	HolderID string `json:"holder_id"`
 	Session  string `json:"session"`
 	Token    uint64 `json:"token"`
+	// Value is the holder value the holder attached to its grant
+	// (coordinator.WithValue, Lease.SetValue); "" for none.
+	Value string `json:"value"`
 	// Waiters is the number of sessions queued for the lease.
 	Waiters int `json:"waiters"`
 }

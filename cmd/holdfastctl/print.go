@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -210,11 +211,21 @@ func printLeases(w io.Writer, l *admin.LeaseList) {
 		fmt.Fprintln(w, "no leases held")
 		return
 	}
-	fmt.Fprintln(w, "NAME\tHOLDER\tHOLDER_ID\tSESSION\tTOKEN\tWAITERS")
+	fmt.Fprintln(w, "NAME\tHOLDER\tHOLDER_ID\tSESSION\tTOKEN\tWAITERS\tVALUE")
 	for _, r := range l.Leases {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\n", r.Name, dash(r.Holder), r.HolderID, r.Session, r.Token, r.Waiters)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Name, dash(r.Holder), r.HolderID, r.Session, r.Token, r.Waiters,
+			dash(cellValue(r.Value)))
 	}
 }
 
 // dash stands in for an empty table cell.
 func dash(s string) string { return cmp.Or(s, "-") }
+
+// cellValue is a holder value as a table cell: quoted when it holds
+// spaces, tabs or other characters that would break the columns.
+func cellValue(v string) string {
+	if v == "" || strings.IndexFunc(v, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '"' }) < 0 {
+		return v
+	}
+	return strconv.Quote(v)
+}

@@ -62,7 +62,7 @@ func settledCluster(t *testing.T) (*holdfasttest.Cluster, *coordinator.Lease) {
 	cl.WaitFormed(settle)
 	ctx, cancel := context.WithTimeout(context.Background(), settle)
 	defer cancel()
-	l, err := cl.Node(1).C().Acquire(ctx, "cli-lease")
+	l, err := cl.Node(1).C().Acquire(ctx, "cli-lease", coordinator.WithValue("node1 at :8080"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,13 +162,13 @@ func TestCommands(t *testing.T) {
 	t.Run("shards", func(t *testing.T) { checkShards(t, addr) })
 	t.Run("leases", func(t *testing.T) {
 		out := mustCtl(t, "-addr", addr, "leases")
-		row := fmt.Sprintf(`(?m)^cli-lease +node1 +%s +\S+ +%d +0$`, cl.Node(1).C().ID(), lease.Token())
+		row := fmt.Sprintf(`(?m)^cli-lease +node1 +%s +\S+ +%d +0 +"node1 at :8080"$`, cl.Node(1).C().ID(), lease.Token())
 		if !regexp.MustCompile(row).MatchString(out) || !strings.HasPrefix(out, "NAME ") {
 			t.Errorf("leases lacks %s:\n%s", row, out)
 		}
 		var ll admin.LeaseList
 		decodeStrict(t, mustCtl(t, "-addr", addr, "-json", "leases"), &ll)
-		if len(ll.Leases) != 1 || ll.Leases[0].Name != "cli-lease" || ll.Leases[0].Token != lease.Token() {
+		if len(ll.Leases) != 1 || ll.Leases[0].Name != "cli-lease" || ll.Leases[0].Token != lease.Token() || ll.Leases[0].Value != "node1 at :8080" {
 			t.Errorf("leases -json: %+v", ll)
 		}
 	})

@@ -21,6 +21,7 @@ type Grant struct {
 	sess   *session.Session
 	belief Belief
 	slot   chan struct{} // the local slot of a lease name; see Acquire
+	value  valueState    // the holder value (value.go)
 }
 
 // Belief returns this node's belief in the grant (made by Options.Believe).
@@ -256,6 +257,7 @@ func (p *Part) newGrant(r Request, s *session.Session, token, req, index uint64)
 		return nil, errSessionEnded
 	}
 	g := &Grant{p: p, kind: r.Kind, name: r.Name, req: req, token: token, index: index, sess: s}
+	g.value.cur = r.Value
 	if r.Kind == Semaphore {
 		g.limit = r.Limit
 	}
