@@ -27,15 +27,15 @@ func New(c *coordinator.Coordinator, opts Options) http.Handler {
 		panic("admin: nil Coordinator")
 	}
 	h := &handler{c: c, opts: opts}
-	h.actions = map[string]action{
-		"/v1/leave": typedAction(leave),
-	}
+	h.actions = operations()
+	h.actions["/v1/leave"] = typedAction(leave)
 	h.routes = map[string]http.HandlerFunc{
-		"/v1/status": h.status,
-		"/v1/shards": h.shards,
-		"/v1/leases": h.leases,
-		"/healthz":   h.healthz,
-		"/readyz":    h.readyz,
+		"/v1/status":     h.status,
+		"/v1/shards":     h.shards,
+		"/v1/leases":     h.leases,
+		"/v1/semaphores": h.semaphores,
+		"/healthz":       h.healthz,
+		"/readyz":        h.readyz,
 	}
 	return h
 }

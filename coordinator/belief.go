@@ -65,8 +65,10 @@ var errReleasedHere = fmt.Errorf("%w by this node", ErrReleased)
 // margin is.
 func (b *belief) Checkpoint() error {
 	r := b.life.Observe()
-	if err := b.life.Cause(); errors.Is(err, ErrReleased) {
+	if err := b.life.Cause(); err == ErrReleased {
 		return errReleasedHere // this node's own Release: not a loss
+	} else if errors.Is(err, ErrReleased) {
+		return err // released at an operator's request; the cause says so
 	} else if err != nil {
 		return wire.Wrap(ErrLeaseLost, err)
 	}

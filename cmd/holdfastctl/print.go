@@ -34,6 +34,8 @@ func command(t target, o options, stdout io.Writer) error {
 		v = new(admin.Status)
 	case "shards":
 		v = new(admin.ShardList)
+	case "semaphores":
+		v = new(admin.SemaphoreList)
 	default:
 		v = new(admin.LeaseList)
 	}
@@ -52,6 +54,8 @@ func command(t target, o options, stdout io.Writer) error {
 		printShards(tw, v, o.owner)
 	case *admin.LeaseList:
 		printLeases(tw, v)
+	case *admin.SemaphoreList:
+		printSemaphores(tw, v)
 	}
 	return tw.Flush()
 }
@@ -215,6 +219,23 @@ func printLeases(w io.Writer, l *admin.LeaseList) {
 	for _, r := range l.Leases {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Name, dash(r.Holder), r.HolderID, r.Session, r.Token, r.Waiters,
 			dash(cellValue(r.Value)))
+	}
+}
+
+// printSemaphores prints one row per semaphore in use, its permits' holders
+// as NODE:TOKEN in grant order.
+func printSemaphores(w io.Writer, l *admin.SemaphoreList) {
+	if len(l.Semaphores) == 0 {
+		fmt.Fprintln(w, "no semaphores in use")
+		return
+	}
+	fmt.Fprintln(w, "NAME\tLIMIT\tHELD\tWAITERS\tHOLDERS")
+	for _, s := range l.Semaphores {
+		holders := make([]string, 0, len(s.Holders))
+		for _, h := range s.Holders {
+			holders = append(holders, fmt.Sprintf("%s:%d", dash(h.Holder), h.Token))
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\n", s.Name, s.Limit, len(s.Holders), s.Waiters, dash(strings.Join(holders, " ")))
 	}
 }
 

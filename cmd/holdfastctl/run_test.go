@@ -312,8 +312,16 @@ func TestUsage(t *testing.T) {
 		{"-addr http:// status", "no host"},
 		{"leave", "leave changes the cluster: give -confirm NAME"},
 		{"-confirm node0 status", "-confirm applies to acting commands"},
-		{"-force status", "-force applies to leave only"},
+		{"-force status", "-force applies to leave and raft remove-peer only"},
 		{"-confirm node0 leave extra", `unexpected argument "extra"`},
+		{"-confirm node0 drain", "drain needs NODE"},
+		{"-confirm node0 drain a b", `unexpected argument "b" after drain`},
+		{"drain node1", "drain changes the cluster: give -confirm NAME"},
+		{"lease", "lease needs a subcommand: release"},
+		{"raft", "raft needs a subcommand: step-down|remove-peer"},
+		{"-confirm node0 raft elect", `unknown command "raft elect"`},
+		{"-force -confirm node0 drain node1", "-force applies to leave and raft remove-peer only"},
+		{"semaphores extra", `unexpected argument "extra" after semaphores`},
 	} {
 		code, out, errOut := ctl(strings.Fields(tc.args)...)
 		if code != 2 || out != "" || !strings.HasPrefix(errOut, "holdfastctl: ") || !strings.Contains(errOut, tc.want) ||

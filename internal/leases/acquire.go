@@ -68,7 +68,13 @@ func (g *Grant) Release(ctx context.Context) error { return g.release(ctx, false
 func (g *Grant) ReleaseBeforeCommit(ctx context.Context) error { return g.release(ctx, true) }
 
 func (g *Grant) release(ctx context.Context, early bool) error {
-	if !g.end(g.p.o.Errors.Resigned) {
+	return g.releaseWith(ctx, early, g.p.o.Errors.Resigned)
+}
+
+// releaseWith is release with the belief's cause (one wrapping
+// Errors.Resigned).
+func (g *Grant) releaseWith(ctx context.Context, early bool, cause error) error {
+	if !g.end(cause) {
 		return nil
 	}
 	if g.slot != nil {
