@@ -79,8 +79,8 @@
 //
 //	-addr     where the admin handler is served: HOST:PORT, or a URL
 //	          (http://host:port/prefix) when it is mounted under a prefix or
-//	          behind https. Default 127.0.0.1:8080 (the first node of the
-//	          README's quick start).
+//	          behind https. Default $HOLDFASTCTL_ADDR, else 127.0.0.1:8080
+//	          (the first node of the README's quick start).
 //	-json     print the JSON answer, pretty-printed, instead of a table;
 //	          members prints the members array of the status answer. The
 //	          documents decode into the types of package admin.

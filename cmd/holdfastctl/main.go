@@ -12,7 +12,7 @@ import (
 )
 
 // defaultAddr is where holdfastctl looks for the admin handler without
-// -addr.
+// -addr or $HOLDFASTCTL_ADDR: the first node of the README's quick start.
 const defaultAddr = "127.0.0.1:8080"
 
 func main() {
@@ -103,7 +103,12 @@ func parseArgs(args []string) (options, *flag.FlagSet, error) {
 	fs := flag.NewFlagSet("holdfastctl", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // run prints the error and the usage itself
 	fs.Usage = func() {}
-	fs.StringVar(&o.addr, "addr", defaultAddr, "admin handler `address`: HOST:PORT, or a URL such as http://host:port/prefix")
+	addr := defaultAddr
+	if env := os.Getenv("HOLDFASTCTL_ADDR"); env != "" {
+		addr = env
+	}
+	fs.StringVar(&o.addr, "addr", addr, "admin handler `address`: HOST:PORT, or a URL such as http://host:port/prefix "+
+		"(default: $HOLDFASTCTL_ADDR, else "+defaultAddr+")")
 	fs.BoolVar(&o.json, "json", false, "print the JSON answer, pretty-printed, instead of a table")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Second, "give up after this `duration`")
 	fs.StringVar(&o.owner, "owner", "", "with shards: list only the shards owned by node `NAME`")
