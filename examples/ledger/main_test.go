@@ -46,7 +46,7 @@ func TestCommandLine(t *testing.T) {
 		{"join port not a number", []string{"-node", "n1", "-db", db, "-insecure", "-join", "127.0.0.1:nope"}, 1,
 			`ledger: -join: "127.0.0.1:nope": port "nope" is not a number: a join address is a member's gossip HOST:PORT` + "\n"},
 		{"bad http", []string{"-node", "n1", "-db", db, "-insecure", "-http", "nowhere"}, 1, "-http:"},
-		{"no certificates", []string{"-node", "n1", "-db", db}, 2, "holdfastctl cert create-ca -dir certs"},
+		{"no certificates", []string{"-node", "n1", "-db", db}, 2, "holdfastctl cert create-ca            (writes ~/.holdfast/certs"},
 		{"no certificates, long TTL", []string{"-node", "n1", "-db", db, "-ttl", "10s"}, 2, "or with -insecure to run without TLS"},
 		{"insecure and certificates", []string{"-node", "n1", "-db", db, "-insecure", "-certs", "certs"}, 2, "choose one"},
 		{"cert without key", []string{"-node", "n1", "-db", db, "-ca", "ca.pem", "-cert", "n1.pem"}, 2, "-ca, -cert and -key go together"},
