@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 )
 
@@ -83,11 +84,29 @@ func (c *Coordinator) cancelWhenLeaderless(ctx context.Context, cancel context.C
 	}
 }
 
-// done stops following the leader and returns the failures.
+// done stops following the leader and returns the failures, on one line.
 func (s *stopSteps) done() error {
 	s.stop()
-	return errors.Join(s.errs...)
+	if len(s.errs) == 0 {
+		return nil
+	}
+	return stepErrors(s.errs)
 }
+
+// stepErrors are the failed steps of a stop: one line, "; " between them
+// (errors.Join's newline would break a log line), each matched by
+// errors.Is and errors.As.
+type stepErrors []error
+
+func (e stepErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (e stepErrors) Unwrap() []error { return e }
 
 // leaderless returns the errLeaderless that ended the commit context, or
 // nil.

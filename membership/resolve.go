@@ -60,7 +60,21 @@ func (m *Membership) resolveSeeds(ctx context.Context, seeds []string) ([]string
 		if len(errs) == 0 {
 			errs = append(errs, fmt.Errorf("%w (%s)", errOnlySelf, self))
 		}
-		return nil, errors.Join(errs...)
+		return nil, seedErrors(errs)
 	}
 	return out, nil
 }
+
+// seedErrors are the reasons no seed resolved, on one line ("; " between
+// them: the join failure is logged), each matched by errors.Is.
+type seedErrors []error
+
+func (e seedErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (e seedErrors) Unwrap() []error { return e }

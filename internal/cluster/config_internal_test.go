@@ -73,6 +73,9 @@ func TestGroupHealth(t *testing.T) {
 	if g := n.GroupHealth(); g.Known || g.Wanted != 3 || !g.Degraded() {
 		t.Fatalf("before any report: %+v, want unknown, 3 wanted, degraded", g)
 	}
+	n.raft.mu.Lock()
+	n.raft.leader = "addr-a" // a leader known: the judgement counts while fresh
+	n.raft.mu.Unlock()
 	rep := &wire.HealthReport{Leader: "id-a", FailureTolerance: 1, Voters: []wire.VoterReport{
 		{ID: "id-a", Name: "a", Zone: "z1", Healthy: true}, {ID: "id-b", Name: "b", Healthy: true}, {ID: "id-c", Name: "c", Healthy: true}}}
 	n.noteHealth(rep)
