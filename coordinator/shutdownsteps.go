@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
+
+	"github.com/holdfast-go/holdfast/internal/errline"
 )
 
 // DefaultShutdownWithoutLeader is Config.ShutdownWithoutLeader when it is
@@ -87,26 +88,8 @@ func (c *Coordinator) cancelWhenLeaderless(ctx context.Context, cancel context.C
 // done stops following the leader and returns the failures, on one line.
 func (s *stopSteps) done() error {
 	s.stop()
-	if len(s.errs) == 0 {
-		return nil
-	}
-	return stepErrors(s.errs)
+	return errline.Join(s.errs...)
 }
-
-// stepErrors are the failed steps of a stop: one line, "; " between them
-// (errors.Join's newline would break a log line), each matched by
-// errors.Is and errors.As.
-type stepErrors []error
-
-func (e stepErrors) Error() string {
-	msgs := make([]string, len(e))
-	for i, err := range e {
-		msgs[i] = err.Error()
-	}
-	return strings.Join(msgs, "; ")
-}
-
-func (e stepErrors) Unwrap() []error { return e }
 
 // leaderless returns the errLeaderless that ended the commit context, or
 // nil.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"strings"
+
+	"github.com/holdfast-go/holdfast/internal/errline"
 )
 
 // errOnlySelf is the reason a Join fails when every seed is this node.
@@ -60,21 +62,7 @@ func (m *Membership) resolveSeeds(ctx context.Context, seeds []string) ([]string
 		if len(errs) == 0 {
 			errs = append(errs, fmt.Errorf("%w (%s)", errOnlySelf, self))
 		}
-		return nil, seedErrors(errs)
+		return nil, errline.Join(errs...) // logged: one line
 	}
 	return out, nil
 }
-
-// seedErrors are the reasons no seed resolved, on one line ("; " between
-// them: the join failure is logged), each matched by errors.Is.
-type seedErrors []error
-
-func (e seedErrors) Error() string {
-	msgs := make([]string, len(e))
-	for i, err := range e {
-		msgs[i] = err.Error()
-	}
-	return strings.Join(msgs, "; ")
-}
-
-func (e seedErrors) Unwrap() []error { return e }
