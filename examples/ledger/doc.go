@@ -64,9 +64,11 @@
 // HTTPS with a client certificate of the cluster's CA required, when the
 // node has certificates and -http-tls is left true) serves /metrics (holdfast_* metrics, holdfast_fence_rejections_total and the
 // ledger's own ledger_* counters) and holdfast's admin endpoints
-// (/v1/status, /v1/shards, /v1/leases, /healthz, /readyz), which
-// holdfastctl reads, and the action POST /v1/leave (holdfastctl leave),
-// allowed over HTTPS to a client with a certificate of the CA, with
+// (/v1/status, /v1/shards, /v1/leases, /v1/semaphores, /healthz, /readyz),
+// which holdfastctl reads, and the actions (POST /v1/leave, /v1/drain,
+// /v1/undrain, /v1/leases/release, /v1/raft/step-down,
+// /v1/raft/remove-peer: holdfastctl leave, drain, undrain, lease release,
+// raft step-down, raft remove-peer), allowed over HTTPS to a client with a certificate of the CA, with
 // -insecure to a loopback client only, and with -http-tls=false to nobody.
 //
 // SIGTERM or SIGINT shuts the node down gracefully: the auditor stops,

@@ -123,11 +123,12 @@ func serve(ctx context.Context, unsignal func(), o options, out *printer, log *s
 }
 
 // startHTTP serves /metrics and the admin endpoints on ln, with the
-// actions (holdfastctl leave) that authorize allows.
+// actions (holdfastctl leave, drain, lease release, raft ...) that
+// authorize allows.
 func startHTTP(ln net.Listener, c *coordinator.Coordinator, reg *prometheus.Registry, authorize func(*http.Request) error) *http.Server {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	// /v1/status, /v1/shards, /v1/leases, /healthz, /readyz; POST /v1/leave
+	// /v1/status, /v1/shards, /v1/leases, /v1/semaphores, /healthz, /readyz; the POST actions
 	mux.Handle("/", admin.New(c, admin.Options{Authorize: authorize}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)

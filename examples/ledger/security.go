@@ -171,8 +171,9 @@ func (h *httpsFiles) forHandshake(*tls.ClientHelloInfo) (*tls.Config, error) {
 	return h.cur.Load(), nil
 }
 
-// authorizeActions is who may act on the node through its admin endpoint
-// (holdfastctl leave): over HTTPS, a client with a certificate of the
+// authorizeActions is who may act on the cluster through the node's admin
+// endpoint (holdfastctl leave, drain, lease release, raft step-down and
+// remove-peer): over HTTPS, a client with a certificate of the
 // cluster's CA, as every admin request already needs; with -insecure (no
 // authentication anywhere), a client on this machine only; with
 // certificates but -http-tls=false, nobody.
