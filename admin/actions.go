@@ -123,7 +123,7 @@ func (h *handler) serveAction(w http.ResponseWriter, r *http.Request, a action) 
 	if timeout <= 0 {
 		timeout = DefaultActionTimeout
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), byKey{}, requester(r)), timeout)
 	defer cancel()
 	rep, err := a.run(ctx, h.c, body)
 	if err != nil {
@@ -139,7 +139,7 @@ func actionStatus(err error) int {
 	switch {
 	case errors.As(err, &se):
 		return se.code
-	case errors.Is(err, coordinator.ErrLeaveRefused):
+	case errors.Is(err, coordinator.ErrLeaveRefused), errors.Is(err, coordinator.ErrOperationRefused):
 		return http.StatusConflict
 	case errors.Is(err, coordinator.ErrShutdown):
 		return http.StatusServiceUnavailable

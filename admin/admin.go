@@ -27,15 +27,15 @@ func New(c *coordinator.Coordinator, opts Options) http.Handler {
 		panic("admin: nil Coordinator")
 	}
 	h := &handler{c: c, opts: opts}
-	h.actions = map[string]action{
-		"/v1/leave": typedAction(leave),
-	}
+	h.actions = operations()
+	h.actions["/v1/leave"] = typedAction(leave)
 	h.routes = map[string]http.HandlerFunc{
-		"/v1/status": h.status,
-		"/v1/shards": h.shards,
-		"/v1/leases": h.leases,
-		"/healthz":   h.healthz,
-		"/readyz":    h.readyz,
+		"/v1/status":     h.status,
+		"/v1/shards":     h.shards,
+		"/v1/leases":     h.leases,
+		"/v1/semaphores": h.semaphores,
+		"/healthz":       h.healthz,
+		"/readyz":        h.readyz,
 	}
 	return h
 }
@@ -92,7 +92,7 @@ func (h *handler) leases(w http.ResponseWriter, _ *http.Request) {
 	out := LeaseList{Leases: make([]LeaseRow, 0, len(ls))}
 	for _, l := range ls {
 		out.Leases = append(out.Leases, LeaseRow{Name: l.Name, Holder: l.Holder.Node, HolderID: l.Holder.NodeID,
-			Session: l.Holder.Session, Token: l.Holder.Token, Waiters: l.Waiters})
+			Session: l.Holder.Session, Token: l.Holder.Token, Value: l.Holder.Value, Waiters: l.Waiters})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -207,7 +207,7 @@ func storageRow(h coordinator.StorageHealth) StorageRow {
 func groupRow(g coordinator.GroupHealth) GroupHealth {
 	row := GroupHealth{Known: g.Known, Degraded: g.Degraded(), FailureTolerance: g.FailureTolerance,
 		Voters: len(g.Voters), WantedVoters: g.Wanted, LeaderID: g.Leader, AgeSeconds: g.Age.Seconds(),
-		Unhealthy: []string{}}
+		UnknownReason: g.Unknown, Unhealthy: []string{}}
 	for _, v := range g.Voters {
 		if v.Healthy {
 			row.HealthyVoters++
@@ -218,16 +218,30 @@ func groupRow(g coordinator.GroupHealth) GroupHealth {
 	return row
 }
 
-// groupLine is the raft group check's line in a verbose probe answer.
+// groupLine is the raft group check's line in a verbose probe answer,
+// with the judgement's age.
 func groupLine(g GroupHealth) string {
 	switch {
+	case !g.Known && g.Voters > 0:
+		return fmt.Sprintf("raft group: unknown: %s (last judged %s: %d of %d voters healthy, fault tolerance %d)\n",
+			unknownReason(g), g.JudgedAgo(), g.HealthyVoters, g.Voters, g.FailureTolerance)
 	case !g.Known:
-		return "raft group: unknown (no recent judgement from a raft leader)\n"
+		return "raft group: unknown: " + unknownReason(g) + "\n"
 	case g.Degraded:
-		return fmt.Sprintf("raft group: degraded: %d of %d voters healthy (want %d), fault tolerance %d, unhealthy: %s\n",
-			g.HealthyVoters, g.Voters, g.WantedVoters, g.FailureTolerance, strings.Join(g.Unhealthy, ", "))
+		return fmt.Sprintf("raft group: degraded: %d of %d voters healthy (want %d), fault tolerance %d, unhealthy: %s (judged %s)\n",
+			g.HealthyVoters, g.Voters, g.WantedVoters, g.FailureTolerance, strings.Join(g.Unhealthy, ", "), g.JudgedAgo())
 	}
-	return fmt.Sprintf("raft group: ok: %d of %d voters healthy, fault tolerance %d\n", g.HealthyVoters, g.Voters, g.FailureTolerance)
+	return fmt.Sprintf("raft group: ok: %d of %d voters healthy, fault tolerance %d (judged %s)\n",
+		g.HealthyVoters, g.Voters, g.FailureTolerance, g.JudgedAgo())
+}
+
+// unknownReason is g's UnknownReason, or the words of a node that did not
+// send one.
+func unknownReason(g GroupHealth) string {
+	if g.UnknownReason != "" {
+		return g.UnknownReason
+	}
+	return "no recent judgement from a raft leader"
 }
 
 // buildShards lists t's shards, keeping only those owned by owner[0] when

@@ -246,7 +246,7 @@ func checkLeases(t *testing.T, cl *holdfasttest.Cluster, url string) {
 	ctx, cancel := context.WithTimeout(context.Background(), settle)
 	defer cancel()
 	n1 := cl.Node(1).C()
-	l, err := n1.Acquire(ctx, "x")
+	l, err := n1.Acquire(ctx, "x", coordinator.WithValue("node1 serves at :8080"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,8 @@ func checkLeases(t *testing.T, cl *holdfasttest.Cluster, url string) {
 		return nil
 	})
 	got := list.Leases[0]
-	want := admin.LeaseRow{Name: "x", Holder: "node1", HolderID: n1.ID(), Session: got.Session, Token: l.Token()}
+	want := admin.LeaseRow{Name: "x", Holder: "node1", HolderID: n1.ID(), Session: got.Session, Token: l.Token(),
+		Value: "node1 serves at :8080"}
 	if got != want || got.Session == "" {
 		t.Errorf("lease row %+v, want %+v", got, want)
 	}
@@ -327,7 +328,7 @@ func TestUnformedNode(t *testing.T) {
 	}
 	expectText(t, do(t, http.MethodGet, srv.URL+"/healthz"), http.StatusOK, "ok\n")
 	expectText(t, do(t, http.MethodGet, srv.URL+"/healthz?verbose"), http.StatusOK,
-		"ok\nraft group: unknown (no recent judgement from a raft leader)\nraft storage: ok\n")
+		"ok\nraft group: unknown: no raft leader known\nraft storage: ok\n")
 	a = do(t, http.MethodGet, srv.URL+"/v1/status")
 	for _, want := range []string{`"leader":null`, `"session":null`, `"voters":[]`, `"cluster_id":""`, `"ready":false`,
 		`"storage":{"ok":true,"op":"","error":"","since":null,"restart_needed":false,"errors":0,"line":"ok"}`} {

@@ -1,8 +1,9 @@
 // Package admin serves an HTTP view of one holdfast node: its raft role,
-// the members it sees, the shard table and the held leases, plus liveness
-// and readiness probes; and, when the application allows them, actions that
-// change the cluster (decommissioning the node). Command holdfastctl is its
-// client.
+// the members it sees, the shard table, the held leases and semaphores,
+// plus liveness and readiness probes; and, when the application allows
+// them, actions that change the cluster (decommissioning the node,
+// draining a node, releasing a stuck lease, stepping the raft leader down,
+// removing a dead server). Command holdfastctl is its client.
 //
 // # Mounting
 //
@@ -40,6 +41,25 @@
 //	                 refused (too few voters would remain and no replacement, unless "force": true; no
 //	                 quorum to commit), 504 without a raft leader in time, 503 once the node is shut down
 //
+//	POST /v1/drain             DrainRequest {"node"} → OperationResult: node NODE (any member, by name or ID)
+//	                           drains: it hands its shards off and takes none; answered once it owns none
+//	POST /v1/undrain           DrainRequest → OperationResult: NODE takes shards again
+//	POST /v1/leases/release    ReleaseLeaseRequest {"name"} → OperationResult: the lease's current grant
+//	                           ends and passes to its next waiter with a new token; the holder's node ends
+//	                           its belief first (graceful), or, when it does not answer, the leader commits
+//	                           the release without it (graceful false: the old holder may still believe,
+//	                           and only the fence refuses its writes once the next holder wrote)
+//	POST /v1/raft/step-down    StepDownRequest → OperationResult: the raft leader hands leadership over
+//	POST /v1/raft/remove-peer  RemovePeerRequest {"node", "force"} → OperationResult: take a server (by name
+//	                           or raft ID) out of the raft configuration, a ready replacement promoted first;
+//	                           409 when the voters left could not form a quorum, for the leader itself, or
+//	                           for a server gossip shows alive (unless "force")
+//
+// These five are carried out by the raft leader (coordinator.Operate),
+// which logs each with who asked: the verified client certificate's common
+// name and the remote address, or the remote address alone. A refusal is
+// 409 with the reason, and nothing changed.
+//
 // After a successful leave the node has stopped: the application watches
 // Coordinator.Done to exit.
 //
@@ -55,12 +75,14 @@
 //	GET /v1/shards   ShardList: every shard of the current table version; ?owner=NAME keeps node NAME's
 //	                 shards, and ?owner= (empty) the free ones; stale and no_leader_since say
 //	                 when the node knows no leader, so the table may be out of date
-//	GET /v1/leases   LeaseList: every held named lease
+//	GET /v1/leases   LeaseList: every held named lease, with its holder value
+//	GET /v1/semaphores  SemaphoreList: every semaphore in use, its limit, holders and waiters
 //	GET /healthz     200 "ok\n" until the coordinator is shut down, then 503 "shut down\n"
 //	GET /readyz      200 "ready\n" when Coordinator.Ready returns nil, else 503 and the reason
 //
 // With ?verbose, both probes add a line on the raft group ("raft group: ok:
-// ...", "raft group: degraded: ...", or "raft group: unknown ...") without
+// ... (judged 2s ago)", "raft group: degraded: ...", or "raft group: unknown: no raft
+// leader known ...", each with the judgement's age) without
 // changing the status code: a degraded group (a voter unhealthy, fault
 // tolerance down) is the cluster's state, not this node's, and pulling
 // every node out of a load balancer for it would only make it worse. A

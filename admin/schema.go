@@ -130,11 +130,25 @@ type GroupHealth struct {
 	Voters        int `json:"voters"`
 	WantedVoters  int `json:"wanted_voters"`
 	// LeaderID is the raft ID of the judging leader; AgeSeconds how old the
-	// judgement is.
+	// judgement is (the last one this node had, when not Known).
 	LeaderID   string  `json:"leader_id"`
 	AgeSeconds float64 `json:"age_seconds"`
+	// UnknownReason says why the judgement is not Known ("" when it is): no
+	// raft leader known (the group turns unknown the moment this node
+	// loses its leader), no judgement from the leader for a while, or none
+	// received yet.
+	UnknownReason string `json:"unknown_reason"`
 	// Unhealthy lists the unhealthy voters' names (IDs when unnamed).
 	Unhealthy []string `json:"unhealthy"`
+}
+
+// JudgedAgo is the judgement's age in words, for a status line: "2s ago",
+// "<1s ago".
+func (g GroupHealth) JudgedAgo() string {
+	if g.AgeSeconds < 1 {
+		return "<1s ago"
+	}
+	return (time.Duration(g.AgeSeconds) * time.Second).String() + " ago"
 }
 
 // MemberRow describes one node as gossip and raft show it to this node.
@@ -218,6 +232,9 @@ type LeaseRow struct {
 	HolderID string `json:"holder_id"`
 	Session  string `json:"session"`
 	Token    uint64 `json:"token"`
+	// Value is the holder value the holder attached to its grant
+	// (coordinator.WithValue, Lease.SetValue); "" for none.
+	Value string `json:"value"`
 	// Waiters is the number of sessions queued for the lease.
 	Waiters int `json:"waiters"`
 }

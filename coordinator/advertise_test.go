@@ -57,10 +57,20 @@ func TestAdvertiseAddresses(t *testing.T) {
 				t.Errorf("advertised %q: want a dialable host and the bound port", a)
 			}
 		}
-		for _, field := range []string{"AdvertiseRPCAddr", "AdvertiseGossipAddr"} {
+		for field, addr := range map[string]string{"AdvertiseRPCAddr": c.RPCAddr(), "AdvertiseGossipAddr": c.GossipAddr()} {
 			found := false
 			for _, r := range logs.withPrefix("") {
-				found = found || (r.Level == slog.LevelWarn && strings.Contains(r.Message, field))
+				if r.Level != slog.LevelWarn || !strings.Contains(r.Message, field) {
+					continue
+				}
+				found = true
+				r.Attrs(func(a slog.Attr) bool {
+					if a.Key == "advertise" && a.Value.String() != addr {
+						// The warning used to show port 0, the bind's, before the listener had its port.
+						t.Errorf("warning for %s advertises %q, want the address in use %q", field, a.Value.String(), addr)
+					}
+					return true
+				})
 			}
 			if !found {
 				t.Errorf("no warning naming %s", field)

@@ -2,6 +2,8 @@ package coordinator
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/holdfast-go/holdfast/internal/session"
@@ -51,13 +53,23 @@ func (b *belief) Err() error {
 // lease if no further keepalive is answered (0 once it ended).
 func (b *belief) Remaining() time.Duration { return b.life.Observe() }
 
+// errReleasedHere is Checkpoint's error once this node released the
+// grant itself.
+var errReleasedHere = fmt.Errorf("%w by this node", ErrReleased)
+
 // Checkpoint returns nil if the lease is held with at least the margin
 // left. Call it before every side effect; it fails with an error wrapping
-// ErrLeaseLost once the lease ended, or an *ExpiringError (ErrLeaseExpiring)
-// that says how much time is left when less than the margin is.
+// ErrReleased ("lease released by this node") after this node's Release,
+// ErrLeaseLost once the lease ended otherwise, or an *ExpiringError
+// (ErrLeaseExpiring) that says how much time is left when less than the
+// margin is.
 func (b *belief) Checkpoint() error {
 	r := b.life.Observe()
-	if err := b.life.Cause(); err != nil {
+	if err := b.life.Cause(); err == ErrReleased {
+		return errReleasedHere // this node's own Release: not a loss
+	} else if errors.Is(err, ErrReleased) {
+		return err // released at an operator's request; the cause says so
+	} else if err != nil {
 		return wire.Wrap(ErrLeaseLost, err)
 	}
 	if r < b.c.cfg.Session.LeaseMargin {

@@ -91,6 +91,13 @@ type Config struct {
 	Join []string
 	// RPCTimeout bounds each internal RPC.
 	RPCTimeout time.Duration
+	// ShutdownWithoutLeader bounds how long Shutdown and Leave wait for a
+	// raft leader for the steps that must commit (the shard handoff, the
+	// session's close, leaving the raft configuration): once no leader has
+	// been known for this long, each such step is skipped with a log line
+	// and the node stops as a crash would. 0 means
+	// DefaultShutdownWithoutLeader (5s).
+	ShutdownWithoutLeader time.Duration
 
 	// What the node takes part in, one group per concern.
 
@@ -140,9 +147,10 @@ type Config struct {
 // TLS: New refuses a Config without TLS unless Insecure is set.
 func DefaultConfig() Config {
 	return Config{
-		GossipAddr: "0.0.0.0:7946",
-		RPCAddr:    "0.0.0.0:7947",
-		RPCTimeout: 5 * time.Second,
+		GossipAddr:            "0.0.0.0:7946",
+		RPCAddr:               "0.0.0.0:7947",
+		RPCTimeout:            5 * time.Second,
+		ShutdownWithoutLeader: DefaultShutdownWithoutLeader,
 		Cluster: ClusterConfig{Voters: 3, BootstrapExpect: 3, ServerStabilization: 10 * time.Second,
 			DeadServerStabilization: 30 * time.Second, ReconcileInterval: 10 * time.Second, BootstrapPromiseTTL: 30 * time.Second},
 		Shards: ShardConfig{Count: 256, DrainTimeout: 5 * time.Second, JoinStabilization: 5 * time.Second,
@@ -172,6 +180,7 @@ func DefaultLocalConfig() Config {
 	c.Cluster.ServerStabilization, c.Cluster.DeadServerStabilization = 1*time.Second, 2*time.Second
 	c.Cluster.ReconcileInterval, c.Cluster.BootstrapPromiseTTL = 500*time.Millisecond, 10*time.Second
 	c.RPCTimeout = 2 * time.Second
+	c.ShutdownWithoutLeader = 2 * time.Second
 	return c
 }
 
@@ -180,7 +189,7 @@ func DefaultLocalConfig() Config {
 var ErrInvalidConfig = errors.New("holdfast: invalid config")
 
 func fieldErr(field, format string, args ...any) error {
-	return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+	return &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 // configErr turns a part's configuration error (one naming a Config field)
@@ -211,6 +220,7 @@ func (c *Config) validate() error {
 		check(len(c.NodeName) > 128, "NodeName", "longer than 128 bytes"),
 		check(c.GossipAddr == "", "GossipAddr", "must be set"),
 		check(c.RPCAddr == "", "RPCAddr", "must be set"),
+		c.checkAddrs(),
 		configErr(c.Cluster.CheckSize(c.DataDir != "")),
 		check(sh.Count <= 0 || sh.Count > 1<<20, "Shards.Count", "is %d; must be between 1 and %d", sh.Count, 1<<20),
 		check(math.IsNaN(sh.Weight) || math.IsInf(sh.Weight, 0) || sh.Weight < 0, "Shards.Weight", "is %v; must be a finite number >= 0", sh.Weight),
@@ -242,6 +252,7 @@ func (c *Config) validateTimings() error {
 		check(sh.RebalanceDelay <= 0, "Shards.RebalanceDelay", "must be positive"),
 		configErr(c.Cluster.CheckTimings(c.RPCTimeout)),
 		check(c.RPCTimeout <= 0, "RPCTimeout", "must be positive"),
+		check(c.ShutdownWithoutLeader < 0, "ShutdownWithoutLeader", "is %v; must not be negative (0: %v)", c.ShutdownWithoutLeader, DefaultShutdownWithoutLeader),
 		configErr(r.CheckSnapshot()),
 	)
 }

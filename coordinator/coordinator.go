@@ -127,7 +127,7 @@ func (c *Coordinator) start() error {
 		c.log.Warn("data dir renamed (Config.AllowRename): keeping its identity under this name", "previous_name", ident.RenamedFrom, "id", c.id)
 	}
 	c.log.Info("starting", "id", c.id, "new_identity", ident.Fresh, "voter_eligible", c.cfg.DataDir != "")
-	cluster.ResolveAdvertise(c.log, c.cfg.RPCAddr, &c.cfg.AdvertiseRPCAddr, c.cfg.GossipAddr, &c.cfg.AdvertiseGossipAddr)
+	picked := cluster.ResolveAdvertise(c.cfg.RPCAddr, &c.cfg.AdvertiseRPCAddr, c.cfg.GossipAddr, &c.cfg.AdvertiseGossipAddr)
 	c.trans, err = c.newTransport()
 	if err != nil {
 		return err
@@ -141,6 +141,7 @@ func (c *Coordinator) start() error {
 	if err := c.startMembership(); err != nil {
 		return err
 	}
+	cluster.WarnPicked(c.log, picked, c.cfg.RPCAddr, c.RPCAddr(), c.cfg.GossipAddr, c.GossipAddr())
 	cluster.WarnLoopbackAdvertise(c.log, c.cfg.Join, c.RPCAddr(), c.GossipAddr())
 	c.leases = newLeases(c)
 	c.tlsReload.Start(c.trans) // follows the TLS files, if any
@@ -204,8 +205,13 @@ func (c *Coordinator) ClusterID() string { return c.cluster.ClusterID() }
 // takes itself out of the configuration; it is added back when it returns.
 // When gossip shows no quorum of voters alive (the last nodes of a cluster
 // stopped one by one), the handoff and the session's close, which could not
-// commit, are skipped. To take a node out for good, use Leave. If ctx ends first the remaining
-// steps are skipped and the node is closed. It is safe to call more than
+// commit, are skipped; and once no raft leader has been known for
+// Config.ShutdownWithoutLeader (default 5s; counted from when this node
+// lost it), every remaining step that must commit is skipped, so Shutdown
+// without a quorum returns within about that long. Each skipped step is
+// logged ("shutdown: skipped handing shards off: ..."), and is not an
+// error. To take a node out for good, use Leave. If ctx ends first the
+// remaining steps are skipped and the node is closed. It is safe to call more than
 // once; later calls (and a Leave after it) return the first result.
 func (c *Coordinator) Shutdown(ctx context.Context) error {
 	c.stopOnce.Do(func() {

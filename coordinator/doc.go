@@ -14,6 +14,31 @@
 // first) and then stops it. Close stops at once, like a crash. All three
 // wait for every goroutine New started.
 //
+// # One node, to try it
+//
+// DefaultLocalConfig is for one machine: loopback addresses with free
+// ports, fast timings, and Insecure set (no TLS). A cluster of one node
+// needs a DataDir (only a node with one can vote and form a cluster) and
+// one voter:
+//
+//	cfg := coordinator.DefaultLocalConfig()
+//	cfg.NodeName = "n1"
+//	cfg.DataDir = dir // a directory of its own, kept across restarts
+//	cfg.Cluster.Voters, cfg.Cluster.BootstrapExpect = 1, 1
+//	c, err := coordinator.New(cfg)
+//	if err != nil {
+//		return err // a *ConfigError names the field: "Cluster.BootstrapExpect: is 3 but DataDir is empty ..."
+//	}
+//	defer c.Shutdown(context.Background())
+//	if err := c.WaitReady(ctx); err != nil { // the cluster formed, this node has a session
+//		return err
+//	}
+//	l, err := c.Acquire(ctx, "scheduler", coordinator.WithValue("n1 at :8080"))
+//
+// Three such nodes, each with its own DataDir, BootstrapExpect 3 (and
+// Voters 3, the default) and Join naming another's GossipAddr, form a
+// three-voter cluster; the README's quick start runs one with TLS.
+//
 // # Vocabulary
 //
 // The cluster grants three kinds of things, each stamped with a fencing

@@ -31,7 +31,8 @@ func (l *Lease) Remaining() time.Duration { return l.belief.Remaining() }
 
 // Checkpoint returns nil if the lease is held with at least
 // Config.Session.LeaseMargin left. Call it before every side effect: it
-// fails with an error wrapping ErrLeaseLost once the lease ended, or with
+// fails with an error wrapping ErrReleased ("lease released by this node")
+// after this node's Release, ErrLeaseLost once the lease ended otherwise, or with
 // an *ExpiringError (ErrLeaseExpiring) saying how much time is left when
 // less than the margin is.
 func (l *Lease) Checkpoint() error { return l.belief.Checkpoint() }
@@ -59,7 +60,8 @@ func (p *Permit) Remaining() time.Duration { return p.belief.Remaining() }
 
 // Checkpoint returns nil if the permit is held with at least
 // Config.Session.LeaseMargin left. Call it before every side effect: it
-// fails with an error wrapping ErrLeaseLost once the permit ended, or with
+// fails with an error wrapping ErrReleased ("lease released by this node")
+// after this node's Release, ErrLeaseLost once the permit ended otherwise, or with
 // an *ExpiringError (ErrLeaseExpiring) saying how much time is left when
 // less than the margin is.
 func (p *Permit) Checkpoint() error { return p.belief.Checkpoint() }

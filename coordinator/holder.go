@@ -16,4 +16,8 @@ type Holder struct {
 	Session string
 	// Token is the fencing token of the grant.
 	Token uint64
+	// Value is the holder value of a lease's grant ("" for none, and for
+	// permits and shards): what its holder attached with WithValue or
+	// Lease.SetValue, such as the address where it serves.
+	Value string
 }

@@ -63,19 +63,31 @@ func (c *Coordinator) Holder(name string) (h Holder, ok bool) {
 // Acquire blocks until this node holds the named lease, or ctx ends.
 // Waiters are served first come, first served: a release hands the lease to
 // the next waiter directly. If this node's session ends while it waits, it
-// asks again with its next session.
-func (c *Coordinator) Acquire(ctx context.Context, name string) (*Lease, error) {
-	return c.acquire(ctx, name, true)
+// asks again with its next session. WithValue attaches a holder value to
+// the grant.
+func (c *Coordinator) Acquire(ctx context.Context, name string, opts ...AcquireOption) (*Lease, error) {
+	return c.acquire(ctx, name, true, opts)
 }
 
 // TryAcquire takes the named lease if nobody holds it, and otherwise
-// returns an error wrapping ErrLeaseHeld at once.
-func (c *Coordinator) TryAcquire(ctx context.Context, name string) (*Lease, error) {
-	return c.acquire(ctx, name, false)
+// returns an error wrapping ErrLeaseHeld at once. It does not wait for a
+// session either: while this node has none (the cluster is not formed, no
+// quorum), it fails at once with Ready's error, wrapping ErrNotReady.
+func (c *Coordinator) TryAcquire(ctx context.Context, name string, opts ...AcquireOption) (*Lease, error) {
+	return c.acquire(ctx, name, false, opts)
 }
 
-func (c *Coordinator) acquire(ctx context.Context, name string, wait bool) (*Lease, error) {
-	g, err := c.leases.Acquire(ctx, leases.Request{Kind: leases.Leader, Name: name, Wait: wait})
+func (c *Coordinator) acquire(ctx context.Context, name string, wait bool, opts []AcquireOption) (*Lease, error) {
+	o, err := acquireOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if !wait {
+		if err := c.sessionNow("TryAcquire"); err != nil {
+			return nil, err
+		}
+	}
+	g, err := c.leases.Acquire(ctx, leases.Request{Kind: leases.Leader, Name: name, Wait: wait, Value: o.value})
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +100,8 @@ func (c *Coordinator) applyRetry(ctx context.Context, cmd fsm.Command) (wire.App
 }
 
 // Observe streams the holder of the named lease: the current one first,
-// then every change (a zero Holder when nobody holds it). Changes may be
+// then every change (a zero Holder when nobody holds it; a holder's new
+// Value is a change too). Changes may be
 // coalesced, but the latest is never dropped. The channel closes when ctx
 // ends or the node shuts down.
 func (c *Coordinator) Observe(ctx context.Context, name string) <-chan Holder {

@@ -3,7 +3,6 @@ package coordinator
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/holdfast-go/holdfast/internal/cluster"
 )
@@ -67,49 +66,46 @@ func (c *Coordinator) Leave(ctx context.Context, opts LeaveOptions) error {
 // which takes itself out; Leave takes this node out after the shards,
 // leases and leadership are handed over. When gossip shows no quorum of
 // voters alive (the last nodes of a cluster stopped one by one), Shutdown
-// skips the handoffs and the session close, which could not commit.
+// skips the handoffs and the session close, which could not commit; and
+// every step that must commit is skipped once no raft leader has been
+// known for Config.ShutdownWithoutLeader (see stopSteps). Each skipped or
+// failed step is logged on a line of its own.
 func (c *Coordinator) leave(ctx context.Context, decommission *LeaveOptions) error {
-	var errs []error
 	var plan cluster.ShutdownSteps
 	if c.cluster != nil {
 		plan = c.cluster.ShutdownPlan()
 	}
+	steps := c.newStopSteps(ctx)
 	commit := plan.Quorum || decommission != nil
 	if commit {
-		if err := c.shards.HandOff(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("handing shards off: %w", err))
-		}
+		steps.committing("handing shards off", c.shards.HandOff, nil)
+		steps.committing("closing the session", func(ctx context.Context) error { return c.closeSession(ctx, true) },
+			func() { _ = c.closeSession(ctx, false) })
 	} else {
 		// Nothing could commit: stop as a crash would; a leader of a
 		// quorum expires the session and passes its grants on.
-		c.log.Info("no quorum of voters alive: stopping without handing shards off or closing the session")
-	}
-	if err := c.closeSession(ctx, commit); err != nil {
-		errs = append(errs, fmt.Errorf("closing the session: %w", err))
+		noQuorum := errors.New("gossip shows no quorum of voters alive")
+		steps.skip("handing shards off", noQuorum)
+		_ = c.closeSession(ctx, false)
+		steps.skip("closing the session", noQuorum)
 	}
 	if plan.Transfer {
-		c.node.TransferLeadership(ctx)
+		steps.committing("handing raft leadership over", func(ctx context.Context) error { c.node.TransferLeadership(ctx); return nil }, nil)
 	}
 	switch {
 	case decommission != nil:
-		rep, err := c.cluster.Leave(ctx, decommission.Force, false)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("leaving the raft configuration (the node stops keeping its place): %w", err))
-		} else {
-			c.log.Info("left the raft configuration for good", "replaced_by", c.cluster.NameOf(rep.Promoted), "replacement_id", rep.Promoted)
-		}
+		steps.committing("leaving the raft configuration (the node stops keeping its place)", func(ctx context.Context) error {
+			rep, err := c.cluster.Leave(ctx, decommission.Force, false)
+			if err == nil {
+				c.log.Info("left the raft configuration for good", "replaced_by", c.cluster.NameOf(rep.Promoted), "replacement_id", rep.Promoted)
+			}
+			return err
+		}, nil)
 	case plan.RemoveSelf:
-		if err := c.node.RemoveSelf(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("leaving the raft configuration as a non-voter: %w", err))
-		}
+		steps.committing("leaving the raft configuration as a non-voter", c.node.RemoveSelf, nil)
 	}
 	if c.members != nil {
-		if err := c.members.Leave(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("leaving gossip: %w", err))
-		}
+		steps.failed("leaving gossip", c.members.Leave(ctx))
 	}
-	if len(errs) > 0 {
-		c.log.Warn("graceful shutdown incomplete", "error", errors.Join(errs...))
-	}
-	return errors.Join(errs...)
+	return steps.done()
 }

@@ -35,9 +35,17 @@ type ElectionConfig struct {
 	// token order, one call at a time: the holders the local replica shows,
 	// and this node as each of its terms starts (before its replica may
 	// show the grant). A holder is new when its token is above the last one
-	// reported. It runs concurrently with the other callbacks, and the
-	// replica's holders may lag them a little.
+	// reported. The replica's holders are read only once a Sync has
+	// returned, so a grant released before RunElection was called (this
+	// node's own Release too) is never reported; without a raft leader the
+	// first report waits for one. It runs concurrently with the other
+	// callbacks, and the replica's holders may lag them a little.
 	OnNewLeader func(holder Holder)
+	// Value, if set, is the holder value of each term's grant (WithValue):
+	// every node's Holder, Observe and OnNewLeader show it, so followers
+	// learn where the leader serves. Lease.SetValue changes it during a
+	// term.
+	Value string
 	// Check, if set, is kept up to date by RunElection: its Ready reports nil
 	// only while this node leads. Serve it as a readiness probe to send
 	// traffic to the leader only.
@@ -69,21 +77,25 @@ func (c *Coordinator) RunElection(ctx context.Context, cfg ElectionConfig) error
 		return fmt.Errorf("%w: ElectionConfig.Name must have 1 to %d bytes", ErrInvalidConfig, fsm.MaxNameLength)
 	case cfg.OnStartedLeading == nil:
 		return fmt.Errorf("%w: ElectionConfig.OnStartedLeading is required", ErrInvalidConfig)
+	case checkValue(cfg.Value) != nil:
+		return fmt.Errorf("%w: ElectionConfig.Value: %v", ErrInvalidConfig, checkValue(cfg.Value))
 	}
 	e := &leases.Election[*Lease]{Name: cfg.Name, OnStartedLeading: cfg.OnStartedLeading,
 		OnStoppedLeading: cfg.OnStoppedLeading, Shutdown: ErrShutdown, ReleaseTimeout: c.cfg.RPCTimeout, Log: c.log,
-		Acquire: func(ctx context.Context) (*Lease, error) { return c.Acquire(ctx, cfg.Name) }}
+		Acquire: func(ctx context.Context) (*Lease, error) { return c.Acquire(ctx, cfg.Name, WithValue(cfg.Value)) }}
 	if cfg.Check != nil {
 		e.Check = &cfg.Check.c
 	}
 	if cfg.OnNewLeader != nil {
 		e.OnNewLeader = func(h leases.Holder) { cfg.OnNewLeader(Holder(h)) }
 		e.Self = func(l *Lease) leases.Holder {
-			return leases.Holder{Node: c.cfg.NodeName, NodeID: c.id, Addr: c.serviceAddr(), Session: l.g.SessionID(), Token: l.Token()}
+			return leases.Holder{Node: c.cfg.NodeName, NodeID: c.id, Addr: c.serviceAddr(), Session: l.g.SessionID(), Token: l.Token(),
+				Value: l.Value()}
 		}
 		e.Observe = func(ctx context.Context) <-chan leases.Holder {
 			return observe(c, ctx, cfg.Name, func(h leases.Holder) leases.Holder { return h })
 		}
+		e.Sync = c.Sync
 	}
 	return e.Run(ctx)
 }

@@ -69,7 +69,8 @@ func (c *Coordinator) AcquireSemaphore(ctx context.Context, name string, limit i
 
 // TryAcquireSemaphore takes a permit of the named semaphore if one is free
 // and nobody waits, and otherwise returns an error wrapping
-// ErrSemaphoreFull at once.
+// ErrSemaphoreFull at once; while this node has no session, it fails at
+// once with an error wrapping ErrNotReady, as TryAcquire does.
 func (c *Coordinator) TryAcquireSemaphore(ctx context.Context, name string, limit int) (*Permit, error) {
 	return c.acquireSem(ctx, name, limit, false)
 }
@@ -82,6 +83,11 @@ func (c *Coordinator) Semaphore(name string) []Holder {
 }
 
 func (c *Coordinator) acquireSem(ctx context.Context, name string, limit int, wait bool) (*Permit, error) {
+	if !wait {
+		if err := c.sessionNow("TryAcquireSemaphore"); err != nil {
+			return nil, err
+		}
+	}
 	g, err := c.leases.Acquire(ctx, leases.Request{Kind: leases.Semaphore, Name: name, Limit: limit, Wait: wait})
 	if err != nil {
 		return nil, leases.SemError(err, ErrSemaphoreFull, ErrSemaphoreLimit)

@@ -69,6 +69,9 @@ const (
 	OpSemAcquire Op = 12
 	// OpSemRelease gives a semaphore permit up, or leaves its queue.
 	OpSemRelease Op = 13
+	// OpLeaseValue sets the holder value of a held lease, keeping its
+	// grant and token (etcd's Proclaim).
+	OpLeaseValue Op = 14
 )
 
 // String returns the operation's name.
@@ -100,6 +103,8 @@ func (o Op) String() string {
 		return "sem-acquire"
 	case OpSemRelease:
 		return "sem-release"
+	case OpLeaseValue:
+		return "lease-value"
 	default:
 		return fmt.Sprintf("op(%d)", uint8(o))
 	}
@@ -142,7 +147,7 @@ type SessionCmd struct {
 	Gen uint64 `msgpack:"gen,omitempty"`
 }
 
-// LeaseCmd is the body of OpAcquire and OpRelease.
+// LeaseCmd is the body of OpAcquire, OpRelease and OpLeaseValue.
 type LeaseCmd struct {
 	// Name is the lease's name.
 	Name string `msgpack:"name"`
@@ -157,8 +162,19 @@ type LeaseCmd struct {
 	// Wait, on acquire, queues the session when the lease is held.
 	Wait bool `msgpack:"wait,omitempty"`
 	// Token, on release, is the token being released (0: whatever grant
-	// the request holds; a mismatch makes the release a no-op).
+	// the request holds; a mismatch makes the release a no-op); on
+	// OpLeaseValue, the grant whose value is set (0: whatever grant the
+	// request holds).
 	Token uint64 `msgpack:"token,omitempty"`
+	// Value, on acquire and OpLeaseValue, is the holder value: up to
+	// MaxValueLength bytes of UTF-8 that readers of the holder see (where
+	// the holder serves, say). An acquire with a value, and every
+	// OpLeaseValue, is written under ValueCommandVersion.
+	Value string `msgpack:"value,omitempty"`
+	// ValueSeq, on OpLeaseValue, numbers the holder's value updates of
+	// one grant (from 1, increasing): an update at or below the grant's
+	// last one is a late or repeated copy and changes nothing.
+	ValueSeq uint64 `msgpack:"vseq,omitempty"`
 }
 
 // MaxNameLength bounds lease names and IDs carried in commands.
@@ -232,7 +248,7 @@ func Encode(c Command) ([]byte, error) {
 			return nil, fmt.Errorf("%w: %s without body", ErrMalformed, c.Op)
 		}
 		body = c.Session
-	case OpAcquire, OpRelease:
+	case OpAcquire, OpRelease, OpLeaseValue:
 		if c.Lease == nil {
 			return nil, fmt.Errorf("%w: %s without body", ErrMalformed, c.Op)
 		}
@@ -251,9 +267,12 @@ func Encode(c Command) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %d", ErrUnknownOp, c.Op)
 	}
 	var buf bytes.Buffer
-	if c.Op == OpInitCluster && c.Init.hasBase() {
+	switch {
+	case c.Op == OpInitCluster && c.Init.hasBase():
 		buf.WriteByte(InitCommandVersion)
-	} else {
+	case c.carriesValue():
+		buf.WriteByte(ValueCommandVersion)
+	default:
 		buf.WriteByte(CommandVersion)
 	}
 	buf.WriteByte(byte(c.Op))
@@ -308,6 +327,8 @@ func decode(b []byte, items []ShardItem) (Command, error) {
 		return Command{}, fmt.Errorf("%w: %s under version %d", ErrMalformed, c.Op, b[0])
 	case b[0] == InitCommandVersion:
 		return decodeInit(c, body, true)
+	case b[0] == ValueCommandVersion:
+		return decodeValued(c, body)
 	case b[0] != CommandVersion:
 		return Command{}, fmt.Errorf("%w: %d", ErrUnknownVersion, b[0])
 	}
@@ -327,6 +348,9 @@ func decode(b []byte, items []ShardItem) (Command, error) {
 		c.Lease = new(LeaseCmd)
 		if err := decodeBody(body, c.Lease); err != nil {
 			return Command{}, err
+		}
+		if c.carriesValue() {
+			return Command{}, fmt.Errorf("%w: acquire with a value only under version %d", ErrMalformed, ValueCommandVersion)
 		}
 	case OpShardGrant, OpShardRevoke, OpShardRelease:
 		c.Shard = new(ShardCmd)

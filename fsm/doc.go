@@ -99,6 +99,23 @@
 // refuses it rather than start its tokens elsewhere; one without a base is
 // written under version 1, as every release wrote it.
 //
+// An acquire that carries a holder value (LeaseCmd.Value), and every
+// OpLeaseValue, is written under ValueCommandVersion (4) with a msgpack
+// body, so that an earlier release refuses it rather than show the holder
+// without its value; an acquire without a value is written under version
+// 1, byte for byte as before.
+//
+// # Holder values
+//
+// A lease's grant may carry a small value (at most MaxValueLength bytes of
+// UTF-8) that every replica shows with its holder: given by the acquire
+// (a waiter keeps it in the queue), and changed by the holder with
+// OpLeaseValue under the same token, once per increasing ValueSeq, only
+// while the grant its request names holds the lease. A snapshot in which a
+// lease or a waiter carries a value is written under SnapshotValueVersion
+// (2), one without under SnapshotVersion (1) as before; Restore reads
+// both.
+//
 // # Tokens across incarnations
 //
 // Tokens are one counter (the state's last token), a plain number below

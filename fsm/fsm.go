@@ -9,8 +9,15 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// SnapshotVersion is the version byte in front of every snapshot.
+// SnapshotVersion is the version byte in front of a snapshot that holds no
+// holder value.
 const SnapshotVersion = 1
+
+// SnapshotValueVersion is the version byte in front of a snapshot in which
+// a lease or a waiter carries a holder value: a release before it would
+// restore such a snapshot without the values; under this version it
+// refuses it (ErrUnknownVersion). The body is as under SnapshotVersion.
+const SnapshotValueVersion = 2
 
 // MaxSnapshotSize bounds the snapshot Restore accepts, in bytes.
 const MaxSnapshotSize = 1 << 30
@@ -144,6 +151,8 @@ func apply(st state, index uint64, c Command, changed *[]uint32) (state, Result,
 		return applySemAcquire(st, index, c.Sem)
 	case OpSemRelease:
 		return applySemRelease(st, index, c.Sem)
+	case OpLeaseValue:
+		return applyLeaseValue(st, c.Lease)
 	default:
 		return st, Result{}, fmt.Errorf("%w: %d", ErrUnknownOp, c.Op)
 	}
@@ -225,7 +234,7 @@ func fromWire(w wireSnapshot) (snapshotData, error) {
 		if _, dup := st.Leases[l.Name]; dup {
 			return snapshotData{}, fmt.Errorf("%w: lease %q twice in snapshot", ErrMalformed, l.Name)
 		}
-		if _, ok := st.Sessions[l.Holder]; !ok || l.Token > w.LastToken {
+		if _, ok := st.Sessions[l.Holder]; !ok || l.Token > w.LastToken || checkLeaseValues(l) != nil {
 			return snapshotData{}, fmt.Errorf("%w: lease %q is inconsistent", ErrMalformed, l.Name)
 		}
 		st.Leases[l.Name] = l
@@ -287,12 +296,15 @@ func decodeSnapshot(b []byte) (snapshotData, error) {
 	if len(b) < 1 {
 		return snapshotData{}, fmt.Errorf("%w: empty snapshot", ErrMalformed)
 	}
-	if b[0] != SnapshotVersion {
+	if b[0] != SnapshotVersion && b[0] != SnapshotValueVersion {
 		return snapshotData{}, fmt.Errorf("%w: snapshot version %d", ErrUnknownVersion, b[0])
 	}
 	var w wireSnapshot
 	if err := decodeBody(b[1:], &w); err != nil {
 		return snapshotData{}, err
+	}
+	if leasesCarryValues(w.Leases) != (b[0] == SnapshotValueVersion) {
+		return snapshotData{}, fmt.Errorf("%w: holder values only in a version %d snapshot", ErrMalformed, SnapshotValueVersion)
 	}
 	return fromWire(w)
 }

@@ -159,6 +159,8 @@ func FuzzDecodeCommand(f *testing.F) {
 		semAcquire("s", "sem", 1, 2, true),
 		semRelease("s", "sem", 1, 0),
 		initWithBase("c2", 8, 1_771_000_000_000_000, 42),
+		acquireValued("s", "x", 1, true, "10.0.0.1:8080"),
+		setValue("s", "x", 1, 3, 2, "ready"),
 	} {
 		f.Add(mustEncode(&testing.T{}, c))
 	}

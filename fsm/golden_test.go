@@ -2,10 +2,12 @@ package fsm
 
 import (
 	"bytes"
+	"encoding/hex"
 	"flag"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -153,4 +155,41 @@ func TestShardOwnerShared(t *testing.T) {
 			t.Fatal("no shard of sa seen")
 		}
 	}
+}
+
+// checkGoldenCommands checks that cmds encode to the hex lines of the
+// golden file at path (rewritten first with -update-golden) and that each
+// line decodes to a command same accepts; it returns the lines.
+func checkGoldenCommands(t *testing.T, path string, cmds []Command, same func(got, want Command) bool) []string {
+	t.Helper()
+	if *updateGolden {
+		var lines []string
+		for _, c := range cmds {
+			lines = append(lines, hex.EncodeToString(mustEncode(t, c)))
+		}
+		if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Fields(string(raw))
+	if len(lines) != len(cmds) {
+		t.Fatalf("%d golden commands in %s, want %d", len(lines), path, len(cmds))
+	}
+	for i, line := range lines {
+		b, err := hex.DecodeString(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, mustEncode(t, cmds[i])) {
+			t.Errorf("command %d now encodes differently from %s", i, path)
+		}
+		if c, err := Decode(b); err != nil || !same(c, cmds[i]) {
+			t.Errorf("command %d of %s decodes to %+v, %v", i, path, c, err)
+		}
+	}
+	return lines
 }

@@ -59,6 +59,7 @@ func grantNext(st state, index uint64, l *Lease) state {
 		sess := st.Sessions[w.Session]
 		l.Holder, l.Token, l.Request, l.Granted = w.Session, st.LastToken, w.Request, index
 		l.HolderNode, l.HolderNodeID = sess.Node, sess.NodeID
+		l.Value, l.ValueSeq = w.Value, 0
 		st.Leases[l.Name] = l
 		return st
 	}
@@ -100,6 +101,9 @@ func applyAcquire(st state, index uint64, c *LeaseCmd) (state, Result, error) {
 	if err := validName("lease name", c.Name); err != nil {
 		return st, Result{}, err
 	}
+	if err := CheckValue(c.Value); err != nil {
+		return st, Result{}, err
+	}
 	sess, ok := st.Sessions[c.Session]
 	if !ok {
 		return st, Result{}, fmt.Errorf("%w: %s", ErrNoSession, c.Session)
@@ -128,7 +132,7 @@ func applyAcquire(st state, index uint64, c *LeaseCmd) (state, Result, error) {
 		st.Leases = cloneMap(st.Leases)
 		st.LastToken++
 		st.Leases[c.Name] = &Lease{Name: c.Name, Holder: c.Session, HolderNode: sess.Node, HolderNodeID: sess.NodeID,
-			Token: st.LastToken, Request: c.Request, Granted: index}
+			Token: st.LastToken, Request: c.Request, Granted: index, Value: c.Value}
 		return st, Result{Token: st.LastToken, Holder: c.Session, Request: c.Request}, nil
 	case l.Holder == c.Session:
 		// An older request of this session holds the lease: the caller
@@ -140,7 +144,7 @@ func applyAcquire(st state, index uint64, c *LeaseCmd) (state, Result, error) {
 		st.Leases = cloneMap(st.Leases)
 		nl := *l
 		nl.Waiters = slices.Clone(l.Waiters)
-		nl.Waiters[w].Request = c.Request
+		nl.Waiters[w].Request, nl.Waiters[w].Value = c.Request, c.Value
 		st.Leases[c.Name] = &nl
 		return st, Result{Token: l.Token, Holder: l.Holder, Request: l.Request, Queued: true}, nil
 	case !c.Wait:
@@ -151,7 +155,7 @@ func applyAcquire(st state, index uint64, c *LeaseCmd) (state, Result, error) {
 	}
 	st.Leases = cloneMap(st.Leases)
 	nl := *l
-	nl.Waiters = append(slices.Clip(l.Waiters), Waiter{Session: c.Session, Request: c.Request})
+	nl.Waiters = append(slices.Clip(l.Waiters), Waiter{Session: c.Session, Request: c.Request, Value: c.Value})
 	st.Leases[c.Name] = &nl
 	return st, Result{Token: l.Token, Holder: l.Holder, Request: l.Request, Queued: true}, nil
 }

@@ -124,7 +124,11 @@ func writeSnapshot(w io.Writer, d snapshotData) error {
 	out := wireSnapshotOut{Index: d.Index, Cluster: d.State.Cluster, LastToken: d.State.LastToken,
 		Sessions: v.Sessions(), Leases: v.Leases(), Shards: wireShards{v}, ShardsIndex: d.State.ShardsIndex,
 		Semaphores: v.Semaphores()}
-	if _, err := w.Write([]byte{SnapshotVersion}); err != nil {
+	version := byte(SnapshotVersion)
+	if leasesCarryValues(out.Leases) {
+		version = SnapshotValueVersion
+	}
+	if _, err := w.Write([]byte{version}); err != nil {
 		return err
 	}
 	return msgpack.NewEncoder(w).Encode(&out)

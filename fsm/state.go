@@ -94,6 +94,9 @@ func (s *Session) mark(name string) uint64 {
 type Waiter struct {
 	Session string `msgpack:"session"`
 	Request uint64 `msgpack:"req"`
+	// Value is the holder value the waiter's acquire carries; its grant
+	// takes it.
+	Value string `msgpack:"value,omitempty"`
 }
 
 // Lease is a named leader lease. A lease with no holder does not exist in
@@ -113,6 +116,10 @@ type Lease struct {
 	Granted uint64 `msgpack:"granted"`
 	// Waiters are the sessions queued for the lease, first come first.
 	Waiters []Waiter `msgpack:"waiters"`
+	// Value is the holder value of the current grant (see OpLeaseValue),
+	// ValueSeq the sequence of its last update (0: the acquire's value).
+	Value    string `msgpack:"value,omitempty"`
+	ValueSeq uint64 `msgpack:"vseq,omitempty"`
 }
 
 // state is the replicated data proper: what a snapshot holds. It is never
@@ -204,6 +211,15 @@ func (v *View) HolderNode(name string) (session, node, nodeID string, token uint
 		return "", "", "", 0, false
 	}
 	return l.Holder, l.HolderNode, l.HolderNodeID, l.Token, true
+}
+
+// HolderValue returns the holder value of the named lease's current grant
+// ("" when it has none, or nobody holds the lease), without allocating.
+func (v *View) HolderValue(name string) string {
+	if l, ok := v.st.Leases[name]; ok {
+		return l.Value
+	}
+	return ""
 }
 
 // Grant returns the named lease's holder, token and the holder's request

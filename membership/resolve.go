@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"strings"
+
+	"github.com/holdfast-go/holdfast/internal/errline"
 )
 
 // errOnlySelf is the reason a Join fails when every seed is this node.
@@ -60,7 +62,7 @@ func (m *Membership) resolveSeeds(ctx context.Context, seeds []string) ([]string
 		if len(errs) == 0 {
 			errs = append(errs, fmt.Errorf("%w (%s)", errOnlySelf, self))
 		}
-		return nil, errors.Join(errs...)
+		return nil, errline.Join(errs...) // logged: one line
 	}
 	return out, nil
 }

@@ -46,6 +46,8 @@ create-node    a certificate for node NAME signed by DIR's CA: DIR/NAME.pem and
 create-client  a client certificate for holdfastctl: DIR/client.pem and
                DIR/client-key.pem (client auth only; it cannot act as a node)
 
+DIR is ` + shownCertDir + ` unless -dir is given: outside any source tree, and
+where holdfastctl looks for ca.pem, client.pem and client-key.pem.
 Existing files are never replaced unless -force is given. Key files are
 written with mode 0600.
 `
@@ -112,7 +114,7 @@ func parseCertFlags(sub string, args []string) (certOptions, []string, error) {
 	}
 	fs := flag.NewFlagSet("holdfastctl cert "+sub, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&o.dir, "dir", "certs", "directory of the files (created if missing)")
+	fs.StringVar(&o.dir, "dir", "", "directory of the files, created if missing (default "+shownCertDir+": outside any source tree)")
 	fs.BoolVar(&o.force, "force", false, "replace existing files")
 	fs.StringVar(&o.name, "name", "", "common name (create-ca: holdfast CA; create-client: holdfastctl)")
 	fs.DurationVar(&o.validity, "validity", o.validity, "how long the certificate is valid")
@@ -137,6 +139,11 @@ func parseCertFlags(sub string, args []string) (certOptions, []string, error) {
 	}
 	if o.validity <= 0 {
 		return o, nil, fmt.Errorf("-validity is %v; must be positive", o.validity)
+	}
+	if o.dir == "" {
+		if o.dir = defaultCertDir(); o.dir == "" {
+			return o, nil, errors.New("no home directory to hold " + shownCertDir + ": give -dir")
+		}
 	}
 	if len(o.addrs) > 0 && sub != "create-node" {
 		return o, nil, errors.New("-addr applies to create-node only")

@@ -85,15 +85,22 @@ func TestCertCommands(t *testing.T) {
 	}
 }
 
-// TestTLSAdmin reads an admin handler served over HTTPS that requires a
-// client certificate of the cluster's CA.
-func TestTLSAdmin(t *testing.T) {
-	dir := t.TempDir()
+// tlsAdmin serves node0's admin handler (with actions for client
+// certificates) over HTTPS requiring a client certificate of a CA made by
+// the cert commands in a new directory; it returns the server's
+// HOST:PORT, that directory and the cluster.
+func tlsAdmin(t *testing.T) (hostPort, dir string, cl *holdfasttest.Cluster) {
+	dir = t.TempDir()
 	mustCtl(t, "cert", "create-ca", "-dir", dir)
 	mustCtl(t, "cert", "create-node", "-dir", dir, "node0", "-addr", "127.0.0.1")
 	mustCtl(t, "cert", "create-client", "-dir", dir)
+	return tlsAdminIn(t, dir)
+}
+
+// tlsAdminIn is tlsAdmin with the files already in dir.
+func tlsAdminIn(t *testing.T, dir string) (hostPort, _ string, cl *holdfasttest.Cluster) {
 	p := func(name string) string { return filepath.Join(dir, name) }
-	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1})
+	cl = holdfasttest.Start(t, holdfasttest.Options{Nodes: 1})
 	cl.WaitFormed(settle)
 	srv := httptest.NewUnstartedServer(admin.New(cl.Node(0).C(), admin.Options{Authorize: admin.RequireClientCertificate}))
 	pair, err := tls.LoadX509KeyPair(p("node0.pem"), p("node0-key.pem"))
@@ -105,8 +112,15 @@ func TestTLSAdmin(t *testing.T) {
 	pool.AppendCertsFromPEM(caPEM)
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
 	srv.StartTLS()
-	defer srv.Close()
-	hostPort := srv.Listener.Addr().String()
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String(), dir, cl
+}
+
+// TestTLSAdmin reads an admin handler served over HTTPS that requires a
+// client certificate of the cluster's CA.
+func TestTLSAdmin(t *testing.T) {
+	hostPort, dir, _ := tlsAdmin(t)
+	p := func(name string) string { return filepath.Join(dir, name) }
 
 	out := mustCtl(t, "-addr", hostPort, "-ca", p("ca.pem"), "-cert", p("client.pem"), "-key", p("client-key.pem"), "status")
 	if !strings.Contains(out, "node0") {

@@ -1,12 +1,18 @@
 // Command holdfastctl shows what one holdfast node knows of its cluster, by
 // asking the admin endpoints (package admin) that the application serves;
-// decommissions a node through them; and, offline, reads and recovers the
-// data dir of a stopped node.
+// acts on the cluster through them (drain, lease release, raft step-down and
+// remove-peer, leave); and, offline, reads and recovers the data dir of a
+// stopped node.
 //
 // Usage:
 //
 //	holdfastctl [-addr HOST:PORT|URL] [-json] [-timeout D] [-owner NAME]
-//	            [-ca FILE -cert FILE -key FILE [-server-name NAME]] status|members|shards|leases
+//	            [-certs DIR | -ca FILE -cert FILE -key FILE] [-server-name NAME]
+//	            status|members|shards|leases|semaphores
+//	holdfastctl [-addr ...] [TLS flags] [-timeout D] -confirm NAME drain NODE | undrain NODE
+//	holdfastctl [-addr ...] [TLS flags] [-timeout D] -confirm NAME lease release LEASE
+//	holdfastctl [-addr ...] [TLS flags] [-timeout D] -confirm NAME raft step-down
+//	holdfastctl [-addr ...] [TLS flags] [-timeout D] -confirm NAME [-force] raft remove-peer NODE
 //	holdfastctl [-addr ...] [TLS flags] [-timeout D] -confirm NAME [-force] leave
 //	holdfastctl data peers [-json] DIR
 //	holdfastctl data recover [-keep ID,...] -confirm NAME DIR
@@ -16,27 +22,44 @@
 //
 // Commands:
 //
-//	status   the node, its raft role and leader, voters, session, readiness, formation progress (GET /v1/status)
-//	members  every node the answering node's gossip knows of (the members of GET /v1/status)
-//	shards   every shard with its state, owner and token (GET /v1/shards); a first line
-//	         "STALE: no raft leader known since T" when the answering node knows no leader
-//	leases   every held named lease with its holder, token and waiters (GET /v1/leases)
-//	leave    decommission the node at -addr for good (POST /v1/leave): it leaves the raft
-//	         configuration, a replacement voter promoted first, and stops; refused when fewer
-//	         voters than the cluster keeps would remain and no node can replace it, unless
-//	         -force. A restart needs no leave: a stopped voter keeps its vote.
-//	help     print this usage
+//	status      the node, its raft role and leader, voters, session, readiness, formation progress (GET /v1/status)
+//	members     every node the answering node's gossip knows of (the members of GET /v1/status)
+//	shards      every shard with its state, owner and token (GET /v1/shards); a first line
+//	            "STALE: no raft leader known since T" when the answering node knows no leader
+//	leases      every held named lease with its holder, token, waiters and holder value (GET /v1/leases)
+//	semaphores  every semaphore in use, its limit, its holders (NODE:TOKEN) and waiters (GET /v1/semaphores)
+//	drain NODE  NODE hands its shards to the others and takes none until undrained (POST /v1/drain)
+//	undrain NODE  NODE takes shards again (POST /v1/undrain)
+//	lease release LEASE  end the current grant of LEASE, a stuck holder's: the next waiter gets it with a
+//	            new token (POST /v1/leases/release). The holder's node ends its belief first; when it does
+//	            not answer, the leader releases the lease without it, and the output says that the old
+//	            holder may still believe it holds the lease until its node learns of the release or its
+//	            session lapses: only a fenced resource, which refuses the old token once the next holder
+//	            wrote, stops its writes then.
+//	raft step-down  the raft leader hands leadership to another voter (POST /v1/raft/step-down)
+//	raft remove-peer NODE  take NODE (name or raft ID) out of the raft configuration, a replacement voter
+//	            promoted first when one is ready (POST /v1/raft/remove-peer); refused while the voters
+//	            left could not form a quorum, for the raft leader itself (step it down first), and for a
+//	            node gossip shows alive (decommission it with leave, which hands its shards off), unless
+//	            -force
+//	leave       decommission the node at -addr for good (POST /v1/leave): it leaves the raft
+//	            configuration, a replacement voter promoted first, and stops; refused when fewer
+//	            voters than the cluster keeps would remain and no node can replace it, unless
+//	            -force. A restart needs no leave: a stopped voter keeps its vote.
+//	help        print this usage
 //
 // # Acting commands
 //
-// leave changes the cluster, so it needs -confirm with the name of the
+// The commands that change the cluster need -confirm with the name of the
 // node at -addr: the node checks it before it does anything, so that a
-// mistyped -addr never decommissions the wrong node. The node must also
-// authorise the action (package admin's Options.Authorize): the ledger
+// mistyped -addr never acts on the wrong cluster or node. The node must
+// also authorise the action (package admin's Options.Authorize): the ledger
 // example allows it over HTTPS with a client certificate of the cluster's
-// CA (-ca, -cert, -key with cert create-client's files), or from loopback
-// when it runs -insecure. An acting command waits up to 2m unless -timeout
-// is given. Exit status 1 with the node's reason when it refuses.
+// CA (cert create-client's files), or from loopback when it runs -insecure.
+// All but leave are carried out by the raft leader, which logs each one
+// with who asked (the client certificate's name and the remote address).
+// An acting command waits up to 2m unless -timeout is given. Exit status 1
+// with the node's reason when it refuses.
 //
 // # Offline commands on a data dir
 //
@@ -56,12 +79,19 @@
 //
 //	-addr     where the admin handler is served: HOST:PORT, or a URL
 //	          (http://host:port/prefix) when it is mounted under a prefix or
-//	          behind https. Default 127.0.0.1:8080.
+//	          behind https. Default $HOLDFASTCTL_ADDR, else 127.0.0.1:8080
+//	          (the first node of the README's quick start).
 //	-json     print the JSON answer, pretty-printed, instead of a table;
 //	          members prints the members array of the status answer. The
 //	          documents decode into the types of package admin.
 //	-timeout  give up after this long (default 5s).
 //	-owner    with shards: list only the shards owned by node NAME.
+//	-certs    a directory with ca.pem, client.pem and client-key.pem (what
+//	          cert create-ca and cert create-client write): the admin endpoint
+//	          is read over HTTPS with that client certificate. Without any TLS
+//	          flag, ~/.holdfast/certs is used when those three files are there
+//	          (for a HOST:PORT -addr; a node that serves plain HTTP is then read
+//	          over HTTP).
 //	-ca       PEM file of the CA that signed the node's certificate: the
 //	          admin endpoint is read over HTTPS (HOST:PORT becomes https).
 //	-cert, -key  holdfastctl's client certificate and key (cert
@@ -70,12 +100,13 @@
 //	          name) instead of the -addr host.
 //	-confirm  acting commands: the name of the node at -addr.
 //	-force    leave: even with no replacement (never the last voter, nor
-//	          without a quorum to commit the removal).
+//	          without a quorum to commit the removal); raft remove-peer: a
+//	          node gossip shows alive.
 //
 // # Certificates
 //
-// holdfastctl cert makes a cluster's TLS files, in -dir (default certs,
-// created if missing). Nothing is replaced unless -force is given; key
+// holdfastctl cert makes a cluster's TLS files, in -dir (default
+// ~/.holdfast/certs, outside any source tree; created if missing). Nothing is replaced unless -force is given; key
 // files are written with mode 0600; every file written is listed.
 //
 //	cert create-ca             ca.pem (the CA certificate, for every node),
@@ -124,7 +155,10 @@
 //
 // Exit status: 0 on success; 1 when the node cannot be reached, does not
 // answer in time, or answers with an error or a document that is not the
-// admin handler's (a one-line message on standard error names the address);
+// admin handler's (a one-line message on standard error names the address,
+// and, for the usual mistakes, the flag to pass: -ca/-cert/-key or -certs
+// for a node serving HTTPS, http:// for one serving plain HTTP, the HTTP
+// address when -addr names a raft/RPC or gossip port);
 // 2 for a usage error (unknown command or flag, missing command, bad flag
 // value), after printing the usage on standard error. -h, -help and help
 // print the usage on standard output and exit 0.

@@ -23,6 +23,10 @@ type target struct {
 	base string      // URL without a trailing slash; endpoint paths are appended
 	name string      // how errors name it: the -addr the user gave
 	tls  *tls.Config // client TLS for https (nil: the system roots, no client certificate)
+	// plain is the http URL to fall back to when the node serves plain
+	// HTTP and TLS was not asked for (the default directory's files were
+	// found); "" otherwise.
+	plain string
 }
 
 // newTarget accepts HOST:PORT or an http(s) URL (whose path is the prefix
@@ -75,6 +79,16 @@ func post(t target, path string, req any, timeout time.Duration) ([]byte, error)
 func exchange(t target, method, path string, body []byte, timeout time.Duration) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	answer, err := exchangeOnce(ctx, t, method, path, body, timeout)
+	if t.plain != "" && isPlainHTTP(err) {
+		t.base, t.tls, t.plain = t.plain, nil, ""
+		return exchangeOnce(ctx, t, method, path, body, timeout)
+	}
+	return answer, err
+}
+
+// exchangeOnce is one attempt of exchange.
+func exchangeOnce(ctx context.Context, t target, method, path string, body []byte, timeout time.Duration) ([]byte, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if t.tls != nil {
 		tr.TLSClientConfig = t.tls.Clone()
@@ -95,7 +109,7 @@ func exchange(t target, method, path string, body []byte, timeout time.Duration)
 	}
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach %s: %s", t.name, reachCause(err, timeout))
+		return nil, &reachError{fmt.Errorf("cannot reach %s: %s%s", t.name, reachCause(err, timeout), reachHint(t, err)), err}
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(resp.Body)
@@ -110,6 +124,9 @@ func exchange(t target, method, path string, body []byte, timeout time.Duration)
 		what := path
 		if method != http.MethodGet {
 			what = method + " " + path
+		}
+		if hint := statusHint(t, resp.StatusCode, answer); hint != "" {
+			return nil, errors.New(hint)
 		}
 		return nil, fmt.Errorf("%s answered %s to %s: %s", t.name, resp.Status, what, errorText(answer, isJSON))
 	}

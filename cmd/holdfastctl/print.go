@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -33,6 +34,8 @@ func command(t target, o options, stdout io.Writer) error {
 		v = new(admin.Status)
 	case "shards":
 		v = new(admin.ShardList)
+	case "semaphores":
+		v = new(admin.SemaphoreList)
 	default:
 		v = new(admin.LeaseList)
 	}
@@ -51,6 +54,8 @@ func command(t target, o options, stdout io.Writer) error {
 		printShards(tw, v, o.owner)
 	case *admin.LeaseList:
 		printLeases(tw, v)
+	case *admin.SemaphoreList:
+		printSemaphores(tw, v)
 	}
 	return tw.Flush()
 }
@@ -144,19 +149,25 @@ func tokenBase(st admin.Status) string {
 }
 
 // faultTolerance summarises the raft group's health: how many more voters
-// may fail, and whether the group is degraded.
+// may fail, whether the group is degraded, and how old the judgement is.
+// Without a judgement it says why, with the last figures and their age.
 func faultTolerance(g admin.GroupHealth) string {
 	switch {
 	case !g.Known:
-		return "unknown (no recent judgement from a raft leader)"
+		why := cmp.Or(g.UnknownReason, "no recent judgement from a raft leader")
+		if g.Voters == 0 {
+			return "unknown: " + why
+		}
+		return fmt.Sprintf("unknown: %s (last judged %s: %d of %d voters healthy, fault tolerance %d)",
+			why, g.JudgedAgo(), g.HealthyVoters, g.Voters, g.FailureTolerance)
 	case g.Degraded:
 		s := fmt.Sprintf("%d, DEGRADED: %d of %d voters healthy (want %d)", g.FailureTolerance, g.HealthyVoters, g.Voters, g.WantedVoters)
 		if len(g.Unhealthy) > 0 {
 			s += ", unhealthy: " + strings.Join(g.Unhealthy, ", ")
 		}
-		return s
+		return s + "; judged " + g.JudgedAgo()
 	}
-	return fmt.Sprintf("%d (%d of %d voters healthy)", g.FailureTolerance, g.HealthyVoters, g.Voters)
+	return fmt.Sprintf("%d (%d of %d voters healthy, judged %s)", g.FailureTolerance, g.HealthyVoters, g.Voters, g.JudgedAgo())
 }
 
 // printMembers prints one row per member.
@@ -204,11 +215,38 @@ func printLeases(w io.Writer, l *admin.LeaseList) {
 		fmt.Fprintln(w, "no leases held")
 		return
 	}
-	fmt.Fprintln(w, "NAME\tHOLDER\tHOLDER_ID\tSESSION\tTOKEN\tWAITERS")
+	fmt.Fprintln(w, "NAME\tHOLDER\tHOLDER_ID\tSESSION\tTOKEN\tWAITERS\tVALUE")
 	for _, r := range l.Leases {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\n", r.Name, dash(r.Holder), r.HolderID, r.Session, r.Token, r.Waiters)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Name, dash(r.Holder), r.HolderID, r.Session, r.Token, r.Waiters,
+			dash(cellValue(r.Value)))
+	}
+}
+
+// printSemaphores prints one row per semaphore in use, its permits' holders
+// as NODE:TOKEN in grant order.
+func printSemaphores(w io.Writer, l *admin.SemaphoreList) {
+	if len(l.Semaphores) == 0 {
+		fmt.Fprintln(w, "no semaphores in use")
+		return
+	}
+	fmt.Fprintln(w, "NAME\tLIMIT\tHELD\tWAITERS\tHOLDERS")
+	for _, s := range l.Semaphores {
+		holders := make([]string, 0, len(s.Holders))
+		for _, h := range s.Holders {
+			holders = append(holders, fmt.Sprintf("%s:%d", dash(h.Holder), h.Token))
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\n", s.Name, s.Limit, len(s.Holders), s.Waiters, dash(strings.Join(holders, " ")))
 	}
 }
 
 // dash stands in for an empty table cell.
 func dash(s string) string { return cmp.Or(s, "-") }
+
+// cellValue is a holder value as a table cell: quoted when it holds
+// spaces, tabs or other characters that would break the columns.
+func cellValue(v string) string {
+	if v == "" || strings.IndexFunc(v, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '"' }) < 0 {
+		return v
+	}
+	return strconv.Quote(v)
+}

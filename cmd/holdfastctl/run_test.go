@@ -62,7 +62,7 @@ func settledCluster(t *testing.T) (*holdfasttest.Cluster, *coordinator.Lease) {
 	cl.WaitFormed(settle)
 	ctx, cancel := context.WithTimeout(context.Background(), settle)
 	defer cancel()
-	l, err := cl.Node(1).C().Acquire(ctx, "cli-lease")
+	l, err := cl.Node(1).C().Acquire(ctx, "cli-lease", coordinator.WithValue("node1 at :8080"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestCommands(t *testing.T) {
 		})
 		out := mustCtl(t, "-addr", addr, "status")
 		for _, want := range []string{"name:", "node0", c.ID(), c.ClusterID(), "node0, node1, node2", "ready:", "yes",
-			"fault_tolerance:", "1 (3 of 3 voters healthy)", "formation:", "member of cluster " + c.ClusterID()} {
+			"fault_tolerance:", "1 (3 of 3 voters healthy, judged ", "formation:", "member of cluster " + c.ClusterID()} {
 			if !strings.Contains(out, want) {
 				t.Errorf("status lacks %q:\n%s", want, out)
 			}
@@ -162,13 +162,13 @@ func TestCommands(t *testing.T) {
 	t.Run("shards", func(t *testing.T) { checkShards(t, addr) })
 	t.Run("leases", func(t *testing.T) {
 		out := mustCtl(t, "-addr", addr, "leases")
-		row := fmt.Sprintf(`(?m)^cli-lease +node1 +%s +\S+ +%d +0$`, cl.Node(1).C().ID(), lease.Token())
+		row := fmt.Sprintf(`(?m)^cli-lease +node1 +%s +\S+ +%d +0 +"node1 at :8080"$`, cl.Node(1).C().ID(), lease.Token())
 		if !regexp.MustCompile(row).MatchString(out) || !strings.HasPrefix(out, "NAME ") {
 			t.Errorf("leases lacks %s:\n%s", row, out)
 		}
 		var ll admin.LeaseList
 		decodeStrict(t, mustCtl(t, "-addr", addr, "-json", "leases"), &ll)
-		if len(ll.Leases) != 1 || ll.Leases[0].Name != "cli-lease" || ll.Leases[0].Token != lease.Token() {
+		if len(ll.Leases) != 1 || ll.Leases[0].Name != "cli-lease" || ll.Leases[0].Token != lease.Token() || ll.Leases[0].Value != "node1 at :8080" {
 			t.Errorf("leases -json: %+v", ll)
 		}
 	})
@@ -312,8 +312,16 @@ func TestUsage(t *testing.T) {
 		{"-addr http:// status", "no host"},
 		{"leave", "leave changes the cluster: give -confirm NAME"},
 		{"-confirm node0 status", "-confirm applies to acting commands"},
-		{"-force status", "-force applies to leave only"},
+		{"-force status", "-force applies to leave and raft remove-peer only"},
 		{"-confirm node0 leave extra", `unexpected argument "extra"`},
+		{"-confirm node0 drain", "drain needs NODE"},
+		{"-confirm node0 drain a b", `unexpected argument "b" after drain`},
+		{"drain node1", "drain changes the cluster: give -confirm NAME"},
+		{"lease", "lease needs a subcommand: release"},
+		{"raft", "raft needs a subcommand: step-down|remove-peer"},
+		{"-confirm node0 raft elect", `unknown command "raft elect"`},
+		{"-force -confirm node0 drain node1", "-force applies to leave and raft remove-peer only"},
+		{"semaphores extra", `unexpected argument "extra" after semaphores`},
 	} {
 		code, out, errOut := ctl(strings.Fields(tc.args)...)
 		if code != 2 || out != "" || !strings.HasPrefix(errOut, "holdfastctl: ") || !strings.Contains(errOut, tc.want) ||

@@ -64,9 +64,11 @@
 // HTTPS with a client certificate of the cluster's CA required, when the
 // node has certificates and -http-tls is left true) serves /metrics (holdfast_* metrics, holdfast_fence_rejections_total and the
 // ledger's own ledger_* counters) and holdfast's admin endpoints
-// (/v1/status, /v1/shards, /v1/leases, /healthz, /readyz), which
-// holdfastctl reads, and the action POST /v1/leave (holdfastctl leave),
-// allowed over HTTPS to a client with a certificate of the CA, with
+// (/v1/status, /v1/shards, /v1/leases, /v1/semaphores, /healthz, /readyz),
+// which holdfastctl reads, and the actions (POST /v1/leave, /v1/drain,
+// /v1/undrain, /v1/leases/release, /v1/raft/step-down,
+// /v1/raft/remove-peer: holdfastctl leave, drain, undrain, lease release,
+// raft step-down, raft remove-peer), allowed over HTTPS to a client with a certificate of the CA, with
 // -insecure to a loopback client only, and with -http-tls=false to nobody.
 //
 // SIGTERM or SIGINT shuts the node down gracefully: the auditor stops,
@@ -128,15 +130,20 @@
 // plaintext RPC port anyone who reaches it can forge raft commands. A
 // cluster's files come from three commands:
 //
-//	go run ./cmd/holdfastctl cert create-ca                       # certs/ca.pem, ca-key.pem, gossip.key
-//	go run ./cmd/holdfastctl cert create-node -addr 127.0.0.1 n1  # certs/n1.pem, n1-key.pem (and n2, n3)
-//	go run ./cmd/holdfastctl cert create-client                   # certs/client.pem, client-key.pem: holdfastctl's
+//	go run ./cmd/holdfastctl cert create-ca                       # ~/.holdfast/certs: ca.pem, ca-key.pem, gossip.key
+//	go run ./cmd/holdfastctl cert create-node -addr 127.0.0.1 n1  # n1.pem, n1-key.pem (and n2, n3)
+//	go run ./cmd/holdfastctl cert create-client                   # client.pem, client-key.pem: holdfastctl's
 //
 // Each node needs ca.pem, gossip.key and its own NAME.pem and NAME-key.pem;
 // ca-key.pem stays where certificates are made. -addr names the addresses
 // HTTPS clients dial (the -http host), so they can verify the node.
 // -insecure runs plaintext for a try on one machine; the gossip key and
 // -http are then plain too.
+//
+// A configuration error names the flag to change, not holdfast's Config
+// field: "-expect is 5, above -voters (3): ... raise -voters (1, 3 or 5) to
+// at least 5, or lower -expect"; a missing certificate file names the file,
+// the flag it came from and the holdfastctl cert command that makes it.
 //
 // Timings start from coordinator.DefaultConfig; with -ttl below 5s they
 // come from coordinator.DefaultLocalConfig (fast raft, gossip and
@@ -146,25 +153,22 @@
 //
 // # Trying it
 //
-// Three voters on one machine, the third one unchecked, with certificates
-// made as above for n1, n2 and n3:
+// The README's quick start runs three nodes on one machine, as
+// quickstart_test.go does from the README's own lines. To watch the fence
+// at work, start the third one unchecked, with a short TTL for all three:
 //
 //	go build -o /tmp/ledger ./examples/ledger
-//	/tmp/ledger -node n1 -certs certs -data /tmp/l1 -expect 3 -db /tmp/ledger.db -ttl 2s -shards 8 \
-//	    -gossip 127.0.0.1:7001 -http 127.0.0.1:8001
-//	/tmp/ledger -node n2 -certs certs -data /tmp/l2 -expect 3 -db /tmp/ledger.db -ttl 2s -shards 8 \
-//	    -join 127.0.0.1:7001 -http 127.0.0.1:8002
-//	/tmp/ledger -node n3 -certs certs -data /tmp/l3 -expect 3 -db /tmp/ledger.db -ttl 2s -shards 8 \
-//	    -join 127.0.0.1:7001 -http 127.0.0.1:8003 -check-before-write=false
+//	/tmp/ledger -node n1 -certs ~/.holdfast/certs -data /tmp/l1 -expect 3 -db /tmp/ledger.db -ttl 2s -shards 8 -gossip 127.0.0.1:7001 -http 127.0.0.1:8080
+//	/tmp/ledger -node n2 -certs ~/.holdfast/certs -data /tmp/l2 -expect 3 -db /tmp/ledger.db -ttl 2s -shards 8 -join 127.0.0.1:7001 -http 127.0.0.1:8081
+//	/tmp/ledger -node n3 -certs ~/.holdfast/certs -data /tmp/l3 -expect 3 -db /tmp/ledger.db -ttl 2s -shards 8 -join 127.0.0.1:7001 -http 127.0.0.1:8082 -check-before-write=false
 //
 // Then pause the third one for a few TTLs (kill -STOP, then kill -CONT) and
 // look at what the fence refused:
 //
 //	sqlite3 /tmp/ledger.db 'SELECT * FROM rejected'
-//	go run ./cmd/holdfastctl -addr 127.0.0.1:8001 -ca certs/ca.pem \
-//	    -cert certs/client.pem -key certs/client-key.pem shards
+//	go run ./cmd/holdfastctl shards   # n1 at 127.0.0.1:8080, with ~/.holdfast/certs/client.pem
 //
-// (With -insecure instead of -certs: holdfastctl -addr http://127.0.0.1:8001 shards.)
+// (With -insecure instead of -certs: holdfastctl -addr http://127.0.0.1:8080 shards.)
 // ledger_test.go does exactly this, and more, with four processes
 // (-insecure); secure_test.go brings three up from holdfastctl cert files.
 // netcut_test.go runs the ledger in Linux network namespaces (as root) and

@@ -56,6 +56,9 @@ func serve(ctx context.Context, unsignal func(), o options, out *printer, log *s
 		return err
 	}
 	cfg := clusterConfig(o)
+	if err := o.sec.checkFiles(o.node); err != nil {
+		return err
+	}
 	if err := o.sec.apply(&cfg); err != nil {
 		return err
 	}
@@ -92,7 +95,7 @@ func serve(ctx context.Context, unsignal func(), o options, out *printer, log *s
 			"restart it with -leave-cluster %s (its raft state and identity are moved aside)", err, fe.Cluster, fe.SeedsCluster, fe.Cluster)
 	}
 	if err != nil {
-		return err
+		return flagError(err)
 	}
 	srv := startHTTP(ln, c, reg, o.sec.authorizeActions(httpTLS != nil))
 	addrs := []any{"node", o.node, "gossip", c.GossipAddr(), "rpc", c.RPCAddr(), "http", ln.Addr()}
@@ -120,11 +123,12 @@ func serve(ctx context.Context, unsignal func(), o options, out *printer, log *s
 }
 
 // startHTTP serves /metrics and the admin endpoints on ln, with the
-// actions (holdfastctl leave) that authorize allows.
+// actions (holdfastctl leave, drain, lease release, raft ...) that
+// authorize allows.
 func startHTTP(ln net.Listener, c *coordinator.Coordinator, reg *prometheus.Registry, authorize func(*http.Request) error) *http.Server {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	// /v1/status, /v1/shards, /v1/leases, /healthz, /readyz; POST /v1/leave
+	// /v1/status, /v1/shards, /v1/leases, /v1/semaphores, /healthz, /readyz; the POST actions
 	mux.Handle("/", admin.New(c, admin.Options{Authorize: authorize}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)

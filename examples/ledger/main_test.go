@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,6 +20,8 @@ func TestMain(m *testing.M) {
 
 func TestCommandLine(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "ledger.db")
+	empty := t.TempDir()
+	os.WriteFile(filepath.Join(empty, "ca.pem"), nil, 0o600) // present: the node certificate is what is missing
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -31,16 +34,27 @@ func TestCommandLine(t *testing.T) {
 		{"argument", []string{"-node", "n1", "-db", db, "extra"}, 2, `unexpected argument "extra"`},
 		{"help", []string{"-h"}, 0, "usage: ledger"},
 		{"interval", []string{"-node", "n1", "-db", db, "-insecure", "-interval", "0s"}, 1, "-interval is 0s; must be positive"},
-		{"ttl too short", []string{"-node", "n1", "-db", db, "-insecure", "-ttl", "500ms"}, 1, "Session.TTL: is 500ms"},
-		{"expect without data", []string{"-node", "n1", "-db", db, "-insecure", "-expect", "3"}, 1, "Cluster.BootstrapExpect: is 3 but DataDir is empty"},
+		{"ttl too short", []string{"-node", "n1", "-db", db, "-insecure", "-ttl", "500ms"}, 1,
+			"ledger: -ttl is 500ms; must be at least 3 × the raft election/heartbeat timeout (900ms) so a leader change does not expire sessions\n"},
+		{"expect without data", []string{"-node", "n1", "-db", db, "-insecure", "-expect", "3"}, 1, "ledger: -expect is 3 but -data is empty"},
+		{"expect above voters", []string{"-node", "n1", "-db", db, "-insecure", "-data", t.TempDir(), "-expect", "5"}, 1,
+			"ledger: -expect is 5, above -voters (3): the nodes that form a cluster all become voters; raise -voters (1, 3 or 5) to at least 5, or lower -expect\n"},
+		{"gossip without port", []string{"-node", "n1", "-db", db, "-insecure", "-gossip", "localhost"}, 1,
+			`ledger: -gossip: "localhost" is not HOST:PORT (missing port in address): give an address such as 127.0.0.1:7946 (port 0: any free port)` + "\n"},
+		{"rpc port out of range", []string{"-node", "n1", "-db", db, "-insecure", "-rpc", "127.0.0.1:127947"}, 1,
+			`ledger: -rpc: "127.0.0.1:127947": port 127947 is out of range (0 to 65535)` + "\n"},
+		{"join port not a number", []string{"-node", "n1", "-db", db, "-insecure", "-join", "127.0.0.1:nope"}, 1,
+			`ledger: -join: "127.0.0.1:nope": port "nope" is not a number: a join address is a member's gossip HOST:PORT` + "\n"},
 		{"bad http", []string{"-node", "n1", "-db", db, "-insecure", "-http", "nowhere"}, 1, "-http:"},
-		{"no certificates", []string{"-node", "n1", "-db", db}, 2, "holdfastctl cert create-ca -dir certs"},
+		{"no certificates", []string{"-node", "n1", "-db", db}, 2, "holdfastctl cert create-ca            (writes ~/.holdfast/certs"},
 		{"no certificates, long TTL", []string{"-node", "n1", "-db", db, "-ttl", "10s"}, 2, "or with -insecure to run without TLS"},
 		{"insecure and certificates", []string{"-node", "n1", "-db", db, "-insecure", "-certs", "certs"}, 2, "choose one"},
 		{"cert without key", []string{"-node", "n1", "-db", db, "-ca", "ca.pem", "-cert", "n1.pem"}, 2, "-ca, -cert and -key go together"},
-		{"unspecified advertise", []string{"-node", "n1", "-db", db, "-insecure", "-advertise-rpc", "0.0.0.0:7947"}, 1, "AdvertiseRPCAddr"},
-		{"advertised gossip name", []string{"-node", "n1", "-db", db, "-insecure", "-advertise-gossip", "n1.example:7946"}, 1, "AdvertiseGossipAddr"},
-		{"missing certificate files", []string{"-node", "n1", "-db", db, "-certs", t.TempDir()}, 1, "n1.pem: no such file"},
+		{"unspecified advertise", []string{"-node", "n1", "-db", db, "-insecure", "-advertise-rpc", "0.0.0.0:7947"}, 1, `ledger: -advertise-rpc: "0.0.0.0:7947" has an unspecified host`},
+		{"advertised gossip name", []string{"-node", "n1", "-db", db, "-insecure", "-advertise-gossip", "n1.example:7946"}, 1, `ledger: -advertise-gossip: "n1.example:7946": the host must be an IP address`},
+		{"missing certificate files", []string{"-node", "n1", "-db", db, "-certs", empty}, 1, "ledger: this node's certificate " +
+			filepath.Join(empty, "n1.pem") + " (-certs " + empty + ") cannot be read: no such file or directory; " +
+			"make it with holdfastctl cert create-node -dir " + empty + " -addr HOST n1\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -148,8 +162,8 @@ func TestDataDirOfAnotherNode(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	args := []string{"-node", "n2", "-db", filepath.Join(dir, "ledger.db"), "-data", data, "-ttl", "2s", "-insecure"}
-	if code := run(args, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "AllowRename") {
-		t.Errorf("exit status %d, want 1 and an error naming AllowRename; stderr:\n%s", code, stderr.String())
+	if code := run(args, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "set -allow-rename to rename that node") {
+		t.Errorf("exit status %d, want 1 and an error naming -allow-rename; stderr:\n%s", code, stderr.String())
 	}
 	for flagSet, want := range map[bool]bool{false: false, true: true} {
 		a := []string{"-node", "n2", "-db", "x.db", "-insecure"}

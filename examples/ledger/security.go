@@ -30,9 +30,9 @@ type secOptions struct {
 // nor -insecure.
 var errNoCerts = errors.New("no certificates: the raft/RPC port refuses to run in plaintext, where anyone who reaches it " +
 	"can forge raft commands.\n" +
-	"  Make them once per cluster:   holdfastctl cert create-ca -dir certs\n" +
-	"  and once per node:            holdfastctl cert create-node -dir certs -addr HOST NAME\n" +
-	"  then start with -certs certs (or -ca, -cert and -key), or with -insecure to run without TLS (one machine, a try)")
+	"  Make them once per cluster:   holdfastctl cert create-ca            (writes ~/.holdfast/certs; -dir DIR to choose)\n" +
+	"  and once per node:            holdfastctl cert create-node -addr HOST NAME\n" +
+	"  then start with -certs ~/.holdfast/certs (or -ca, -cert and -key), or with -insecure to run without TLS (one machine, a try)")
 
 // register adds the security flags to fs.
 func (s *secOptions) register(fs *flag.FlagSet) {
@@ -171,8 +171,9 @@ func (h *httpsFiles) forHandshake(*tls.ClientHelloInfo) (*tls.Config, error) {
 	return h.cur.Load(), nil
 }
 
-// authorizeActions is who may act on the node through its admin endpoint
-// (holdfastctl leave): over HTTPS, a client with a certificate of the
+// authorizeActions is who may act on the cluster through the node's admin
+// endpoint (holdfastctl leave, drain, lease release, raft step-down and
+// remove-peer): over HTTPS, a client with a certificate of the
 // cluster's CA, as every admin request already needs; with -insecure (no
 // authentication anywhere), a client on this machine only; with
 // certificates but -http-tls=false, nobody.

@@ -108,24 +108,38 @@ func interfaceIP(preferV4 bool) net.IP {
 	return net.IPv4(127, 0, 0, 1)
 }
 
+// Picked records which advertised addresses ResolveAdvertise took from an
+// interface, for WarnPicked to report once the listeners are bound.
+type Picked struct{ RPC, Gossip bool }
+
 // ResolveAdvertise sets *advRPC and *advGossip (Config.AdvertiseRPCAddr and
 // AdvertiseGossipAddr) for listeners bound at rpcBind and gossipBind: kept
 // when set, an interface address in place of an unspecified bind host
-// (with a warning to log), else "" (the bound address is advertised).
-func ResolveAdvertise(log *slog.Logger, rpcBind string, advRPC *string, gossipBind string, advGossip *string) {
+// (reported in picked), else "" (the bound address is advertised).
+func ResolveAdvertise(rpcBind string, advRPC *string, gossipBind string, advGossip *string) (picked Picked) {
+	var addr string
+	addr, picked.RPC = advertiseFor(rpcBind, *advRPC)
+	*advRPC = addr
+	addr, picked.Gossip = advertiseFor(gossipBind, *advGossip)
+	*advGossip = addr
+	return picked
+}
+
+// WarnPicked logs a warning for each address ResolveAdvertise picked from
+// an interface, with the address advertised now that the listener is bound
+// (rpcAddr, gossipAddr: its real port, not the 0 of a bind to port 0).
+func WarnPicked(log *slog.Logger, picked Picked, rpcBind, rpcAddr, gossipBind, gossipAddr string) {
 	for _, f := range []struct {
+		picked                bool
 		name, bindField, flag string
-		bind                  string
-		adv                   *string
+		bind, addr            string
 	}{
-		{"AdvertiseRPCAddr", "RPCAddr", "-advertise-rpc", rpcBind, advRPC},
-		{"AdvertiseGossipAddr", "GossipAddr", "-advertise-gossip", gossipBind, advGossip},
+		{picked.RPC, "AdvertiseRPCAddr", "RPCAddr", "-advertise-rpc", rpcBind, rpcAddr},
+		{picked.Gossip, "AdvertiseGossipAddr", "GossipAddr", "-advertise-gossip", gossipBind, gossipAddr},
 	} {
-		addr, picked := advertiseFor(f.bind, *f.adv)
-		*f.adv = addr
-		if picked {
+		if f.picked {
 			log.Warn(f.bindField+" binds every interface; advertising an interface address in its place: set Config."+
-				f.name+" (ledger "+f.flag+") to choose", "bind", f.bind, "advertise", addr)
+				f.name+" (ledger "+f.flag+") to choose", "bind", f.bind, "advertise", f.addr)
 		}
 	}
 }

@@ -71,10 +71,15 @@ func (c Config) CheckSize(eligible bool) error {
 	switch {
 	case c.Voters != 1 && c.Voters != 3 && c.Voters != 5:
 		return fieldErr("Voters", "is %d; must be 1, 3 or 5", c.Voters)
-	case c.BootstrapExpect < 0 || c.BootstrapExpect > c.Voters:
-		return fieldErr("BootstrapExpect", "is %d; must be between 0 and Cluster.Voters (%d)", c.BootstrapExpect, c.Voters)
+	case c.BootstrapExpect < 0:
+		return fieldErr("BootstrapExpect", "is %d; must be 0 (only join) or more", c.BootstrapExpect)
+	case c.BootstrapExpect > c.Voters:
+		return fieldErr("BootstrapExpect", "is %d, above Cluster.Voters (%d): the nodes that form a cluster all become voters; "+
+			"raise Cluster.Voters (1, 3 or 5) to at least %d, or lower BootstrapExpect", c.BootstrapExpect, c.Voters, c.BootstrapExpect)
 	case c.BootstrapExpect > 0 && !eligible:
-		return fieldErr("BootstrapExpect", "is %d but DataDir is empty: only voter-eligible nodes bootstrap", c.BootstrapExpect)
+		return fieldErr("BootstrapExpect", "is %d but DataDir is empty: only a node with a DataDir can form a cluster; set DataDir "+
+			"(one node alone: DataDir, Cluster.Voters = 1 and Cluster.BootstrapExpect = 1), or BootstrapExpect = 0 to join an existing cluster",
+			c.BootstrapExpect)
 	case c.TokenFloor > fsm.MaxTokenBase:
 		return fieldErr("TokenFloor", "is %d; must be at most 2^62 (%d) so that tokens fit a signed 64-bit column", c.TokenFloor, uint64(fsm.MaxTokenBase))
 	case len(c.LeaveCluster) > fsm.MaxNameLength:

@@ -24,9 +24,14 @@ func TestConfigChecks(t *testing.T) {
 		err              error
 	}{
 		{"voters", "Cluster.Voters", "is 2; must be 1, 3 or 5", func() Config { c := ok; c.Voters = 2; return c }().CheckSize(true)},
-		{"expect>voters", "Cluster.BootstrapExpect", "is 5; must be between 0 and Cluster.Voters (3)",
+		{"expect>voters", "Cluster.BootstrapExpect", "is 5, above Cluster.Voters (3): the nodes that form a cluster all become voters; " +
+			"raise Cluster.Voters (1, 3 or 5) to at least 5, or lower BootstrapExpect",
 			func() Config { c := ok; c.BootstrapExpect = 5; return c }().CheckSize(true)},
-		{"not eligible", "Cluster.BootstrapExpect", "is 3 but DataDir is empty: only voter-eligible nodes bootstrap", ok.CheckSize(false)},
+		{"expect<0", "Cluster.BootstrapExpect", "is -1; must be 0 (only join) or more",
+			func() Config { c := ok; c.BootstrapExpect = -1; return c }().CheckSize(true)},
+		{"not eligible", "Cluster.BootstrapExpect", "is 3 but DataDir is empty: only a node with a DataDir can form a cluster; " +
+			"set DataDir (one node alone: DataDir, Cluster.Voters = 1 and Cluster.BootstrapExpect = 1), " +
+			"or BootstrapExpect = 0 to join an existing cluster", ok.CheckSize(false)},
 		{"stabilization", "Cluster.ServerStabilization", "must be positive",
 			func() Config { c := ok; c.ServerStabilization = 0; return c }().CheckTimings(time.Second)},
 		{"dead", "Cluster.DeadServerStabilization", "must be positive",
@@ -68,6 +73,9 @@ func TestGroupHealth(t *testing.T) {
 	if g := n.GroupHealth(); g.Known || g.Wanted != 3 || !g.Degraded() {
 		t.Fatalf("before any report: %+v, want unknown, 3 wanted, degraded", g)
 	}
+	n.raft.mu.Lock()
+	n.raft.leader = "addr-a" // a leader known: the judgement counts while fresh
+	n.raft.mu.Unlock()
 	rep := &wire.HealthReport{Leader: "id-a", FailureTolerance: 1, Voters: []wire.VoterReport{
 		{ID: "id-a", Name: "a", Zone: "z1", Healthy: true}, {ID: "id-b", Name: "b", Healthy: true}, {ID: "id-c", Name: "c", Healthy: true}}}
 	n.noteHealth(rep)

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -37,12 +38,18 @@ func (cl *Cluster) Health() (rep wire.HealthReport, at time.Time, ok bool) {
 // so followers and non-voters report the leader's figures, not a guess of
 // their own.
 type GroupHealth struct {
-	// Known is true when this node holds a judgement no older than
-	// 2 × ReconcileInterval + RPCTimeout: it leads, or the leader's stats
-	// request reached it recently. A node cut off from the leader, or not
-	// yet in the raft configuration, reports false (and the last figures it
-	// had, if any).
+	// Known is true when this node knows a raft leader and holds a
+	// judgement no older than 2 × ReconcileInterval + RPCTimeout: it
+	// leads, or the leader's stats request reached it recently. A node
+	// that knows no leader (a lost quorum: from the moment raft on this
+	// node gives up on its leader), is cut off from the leader, or is not
+	// yet in the raft configuration reports false, with the reason in
+	// Unknown (and the last figures it had, if any, with their Age).
 	Known bool
+	// Unknown says why the judgement is not known ("" when Known): "no
+	// raft leader known", "no judgement from the raft leader for 25s", or
+	// "no judgement received yet".
+	Unknown string
 	// Leader is the raft ID of the leader that judged; Age how long ago.
 	Leader string
 	Age    time.Duration
@@ -88,11 +95,23 @@ func (g GroupHealth) Degraded() bool {
 // GroupHealth): the last report Health kept, judged against Options.Voters.
 func (cl *Cluster) GroupHealth() GroupHealth {
 	rep, at, ok := cl.Health()
+	leaderKnown := cl.o.Raft.Leader() != ""
 	if !ok {
-		return GroupHealth{Wanted: cl.o.Voters}
+		g := GroupHealth{Wanted: cl.o.Voters, Unknown: "no judgement received yet"}
+		if !leaderKnown {
+			g.Unknown = "no raft leader known"
+		}
+		return g
 	}
 	g := GroupHealth{Wanted: cl.o.Voters, Leader: rep.Leader, FailureTolerance: rep.FailureTolerance, Age: cl.o.Now().Sub(at)}
-	g.Known = g.Age <= 2*cl.o.ReconcileInterval+cl.o.RPCTimeout
+	fresh := g.Age <= 2*cl.o.ReconcileInterval+cl.o.RPCTimeout
+	g.Known = leaderKnown && fresh
+	switch {
+	case !leaderKnown:
+		g.Unknown = "no raft leader known"
+	case !fresh:
+		g.Unknown = fmt.Sprintf("no judgement from the raft leader for %v", g.Age.Round(time.Second))
+	}
 	for _, v := range rep.Voters {
 		g.Voters = append(g.Voters, VoterHealth{ID: v.ID, Name: v.Name, Zone: v.Zone, Healthy: v.Healthy, Leader: v.ID == rep.Leader})
 	}

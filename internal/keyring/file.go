@@ -143,7 +143,7 @@ func Open(o FileOptions) (*Store, [][]byte, error) {
 	s.path, s.generation = path, f.Generation
 	if f.Config == s.fingerprint {
 		if len(f.Keys) > 0 {
-			log.Info("gossip keyring loaded from DataDir: newer than Config.Gossip.Keys (unchanged since it was written)",
+			log.Info("using the gossip keyring kept in DataDir: it holds the keys as last rotated, and Config.Gossip.Keys has not changed since it was written",
 				"generation", f.Generation, "keys", len(f.Keys), "primary", KeyID(f.Keys[0]))
 		}
 		return s, f.Keys, nil

@@ -21,6 +21,7 @@ type Grant struct {
 	sess   *session.Session
 	belief Belief
 	slot   chan struct{} // the local slot of a lease name; see Acquire
+	value  valueState    // the holder value (value.go)
 }
 
 // Belief returns this node's belief in the grant (made by Options.Believe).
@@ -67,7 +68,13 @@ func (g *Grant) Release(ctx context.Context) error { return g.release(ctx, false
 func (g *Grant) ReleaseBeforeCommit(ctx context.Context) error { return g.release(ctx, true) }
 
 func (g *Grant) release(ctx context.Context, early bool) error {
-	if !g.end(g.p.o.Errors.Resigned) {
+	return g.releaseWith(ctx, early, g.p.o.Errors.Resigned)
+}
+
+// releaseWith is release with the belief's cause (one wrapping
+// Errors.Resigned).
+func (g *Grant) releaseWith(ctx context.Context, early bool, cause error) error {
+	if !g.end(cause) {
 		return nil
 	}
 	if g.slot != nil {
@@ -256,6 +263,7 @@ func (p *Part) newGrant(r Request, s *session.Session, token, req, index uint64)
 		return nil, errSessionEnded
 	}
 	g := &Grant{p: p, kind: r.Kind, name: r.Name, req: req, token: token, index: index, sess: s}
+	g.value.cur = r.Value
 	if r.Kind == Semaphore {
 		g.limit = r.Limit
 	}

@@ -50,6 +50,12 @@ type Election[L Term] struct {
 	// Observe streams the lease's holders until ctx ends, then closes the
 	// channel (required with OnNewLeader).
 	Observe func(ctx context.Context) <-chan Holder
+	// Sync (optional) returns once the local replica reflects every
+	// command committed before it was called; Run's holder stream starts
+	// only after it, so that a grant released before Run began (this
+	// node's own Release included, which the replica may not show yet) is
+	// never reported as a new holder.
+	Sync func(ctx context.Context) error
 	// Check (optional) holds the term's lease while it runs.
 	Check *Check[L]
 	// Shutdown is the error of an Acquire on a node shutting down: Run
@@ -157,8 +163,12 @@ func (e *Election[L]) resign(ctx context.Context, l L) {
 	}
 }
 
-// notifyNewLeaders calls OnNewLeader with each new holder until ctx ends.
+// notifyNewLeaders calls OnNewLeader with each new holder until ctx ends,
+// reading the holders once Sync returns (if set).
 func (e *Election[L]) notifyNewLeaders(ctx context.Context) {
+	if e.Sync != nil && e.Sync(ctx) != nil {
+		return // ctx ended, or the node is shutting down
+	}
 	for h := range e.Observe(ctx) {
 		e.reported.report(h)
 	}

@@ -16,6 +16,7 @@ type Holder struct {
 	Addr    string // the holding session's address
 	Session string
 	Token   uint64 // the grant's fencing token
+	Value   string // the grant's holder value (leases only)
 }
 
 // holderAt fills h.Addr from h's session in v, without allocating.
@@ -31,7 +32,7 @@ func HolderOf(v *fsm.View, name string) (h Holder, ok bool) {
 	if !ok {
 		return Holder{}, false
 	}
-	return holderAt(v, Holder{Node: node, NodeID: nodeID, Session: sess, Token: token}), true
+	return holderAt(v, Holder{Node: node, NodeID: nodeID, Session: sess, Token: token, Value: v.HolderValue(name)}), true
 }
 
 // SemHolders returns the holders of the named semaphore's permits in v,
@@ -55,7 +56,7 @@ func List[T any](v *fsm.View, info func(name string, h Holder, waiters int) T) [
 	ls := v.Leases()
 	out := make([]T, 0, len(ls))
 	for _, l := range ls {
-		h := holderAt(v, Holder{Node: l.HolderNode, NodeID: l.HolderNodeID, Session: l.Holder, Token: l.Token})
+		h := holderAt(v, Holder{Node: l.HolderNode, NodeID: l.HolderNodeID, Session: l.Holder, Token: l.Token, Value: l.Value})
 		out = append(out, info(l.Name, h, len(l.Waiters)))
 	}
 	return out

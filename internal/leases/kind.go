@@ -36,6 +36,8 @@ type Request struct {
 	// Wait queues the request when nothing is free; otherwise a busy name
 	// refuses it at once.
 	Wait bool
+	// Value is the grant's holder value (leases only; see Grant.SetValue).
+	Value string
 }
 
 // validate checks the request's name and limit.
@@ -45,6 +47,9 @@ func (r Request) validate() error {
 	}
 	if r.Kind == Semaphore && (r.Limit < 1 || r.Limit > fsm.MaxSemLimit) {
 		return fmt.Errorf("holdfast: semaphore limit must be 1 to %d", fsm.MaxSemLimit)
+	}
+	if r.Kind == Semaphore && r.Value != "" {
+		return fmt.Errorf("holdfast: a semaphore permit carries no holder value")
 	}
 	return nil
 }
@@ -84,7 +89,7 @@ func (k Kind) acquireCmd(r Request, sess string, req uint64) fsm.Command {
 		return fsm.Command{Op: fsm.OpSemAcquire, Sem: &fsm.SemCmd{Name: r.Name, Session: sess, Request: req,
 			Limit: uint32(r.Limit), Wait: r.Wait}}
 	}
-	return fsm.Command{Op: fsm.OpAcquire, Lease: &fsm.LeaseCmd{Name: r.Name, Session: sess, Request: req, Wait: r.Wait}}
+	return fsm.Command{Op: fsm.OpAcquire, Lease: &fsm.LeaseCmd{Name: r.Name, Session: sess, Request: req, Wait: r.Wait, Value: r.Value}}
 }
 
 // ReleaseCmd is the release of request req of session sess for name (token:

@@ -83,6 +83,9 @@ func (w *jsonWriter) emit(line []byte) {
 	case "error":
 		level = slog.LevelError
 	}
+	if l, ok := normalStart(msg, rec); ok && level > l {
+		level = l
+	}
 	suppressed := 0
 	if level > slog.LevelInfo && w.closing != nil && w.closing() {
 		level = slog.LevelDebug

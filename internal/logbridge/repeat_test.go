@@ -70,7 +70,7 @@ func TestRepeatedPeerErrorsLoggedOnce(t *testing.T) {
 	}
 	hl.Error(msg, "peer", "10.0.0.4:7947", "backoff time", time.Millisecond, "error", errors.New("i/o timeout"))
 	for range 3 {
-		hl.Warn("heartbeat timeout reached, starting election", "last-leader-addr", "", "last-leader-id", "")
+		hl.Warn("heartbeat timeout reached, starting election", "last-leader-addr", "10.0.0.9:7947", "last-leader-id", "lost")
 	}
 	clk.t = clk.t.Add(RepeatWindow)
 	hl.Error(msg, "peer", "10.0.0.3:7947", "backoff time", time.Millisecond, "error", errors.New("connection refused"))

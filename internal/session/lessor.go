@@ -256,7 +256,7 @@ func (l *Lessor) expireDue(ctx context.Context) {
 		if !ok {
 			continue
 		}
-		l.log.Info("expiring session", "session", id, "node", s.Node)
+		l.log.Info("expiring session", "session", id, "session_node", s.Node) // "node" is this node's own key
 		cmd := fsm.Command{Op: fsm.OpSessionExpire, Session: &fsm.SessionCmd{ID: id, Created: s.Created}}
 		if err := l.o.Expire(ctx, cmd); err != nil {
 			// Still refused: a later leader extends it (rule 3) or expires it.
