@@ -31,6 +31,7 @@ type state struct {
 	// reads the shards that changed.
 	base     []int32
 	baseLoad []int
+	ls       loadState // planning by load (Params.Load)
 }
 
 // resize returns s with length n and every element zero, reusing its
@@ -153,14 +154,14 @@ func (st *state) step() bool {
 		if r < 0 {
 			return false
 		}
-		st.apply(s, r)
+		st.apply(s, r, ReasonFree)
 		return true
 	}
 	r := st.receiver(belowLower, -1)
 	if r >= 0 {
 		d := st.donor(aboveLowerNot, r)
 		if d >= 0 {
-			st.apply(st.firstUnmoved(d), r)
+			st.apply(st.firstUnmoved(d), r, ReasonCount)
 			return true
 		}
 	}
@@ -172,7 +173,7 @@ func (st *state) step() bool {
 	if r < 0 {
 		return false
 	}
-	st.apply(st.firstUnmoved(d), r)
+	st.apply(st.firstUnmoved(d), r, ReasonCount)
 	return true
 }
 
@@ -233,8 +234,8 @@ func (st *state) firstUnmoved(i int) int {
 	panic("shardown: internal error: donor has no unmoved shard")
 }
 
-// apply records the move of shard s to member r.
-func (st *state) apply(s, r int) {
+// apply records the move of shard s to member r, planned for reason.
+func (st *state) apply(s, r int, reason string) {
 	from := ""
 	if d := int(st.owner[s]); d >= 0 {
 		from = st.ids[d]
@@ -244,7 +245,7 @@ func (st *state) apply(s, r int) {
 	st.owner[s] = int32(r)
 	st.moved[s] = true
 	st.load[r]++
-	st.moves = append(st.moves, Move{Shard: ShardID(s), From: from, To: st.ids[r]})
+	st.moves = append(st.moves, Move{Shard: ShardID(s), From: from, To: st.ids[r], Reason: reason})
 }
 
 // table returns the planned table as owner IDs.
