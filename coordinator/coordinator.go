@@ -42,6 +42,7 @@ type Coordinator struct {
 	lessor     *session.Lessor
 	shards     *shards.Manager[*ShardLease]
 	shardCount atomic.Int64 // the cluster's shard count, once known
+	loads      *shardLoads  // load reports: this node's, and the leader's book (shardload.go)
 
 	sessCtx    context.Context // parent of every session; ends at leave or close
 	sessCancel context.CancelCauseFunc
@@ -99,6 +100,8 @@ func New(cfg Config) (*Coordinator, error) {
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	c.sessCtx, c.sessCancel = context.WithCancelCause(c.ctx)
 	c.metrics = newMetrics()
+	c.loads = newShardLoads(cfg.Shards)
+	c.metrics.shards.BindPlan(c.loads.plan.Load)
 	c.sessions = c.newSessionClient()
 	c.noLeader.Start() // no leader is known at start
 	if err := c.start(); err != nil {
