@@ -187,6 +187,7 @@ func buildStatus(c *coordinator.Coordinator) Status {
 	}
 	f := c.Formation()
 	st.Formation = FormationRow{Formed: f.Formed, Expect: f.Expect, Seen: f.Seen, Progress: f.Progress}
+	st.Placement = placementRow(c)
 	if err := c.Ready(); err != nil {
 		st.Ready, st.NotReadyReason = false, err.Error()
 	}
