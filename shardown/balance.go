@@ -13,6 +13,7 @@ type state struct {
 	ids      []string
 	weight   []float64
 	eligible []bool // may receive shards
+	hold     []bool // Member.Hold: receives nothing, not even a pinned shard
 	inPool   []bool // counts for quotas: eligible or holding shards
 	lower    []int
 	upper    []int
@@ -71,7 +72,7 @@ func (st *state) reset(ms []Member, current []string, p Params) {
 func (st *state) setMembers(ms []Member, p Params) {
 	n := len(ms)
 	st.ids, st.weight = resize(st.ids, n), resize(st.weight, n)
-	st.eligible = resize(st.eligible, n)
+	st.eligible, st.hold = resize(st.eligible, n), resize(st.hold, n)
 	if st.index == nil {
 		st.index = make(map[string]int32, n)
 	}
@@ -80,7 +81,7 @@ func (st *state) setMembers(ms []Member, p Params) {
 	for i, m := range ms {
 		st.ids[i], st.weight[i] = m.ID, m.Weight
 		st.index[m.ID] = int32(i)
-		st.eligible[i] = !m.Hold && stable(m, p)
+		st.eligible[i], st.hold[i] = !m.Hold && stable(m, p), m.Hold
 		anyStable = anyStable || st.eligible[i]
 	}
 	for i := range st.eligible {

@@ -55,6 +55,12 @@
 //     not count in "no member is stable"), but keeps what it holds as an
 //     ineligible member does.
 //
+//   - Pins (Params.Pins): before any other step, each pinned shard moves
+//     to its member (a Move with Reason ReasonPin, within the rate limit,
+//     join stabilization notwithstanding, but never to a member on Hold),
+//     and no other step moves a pinned shard that is on its member. A pin
+//     to a member that is not among the members has no effect.
+//
 // With no members, or no eligible member, every shard is free and Plan
 // returns no moves. A single call never moves the same shard twice.
 //

@@ -81,6 +81,7 @@ func (st *state) runLoad(p Params) []Move {
 		}
 	}
 	copy(ls.before, ls.member)
+	st.pinStep(p)
 	limit := p.MaxMovesInFlight
 	full := func() bool { return limit >= 0 && len(st.moves) >= limit }
 	var free []int32

@@ -298,7 +298,7 @@ func loadsAfter(cur []string, moves []Move, load []float64, reason string) map[s
 	}
 	t := slices.Clone(cur)
 	for _, mv := range moves {
-		if reason == "" || mv.Reason == reason {
+		if reason == "" || mv.Reason == reason || reason == "!"+ReasonLoad && mv.Reason != ReasonLoad {
 			t[mv.Shard] = mv.To
 		}
 	}
@@ -369,6 +369,9 @@ func propertyLoadCase(t *testing.T, r *rand.Rand, seed uint64) {
 	}
 	p := Params{Shards: s, Load: load, MaxMovesInFlight: randRange(r, -1, 40), Now: 20, JoinStabilization: uint64(r.IntN(15)),
 		LoadRatio: 1.02 + 0.3*r.Float64(), LoadMoves: randRange(r, -1, 10)}
+	for _, s := range r.Perm(s)[:r.IntN(min(s, 4)+1)] {
+		p.Pins = append(p.Pins, Pin{Shard: ShardID(s), Member: ms[r.IntN(len(ms))].ID})
+	}
 	var pl Planner
 	moves, err := pl.Plan(ms, cur, p)
 	if err != nil {
@@ -390,17 +393,18 @@ func propertyLoadCase(t *testing.T, r *rand.Rand, seed uint64) {
 	}
 	nLoad := 0
 	for _, mv := range moves {
-		if !byID[mv.To].Eligible {
+		if !byID[mv.To].Eligible && mv.Reason != ReasonPin {
 			t.Fatalf("seed %d: move %+v to an ineligible member", seed, mv)
 		}
 		switch {
 		case mv.Reason == ReasonLoad:
 			nLoad++
+		case mv.Reason == ReasonPin:
 		case mv.Reason != ReasonFree || mv.From != "":
-			t.Fatalf("seed %d: move %+v: by load, only grants of free shards and load moves", seed, mv)
+			t.Fatalf("seed %d: move %+v: by load, only pins, grants of free shards and load moves", seed, mv)
 		}
 	}
-	afterGrants := loadsAfter(cur, moves, load, ReasonFree)
+	afterGrants := loadsAfter(cur, moves, load, "!"+ReasonLoad)
 	dist := distanceOf(bal, afterGrants)
 	if nLoad > 0 {
 		if dist <= p.LoadRatio-1+1e-9 {
@@ -434,5 +438,10 @@ func propertyLoadCase(t *testing.T, r *rand.Rand, seed uint64) {
 	// Repeated calls converge (no member is outside the band, or no
 	// move lowers the potential).
 	p.MaxMovesInFlight = -1
-	convergeLoad(t, ms, cur, p)
+	final, _, _ := convergeLoad(t, ms, cur, p)
+	for _, pin := range p.Pins {
+		if !slices.ContainsFunc(ms, func(m Member) bool { return m.ID == pin.Member && m.Hold }) && final[pin.Shard] != pin.Member {
+			t.Fatalf("seed %d: shard %d pinned to %s ended on %q", seed, pin.Shard, pin.Member, final[pin.Shard])
+		}
+	}
 }

@@ -99,6 +99,10 @@ type Params struct {
 	// MaxMovesInFlight). Zero selects max(1, Shards/64); a negative value
 	// means no budget other than MaxMovesInFlight.
 	LoadMoves int
+	// Pins place shards on members (see Pin): each pinned shard moves to
+	// its member first (Reason ReasonPin), and no other move takes it
+	// away. A shard appears at most once.
+	Pins []Pin
 }
 
 // withDefaults returns p with zero fields replaced by their defaults and
@@ -135,6 +139,9 @@ func (p Params) withDefaults() (Params, error) {
 	}
 	if p.LoadMoves == 0 {
 		p.LoadMoves = max(1, p.Shards/64)
+	}
+	if err := checkPins(p); err != nil {
+		return p, err
 	}
 	return p, nil
 }

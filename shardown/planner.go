@@ -101,6 +101,7 @@ func (st *state) run(p Params) []Move {
 	if st.ls.loadMode(p) {
 		return st.runLoad(p)
 	}
+	st.pinStep(p)
 	limit := p.MaxMovesInFlight
 	for limit < 0 || len(st.moves) < limit {
 		if !st.step() {
