@@ -29,38 +29,31 @@
 //   - Departed owners: a shard whose owner is not in members (its session
 //     expired) is free at once; target shows it unowned until it is
 //     granted, and its grant is a Move with From "".
-//
 //   - Sticky: a shard changes owner only when a bound requires it; members
 //     within their bounds are left alone even if the spread could be
 //     smaller.
-//
 //   - Joins: the joiner is below its lower bound, so it takes shards from
 //     the most loaded members until it reaches floor(q·(1-ε)); members
 //     left above their upper bound also drain into it. A join among n
 //     equal members moves about S/(n+1) shards: measured at most 0.95 ×
 //     ceil(S/(n+1)) in the tests, e.g. 27 for S=256, n=8 and 15 for
 //     S=1024, n=63. When q·(1-ε) < 1 the joiner may receive nothing.
-//
 //   - Leaves: only the leaver's shards move (to the least loaded members),
 //     as long as that restores the bounds, which the tests check.
-//
 //   - Rate limit: at most Params.MaxMovesInFlight moves per call; target
 //     is current with only those moves applied. The caller performs them
 //     (revoke, release, grant) and calls Plan again. Because each move is
 //     chosen from the table alone, the moves of repeated limited calls are
 //     the moves one unlimited call would have made, so a flapping member
 //     cannot cause more movement than the imbalance it creates.
-//
 //   - Join stabilization: a member for which Now-JoinedAt is less than
 //     Params.JoinStabilization (or JoinedAt is after Now) receives no
 //     shards, unless no member is stable at all, in which case every
 //     member is eligible so that a new cluster can start. An ineligible
 //     member that already holds shards keeps them and may give them up.
-//
 //   - Hold: a member with Member.Hold receives no shards at all (and does
 //     not count in "no member is stable"), but keeps what it holds as an
 //     ineligible member does.
-//
 //   - Pins (Params.Pins): before any other step, each pinned shard moves
 //     to its member (a Move with Reason ReasonPin, within the rate limit,
 //     join stabilization notwithstanding, but never to a member on Hold),
