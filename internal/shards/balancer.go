@@ -66,13 +66,11 @@ func (b *Balancer) Run(ctx context.Context) {
 		wake := b.Round(ctx, v, b.o.Now(), first)
 		first = false
 		timer := time.NewTimer(max(wake.Sub(b.o.Now()), time.Millisecond))
-		select {
-		case <-ctx.Done():
+		switch b.wait(ctx, v, heard, timer) {
+		case waitEnd:
 			timer.Stop()
 			return
-		case <-v.Changed():
-		case <-heard:
-		case <-timer.C:
+		case waitTimer:
 			continue
 		}
 		timer.Stop()
@@ -109,6 +107,7 @@ func (b *Balancer) Round(ctx context.Context, v *fsm.View, now time.Time, first 
 	}
 	grants, revokes := b.plan(v, members, drained, now)
 	b.publish(v, now, grants, revokes)
+	b.clearMoves(ctx, v)
 	if len(grants) > 0 {
 		b.commit(ctx, fsm.OpShardGrant, grants)
 	}
@@ -243,7 +242,7 @@ func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, drained
 		for _, m := range members {
 			ms = append(ms, m)
 		}
-		p := b.params(v, now)
+		p := b.params(v, members, now)
 		var err error
 		if all {
 			moves, err = b.planner.Plan(ms, current, p)
@@ -269,7 +268,7 @@ func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, drained
 			grants = append(grants, fsm.ShardItem{Shard: cur.ID, Session: m.To})
 		case cur.State != fsm.ShardOwned || cur.Owner == m.To:
 		case members[cur.Owner].ID != "":
-			if budget > 0 {
+			if budget > 0 || m.Reason == shardown.ReasonPin { // an operator's pin is not rate-limited
 				budget--
 				revokes = append(revokes, fsm.ShardItem{Shard: cur.ID, Session: cur.Owner, Token: cur.Token, To: m.To})
 				revoked[cur.ID] = true

@@ -79,6 +79,9 @@ type BalancerOptions struct {
 	// Report receives the report of every round that planned (nil: none):
 	// what each member carries and should carry, and the moves started.
 	Report func(*PlanReport)
+	// Previews delivers requests for the plan of the next round, answered
+	// between rounds (Balancer.Preview; nil: none).
+	Previews <-chan PreviewRequest
 }
 
 func (o BalancerOptions) withDefaults() BalancerOptions {
