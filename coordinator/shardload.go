@@ -18,6 +18,9 @@ type shardLoads struct {
 	meter *shards.LoadMeter
 	book  shards.LoadBook
 	plan  atomic.Pointer[shards.PlanReport] // the leader's latest round; nil when not leading
+	// previews carries plan requests to the balancer of this node's
+	// leader term (taken only while it runs).
+	previews chan shards.PreviewRequest
 }
 
 func newShardLoads(cfg ShardConfig) *shardLoads {
@@ -25,7 +28,7 @@ func newShardLoads(cfg ShardConfig) *shardLoads {
 	if hl == 0 {
 		hl = DefaultLoadHalfLife
 	}
-	return &shardLoads{meter: shards.NewLoadMeter(hl)}
+	return &shardLoads{meter: shards.NewLoadMeter(hl), previews: make(chan shards.PreviewRequest)}
 }
 
 // ReportLoad tells the leader how loaded this shard is now: requests,
@@ -83,6 +86,9 @@ type Placement struct {
 	Moves []PlacementMove
 	// Unowned is the number of shards without an owner at the round.
 	Unowned int
+	// Waiting, in a plan (PlanShards), says why the balancer would not
+	// plan now ("" when it would).
+	Waiting string
 }
 
 // NodePlacement is one node's line of a Placement.

@@ -31,6 +31,7 @@ func (c *Coordinator) balancerOptions() shards.BalancerOptions {
 		Epsilon:           c.cfg.Shards.Epsilon,
 		Loads:             c.balancerLoads,
 		Report:            c.loads.plan.Store,
+		Previews:          c.loads.previews,
 		LoadRatio:         c.cfg.Shards.LoadRatio,
 		LoadMoves:         c.cfg.Shards.LoadMoves,
 	}
