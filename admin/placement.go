@@ -60,6 +60,11 @@ func placementRow(c *coordinator.Coordinator) *PlacementRow {
 	if !ok {
 		return nil
 	}
+	return rowOf(p)
+}
+
+// rowOf is p's schema row.
+func rowOf(p coordinator.Placement) *PlacementRow {
 	row := &PlacementRow{At: p.At.UTC(), ByLoad: p.ByLoad, Unowned: p.Unowned,
 		Nodes: make([]NodeBalanceRow, len(p.Nodes)), Moves: make([]PlacementMoveRow, len(p.Moves))}
 	for i, n := range p.Nodes {

@@ -204,6 +204,9 @@ type ShardList struct {
 	// ?owner=NAME those whose Owner is NAME (with an empty NAME, the free
 	// ones).
 	Shards []ShardRow `json:"shards"`
+	// Pins lists the operators' shard pins and moves under way, sorted by
+	// shard (holdfastctl shards pin, shards move).
+	Pins []PinRow `json:"pins"`
 }
 
 // ShardRow describes one shard.

@@ -190,3 +190,25 @@ func (c *Coordinator) PlanShards(ctx context.Context) (Placement, error) {
 	}
 	return *res.Plan, nil
 }
+
+// ShardPin is an operator's pin of a shard to a node (see ActionPinShard),
+// or a move not completed yet (Once).
+type ShardPin struct {
+	Shard ShardID
+	// Node is the name of the node the shard is pinned to.
+	Node string
+	// Once says the pin is a move (ActionMoveShard): the leader clears it
+	// once the shard is owned on Node.
+	Once bool
+}
+
+// ShardPins returns the shard pins this node's replica shows, in shard
+// order.
+func (c *Coordinator) ShardPins() []ShardPin {
+	pins := c.fsm.View().Pins()
+	out := make([]ShardPin, len(pins))
+	for i, p := range pins {
+		out[i] = ShardPin{Shard: ShardID(p.Shard), Node: p.Node, Once: p.Once}
+	}
+	return out
+}
