@@ -26,15 +26,20 @@ func checkPlacement(t *testing.T, cl *holdfasttest.Cluster) {
 		if p := st.Placement; p == nil || len(p.Nodes) != 3 || st.RaftState != "leader" {
 			return fmt.Errorf("%w: placement %+v", holdfasttest.ErrNotYet, p)
 		}
+		// Every node's line, once all three are eligible (a session the
+		// leader has not heard from yet, or still joining, has no target).
+		for _, n := range st.Placement.Nodes {
+			if !n.Eligible || math.Abs(n.Target-16.0/3) > 1e-9 {
+				return fmt.Errorf("%w: node line %+v", holdfasttest.ErrNotYet, n)
+			}
+			if n.Capacity != 1 || n.Node == "" || n.Session == "" {
+				t.Fatalf("node line %+v; want capacity 1, a node and a session", n)
+			}
+		}
 		return nil
 	})
 	if st.Placement.ByLoad {
 		t.Fatal("by_load without load reports")
-	}
-	for _, n := range st.Placement.Nodes {
-		if n.Capacity != 1 || math.Abs(n.Target-16.0/3) > 1e-9 || n.Node == "" || n.Session == "" {
-			t.Fatalf("node line %+v; want capacity 1 and target 16/3", n)
-		}
 	}
 	for _, n := range cl.Running() {
 		if n.Name == st.Name {
