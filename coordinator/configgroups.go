@@ -47,6 +47,10 @@ type ShardConfig struct {
 	// weight 2 carries twice what a node of weight 1 does. Capacity is the
 	// same setting under the name the placement docs use; set one of them.
 	Weight float64
+	// NoShards makes this node one that never owns a shard (a voter or a
+	// lease-only role): its sessions are created drained, so the leader
+	// gives it none, and Undrain refuses. Status shows it drained.
+	NoShards bool
 	// Capacity is Weight under another name (0: Weight decides). Setting
 	// both to different values is a configuration error.
 	Capacity float64

@@ -149,6 +149,9 @@ func (c *Coordinator) start() error {
 	c.leases = newLeases(c)
 	c.tlsReload.Start(c.trans) // follows the TLS files, if any
 	c.shards = c.newShardManager()
+	if c.cfg.Shards.NoShards {
+		c.shards.StartDrained() // before the first session: it never owns a shard
+	}
 	c.metrics.register(c.log, c.cfg.Registerer, &c.tlsMetrics) // every part exists: a scrape meets no nil part
 	c.trans.SetHandler(transport.HandlerFunc(c.newDispatcher().ServeRPC))
 	c.spawn(c.leaderLoop)

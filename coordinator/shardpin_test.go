@@ -111,3 +111,30 @@ func TestShardsPinAndMove(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestShardsNoShardsNode: a node with Shards.NoShards owns no shard while
+// the others share them all, and refuses Undrain.
+func TestShardsNoShardsNode(t *testing.T) {
+	const shards = 12
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, Configure: func(i int, c *coordinator.Config) {
+		c.Shards.Count = shards
+		c.Shards.NoShards = i == 2
+	}})
+	cl.WaitFormed(formTimeout)
+	cl.WaitFor("every shard owned by node0 or node1", formTimeout, func() error {
+		for s := range shards {
+			if o, _ := ownerNode(cl.Node(2).C(), coordinator.ShardID(s)); o != "node0" && o != "node1" {
+				return fmt.Errorf("%w: shard %d on %q", holdfasttest.ErrNotYet, s, o)
+			}
+		}
+		return nil
+	})
+	if n := len(cl.Node(2).C().Owned()); n != 0 {
+		t.Fatalf("the NoShards node owns %d shards", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	if err := cl.Node(2).C().Undrain(ctx); !errors.Is(err, coordinator.ErrOperationRefused) {
+		t.Fatalf("Undrain on a NoShards node: %v, want refused", err)
+	}
+}
