@@ -42,11 +42,11 @@ func (e *usageError) Error() string { return e.msg }
 
 // commands maps each command to the admin endpoint it reads.
 var commands = map[string]string{
-	"status":     "/v1/status",
-	"members":    "/v1/status",
-	"shards":     "/v1/shards",
-	"leases":     "/v1/leases",
-	"semaphores": "/v1/semaphores",
+	"status":      "/v1/status",
+	"members":     "/v1/status",
+	"shards":      "/v1/shards",
+	"leases":      "/v1/leases",
+	"semaphores":  "/v1/semaphores",
 	"shards plan": "/v1/shards/plan",
 }
 

@@ -152,4 +152,3 @@ func (b *Balancer) report(v *fsm.View, now time.Time, grants, revokes []fsm.Shar
 	}
 	return rep
 }
-
