@@ -119,10 +119,15 @@ func (c *Coordinator) awaitOwned(ctx context.Context, shard uint32, node string)
 // leaderShardPlan asks this leader's balancer for its next round.
 func (c *Coordinator) leaderShardPlan(ctx context.Context) (wire.OperateReply, error) {
 	reply := make(chan *shards.PlanReport, 1)
+	// The balancer takes requests between rounds; a leader whose balancer
+	// is not running (its term just began or ended) answers within
+	// RPCTimeout.
+	take, cancel := context.WithTimeout(ctx, c.cfg.RPCTimeout)
+	defer cancel()
 	select {
 	case c.loads.previews <- shards.PreviewRequest{Reply: reply}:
-	case <-ctx.Done():
-		return wire.OperateReply{}, fmt.Errorf("the balancer did not take the request: %w", ctx.Err())
+	case <-take.Done():
+		return wire.OperateReply{}, fmt.Errorf("the balancer did not take the request: %w", take.Err())
 	}
 	var rep *shards.PlanReport
 	select {
