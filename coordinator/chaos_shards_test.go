@@ -183,7 +183,7 @@ func (r *chaosRun) shardWrite(rec *chaosShardLease, zombie bool) {
 	})
 	w := chaosShardWrite{shard: rec.shard, node: rec.node, token: rec.token, at: time.Now(), accepted: err == nil, zombie: zombie}
 	if err != nil && !errors.Is(err, fence.ErrFenced) {
-		r.t.Errorf("write %s token %d: unexpected error %v\nreplay: %s", res, rec.token, err, chaosReplay(r.seed))
+		r.t.Errorf("write %s token %d: unexpected error %v\nreplay: %s", res, rec.token, err, r.replay(r.seed))
 	}
 	if err != nil && !zombie {
 		w.heldAfter = rec.l.Err() == nil
