@@ -293,7 +293,11 @@ func (h *chaosHistory) checkHoldersLocked(byKey map[chaosGrantKey]*chaosGrantWin
 	// returned for the name (a second handle of the same grant has the
 	// same token; a lower one is a stale grant).
 	handles := slices.Clone(h.grants)
-	slices.SortFunc(handles, func(a, b *chaosGrant) int { return a.acquired.Compare(b.acquired) })
+	// Ties (one instant of the simulation's virtual time) go in token
+	// order, the order raft granted them in.
+	slices.SortFunc(handles, func(a, b *chaosGrant) int {
+		return cmp.Or(a.acquired.Compare(b.acquired), cmp.Compare(a.token, b.token))
+	})
 	maxSeen := map[string]*chaosGrant{}
 	for _, g := range handles {
 		if m := maxSeen[g.name]; m != nil && g.token < m.token {
@@ -321,7 +325,7 @@ func (h *chaosHistory) checkWindowsLocked(byKey map[chaosGrantKey]*chaosGrantWin
 		return strings.Join(hs, " ")
 	}
 	for name, ws := range perName {
-		slices.SortFunc(ws, func(a, b *chaosGrantWin) int { return a.start.Compare(b.start) })
+		slices.SortFunc(ws, func(a, b *chaosGrantWin) int { return cmp.Or(a.start.Compare(b.start), cmp.Compare(a.token, b.token)) })
 		for i := 1; i < len(ws); i++ {
 			if ws[i].token <= ws[i-1].token {
 				bad("I2: %s token %d acquired at %s after token %d acquired at %s", name,

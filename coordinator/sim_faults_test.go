@@ -9,6 +9,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/coordinator"
 	"github.com/holdfast-go/holdfast/holdfasttest"
+	"github.com/holdfast-go/holdfast/internal/storetest"
 )
 
 // The faults TestSimulation adds to TestChaos's (see simFaultKinds): a
@@ -59,7 +60,7 @@ func (c *simClock) jump(d time.Duration) {
 
 // simFaultKinds are the faults TestSimulation's nemesis picks from:
 // TestChaos's and the ones simFault injects.
-var simFaultKinds = append([]string{"one-way", "kill-wipe", "clock-rate", "suspend"}, chaosFaultKinds...)
+var simFaultKinds = append([]string{"one-way", "kill-wipe", "clock-rate", "suspend", "power-loss", "fsync-fail"}, chaosFaultKinds...)
 
 // simDriftRate draws a clock rate within the drift bound.
 func simDriftRate(rng *rand.Rand, drift float64) float64 {
@@ -83,6 +84,7 @@ func (s *simRun) simFault(rng *rand.Rand, kind string, victim int) {
 		f := h.addFault(kind, []int{victim})
 		cl.Kill(victim)
 		cl.Wipe(victim)
+		s.disks[victim].set(storetest.NewMemFS(0))
 		pace(context.Background(), between(rng, 300*time.Millisecond, 2500*time.Millisecond))
 		s.restart(victim)
 		h.healFault(f)
@@ -92,18 +94,25 @@ func (s *simRun) simFault(rng *rand.Rand, kind string, victim int) {
 		s.clocks[victim].setRate(rate)
 	case "suspend":
 		// The node stops (no traffic) and, when it resumes, its clock has
-		// moved on by more than its timers saw: its beliefs must end.
-		touched := []int{victim}
-		if l, err := cl.Leader(); err == nil && l.Index == victim {
-			touched = allNodes() // a suspended leader's lessor jumps too
-		}
+		// moved on by more than its timers saw, as a suspend-counting
+		// clock shows a resumed holder: its beliefs must end at once. Only
+		// a node that does not lead is jumped: one node's clock jumping
+		// ahead of the others' is outside the clock assumption for a
+		// leader's lessor (it would expire every session early), and
+		// inside it for a holder (its belief only ends sooner).
 		jump := between(rng, ttl/2, 2*ttl)
-		f := h.addFault(fmt.Sprintf("suspend(%v)", jump.Round(time.Millisecond)), touched)
+		f := h.addFault(fmt.Sprintf("suspend(%v)", jump.Round(time.Millisecond)), []int{victim})
 		cl.Pause(victim)
 		pace(context.Background(), between(rng, 100*time.Millisecond, time.Second))
-		s.clocks[victim].jump(jump)
+		if c := cl.Node(victim).C(); c != nil && c.RaftState() != coordinator.StateLeader {
+			s.clocks[victim].jump(jump)
+		} else {
+			r.h.note("suspend of node%d: no jump (it leads)", victim)
+		}
 		cl.Resume(victim)
 		h.healFault(f)
+	case "power-loss", "fsync-fail":
+		s.simDiskFault(rng, kind, victim)
 	default:
 		r.t.Fatalf("unknown fault kind %q", kind)
 	}

@@ -106,7 +106,7 @@ func (s *simRun) linRead(i int) {
 	r := s.chaosRun
 	rng := rand.New(rand.NewPCG(r.seed, 0x726561<<8|uint64(i)))
 	worker := fmt.Sprintf("node%d/reader", i)
-	for pace(r.ctx, between(rng, 50*time.Millisecond, 250*time.Millisecond)) {
+	for pace(r.ctx, between(rng, 100*time.Millisecond, 400*time.Millisecond)) {
 		c := r.cl.Node(i).C()
 		if c == nil {
 			continue

@@ -23,7 +23,7 @@ import (
 // takes costs only the CPU its events need.
 
 // simFaultTime is how long the nemesis injects faults in one seed.
-const simFaultTime = 6 * time.Second
+const simFaultTime = 3 * time.Second
 
 // simRun is the state of one seed.
 type simRun struct {
@@ -31,6 +31,7 @@ type simRun struct {
 	tr     *simTrace
 	lin    *lincheck.Recorder
 	clocks []*simClock
+	disks  []*simDisk
 	drift  float64 // the clock rate bound the nodes run within
 	brk    string  // a deliberately broken build (-sim.break), "" for none
 }
@@ -89,8 +90,10 @@ func runSimSeed(t *testing.T, seed uint64, brk string) simResult {
 		s.drift = 0
 	}
 	s.clocks = make([]*simClock, chaosNodes)
+	s.disks = make([]*simDisk, chaosNodes)
 	for i := range s.clocks {
 		s.clocks[i] = newSimClock(simDriftRate(rng, s.drift))
+		s.disks[i] = newSimDisk()
 	}
 	r.cl = holdfasttest.Start(t, holdfasttest.Options{Nodes: chaosNodes, Voters: 3, InMemory: true, Seed: int64(seed),
 		Configure: s.configure})
@@ -99,7 +102,7 @@ func runSimSeed(t *testing.T, seed uint64, brk string) simResult {
 	cfg := cl.Node(0).Config
 	settle := cfg.Session.TTL + cfg.Session.ExpiryGrace
 	for i := range r.workers {
-		r.workers[i] = 1 + rng.IntN(2)
+		r.workers[i] = 1
 		r.spawn(i, cl.Node(i).C())
 		if i < simLinNodes {
 			r.goTracked(func() { s.linWork(i) })
@@ -150,6 +153,8 @@ func runSimSeed(t *testing.T, seed uint64, brk string) simResult {
 func (s *simRun) configure(i int, c *coordinator.Config) {
 	s.configureNode(i, c)
 	c.Clock = s.clocks[i]
+	coordinator.SetLogFS(c, s.disks[i])
+	c.Raft.LogSegmentSize = 64 << 10 // small segments: an in-memory disk holds them whole
 	c.Logger = s.tr.logger(c.NodeName)
 	if s.brk == "margin0" {
 		// The holder's belief ends exactly when the leader may expire its

@@ -19,7 +19,7 @@ import (
 // passing seed pays only for keeping the records.
 
 // simLogLevel is the lowest level of the nodes' records the trace keeps.
-const simLogLevel = slog.LevelInfo
+const simLogLevel = slog.LevelWarn
 
 // simTraceWindow is how many simulated seconds before a violation the
 // failure message shows, and simTraceLines how many lines at most.
