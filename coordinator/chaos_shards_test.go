@@ -351,7 +351,9 @@ func (r *chaosRun) checkShards(now time.Time, settle time.Duration) (violations 
 		st.causes[cause]++
 	}
 	for shard, ls := range perShard {
-		slices.SortFunc(ls, func(a, b *chaosShardLease) int { return cmp.Or(a.start.Compare(b.start), cmp.Compare(a.token, b.token)) })
+		slices.SortFunc(ls, func(a, b *chaosShardLease) int {
+			return cmp.Or(a.start.Compare(b.start), cmp.Compare(a.token, b.token))
+		})
 		for i, a := range ls {
 			for _, b := range ls[i+1:] {
 				if b.token == a.token {
