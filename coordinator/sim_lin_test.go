@@ -13,15 +13,18 @@ import (
 	"github.com/holdfast-go/holdfast/internal/lincheck"
 )
 
-// The linearizability side of a TestSimulation seed: on every node one
-// worker acquires and releases simLinName and one reader does Sync and then
-// reads its holder, through every fault of the seed; the history is
-// checked with porcupine against the one-holder lease model
-// (internal/lincheck). The model's client is the session, not the node: a
-// node's incarnations, and the sessions one incarnation opens after losing
-// one, are different holders to the cluster (the second is queued behind
-// the first), and a grant a holder saw end without a release (a lapsed
-// session, a killed node) is recorded as lost.
+// The linearizability side of a TestSimulation seed: on the first
+// simLinNodes nodes one worker acquires and releases simLinName and one
+// reader does Sync and then reads its holder, through every fault of the
+// seed; the history is checked with porcupine against the one-holder lease
+// model (internal/lincheck). The model's client is the node, as in
+// TestLeaseHistoryLinearizable, which bounds an operation of unknown
+// outcome by the node's next one. A node's later session is a different
+// holder to the cluster, though: a TryAcquire of its new session is
+// refused while its old one still holds, which the model (one client,
+// one holder) cannot explain. So after a node lost a grant or a call
+// failed, its worker only calls Acquire, which waits, until the old
+// session must be gone (simLinQuiet).
 
 const simLinName = "lin-a"
 
@@ -33,11 +36,18 @@ const simLinNodes = 3
 // simLinCheckTimeout bounds porcupine on one seed's history.
 const simLinCheckTimeout = 3 * time.Second
 
+// simLinQuiet is how long after a lost grant or a failed call a worker
+// calls no TryAcquire: a session TTL and the expiry grace, and a margin.
+func simLinQuiet(cfg coordinator.Config) time.Duration {
+	return cfg.Session.TTL + cfg.Session.ExpiryGrace + time.Second
+}
+
 // linWork runs node i's worker until the run stops.
 func (s *simRun) linWork(i int) {
 	r := s.chaosRun
 	rng := rand.New(rand.NewPCG(r.seed, 0x6c696e<<8|uint64(i)))
-	worker := fmt.Sprintf("node%d", i)
+	w := &simLinWorker{name: fmt.Sprintf("node%d", i), quiet: simLinQuiet(r.cl.Node(i).Config)}
+	var last *coordinator.Coordinator
 	for r.ctx.Err() == nil {
 		c := r.cl.Node(i).C()
 		if c == nil {
@@ -46,58 +56,70 @@ func (s *simRun) linWork(i int) {
 			}
 			continue
 		}
-		s.linOnce(c, worker, rng)
+		if c != last {
+			w.hush() // a new incarnation: its old session may still hold
+			last = c
+		}
+		s.linOnce(c, w, rng)
 		if !pace(r.ctx, between(rng, 20*time.Millisecond, 200*time.Millisecond)) {
 			return
 		}
 	}
 }
 
+// simLinWorker is one lin worker's state.
+type simLinWorker struct {
+	name       string // the worker, and the model's client: the node
+	quiet      time.Duration
+	quietUntil time.Time // no TryAcquire before
+}
+
+func (w *simLinWorker) hush() { w.quietUntil = time.Now().Add(w.quiet) }
+
 // linOnce is one acquire and, when granted, a hold and a release.
-func (s *simRun) linOnce(c *coordinator.Coordinator, worker string, rng *rand.Rand) {
+func (s *simRun) linOnce(c *coordinator.Coordinator, w *simLinWorker, rng *rand.Rand) {
 	r := s.chaosRun
-	wait := rng.IntN(10) < 4
+	wait := rng.IntN(10) < 4 || time.Now().Before(w.quietUntil)
 	kind, acquire := lincheck.TryAcquire, c.TryAcquire
 	if wait {
 		kind, acquire = lincheck.Acquire, c.Acquire
 	}
-	client := c.SessionID()
-	call := s.lin.Begin(worker, lincheck.Input{Kind: kind, Name: simLinName, Client: client})
+	call := s.lin.Begin(w.name, lincheck.Input{Kind: kind, Name: simLinName, Client: w.name})
 	ctx, cancel := context.WithTimeout(r.ctx, between(rng, time.Second, 3*time.Second))
 	l, err := acquire(ctx, simLinName)
 	cancel()
 	switch {
 	case err == nil:
-		// The grant's session: the node's session may have been replaced
-		// while the call waited.
-		if hd, ok := c.Holder(simLinName); ok && hd.Token == l.Token() {
-			client = hd.Session
-		} else {
-			client = c.SessionID()
-		}
-		call.EndAs(client, lincheck.Output{Token: l.Token()})
-	case errors.Is(err, coordinator.ErrLeaseHeld) && c.SessionID() == client:
+		call.End(lincheck.Output{Token: l.Token()})
+	case errors.Is(err, coordinator.ErrLeaseHeld):
 		call.End(lincheck.Output{Refused: true})
 		return
 	default:
 		call.Fail()
-		s.lin.Settle(worker, call)
+		s.lin.Settle(w.name, call)
+		w.hush()
 		return
 	}
+	// A grant that ends without a release is lost the moment its holder's
+	// belief ends (the cluster may grant it again just after), not when the
+	// worker looks.
+	context.AfterFunc(l.Context(), func() {
+		if !errors.Is(l.Err(), coordinator.ErrReleased) {
+			s.lin.Lost(w.name, simLinName, w.name, l.Token())
+		}
+	})
 	pace(r.ctx, between(rng, 0, 200*time.Millisecond))
 	if l.Err() != nil {
-		s.lin.Lost(worker, simLinName, client, l.Token())
+		w.hush()
 		return
 	}
-	rel := s.lin.Begin(worker, lincheck.Input{Kind: lincheck.Release, Name: simLinName, Client: client, Token: l.Token()})
+	rel := s.lin.Begin(w.name, lincheck.Input{Kind: lincheck.Release, Name: simLinName, Client: w.name, Token: l.Token()})
 	ctx, cancel = context.WithTimeout(context.Background(), between(rng, 300*time.Millisecond, 1500*time.Millisecond))
 	err = l.Release(ctx)
 	cancel()
 	if err != nil {
 		rel.Fail()
-		if !errors.Is(err, coordinator.ErrReleased) {
-			s.lin.Lost(worker, simLinName, client, l.Token())
-		}
+		w.hush()
 		return
 	}
 	rel.End(lincheck.Output{})
@@ -123,7 +145,7 @@ func (s *simRun) linRead(i int) {
 		}
 		var hs []lincheck.Holder
 		if h, ok := c.Holder(simLinName); ok {
-			hs = append(hs, lincheck.Holder{Client: h.Session, Token: h.Token})
+			hs = append(hs, lincheck.Holder{Client: h.Node, Token: h.Token})
 		}
 		call.End(lincheck.Output{Holders: hs})
 	}
