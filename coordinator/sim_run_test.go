@@ -195,7 +195,11 @@ func (s *simRun) report(res simResult) {
 // simReplay is the command that runs seed again.
 func simReplay(seed uint64, brk string) string {
 	cmd := fmt.Sprintf("go test ./coordinator -run 'TestSimulation$' -seed %d", seed)
-	if brk != "" {
+	switch brk {
+	case "":
+	case "release-unchecked":
+		cmd = strings.Replace(cmd, "go test", "go test -tags holdfast_break_release", 1) + " -sim.break=" + brk
+	default:
 		cmd += " -sim.break=" + brk
 	}
 	return cmd
