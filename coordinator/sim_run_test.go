@@ -34,6 +34,9 @@ type simRun struct {
 	disks  []*simDisk
 	drift  float64 // the clock rate bound the nodes run within
 	brk    string  // a deliberately broken build (-sim.break), "" for none
+	// linRejected: porcupine rejected the lease history (a failure only
+	// with -sim.lin-strict).
+	linRejected bool
 }
 
 // simResult is what a seed reports.
@@ -106,6 +109,8 @@ func runSimSeed(t *testing.T, seed uint64, brk string) simResult {
 		r.spawn(i, cl.Node(i).C())
 		if i < simLinNodes {
 			r.goTracked(func() { s.linWork(i) })
+		}
+		if i < simLinReaders {
 			r.goTracked(func() { s.linRead(i) })
 		}
 	}

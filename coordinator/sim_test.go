@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/cryptotest"
 	"testing/synctest"
 	"time"
 )
@@ -74,6 +75,9 @@ type simResultLine struct {
 	// Kinds are the invariants the violations name ("I1", "I11", ...),
 	// sorted: what "fails the same way" compares.
 	Kinds []string `json:"kinds,omitempty"`
+	// LinRejected: porcupine rejected the lease history (reported, not
+	// failed, without -sim.lin-strict).
+	LinRejected bool `json:"lin_rejected,omitempty"`
 }
 
 func TestSimulation(t *testing.T) {
@@ -189,8 +193,11 @@ func simReadResults(t *testing.T, path string) []simResultLine {
 func simSummarize(t *testing.T, results []simResultLine, wall time.Duration) {
 	var simulated time.Duration
 	faults, grants, linOps := 0, 0, 0
-	var failed []string
+	var failed, linRejected []string
 	for _, r := range results {
+		if r.LinRejected {
+			linRejected = append(linRejected, strconv.FormatUint(r.Seed, 10))
+		}
 		simulated += r.Simulated
 		faults += r.Faults
 		grants += r.Grants
@@ -201,6 +208,10 @@ func simSummarize(t *testing.T, results []simResultLine, wall time.Duration) {
 	}
 	t.Logf("simulation: %d seeds in %v of wall time, %v simulated, %d faults injected, %d lease grants, %d operations checked for linearizability; %d seeds failed %v",
 		len(results), wall.Round(time.Millisecond), simulated.Round(time.Second), faults, grants, linOps, len(failed), failed)
+	if len(linRejected) > 0 {
+		t.Logf("simulation: porcupine rejected the lease history of %d seeds %v (reported, not failed, without -sim.lin-strict)",
+			len(linRejected), linRejected)
+	}
 	if *simBreakFlag != "" {
 		if len(failed) == 0 {
 			t.Errorf("-sim.break=%s: no seed of %d failed: the checks did not catch the broken build", *simBreakFlag, len(results))
@@ -229,14 +240,22 @@ func simChild(t *testing.T, spec string) {
 	for seed := first; seed < end; seed += stride {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			var res simResult
+			// Identities, session IDs and gossip keys from crypto/rand: seeded.
+			cryptotest.SetGlobalRandom(t, seed)
 			synctest.Test(t, func(t *testing.T) {
 				res = runSimSeed(t, seed, *simBreakFlag)
 			})
 			finishSimSeed(t, &res, dir)
+			if d := os.Getenv("HOLDFAST_SIM_EVENTS"); d != "" {
+				// The event log itself, to see where two runs part.
+				if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("seed%d.log", seed)), []byte(res.events), 0o644); err != nil {
+					t.Error(err)
+				}
+			}
 			sum := sha256.Sum256([]byte(res.events))
 			line := simResultLine{Seed: seed, Simulated: res.simulated, Faults: res.faults, Grants: res.grants,
 				LinOps: res.lin.Operations, Violations: res.violations, Events: hex.EncodeToString(sum[:]),
-				Kinds: simKinds(res.violations)}
+				Kinds: simKinds(res.violations), LinRejected: res.sim != nil && res.sim.linRejected}
 			if t.Failed() && len(line.Violations) == 0 {
 				line.Violations = []string{"failed (see its output)"}
 			}
