@@ -42,7 +42,7 @@ const simLinReaders = 2
 var simLinStrict = flag.Bool("sim.lin-strict", false, "TestSimulation: a lease history porcupine rejects fails the seed (default: reported and counted)")
 
 // simLinCheckTimeout bounds porcupine on one seed's history.
-const simLinCheckTimeout = 3 * time.Second
+const simLinCheckTimeout = time.Second
 
 // simLinQuiet is how long after a lost grant or a failed call a worker
 // calls no TryAcquire: a session TTL and the expiry grace, and a margin.

@@ -8,32 +8,31 @@ import (
 	"testing"
 )
 
-// TestSimulationReplay runs seeds of TestSimulation again, each in a
-// child of its own, and compares the runs. By default it runs
-// simReplayDefault passing seeds twice and asserts that their event logs
-// (every fault, heal, grant and end with its virtual time) are
-// byte-identical. With HOLDFAST_SIM_REPLAY_SEEDS (a comma-separated list,
-// typically the failing seeds of a broken build, with the same -sim.break
-// and tags) it runs each seed HOLDFAST_SIM_REPLAYS times (default 10) and
-// reports how many runs failed the same way as the first (the same
-// invariants violated) and how many had the first run's event log.
+// TestSimulationReplay measures how well TestSimulation's seeds replay:
+// with HOLDFAST_SIM_REPLAY_SEEDS (a comma-separated list, typically the
+// failing seeds of a broken build, run with the same -sim.break and tags)
+// it runs each seed HOLDFAST_SIM_REPLAYS times (default 10), each in a
+// fresh child as TestSimulation does, and reports how many runs failed the
+// same way as the seed's first run (the same invariants violated) and how
+// many had its event log byte for byte. Without the variable it is
+// skipped: two runs of a seed part once the Go runtime's own random
+// choices (select, map order) differ, so byte-identical logs are not a
+// property to assert (see docs/TESTING.md).
 //
-//	go test -tags holdfast_break_release ./coordinator -run TestSimulationReplay -sim.break=release-unchecked \
-//	    -args HOLDFAST_SIM_REPLAY_SEEDS=3,7  # (or set the variable in the environment)
+//	HOLDFAST_SIM_REPLAY_SEEDS=3,7 go test ./coordinator -run TestSimulationReplay -sim.break=margin0
 func TestSimulationReplay(t *testing.T) {
-	if os.Getenv(simChildEnv) != "" {
-		t.Skip("a child of TestSimulation")
+	v := os.Getenv("HOLDFAST_SIM_REPLAY_SEEDS")
+	if os.Getenv(simChildEnv) != "" || v == "" {
+		t.Skip("set HOLDFAST_SIM_REPLAY_SEEDS to measure replays")
 	}
-	seeds, runs, failing := simReplayDefault, 2, false
-	if v := os.Getenv("HOLDFAST_SIM_REPLAY_SEEDS"); v != "" {
-		seeds, runs, failing = nil, 10, true
-		for _, f := range strings.Split(v, ",") {
-			n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
-			if err != nil {
-				t.Fatalf("HOLDFAST_SIM_REPLAY_SEEDS=%q: %v", v, err)
-			}
-			seeds = append(seeds, n)
+	var seeds []uint64
+	runs, failing := 10, *simBreakFlag != ""
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+		if err != nil {
+			t.Fatalf("HOLDFAST_SIM_REPLAY_SEEDS=%q: %v", v, err)
 		}
+		seeds = append(seeds, n)
 	}
 	if v := os.Getenv("HOLDFAST_SIM_REPLAYS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -60,8 +59,6 @@ func TestSimulationReplay(t *testing.T) {
 			}
 			if rs[0].Events == first.Events {
 				identical++
-			} else if !failing {
-				t.Errorf("seed %d: run %d's event log differs from the first run's (%s vs %s)", seed, i+1, rs[0].Events, first.Events)
 			}
 		}
 		if failing && len(first.Kinds) == 0 {
@@ -71,6 +68,3 @@ func TestSimulationReplay(t *testing.T) {
 	t.Logf("replays: %d of %d failed the same way as the first run of their seed, %d of %d had its event log byte for byte",
 		same, total, identical, total)
 }
-
-// simReplayDefault are the seeds TestSimulationReplay runs twice by default.
-var simReplayDefault = []uint64{1, 2, 3}
