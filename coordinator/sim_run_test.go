@@ -162,9 +162,11 @@ func (s *simRun) configure(i int, c *coordinator.Config) {
 	c.Raft.LogSegmentSize = 64 << 10 // small segments: an in-memory disk holds them whole
 	c.Logger = s.tr.logger(c.NodeName)
 	if s.brk == "margin0" {
-		// The holder's belief ends exactly when the leader may expire its
-		// session: no margin for the renewal's travel time.
-		c.Session.LeaseMargin = time.Nanosecond
+		// The holder's belief ends when the leader may expire its session:
+		// no margin for the renewal's travel time (1 ms, not 0, which
+		// Validate refuses; a belief's clock step is half the margin, and
+		// below a millisecond its timers would spin the virtual clock).
+		c.Session.LeaseMargin = time.Millisecond
 		c.Session.MaxClockDrift = 0
 	}
 }
