@@ -2,8 +2,8 @@ package coordinator_test
 
 import (
 	"context"
-	"flag"
 	"errors"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"time"
