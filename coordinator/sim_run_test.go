@@ -22,6 +22,10 @@ import (
 // testing/synctest bubble so that the minute of simulated time a seed
 // takes costs only the CPU its events need.
 
+// simBrokenDrift is the clock rate bound of -sim.break=drift: clocks 25 %
+// off, where the nodes are configured for 1 %.
+const simBrokenDrift = 0.25
+
 // simFaultTime is how long the nemesis injects faults in one seed.
 const simFaultTime = 3 * time.Second
 
@@ -89,8 +93,11 @@ func runSimSeed(t *testing.T, seed uint64, brk string) simResult {
 	r.h.note = s.tr.event
 	s.lin = lincheck.NewRecorder(func() int64 { return int64(time.Since(r.h.t0)) })
 	s.drift = coordinator.DefaultLocalConfig().Session.MaxClockDrift
-	if brk == "margin0" {
+	switch brk {
+	case "margin0":
 		s.drift = 0
+	case "drift":
+		s.drift = simBrokenDrift
 	}
 	s.clocks = make([]*simClock, chaosNodes)
 	s.disks = make([]*simDisk, chaosNodes)

@@ -45,7 +45,7 @@ import (
 var (
 	simSeedFlag  = flag.Uint64("seed", 0, "TestSimulation: run only this seed")
 	simSeedsFlag = flag.Int("sim.seeds", 0, "TestSimulation: number of seeds (env HOLDFAST_SIM_SEEDS; default simDefaultSeeds)")
-	simBreakFlag = flag.String("sim.break", "", "TestSimulation: a deliberately broken build (margin0; release-unchecked with -tags holdfast_break_release): passes only if some seed fails")
+	simBreakFlag = flag.String("sim.break", "", "TestSimulation: a deliberately broken build (margin0, drift; release-unchecked with -tags holdfast_break_release): passes only if some seed fails")
 	simProcsFlag = flag.Int("sim.procs", 0, "TestSimulation: child processes (default: the number of CPUs)")
 )
 
