@@ -37,6 +37,10 @@ type ClientOptions struct {
 	Retry time.Duration
 	// Log receives the client's logs; nil discards them.
 	Log *slog.Logger
+	// InRaft reports whether the node is in a raft configuration after
+	// all (raft then feeds its replica, and the client pulls nothing);
+	// nil: never.
+	InRaft func() bool
 }
 
 // Client keeps a replica fed: Run pulls until its context ends.
@@ -56,6 +60,9 @@ func NewClient(o ClientOptions) *Client {
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.InRaft == nil {
+		o.InRaft = func() bool { return false }
 	}
 	return &Client{o: o}
 }
@@ -78,6 +85,12 @@ func (c *Client) Run(ctx context.Context) {
 	failed := map[string]time.Time{}
 	leaderID := ""
 	for ctx.Err() == nil {
+		if c.o.InRaft() {
+			if !pause.For(ctx, c.o.Retry) {
+				return
+			}
+			continue
+		}
 		p, ok := c.pick(leaderID, failed)
 		if !ok {
 			c.o.Leader("", "")
@@ -131,7 +144,7 @@ func (c *Client) follow(ctx context.Context, p Peer) (string, error) {
 			}
 		}
 		c.apply(rep.Entries)
-		if rep.LeaderID == p.ID && len(c.o.Servers()) > 1 {
+		if c.o.InRaft() || rep.LeaderID == p.ID && len(c.o.Servers()) > 1 {
 			return rep.LeaderID, nil // re-pick: a follower serves while one is up
 		}
 	}
