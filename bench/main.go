@@ -54,6 +54,10 @@ var profiling bool
 // idle-window CPU profile as idle-NODESxSHARDS.pprof.
 var idleProfileDir string
 
+// replicaFeed, set by -replica-feed, starts the scale curve's diskless
+// nodes under Config.Cluster.ReplicaFeed (fed by the voters, outside raft).
+var replicaFeed bool
+
 func main() {
 	log.SetFlags(log.Ltime)
 	log.SetPrefix("bench: ")
@@ -70,6 +74,7 @@ func main() {
 		leader   = flag.String("leader-rows", "auto", "at replicas > 1, repeat workloads 1 and 4 with holdfast's client and waiter on the raft leader: on, off, auto (on unless -quick)")
 		ca       childArgs
 	)
+	flag.BoolVar(&replicaFeed, "replica-feed", false, "scale curve: diskless nodes stay out of raft and are fed by the voters (Config.Cluster.ReplicaFeed)")
 	flag.StringVar(&ca.kind, "child", "", "internal: run as a child process of workload 6 (holdfast, etcd, idle)")
 	flag.IntVar(&ca.index, "child-index", 0, "internal")
 	flag.IntVar(&ca.n, "child-n", 1, "internal")
