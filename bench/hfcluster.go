@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -282,7 +285,36 @@ func (h *hfCluster) allAlive(running []*hfNode) error {
 }
 
 func (h *hfCluster) waitReady(timeout time.Duration) error {
-	return poll(timeout, h.ready)
+	next := time.Now().Add(10 * time.Second)
+	return poll(timeout, func() error {
+		err := h.ready()
+		if err != nil && time.Now().After(next) {
+			log.Printf("forming: still waiting: %v (%s)", err, h.readiness())
+			next = time.Now().Add(10 * time.Second)
+		}
+		return err
+	})
+}
+
+// readiness counts the running nodes by what Ready says of them.
+func (h *hfCluster) readiness() string {
+	count := map[string]int{}
+	for _, n := range h.running() {
+		reason := "ready"
+		if err := n.c.Ready(); err != nil {
+			reason = err.Error()
+			if i := strings.Index(reason, " ("); i > 0 {
+				reason = reason[:i]
+			}
+		}
+		count[reason]++
+	}
+	var out []string
+	for r, c := range count {
+		out = append(out, fmt.Sprintf("%d %s", c, r))
+	}
+	sort.Strings(out)
+	return strings.Join(out, "; ")
 }
 
 // poll calls cond every few milliseconds until it returns nil or timeout

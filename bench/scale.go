@@ -83,6 +83,7 @@ func runScale(c scaleCase, window, limit time.Duration) (row scaleRow) {
 			return fail("start", err)
 		}
 	}
+	log.Printf("scale %dx%d: %d nodes started in %s", c.nodes, c.shards, c.nodes, secs(time.Since(start)))
 	if err := h.waitReady(limit); err != nil {
 		return fail("forming", err)
 	}

@@ -80,7 +80,10 @@ func (c *Client) Snapshots() int64 { return c.snaps.Load() }
 
 // Run pulls from the first server in rendezvous order that has not failed
 // within Retry, applies what it gets, and moves to the next server when a
-// pull fails, until ctx ends.
+// pull fails, until ctx ends. When every server failed within Retry (a
+// cluster still forming, a partition), it waits about Retry before it
+// tries again, so that a few hundred replicas starting at once cost the
+// servers a few hundred small requests a second, not a storm.
 func (c *Client) Run(ctx context.Context) {
 	failed := map[string]time.Time{}
 	leaderID := ""
@@ -95,7 +98,7 @@ func (c *Client) Run(ctx context.Context) {
 		if !ok {
 			c.o.Leader("", "")
 			leaderID = ""
-			if !pause.For(ctx, pause.Jitter(c.o.Retry/4)) {
+			if !pause.For(ctx, pause.Jitter(c.o.Retry)) {
 				return
 			}
 			continue
