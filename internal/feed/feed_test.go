@@ -180,3 +180,24 @@ func TestOrderSpreadsOverFollowers(t *testing.T) {
 		t.Fatalf("%d replicas moved between old servers when v4 joined", moved)
 	}
 }
+
+// TestFarBehindGetsSnapshot: a replica more than MaxLag behind (one that
+// starts) is sent a snapshot rather than every command since; one within
+// MaxLag is sent the commands.
+func TestFarBehindGetsSnapshot(t *testing.T) {
+	g := newGroup(t)
+	a := g.addServer("a", nil, "", 0)
+	a.srv.o.MaxLag = 10
+	g.commit(initCmd(t), a)
+	for i := range 40 {
+		g.commit(sessionCmd(t, i), a)
+	}
+	rep, err := a.srv.Serve(t.Context(), PullRequest{From: 0})
+	if err != nil || rep.Snap == nil || rep.Snap.Index != a.replica.View().Index() {
+		t.Fatalf("pull from 0, 41 behind: %+v, %v; want a snapshot at %d", rep, err, a.replica.View().Index())
+	}
+	rep, err = a.srv.Serve(t.Context(), PullRequest{From: 35})
+	if err != nil || rep.Snap != nil || len(rep.Entries) != 6 {
+		t.Fatalf("pull from 35: %d entries, snapshot %v, %v; want the 6 commands", len(rep.Entries), rep.Snap != nil, err)
+	}
+}

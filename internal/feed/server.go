@@ -16,6 +16,8 @@ const (
 	DefaultMaxWait  = 2 * time.Second
 	DefaultMaxBatch = 256 << 10 // bytes of commands in one reply
 	DefaultChunk    = 512 << 10 // bytes of snapshot in one reply
+	DefaultLinger   = 5 * time.Millisecond
+	DefaultMaxLag   = 512
 )
 
 // ServerOptions are a server's view of its node. Every field without a
@@ -40,6 +42,16 @@ type ServerOptions struct {
 	// DefaultChunk).
 	MaxWait         time.Duration
 	MaxBatch, Chunk int
+	// MaxLag is how many raft indexes a replica may be behind and still be
+	// sent the commands; further behind (a replica that starts) it is sent
+	// a snapshot, which costs it one restore instead of every command
+	// since (default DefaultMaxLag).
+	MaxLag uint64
+	// Linger is how long a held pull, woken by a new command, waits for
+	// more before it answers (default DefaultLinger; negative: none), so
+	// that a burst of commits costs each replica one reply, not one per
+	// command. A replica that is behind is answered at once.
+	Linger time.Duration
 }
 
 // Server answers pulls. It starts no goroutine; its handler runs in the
@@ -63,6 +75,12 @@ func NewServer(o ServerOptions) *Server {
 	if o.Chunk <= 0 {
 		o.Chunk = DefaultChunk
 	}
+	if o.MaxLag == 0 {
+		o.MaxLag = DefaultMaxLag
+	}
+	if o.Linger == 0 {
+		o.Linger = DefaultLinger
+	}
 	return &Server{o: o}
 }
 
@@ -83,9 +101,12 @@ func (s *Server) Serve(ctx context.Context, req PullRequest) (PullReply, error) 
 	if v.Index() <= req.From {
 		return rep, nil
 	}
+	if v.Index()-req.From > s.o.MaxLag {
+		return s.snapshot(req.From, v.Index())
+	}
 	entries, err := s.entries(req.From, v.Index())
 	if errors.Is(err, errCompacted) {
-		return s.snapshot(req.From)
+		return s.snapshot(req.From, v.Index())
 	}
 	if err != nil {
 		return PullReply{}, err
@@ -110,6 +131,10 @@ func (s *Server) wait(ctx context.Context, from uint64) *fsm.View {
 		}
 		select {
 		case <-v.Changed():
+			if n := s.o.Replica.View(); n.Index() > from && s.o.Linger > 0 {
+				s.linger(ctx)
+				return s.o.Replica.View()
+			}
 		case <-changed:
 			return v
 		case <-t.C:
@@ -117,6 +142,16 @@ func (s *Server) wait(ctx context.Context, from uint64) *fsm.View {
 		case <-ctx.Done():
 			return v
 		}
+	}
+}
+
+// linger waits Linger, or until ctx ends.
+func (s *Server) linger(ctx context.Context) {
+	t := time.NewTimer(s.o.Linger)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 
@@ -158,10 +193,10 @@ func (s *Server) entries(from, to uint64) ([]Entry, error) {
 }
 
 // snapshot starts a replica at from on a snapshot: the one held when it is
-// past from, else a fresh one.
-func (s *Server) snapshot(from uint64) (PullReply, error) {
+// past from and within MaxLag of to (the applied index), else a fresh one.
+func (s *Server) snapshot(from, to uint64) (PullReply, error) {
 	s.mu.Lock()
-	if s.at <= from {
+	if s.at <= from || to-min(s.at, to) > s.o.MaxLag {
 		b, at, err := s.o.Replica.EncodeSnapshotIndex()
 		if err != nil {
 			s.mu.Unlock()
