@@ -114,6 +114,9 @@ func (h *hfCluster) add(eligible bool) (*hfNode, error) {
 	cfg.Cluster.Voters = h.opts.voters
 	cfg.Shards.Count = h.opts.shards
 	cfg.Logger = slog.New(slog.DiscardHandler)
+	if os.Getenv("HOLDFAST_BENCH_LOG_NODE") == name { // one node's logs, to read what it went through
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	if eligible {
 		cfg.DataDir = filepath.Join(h.dir, name)
 		cfg.Cluster.BootstrapExpect = h.opts.voters

@@ -32,14 +32,21 @@ func (c *Coordinator) registerFeed(d *wire.Dispatcher) {
 }
 
 // feedServing: this node is a voter-eligible member of the raft group of a
-// formed cluster that leads or heard from the leader within a heartbeat
-// timeout, so what it has applied is recent; otherwise replicas move on.
+// formed cluster that leads or heard from the leader within
+// feedContactTimeouts heartbeat timeouts, so what it has applied is recent;
+// otherwise replicas move on. (A follower of a loaded machine misses a
+// heartbeat now and then: one missed is no reason to send hundreds of
+// replicas elsewhere.)
 func (c *Coordinator) feedServing() bool {
 	if c.cfg.DataDir == "" || c.raft.LastIndex() == 0 || c.fsm.View().Cluster().ID == "" {
 		return false
 	}
-	return c.raft.State() == raft.Leader || time.Since(c.raft.LastContact()) < c.cfg.Raft.HeartbeatTimeout
+	return c.raft.State() == raft.Leader || time.Since(c.raft.LastContact()) < feedContactTimeouts*c.cfg.Raft.HeartbeatTimeout
 }
+
+// feedContactTimeouts is how many heartbeat timeouts a follower may go
+// without hearing from its leader and still serve the feed.
+const feedContactTimeouts = 4
 
 // startFeed keeps this node's replica fed outside raft (feedReplica).
 func (c *Coordinator) startFeed() {

@@ -28,7 +28,7 @@ type ClientOptions struct {
 	// Call sends req to method at addr and decodes the answer into rep.
 	Call func(ctx context.Context, addr, method string, req, rep any) error
 	// Leader is told the leader each reply names ("" when the server knows
-	// none), and "" when no server answers.
+	// none); the node lets what it was told expire when no reply renews it.
 	Leader func(addr, id string)
 	// MaxWait is the servers' MaxWait (default DefaultMaxWait); a pull
 	// gives up after MaxWait plus RPCTimeout.
@@ -96,8 +96,9 @@ func (c *Client) Run(ctx context.Context) {
 		}
 		p, ok := c.pick(leaderID, failed)
 		if !ok {
-			c.o.Leader("", "")
-			leaderID = ""
+			// The leader hint is left to expire on its own: a server that
+			// stops serving for a moment (an election) must not cost the
+			// node its leader, and with it its keepalives.
 			if !pause.For(ctx, pause.Jitter(c.o.Retry)) {
 				return
 			}
