@@ -24,7 +24,7 @@ import (
 )
 
 // workloads names the -only values.
-var workloads = []string{"acquire", "contended", "failover", "handoff", "lookup", "memory", "scale"}
+var workloads = []string{"acquire", "contended", "failover", "handoff", "lookup", "memory", "scale", "placement"}
 
 // options are the run's sizes.
 type options struct {
@@ -210,6 +210,11 @@ func run(w io.Writer, o *options, quick bool) error {
 				fmt.Fprintf(w, "\nAn idle child of the same binary (the floor under the Go processes' figures): RSS %.1f MiB, heap %.1f MiB.\n",
 					float64(m.RSSKiB)/1024, float64(m.HeapLive)/(1<<20))
 			}
+		}
+	}
+	if o.selected("placement") {
+		if err := placementWorkload(w); err != nil {
+			return fmt.Errorf("placement: %w", err)
 		}
 	}
 	var scale []scaleRow

@@ -33,6 +33,10 @@ type Balancer struct {
 	handoffStart map[ShardID]time.Time
 	unowned      int
 	unownedAt    time.Time
+	// Balance by load (balancer_load.go): the loads of the round, and the
+	// planner's moves of the round (its own slice, valid until the next).
+	loads []float64
+	moves []shardown.Move
 }
 
 type revokeTrack struct {
@@ -62,13 +66,11 @@ func (b *Balancer) Run(ctx context.Context) {
 		wake := b.Round(ctx, v, b.o.Now(), first)
 		first = false
 		timer := time.NewTimer(max(wake.Sub(b.o.Now()), time.Millisecond))
-		select {
-		case <-ctx.Done():
+		switch b.wait(ctx, v, heard, timer) {
+		case waitEnd:
 			timer.Stop()
 			return
-		case <-v.Changed():
-		case <-heard:
-		case <-timer.C:
+		case waitTimer:
 			continue
 		}
 		timer.Stop()
@@ -104,6 +106,8 @@ func (b *Balancer) Round(ctx context.Context, v *fsm.View, now time.Time, first 
 		return wake // plan once their first keepalives are in (HeardChanged wakes Run)
 	}
 	grants, revokes := b.plan(v, members, drained, now)
+	b.publish(v, now, grants, revokes)
+	b.clearMoves(ctx, v)
 	if len(grants) > 0 {
 		b.commit(ctx, fsm.OpShardGrant, grants)
 	}
@@ -233,15 +237,13 @@ func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, drained
 		}
 	}
 	var moves []shardown.Move
+	defer func() { b.moves = moves }()
 	if len(members) > 0 {
 		ms := make([]shardown.Member, 0, len(members))
 		for _, m := range members {
 			ms = append(ms, m)
 		}
-		p := shardown.Params{
-			Shards: n, Epsilon: b.o.Epsilon, MaxMovesInFlight: -1,
-			Now: uint64(now.Sub(b.epoch)), JoinStabilization: uint64(b.o.JoinStabilization),
-		}
+		p := b.params(v, members, now)
 		var err error
 		if all {
 			moves, err = b.planner.Plan(ms, current, p)
@@ -267,7 +269,7 @@ func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, drained
 			grants = append(grants, fsm.ShardItem{Shard: cur.ID, Session: m.To})
 		case cur.State != fsm.ShardOwned || cur.Owner == m.To:
 		case members[cur.Owner].ID != "":
-			if budget > 0 {
+			if budget > 0 || m.Reason == shardown.ReasonPin { // an operator's pin is not rate-limited
 				budget--
 				revokes = append(revokes, fsm.ShardItem{Shard: cur.ID, Session: cur.Owner, Token: cur.Token, To: m.To})
 				revoked[cur.ID] = true
