@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/holdfast-go/holdfast/internal/walog"
 	"log/slog"
 	"math"
 	"time"
@@ -140,6 +141,12 @@ type Config struct {
 	// Network carries raft and RPC (and gossip too when it implements
 	// transport.GossipNetwork). Nil means real TCP (and UDP for gossip).
 	Network transport.Network
+
+	// logFS, set only by this package's tests (export_test.go), is the
+	// file system of the raft write-ahead log (nil: the operating
+	// system's): the simulation keeps each node's log in memory, where a
+	// crash can lose what was not synced.
+	logFS walog.FS
 }
 
 // DefaultConfig returns production defaults (LAN timings). The caller

@@ -160,6 +160,9 @@ func (c *Coordinator) start() error {
 	c.spawn(func() { c.sessions.Run(c.sessCtx) })
 	c.shards.Start()
 	c.spawn(func() { c.noLeader.Run(c.ctx, c.raft) })
+	if c.feedReplica() {
+		c.startFeed()
+	}
 	return nil
 }
 
