@@ -33,6 +33,7 @@ type Balancer struct {
 	handoffStart map[ShardID]time.Time
 	unowned      int
 	unownedAt    time.Time
+	prep         preparer // planned moves' prepares (prepare.go)
 }
 
 type revokeTrack struct {
@@ -45,9 +46,11 @@ type revokeTrack struct {
 func NewBalancer(o BalancerOptions) *Balancer {
 	o = o.withDefaults()
 	now := o.Now()
-	return &Balancer{o: o, activated: now, epoch: now.Add(-o.JoinStabilization - time.Second),
+	b := &Balancer{o: o, activated: now, epoch: now.Add(-o.JoinStabilization - time.Second),
 		firstSeen: map[string]time.Time{}, inherited: map[string]bool{}, revokes: map[ShardID]revokeTrack{}, handoffStart: map[ShardID]time.Time{},
 		unownedAt: now}
+	b.prep.init()
+	return b
 }
 
 // Run plans and drives handoffs while this node leads, until ctx ends:
@@ -55,6 +58,7 @@ func NewBalancer(o BalancerOptions) *Balancer {
 // first time (coalesced over RebalanceDelay), every ReconcileInterval, and
 // when a join stabilization or a forced release falls due. It blocks; the caller runs it in a goroutine it joins.
 func (b *Balancer) Run(ctx context.Context) {
+	defer b.stopPrepares()
 	first := true
 	for {
 		v := b.o.View()
@@ -68,10 +72,14 @@ func (b *Balancer) Run(ctx context.Context) {
 			return
 		case <-v.Changed():
 		case <-heard:
+		case <-b.prepareWake():
 		case <-timer.C:
 			continue
 		}
 		timer.Stop()
+		if b.grantDue(b.o.View()) {
+			continue // a prepared move's shard was released: grant it at once
+		}
 		if !pause.For(ctx, b.o.RebalanceDelay) {
 			return
 		}
@@ -104,6 +112,10 @@ func (b *Balancer) Round(ctx context.Context, v *fsm.View, now time.Time, first 
 		return wake // plan once their first keepalives are in (HeardChanged wakes Run)
 	}
 	grants, revokes := b.plan(v, members, drained, now)
+	grants, revokes, retry := b.prepareRound(ctx, v, members, grants, revokes, now)
+	if !retry.IsZero() && retry.Before(wake) {
+		wake = retry
+	}
 	if len(grants) > 0 {
 		b.commit(ctx, fsm.OpShardGrant, grants)
 	}
@@ -266,7 +278,7 @@ func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, drained
 			grants = append(grants, fsm.ShardItem{Shard: cur.ID, Session: m.To})
 		case cur.State != fsm.ShardOwned || cur.Owner == m.To:
 		case members[cur.Owner].ID != "":
-			if budget > 0 {
+			if budget > 0 || b.preparing(cur.ID, cur.Token, m.To) {
 				budget--
 				revokes = append(revokes, fsm.ShardItem{Shard: cur.ID, Session: cur.Owner, Token: cur.Token, To: m.To})
 				revoked[cur.ID] = true

@@ -87,14 +87,14 @@ func (m *Manager[W]) ownsAny(v *fsm.View) bool {
 
 // HandOff is a graceful shutdown's first step: it drains the node's shards
 // to the other nodes so none is left unowned for longer than its drain,
-// waiting at most 2 × SessionTTL + DrainTimeout. It does nothing when this
+// waiting at most 2 × SessionTTL + DrainTimeout + PrepareTimeout. It does nothing when this
 // node owns no shard or no other node could take them.
 func (m *Manager[W]) HandOff(ctx context.Context) error {
 	v := m.o.View()
 	if !m.ownsAny(v) || !m.otherShardOwner(v) {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*m.o.SessionTTL+m.o.DrainTimeout)
+	ctx, cancel := context.WithTimeout(ctx, 2*m.o.SessionTTL+m.o.DrainTimeout+m.o.PrepareTimeout)
 	defer cancel()
 	if err := m.SetDrained(ctx, true); err != nil {
 		return err
