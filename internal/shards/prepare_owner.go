@@ -71,9 +71,12 @@ func (m *Manager[W]) Prepare(ctx context.Context, to string, items []fsm.ShardIt
 		waits = append(waits, r.done)
 	}
 	m.mu.Unlock()
-	n := m.waitPrepared(ctx, waits, wait)
+	n, err := m.waitPrepared(ctx, waits, wait)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err != nil {
+		return n, err // the leader must not take the shards for ready
+	}
 	hold := time.Now().Add(m.o.PrepareHold)
 	for _, it := range items {
 		if r := m.prepared[ShardID(it.Shard)]; r != nil && r.from == it.Session && r.token == it.Token && r.hold.IsZero() {
@@ -98,9 +101,10 @@ func (m *Manager[W]) startPrepareLocked(sctx context.Context, id ShardID, from s
 	return r
 }
 
-// waitPrepared waits for every channel of waits, at most wait or until ctx
-// ends or the Manager stops, and returns how many were closed.
-func (m *Manager[W]) waitPrepared(ctx context.Context, waits []chan struct{}, wait time.Duration) int {
+// waitPrepared waits for every channel of waits, at most wait, and returns
+// how many were closed; it fails when ctx ends or the Manager stops first
+// (a callback that returned because its prepare ended is not ready).
+func (m *Manager[W]) waitPrepared(ctx context.Context, waits []chan struct{}, wait time.Duration) (int, error) {
 	timer := time.NewTimer(max(wait, time.Millisecond))
 	defer timer.Stop()
 	n := 0
@@ -109,14 +113,28 @@ func (m *Manager[W]) waitPrepared(ctx context.Context, waits []chan struct{}, wa
 		case <-w:
 			n++
 			continue
-		case <-ctx.Done():
 		case <-timer.C:
+			return n, nil
+		case <-ctx.Done():
+			return n, ctx.Err()
 		case <-m.stop:
 		case <-m.o.Stop:
 		}
-		break
+		return n, m.o.Errors.Shutdown
 	}
-	return n
+	select {
+	case <-m.stop:
+		return n, m.o.Errors.Shutdown
+	case <-m.o.Stop:
+		return n, m.o.Errors.Shutdown
+	default:
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return n, m.o.Errors.Shutdown
+	}
+	return n, nil
 }
 
 // Abandon ends the prepares of items for a move to session to (the leader
