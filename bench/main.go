@@ -70,6 +70,7 @@ func main() {
 		rolling      = flag.String("rolling", "", "run only the rolling-restart workload at these node counts (comma-separated, e.g. 3,9), with and without prepare")
 		rollShards   = flag.Int("rolling-shards", 256, "rolling restart: shard count")
 		rollWarmup   = flag.Duration("rolling-warmup", 200*time.Millisecond, "rolling restart: a shard's warm-up before its first write")
+		rollModes    = flag.String("rolling-prepare", "both", "rolling restart: rows without and with prepare (both), or only one (off, on)")
 		rollInterval = flag.Duration("rolling-interval", 10*time.Millisecond, "rolling restart: time between writes to each owned shard")
 		leader       = flag.String("leader-rows", "auto", "at replicas > 1, repeat workloads 1 and 4 with holdfast's client and waiter on the raft leader: on, off, auto (on unless -quick)")
 		ca           childArgs
@@ -96,7 +97,7 @@ func main() {
 			os.Exit(2)
 		}
 		ro := rollOptions{shards: *rollShards, warmup: *rollWarmup, interval: *rollInterval}
-		if err := rollingWorkload(os.Stdout, counts, ro); err != nil {
+		if err := rollingWorkload(os.Stdout, counts, ro, *rollModes); err != nil {
 			log.Fatal(err)
 		}
 		return

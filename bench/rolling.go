@@ -41,12 +41,16 @@ type rollResult struct {
 
 // rollingWorkload runs each node count with and without prepare and
 // prints one line per row.
-func rollingWorkload(w io.Writer, counts []int, o rollOptions) error {
+func rollingWorkload(w io.Writer, counts []int, o rollOptions, modes string) error {
+	preps := map[string][]bool{"both": {false, true}, "off": {false}, "on": {true}}[modes]
+	if preps == nil {
+		return fmt.Errorf("bad -rolling-prepare %q: both, on or off", modes)
+	}
 	fmt.Fprintf(w, "rolling restart: %d shards, each written every %v by its owner, warm-up %v; SIGTERM, restart, wait for balance, next node\n",
 		o.shards, o.interval, o.warmup)
 	fmt.Fprintf(w, "%-6s %-8s %6s %9s %9s %9s %6s %8s\n", "nodes", "prepare", "moves", "gap p50", "gap p99", "gap max", "stale", "took")
 	for _, n := range counts {
-		for _, prep := range []bool{false, true} {
+		for _, prep := range preps {
 			o.prepare = prep
 			res, err := rollingRun(n, o)
 			if err != nil {
@@ -82,7 +86,7 @@ func rollingRun(n int, o rollOptions) (rollResult, error) {
 			}
 		}
 	}()
-	start := func(i int, join string) error {
+	spawnNode := func(i int, join string) error {
 		oo := o
 		oo.expect = 0
 		if i < 3 {
@@ -103,7 +107,13 @@ func rollingRun(n int, o rollOptions) (rollResult, error) {
 		}
 		g, rpc, _ := strings.Cut(addr, " ")
 		nodes[i] = &rollNode{c: c, gossip: g, rpc: rpc}
-		_, err = c.expect("READY", 120*time.Second)
+		return nil
+	}
+	start := func(i int, join string) error {
+		if err := spawnNode(i, join); err != nil {
+			return err
+		}
+		_, err := nodes[i].c.expect("READY", 120*time.Second)
 		return err
 	}
 	seeds := func(skip int) string {
@@ -116,18 +126,17 @@ func rollingRun(n int, o rollOptions) (rollResult, error) {
 		return strings.Join(out, ",")
 	}
 	// The first three bootstrap together; the rest join them.
-	first := make(chan error, 3)
 	for i := 0; i < min(n, 3); i++ {
-		nodes[i] = nil
+		join := ""
+		if i > 0 {
+			join = nodes[0].gossip
+		}
+		if err := spawnNode(i, join); err != nil {
+			return res, err
+		}
 	}
-	if err := start(0, ""); err != nil {
-		return res, err
-	}
-	for i := 1; i < min(n, 3); i++ {
-		go func(i int) { first <- start(i, nodes[0].gossip) }(i)
-	}
-	for i := 1; i < min(n, 3); i++ {
-		if err := <-first; err != nil {
+	for i := 0; i < min(n, 3); i++ {
+		if _, err := nodes[i].c.expect("READY", 120*time.Second); err != nil {
 			return res, err
 		}
 	}

@@ -37,7 +37,7 @@ type ShardPreparer interface {
 	// will not come (the leader abandoned it, another node got the shard,
 	// this node's session ended, or nothing came for a while after the
 	// leader stopped waiting), the cause is ErrMoveAbandoned: drop what
-	// Prepare loaded.
+	// Prepare loaded. At Shutdown or Close it is ErrShutdown.
 	Prepare(ctx context.Context, s ShardID, from Holder) error
 }
 

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
-	"github.com/holdfast-go/holdfast/internal/pause"
 	"github.com/holdfast-go/holdfast/shardown"
 )
 
@@ -66,6 +65,7 @@ func (b *Balancer) Run(ctx context.Context) {
 		wake := b.Round(ctx, v, b.o.Now(), first)
 		first = false
 		timer := time.NewTimer(max(wake.Sub(b.o.Now()), time.Millisecond))
+		prepared := false
 		select {
 		case <-ctx.Done():
 			timer.Stop()
@@ -73,14 +73,15 @@ func (b *Balancer) Run(ctx context.Context) {
 		case <-v.Changed():
 		case <-heard:
 		case <-b.prepareWake():
+			prepared = true
 		case <-timer.C:
 			continue
 		}
 		timer.Stop()
-		if b.grantDue(b.o.View()) {
-			continue // a prepared move's shard was released: grant it at once
+		if prepared || b.grantDue(b.o.View()) {
+			continue // a target is ready, or a prepared move's shard was released: act at once
 		}
-		if !pause.For(ctx, b.o.RebalanceDelay) {
+		if !b.pause(ctx) {
 			return
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/pause"
 	"github.com/holdfast-go/holdfast/shardown"
 )
 
@@ -160,6 +161,30 @@ func (b *Balancer) grantDue(v *fsm.View) bool {
 		}
 	}
 	return false
+}
+
+// pause waits RebalanceDelay, or less when a prepared move's shard is
+// released meanwhile (its grant should not wait); it reports false once
+// ctx ended.
+func (b *Balancer) pause(ctx context.Context) bool {
+	if !b.prepares() || len(b.prep.moves) == 0 {
+		return pause.For(ctx, b.o.RebalanceDelay)
+	}
+	timer := time.NewTimer(b.o.RebalanceDelay)
+	defer timer.Stop()
+	for {
+		v := b.o.View()
+		if b.grantDue(v) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+			return true
+		case <-v.Changed():
+		}
+	}
 }
 
 // ask starts one prepare call per target (and chunk), in a goroutine

@@ -65,7 +65,7 @@ func (m *Manager[W]) Prepare(ctx context.Context, to string, items []fsm.ShardIt
 			r = nil
 		}
 		if r == nil {
-			r = m.startPrepareLocked(s.Context(), id, it.Session, it.Token, to)
+			r = m.startPrepareLocked(id, it.Session, it.Token, to)
 		}
 		r.hold = time.Time{}
 		waits = append(waits, r.done)
@@ -87,9 +87,11 @@ func (m *Manager[W]) Prepare(ctx context.Context, to string, items []fsm.ShardIt
 }
 
 // startPrepareLocked runs the Prepare callback for shard id in a goroutine
-// Close joins, under a context that ends with the session's.
-func (m *Manager[W]) startPrepareLocked(sctx context.Context, id ShardID, from string, token uint64, to string) *ready {
-	ctx, cancel := context.WithCancelCause(sctx)
+// Close joins. Its context is ended by the Manager only (Sync, Abandon,
+// Close), so that its cause says why: the session's end, too, is seen by
+// Sync (the session changed) and ends it as abandoned.
+func (m *Manager[W]) startPrepareLocked(id ShardID, from string, token uint64, to string) *ready {
+	ctx, cancel := context.WithCancelCause(context.Background())
 	r := &ready{from: from, token: token, to: to, cancel: cancel, done: make(chan struct{})}
 	m.prepared[id] = r
 	m.goLocked(func() {
