@@ -151,6 +151,9 @@ func rollingRun(n int, o rollOptions) (rollResult, error) {
 	began := time.Now()
 	for i := range nodes {
 		nd := nodes[i]
+		if os.Getenv("ROLL_DEBUG") != "" {
+			fmt.Fprintf(os.Stderr, "SIGTERM node %d at +%v\n", i, time.Since(began).Round(time.Millisecond))
+		}
 		if err := nd.c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			return res, err
 		}
@@ -158,6 +161,9 @@ func rollingRun(n int, o rollOptions) (rollResult, error) {
 			return res, fmt.Errorf("node %d after SIGTERM: %w", i, err)
 		}
 		nd.c = nil
+		if os.Getenv("ROLL_DEBUG") != "" {
+			fmt.Fprintf(os.Stderr, "node %d exited at +%v\n", i, time.Since(began).Round(time.Millisecond))
+		}
 		if err := start(i, seeds(i)); err != nil {
 			return res, fmt.Errorf("restarting node %d: %w", i, err)
 		}
@@ -256,6 +262,10 @@ func readGaps(dir string, from, to time.Time) ([]time.Duration, int, error) {
 			}
 			if t := time.Unix(0, cur.first); !t.Before(from) && !t.After(to) {
 				gaps = append(gaps, time.Duration(cur.first-prev.last))
+				if os.Getenv("ROLL_DEBUG") != "" && time.Duration(cur.first-prev.last) > 40*time.Millisecond {
+					fmt.Fprintf(os.Stderr, "gap %v at +%v (token %d -> %d)\n", time.Duration(cur.first-prev.last).Round(time.Millisecond),
+						time.Unix(0, prev.last).Sub(from).Round(time.Millisecond), prev.token, cur.token)
+				}
 			}
 		}
 	}
