@@ -347,3 +347,77 @@ func TestShardsPrepareShutdown(t *testing.T) {
 	m.checkPreparedMoves(t, cl, other.C(), moved)
 	m.check(t)
 }
+
+// abandoned returns the prepares on node whose context ended as
+// abandoned, once every prepare there ended.
+func (m *prepMonitor) abandoned(node string) (n int, all bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	all = true
+	for _, r := range m.prepares {
+		if r.node != node {
+			continue
+		}
+		select {
+		case <-r.done:
+			if errors.Is(r.cause, coordinator.ErrMoveAbandoned) {
+				n++
+			}
+		default:
+			all = false
+		}
+	}
+	return n, all
+}
+
+// TestShardsPrepareAbandonedOnUndrain: the plan changes while the next
+// owner prepares (the drained node is undrained): the prepare is abandoned
+// (its context ends with ErrMoveAbandoned) and the old owner keeps every
+// shard, none granted again.
+func TestShardsPrepareAbandonedOnUndrain(t *testing.T) {
+	const shards = 16
+	m := newPrepMonitor()
+	hold := make(chan struct{})
+	defer close(hold)
+	cl := prepCluster(t, 3, shards, m, time.Hour)
+	m.mu.Lock()
+	m.gate = func(string) <-chan struct{} { return hold }
+	m.mu.Unlock()
+	leader := cl.WaitLeader(formTimeout)
+	victim := otherNode(cl, leader)
+	owned := shardsOf(victim.C(), victim.Name)
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	start := time.Now()
+	dctx, stopDrain := context.WithCancel(ctx)
+	drained := make(chan error, 1)
+	go func() { drained <- victim.C().Drain(dctx) }()
+	cl.WaitFor("the targets preparing", formTimeout, func() error {
+		if m.started(leader.Name) == 0 {
+			return holdfasttest.ErrNotYet
+		}
+		return nil
+	})
+	stopDrain()
+	if err := <-drained; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Drain: %v, want it cancelled", err)
+	}
+	if err := victim.C().Undrain(ctx); err != nil {
+		t.Fatalf("Undrain: %v", err)
+	}
+	cl.WaitFor("the prepares abandoned", formTimeout, func() error {
+		if n, all := m.abandoned(leader.Name); n == 0 || !all {
+			return fmt.Errorf("%w: %d abandoned", holdfasttest.ErrNotYet, n)
+		}
+		return nil
+	})
+	for _, s := range owned {
+		if info, ok := victim.C().Table().Shard(s); !ok || info.Owner.Node != victim.Name || info.State != coordinator.ShardOwned {
+			t.Errorf("shard %d: %+v after the undrain, want owned by %s", s, info, victim.Name)
+		}
+	}
+	if n, _ := m.grantsSince(start); n != 0 {
+		t.Errorf("%d grants after the drain began, want none", n)
+	}
+	m.check(t)
+}
