@@ -241,6 +241,11 @@ func childRolling(a childArgs, optsArg string) error {
 				fmt.Println("BALANCED " + ans)
 				continue
 			}
+			if cmd == "leader" {
+				l, _ := c.RaftLeader()
+				fmt.Println("LEADER " + l.Name)
+				continue
+			}
 			if ok && cmd != "exit" {
 				continue
 			}

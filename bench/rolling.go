@@ -152,7 +152,9 @@ func rollingRun(n int, o rollOptions) (rollResult, error) {
 	for i := range nodes {
 		nd := nodes[i]
 		if os.Getenv("ROLL_DEBUG") != "" {
-			fmt.Fprintf(os.Stderr, "SIGTERM node %d at +%v\n", i, time.Since(began).Round(time.Millisecond))
+			nd.c.send("leader")
+			l, _ := nd.c.expect("LEADER ", 10*time.Second)
+			fmt.Fprintf(os.Stderr, "SIGTERM node %d at +%v (raft leader: %s)\n", i, time.Since(began).Round(time.Millisecond), l)
 		}
 		if err := nd.c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			return res, err
@@ -228,6 +230,7 @@ func readGaps(dir string, from, to time.Time) ([]time.Duration, int, error) {
 	type rec struct {
 		token       uint64
 		first, last int64
+		file        string
 	}
 	per := map[int][]rec{}
 	files, err := filepath.Glob(filepath.Join(dir, "spans-*.txt"))
@@ -242,7 +245,7 @@ func readGaps(dir string, from, to time.Time) ([]time.Duration, int, error) {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
 			var shard, writes int
-			var r rec
+			r := rec{file: filepath.Base(name)}
 			if _, err := fmt.Sscanf(sc.Text(), "%d %d %d %d %d", &shard, &r.token, &r.first, &r.last, &writes); err == nil {
 				per[shard] = append(per[shard], r)
 			}
@@ -263,8 +266,8 @@ func readGaps(dir string, from, to time.Time) ([]time.Duration, int, error) {
 			if t := time.Unix(0, cur.first); !t.Before(from) && !t.After(to) {
 				gaps = append(gaps, time.Duration(cur.first-prev.last))
 				if os.Getenv("ROLL_DEBUG") != "" && time.Duration(cur.first-prev.last) > 40*time.Millisecond {
-					fmt.Fprintf(os.Stderr, "gap %v at +%v (token %d -> %d)\n", time.Duration(cur.first-prev.last).Round(time.Millisecond),
-						time.Unix(0, prev.last).Sub(from).Round(time.Millisecond), prev.token, cur.token)
+					fmt.Fprintf(os.Stderr, "gap %v at +%v (token %d %s -> %d %s)\n", time.Duration(cur.first-prev.last).Round(time.Millisecond),
+						time.Unix(0, prev.last).Sub(from).Round(time.Millisecond), prev.token, prev.file, cur.token, cur.file)
 				}
 			}
 		}
