@@ -1,0 +1,201 @@
+package coordinator_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/holdfast-go/holdfast/coordinator"
+	"github.com/holdfast-go/holdfast/holdfasttest"
+)
+
+// prepMonitor is a shard monitor whose nodes prepare shards: it records
+// every Prepare (node, shard, from, how its context ended) and, for every
+// drain, the next owner the old owner saw.
+type prepMonitor struct {
+	*shardMonitor
+	mu       sync.Mutex
+	prepares []*prepRecord
+	next     map[coordinator.ShardID][]string // per shard: the next owners seen in Release
+	// gate, if it returns a channel for a node, holds that node's Prepare
+	// calls until the channel is closed or their context ends.
+	gate func(node string) <-chan struct{}
+}
+
+type prepRecord struct {
+	node  string
+	shard coordinator.ShardID
+	from  coordinator.Holder
+	done  chan struct{} // closed when the context ended
+	cause error
+}
+
+func newPrepMonitor() *prepMonitor {
+	return &prepMonitor{shardMonitor: newShardMonitor(), next: map[coordinator.ShardID][]string{}}
+}
+
+func (m *prepMonitor) configure(i int, c *coordinator.Config) {
+	node := fmt.Sprintf("node%d", i)
+	h := m.handler(node).(coordinator.HandlerFuncs)
+	release := h.ReleaseFunc
+	h.ReleaseFunc = func(ctx context.Context, l *coordinator.ShardLease) error {
+		next := ""
+		if o, ok := l.NextOwner(); ok {
+			next = o.Node
+		}
+		m.mu.Lock()
+		m.next[l.Shard()] = append(m.next[l.Shard()], next)
+		m.mu.Unlock()
+		return release(ctx, l)
+	}
+	h.PrepareFunc = func(ctx context.Context, s coordinator.ShardID, from coordinator.Holder) error {
+		r := &prepRecord{node: node, shard: s, from: from, done: make(chan struct{})}
+		m.mu.Lock()
+		m.prepares = append(m.prepares, r)
+		gate := m.gate
+		m.mu.Unlock()
+		context.AfterFunc(ctx, func() {
+			m.mu.Lock()
+			r.cause = context.Cause(ctx)
+			m.mu.Unlock()
+			close(r.done)
+		})
+		if gate != nil {
+			if ch := gate(node); ch != nil {
+				select {
+				case <-ch:
+				case <-ctx.Done():
+				}
+			}
+		}
+		return nil
+	}
+	c.Shards.Handler = h
+}
+
+// preparedOn returns the prepares of shard s on node whose context ended
+// because the lease started there.
+func (m *prepMonitor) preparedOn(node string, s coordinator.ShardID) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, r := range m.prepares {
+		if r.node == node && r.shard == s && errors.Is(r.cause, context.Canceled) {
+			n++
+		}
+	}
+	return n
+}
+
+// started returns how many Prepare calls node received.
+func (m *prepMonitor) started(node string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, r := range m.prepares {
+		if r.node == node {
+			n++
+		}
+	}
+	return n
+}
+
+// shardsOf returns the shards the replica of c shows owned by node.
+func shardsOf(c *coordinator.Coordinator, node string) []coordinator.ShardID {
+	var out []coordinator.ShardID
+	for s := 0; s < c.Shards(); s++ {
+		if o, ok := c.Owner(coordinator.ShardID(s)); ok && o.Node == node {
+			out = append(out, coordinator.ShardID(s))
+		}
+	}
+	return out
+}
+
+// checkPreparedMoves checks that every shard of moved, drained from node
+// from, went to a node that prepared it, and that the old owner's drain
+// named that node as the next owner.
+func (m *prepMonitor) checkPreparedMoves(t *testing.T, cl *holdfasttest.Cluster, c *coordinator.Coordinator, moved []coordinator.ShardID) {
+	t.Helper()
+	waitOwned(t, cl, c, moved)
+	for _, s := range moved {
+		o, ok := c.Owner(s)
+		if !ok {
+			t.Errorf("shard %d unowned after the move", s)
+			continue
+		}
+		if m.preparedOn(o.Node, s) == 0 {
+			t.Errorf("shard %d went to %s, which did not prepare it", s, o.Node)
+		}
+		m.mu.Lock()
+		next := m.next[s]
+		m.mu.Unlock()
+		if len(next) == 0 || next[len(next)-1] != o.Node {
+			t.Errorf("shard %d: the drain saw next owners %q, the shard went to %s", s, next, o.Node)
+		}
+	}
+}
+
+// waitOwned waits until c's replica shows every shard of ss owned (Drain
+// returns once the drained node owns none: the grants follow).
+func waitOwned(t *testing.T, cl *holdfasttest.Cluster, c *coordinator.Coordinator, ss []coordinator.ShardID) {
+	t.Helper()
+	cl.WaitFor("the moved shards owned", formTimeout, func() error {
+		for _, s := range ss {
+			if info, ok := c.Table().Shard(s); !ok || info.State != coordinator.ShardOwned {
+				return fmt.Errorf("%w: shard %d %+v", holdfasttest.ErrNotYet, s, info)
+			}
+		}
+		return nil
+	})
+}
+
+func prepCluster(t *testing.T, nodes, shards int, m *prepMonitor, prepTimeout time.Duration) *holdfasttest.Cluster {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: nodes, Configure: func(i int, c *coordinator.Config) {
+		c.Shards.Count = shards
+		c.Shards.PrepareTimeout = prepTimeout
+		m.configure(i, c)
+	}})
+	cl.WaitFormed(formTimeout)
+	waitBalanced(t, cl, shards, formTimeout)
+	return cl
+}
+
+// otherNode returns a running node that is not n (and not the leader when
+// notLeader).
+func otherNode(cl *holdfasttest.Cluster, not ...*holdfasttest.Node) *holdfasttest.Node {
+	for _, n := range cl.Running() {
+		skip := false
+		for _, x := range not {
+			skip = skip || n == x
+		}
+		if !skip {
+			return n
+		}
+	}
+	return nil
+}
+
+// abandoned returns the prepares on node whose context ended as
+// abandoned, once every prepare there ended.
+func (m *prepMonitor) abandoned(node string) (n int, all bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	all = true
+	for _, r := range m.prepares {
+		if r.node != node {
+			continue
+		}
+		select {
+		case <-r.done:
+			if errors.Is(r.cause, coordinator.ErrMoveAbandoned) {
+				n++
+			}
+		default:
+			all = false
+		}
+	}
+	return n, all
+}
