@@ -62,6 +62,8 @@ func TestShardsPrepareTargetKilled(t *testing.T) {
 	defer close(hold)
 	var target string
 	m.gate = func(node string) <-chan struct{} {
+		m.mu.Lock()
+		defer m.mu.Unlock()
 		if node == target {
 			return hold
 		}
@@ -75,20 +77,17 @@ func TestShardsPrepareTargetKilled(t *testing.T) {
 	target = tgt.Name
 	m.mu.Unlock()
 	moved := shardsOf(victim.C(), victim.Name)
+	mark := m.mark()
 	drained := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 		defer cancel()
 		drained <- victim.C().Drain(ctx)
 	}()
-	cl.WaitFor("the target preparing", formTimeout, func() error {
-		if m.started(tgt.Name) == 0 {
-			return holdfasttest.ErrNotYet
-		}
-		return nil
-	})
+	m.waitStarted(cl, tgt.Name, mark)
 	start := time.Now()
 	cl.Kill(tgt.Index)
+	meant := m.shardsSince(tgt.Name, mark) // the moves held for the killed target
 	if err := <-drained; err != nil {
 		t.Fatalf("Drain: %v", err)
 	}
@@ -98,6 +97,8 @@ func TestShardsPrepareTargetKilled(t *testing.T) {
 		if o, ok := leader.C().Owner(s); !ok || o.Node != leader.Name {
 			t.Errorf("shard %d: owner %+v after the drain, want %s", s, o, leader.Name)
 		}
+	}
+	for _, s := range meant {
 		if perShard[s] != 1 {
 			t.Errorf("shard %d granted %d times after the kill: %s", s, perShard[s], m.historySince(s, start))
 		}
@@ -122,18 +123,14 @@ func TestShardsPrepareLeaderChange(t *testing.T) {
 	victim := otherNode(cl, leader)
 	tgt := otherNode(cl, leader, victim)
 	moved := shardsOf(victim.C(), victim.Name)
+	mark := m.mark()
 	drained := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 		defer cancel()
 		drained <- victim.C().Drain(ctx)
 	}()
-	cl.WaitFor("the target preparing", formTimeout, func() error {
-		if m.started(tgt.Name) == 0 {
-			return holdfasttest.ErrNotYet
-		}
-		return nil
-	})
+	m.waitStarted(cl, tgt.Name, mark)
 	start := time.Now()
 	cl.Kill(leader.Index)
 	next := cl.WaitLeader(formTimeout)
@@ -201,14 +198,10 @@ func TestShardsPrepareAbandonedOnUndrain(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	dctx, stopDrain := context.WithCancel(ctx)
+	mark := m.mark()
 	drained := make(chan error, 1)
 	go func() { drained <- victim.C().Drain(dctx) }()
-	cl.WaitFor("the targets preparing", formTimeout, func() error {
-		if m.started(leader.Name) == 0 {
-			return holdfasttest.ErrNotYet
-		}
-		return nil
-	})
+	m.waitStarted(cl, "", mark)
 	stopDrain()
 	if err := <-drained; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Drain: %v, want it cancelled", err)
@@ -217,7 +210,7 @@ func TestShardsPrepareAbandonedOnUndrain(t *testing.T) {
 		t.Fatalf("Undrain: %v", err)
 	}
 	cl.WaitFor("the prepares abandoned", formTimeout, func() error {
-		if n, all := m.abandoned(leader.Name); n == 0 || !all {
+		if n, all := m.abandonedSince(mark); n == 0 || !all {
 			return fmt.Errorf("%w: %d abandoned", holdfasttest.ErrNotYet, n)
 		}
 		return nil

@@ -90,17 +90,50 @@ func (m *prepMonitor) preparedOn(node string, s coordinator.ShardID) int {
 	return n
 }
 
-// started returns how many Prepare calls node received.
-func (m *prepMonitor) started(node string) int {
+// mark returns how many Prepare calls were made so far: the calls since
+// are those of the step a test takes next.
+func (m *prepMonitor) mark() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.prepares)
+}
+
+// startedSince returns how many Prepare calls node (any node: "") received
+// after mark.
+func (m *prepMonitor) startedSince(node string, mark int) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
-	for _, r := range m.prepares {
-		if r.node == node {
+	for _, r := range m.prepares[mark:] {
+		if node == "" || r.node == node {
 			n++
 		}
 	}
 	return n
+}
+
+// shardsSince returns the shards node was asked to prepare after mark.
+func (m *prepMonitor) shardsSince(node string, mark int) []coordinator.ShardID {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []coordinator.ShardID
+	for _, r := range m.prepares[mark:] {
+		if r.node == node {
+			out = append(out, r.shard)
+		}
+	}
+	return out
+}
+
+// waitStarted waits until node ("": any) received a Prepare call after
+// mark.
+func (m *prepMonitor) waitStarted(cl *holdfasttest.Cluster, node string, mark int) {
+	cl.WaitFor("a prepare under way", formTimeout, func() error {
+		if m.startedSince(node, mark) == 0 {
+			return holdfasttest.ErrNotYet
+		}
+		return nil
+	})
 }
 
 // shardsOf returns the shards the replica of c shows owned by node.
@@ -120,14 +153,21 @@ func shardsOf(c *coordinator.Coordinator, node string) []coordinator.ShardID {
 func (m *prepMonitor) checkPreparedMoves(t *testing.T, cl *holdfasttest.Cluster, c *coordinator.Coordinator, moved []coordinator.ShardID) {
 	t.Helper()
 	waitOwned(t, cl, c, moved)
+	// A prepare's context ends as the lease starts; the monitor hears of
+	// it in a goroutine of its own (context.AfterFunc).
+	cl.WaitFor("the prepares of the moved shards ended by their grants", formTimeout, func() error {
+		for _, s := range moved {
+			if o, ok := c.Owner(s); ok && m.preparedOn(o.Node, s) == 0 {
+				return fmt.Errorf("%w: shard %d went to %s, which has not (yet) prepared it", holdfasttest.ErrNotYet, s, o.Node)
+			}
+		}
+		return nil
+	})
 	for _, s := range moved {
 		o, ok := c.Owner(s)
 		if !ok {
 			t.Errorf("shard %d unowned after the move", s)
 			continue
-		}
-		if m.preparedOn(o.Node, s) == 0 {
-			t.Errorf("shard %d went to %s, which did not prepare it", s, o.Node)
 		}
 		m.mu.Lock()
 		next := m.next[s]
@@ -178,16 +218,13 @@ func otherNode(cl *holdfasttest.Cluster, not ...*holdfasttest.Node) *holdfasttes
 	return nil
 }
 
-// abandoned returns the prepares on node whose context ended as
-// abandoned, once every prepare there ended.
-func (m *prepMonitor) abandoned(node string) (n int, all bool) {
+// abandonedSince returns how many Prepare calls after mark ended as
+// abandoned, and whether every one of them ended.
+func (m *prepMonitor) abandonedSince(mark int) (n int, all bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	all = true
-	for _, r := range m.prepares {
-		if r.node != node {
-			continue
-		}
+	for _, r := range m.prepares[mark:] {
 		select {
 		case <-r.done:
 			if errors.Is(r.cause, coordinator.ErrMoveAbandoned) {
