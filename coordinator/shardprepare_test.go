@@ -85,14 +85,14 @@ func TestShardsPrepareTargetKilled(t *testing.T) {
 		drained <- victim.C().Drain(ctx)
 	}()
 	m.waitStarted(cl, tgt.Name, mark)
-	start := time.Now()
+	before := m.leaseCounts()
 	cl.Kill(tgt.Index)
 	meant := m.shardsSince(tgt.Name, mark) // the moves held for the killed target
 	if err := <-drained; err != nil {
 		t.Fatalf("Drain: %v", err)
 	}
 	waitOwned(t, cl, leader.C(), moved)
-	_, perShard := m.grantsSince(start)
+	perShard, who := m.grantsAfter(before)
 	for _, s := range moved {
 		if o, ok := leader.C().Owner(s); !ok || o.Node != leader.Name {
 			t.Errorf("shard %d: owner %+v after the drain, want %s", s, o, leader.Name)
@@ -100,7 +100,7 @@ func TestShardsPrepareTargetKilled(t *testing.T) {
 	}
 	for _, s := range meant {
 		if perShard[s] != 1 {
-			t.Errorf("shard %d granted %d times after the kill: %s", s, perShard[s], m.historySince(s, start))
+			t.Errorf("shard %d granted %d times after the kill: %v", s, perShard[s], who[s])
 		}
 	}
 	m.check(t)
@@ -131,7 +131,7 @@ func TestShardsPrepareLeaderChange(t *testing.T) {
 		drained <- victim.C().Drain(ctx)
 	}()
 	m.waitStarted(cl, tgt.Name, mark)
-	start := time.Now()
+	before := m.leaseCounts()
 	cl.Kill(leader.Index)
 	next := cl.WaitLeader(formTimeout)
 	if next == leader {
@@ -149,10 +149,10 @@ func TestShardsPrepareLeaderChange(t *testing.T) {
 		t.Fatalf("Drain: %v", err)
 	}
 	waitOwned(t, cl, tgt.C(), moved)
-	_, perShard := m.grantsSince(start)
+	perShard, who := m.grantsAfter(before)
 	for _, s := range moved {
 		if perShard[s] != 1 {
-			t.Errorf("shard %d granted %d times after the leader change: %s", s, perShard[s], m.historySince(s, start))
+			t.Errorf("shard %d granted %d times after the leader change: %v", s, perShard[s], who[s])
 		}
 	}
 	m.checkPreparedMoves(t, cl, tgt.C(), moved)
@@ -196,7 +196,7 @@ func TestShardsPrepareAbandonedOnUndrain(t *testing.T) {
 	owned := shardsOf(victim.C(), victim.Name)
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
-	start := time.Now()
+	before := m.leaseCounts()
 	dctx, stopDrain := context.WithCancel(ctx)
 	mark := m.mark()
 	drained := make(chan error, 1)
@@ -220,8 +220,8 @@ func TestShardsPrepareAbandonedOnUndrain(t *testing.T) {
 			t.Errorf("shard %d: %+v after the undrain, want owned by %s", s, info, victim.Name)
 		}
 	}
-	if n, _ := m.grantsSince(start); n != 0 {
-		t.Errorf("%d grants after the drain began, want none", n)
+	if n, who := m.grantsAfter(before); len(n) != 0 {
+		t.Errorf("grants after the drain began, want none: %v", who)
 	}
 	m.check(t)
 }

@@ -90,6 +90,35 @@ func (m *prepMonitor) preparedOn(node string, s coordinator.ShardID) int {
 	return n
 }
 
+// leaseCounts returns how many leases the monitor saw per shard so far:
+// grantsAfter counts the grants since by the order Acquire was called in,
+// not by the leases' start (a belief starts at its session's last
+// keepalive, which may be older than the step a test takes).
+func (m *prepMonitor) leaseCounts() map[coordinator.ShardID]int {
+	m.shardMonitor.mu.Lock()
+	defer m.shardMonitor.mu.Unlock()
+	out := map[coordinator.ShardID]int{}
+	for s, ls := range m.leases {
+		out[s] = len(ls)
+	}
+	return out
+}
+
+// grantsAfter returns, per shard, the leases seen since the counts
+// before, and who got them.
+func (m *prepMonitor) grantsAfter(before map[coordinator.ShardID]int) (map[coordinator.ShardID]int, map[coordinator.ShardID][]string) {
+	m.shardMonitor.mu.Lock()
+	defer m.shardMonitor.mu.Unlock()
+	n, who := map[coordinator.ShardID]int{}, map[coordinator.ShardID][]string{}
+	for s, ls := range m.leases {
+		for _, ml := range ls[before[s]:] {
+			n[s]++
+			who[s] = append(who[s], fmt.Sprintf("%s token %d", ml.node, ml.l.Token()))
+		}
+	}
+	return n, who
+}
+
 // mark returns how many Prepare calls were made so far: the calls since
 // are those of the step a test takes next.
 func (m *prepMonitor) mark() int {
