@@ -86,6 +86,11 @@ type ShardConfig struct {
 	// RebalanceDelay coalesces bursts of changes: the leader replans
 	// this long after a change (and every ReconcileInterval).
 	RebalanceDelay time.Duration
+	// PrepareTimeout bounds the prepare of a planned move (see
+	// ShardPreparer): the leader revokes the old owner once the next owner
+	// is ready or this much time has passed. 0 means DrainTimeout; a
+	// negative value turns the prepare phase off (moves as before it).
+	PrepareTimeout time.Duration
 }
 
 // GossipConfig is Config.Gossip: gossip timing and encryption.

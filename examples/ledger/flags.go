@@ -25,6 +25,8 @@ type options struct {
 	expect, shards       int
 	voters               int
 	ttl, drain, interval time.Duration
+	warmup               time.Duration
+	prepare              bool
 	checkBeforeWrite     bool
 	allowRename          bool
 	leaveOnTerminate     bool
@@ -65,6 +67,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.ttl, "ttl", 10*time.Second, "session TTL; below 5s the local timing profile is used")
 	fs.DurationVar(&o.drain, "drain", 0, "bound on a shard's drain at handoff; 0: 5s, or 1s when -ttl is below 5s")
 	fs.DurationVar(&o.interval, "interval", 50*time.Millisecond, "time between appends to each owned shard")
+	fs.DurationVar(&o.warmup, "shard-warmup", 0, "extra time loading a shard's state takes before its first write (stands for a large state)")
+	fs.BoolVar(&o.prepare, "prepare", true, "warm a shard up on its next owner before a planned move (false: the next owner loads it after the grant)")
 	fs.BoolVar(&o.checkBeforeWrite, "check-before-write", true, "check the lease inside each write transaction")
 	fs.BoolVar(&o.leaveOnTerminate, "leave-on-terminate", false,
 		"on SIGTERM or SIGINT, leave the cluster for good (a replacement voter promoted first; refused below -voters with none, then the node stops keeping its vote); default: stop keeping the vote, for a restart")
@@ -162,6 +166,9 @@ func clusterConfig(o options) coordinator.Config {
 	if o.drain > 0 {
 		cfg.Shards.DrainTimeout = o.drain
 	}
+	if !o.prepare {
+		cfg.Shards.PrepareTimeout = -1
+	}
 	cfg.Raft.LogSegmentSize = o.segmentSize
 	return cfg
 }
@@ -176,6 +183,6 @@ func logSettings(log *slog.Logger, o options, cfg coordinator.Config) {
 		"voter_eligible", o.dataDir != "", "bootstrap_expect", o.expect, "voters", cfg.Cluster.Voters, "shards", o.shards,
 		"session_ttl", cfg.Session.TTL, "lease_margin", cfg.Session.LeaseMargin, "expiry_grace", cfg.Session.ExpiryGrace,
 		"drain", cfg.Shards.DrainTimeout, "raft_election_timeout", cfg.Raft.ElectionTimeout,
-		"interval", o.interval, "check_before_write", o.checkBeforeWrite, "leave_on_terminate", o.leaveOnTerminate,
+		"interval", o.interval, "shard_warmup", o.warmup, "prepare", o.prepare, "check_before_write", o.checkBeforeWrite, "leave_on_terminate", o.leaveOnTerminate,
 		"tls", cfg.TLS != nil, "gossip_encrypted", len(cfg.Gossip.Keys) > 0, "http_tls", cfg.TLS != nil && o.sec.httpTLS)
 }

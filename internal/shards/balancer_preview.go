@@ -16,9 +16,10 @@ type PreviewRequest struct {
 
 // What ended a wait between two rounds.
 const (
-	waitRound = iota // a change or a newly heard session: plan again after RebalanceDelay
-	waitTimer        // the round's wake-up time: plan at once
-	waitEnd          // ctx ended
+	waitRound    = iota // a change or a newly heard session: plan again after RebalanceDelay
+	waitTimer           // the round's wake-up time: plan at once
+	waitEnd             // ctx ended
+	waitPrepared        // a planned move's target reported ready: act at once
 )
 
 // wait blocks between two rounds, answering previews meanwhile.
@@ -33,6 +34,8 @@ func (b *Balancer) wait(ctx context.Context, v *fsm.View, heard <-chan struct{},
 			return waitRound
 		case <-timer.C:
 			return waitTimer
+		case <-b.prepareWake():
+			return waitPrepared
 		case req := <-b.o.Previews:
 			req.Reply <- b.Preview(b.o.View(), b.o.Now())
 		}
