@@ -82,4 +82,5 @@ func (c *Coordinator) wrapShardLease(l *shards.Lease) *ShardLease {
 // shardLeaseEnded counts a shard lease's end in the metrics.
 func (c *Coordinator) shardLeaseEnded(l *ShardLease, cause error) {
 	c.metrics.leaseEnded(kindShard, l.life.Start(), cause)
+	c.loads.meter.Forget(uint32(l.Shard()))
 }

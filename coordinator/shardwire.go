@@ -29,6 +29,11 @@ func (c *Coordinator) balancerOptions() shards.BalancerOptions {
 		ReconcileInterval: c.cfg.Cluster.ReconcileInterval,
 		MaxMoves:          c.cfg.Shards.MaxMoves,
 		Epsilon:           c.cfg.Shards.Epsilon,
+		Loads:             c.balancerLoads,
+		Report:            c.loads.plan.Store,
+		Previews:          c.loads.previews,
+		LoadRatio:         c.cfg.Shards.LoadRatio,
+		LoadMoves:         c.cfg.Shards.LoadMoves,
 	}
 	c.prepareOptions(&o)
 	return o
@@ -61,7 +66,7 @@ func (c *Coordinator) newShardManager() *shards.Manager[*ShardLease] {
 		PrepareTimeout: c.prepareTimeout(),
 		NodeID:         c.id,
 		Addr:           addr,
-		Weight:         c.cfg.Shards.Weight,
+		Weight:         max(c.cfg.Shards.Weight, c.cfg.Shards.Capacity), // one of them is 0 or both are equal
 		SessionTTL:     c.cfg.Session.TTL,
 		Errors:         shards.Errors{Lost: ErrLeaseLost, Revoked: ErrRevoked, Shutdown: ErrShutdown, Abandoned: ErrMoveAbandoned},
 		Log:            c.log,

@@ -34,6 +34,7 @@ type options struct {
 	leaveCluster         string
 	segmentSize          int64
 	churn                time.Duration
+	ownShards            bool
 	sec                  secOptions
 }
 
@@ -62,6 +63,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.expect, "expect", 0, "bootstrap a new cluster once `N` nodes with -data see each other; 0: join only")
 	fs.IntVar(&o.voters, "voters", 3, "raft voters the cluster keeps: 1, 3 or 5")
 	fs.IntVar(&o.shards, "shards", 16, "shard `count`, fixed when the cluster is created")
+	fs.BoolVar(&o.ownShards, "own-shards", true, "own shards; false: this node never owns one (a voter or lease-only role)")
 	fs.DurationVar(&o.ttl, "ttl", 10*time.Second, "session TTL; below 5s the local timing profile is used")
 	fs.DurationVar(&o.drain, "drain", 0, "bound on a shard's drain at handoff; 0: 5s, or 1s when -ttl is below 5s")
 	fs.DurationVar(&o.interval, "interval", 50*time.Millisecond, "time between appends to each owned shard")
@@ -157,6 +159,7 @@ func clusterConfig(o options) coordinator.Config {
 		cfg.Cluster.Voters = o.voters
 	}
 	cfg.Shards.Count = o.shards
+	cfg.Shards.NoShards = !o.ownShards
 	cfg.Session.TTL = o.ttl
 	cfg.Session.LeaseMargin = o.ttl / 10
 	cfg.Session.ExpiryGrace = max(o.ttl/5, cfg.Raft.ElectionTimeout, cfg.Raft.HeartbeatTimeout)

@@ -33,6 +33,10 @@ type Balancer struct {
 	unowned      int
 	unownedAt    time.Time
 	prep         preparer // planned moves' prepares (prepare.go)
+	// Balance by load (balancer_load.go): the loads of the round, and the
+	// planner's moves of the round (its own slice, valid until the next).
+	loads []float64
+	moves []shardown.Move
 }
 
 type revokeTrack struct {
@@ -65,20 +69,16 @@ func (b *Balancer) Run(ctx context.Context) {
 		wake := b.Round(ctx, v, b.o.Now(), first)
 		first = false
 		timer := time.NewTimer(max(wake.Sub(b.o.Now()), time.Millisecond))
-		prepared := false
-		select {
-		case <-ctx.Done():
+		w := b.wait(ctx, v, heard, timer)
+		switch w {
+		case waitEnd:
 			timer.Stop()
 			return
-		case <-v.Changed():
-		case <-heard:
-		case <-b.prepareWake():
-			prepared = true
-		case <-timer.C:
+		case waitTimer:
 			continue
 		}
 		timer.Stop()
-		if prepared || b.grantDue(b.o.View()) {
+		if w == waitPrepared || b.grantDue(b.o.View()) {
 			continue // a target is ready, or a prepared move's shard was released: act at once
 		}
 		if !b.pause(ctx) {
@@ -117,6 +117,8 @@ func (b *Balancer) Round(ctx context.Context, v *fsm.View, now time.Time, first 
 	if !retry.IsZero() && retry.Before(wake) {
 		wake = retry
 	}
+	b.publish(v, now, grants, revokes)
+	b.clearMoves(ctx, v)
 	if len(grants) > 0 {
 		b.commit(ctx, fsm.OpShardGrant, grants)
 	}
@@ -246,15 +248,13 @@ func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, drained
 		}
 	}
 	var moves []shardown.Move
+	defer func() { b.moves = moves }()
 	if len(members) > 0 {
 		ms := make([]shardown.Member, 0, len(members))
 		for _, m := range members {
 			ms = append(ms, m)
 		}
-		p := shardown.Params{
-			Shards: n, Epsilon: b.o.Epsilon, MaxMovesInFlight: -1,
-			Now: uint64(now.Sub(b.epoch)), JoinStabilization: uint64(b.o.JoinStabilization),
-		}
+		p := b.params(v, members, now)
 		var err error
 		if all {
 			moves, err = b.planner.Plan(ms, current, p)
@@ -280,7 +280,9 @@ func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, drained
 			grants = append(grants, fsm.ShardItem{Shard: cur.ID, Session: m.To})
 		case cur.State != fsm.ShardOwned || cur.Owner == m.To:
 		case members[cur.Owner].ID != "":
-			if budget > 0 || b.preparing(cur.ID, cur.Token, m.To) {
+			// An operator's pin is not rate-limited; a move being prepared
+			// was within the budget when its prepare began.
+			if budget > 0 || m.Reason == shardown.ReasonPin || b.preparing(cur.ID, cur.Token, m.To) {
 				budget--
 				revokes = append(revokes, fsm.ShardItem{Shard: cur.ID, Session: cur.Owner, Token: cur.Token, To: m.To})
 				revoked[cur.ID] = true

@@ -17,6 +17,10 @@ func (m *Manager[W]) FillSessionCmd(cmd *fsm.SessionCmd) {
 	cmd.Drain = m.drained.Load()
 }
 
+// StartDrained makes the sessions this node opens from now on start
+// drained (a node that never owns shards calls it before its first).
+func (m *Manager[W]) StartDrained() { m.drained.Store(true) }
+
 // SetDrained records the drained flag locally (sessions opened later start
 // with it) and commits it for the current session, waiting for one if
 // there is none. A session the cluster no longer knows is ended (the next

@@ -80,6 +80,21 @@ type BalancerOptions struct {
 	Abandon func(ctx context.Context, to string, items []fsm.ShardItem)
 	// PrepareTimeout bounds the wait for a target's prepare.
 	PrepareTimeout time.Duration
+
+	// Loads returns each shard's reported load as the planner takes it
+	// (shardown.Params.Load; -1 where none), in dst (nil: no reports, the
+	// planner balances by count).
+	Loads func(v *fsm.View, dst []float64) []float64
+	// LoadRatio and LoadMoves are the planner's load band and base move
+	// budget (shardown.Params).
+	LoadRatio float64
+	LoadMoves int
+	// Report receives the report of every round that planned (nil: none):
+	// what each member carries and should carry, and the moves started.
+	Report func(*PlanReport)
+	// Previews delivers requests for the plan of the next round, answered
+	// between rounds (Balancer.Preview; nil: none).
+	Previews <-chan PreviewRequest
 }
 
 func (o BalancerOptions) withDefaults() BalancerOptions {
