@@ -121,12 +121,14 @@ func (b *Balancer) prepareRound(ctx context.Context, v *fsm.View, members map[st
 	return grants, out, wake
 }
 
-// grantPrepared forgets the prepared moves that ended: the shard owned by
-// anyone, or the target no longer able to take it. The grant of a released
-// shard is the planner's, which counts a revoked shard as already at its
-// target and so gives it to the prepared node unless the plan changed
-// meanwhile; a grant forced to the old target would only be moved again.
+// grantPrepared makes the grant of every free shard whose prepared move
+// was revoked go to the move's target while it may own shards, and forgets
+// the moves that ended (the shard owned by anyone, or the target gone).
 func (b *Balancer) grantPrepared(v *fsm.View, members map[string]shardown.Member, grants []fsm.ShardItem) []fsm.ShardItem {
+	at := map[uint32]int{}
+	for i, g := range grants {
+		at[g.Shard] = i
+	}
 	for id, pm := range b.prep.moves {
 		if pm.state != prepRevoked {
 			continue
@@ -134,9 +136,15 @@ func (b *Balancer) grantPrepared(v *fsm.View, members map[string]shardown.Member
 		sh, _ := v.Shard(id)
 		switch {
 		case sh.State == fsm.ShardRevoking && sh.Owner == pm.owner && sh.Token == pm.token:
-			// the old owner drains
+			continue // the old owner drains
 		case sh.State != fsm.ShardFree || members[pm.to].ID == "" || members[pm.to].Hold:
-			delete(b.prep.moves, id) // moved, or the target cannot take it
+			delete(b.prep.moves, id) // moved, or the target cannot take it: the plan decides
+			continue
+		}
+		if i, ok := at[id]; ok {
+			grants[i].Session = pm.to
+		} else {
+			grants = append(grants, fsm.ShardItem{Shard: id, Session: pm.to})
 		}
 	}
 	return grants
