@@ -32,11 +32,11 @@ type Balancer struct {
 	handoffStart map[ShardID]time.Time
 	unowned      int
 	unownedAt    time.Time
-	prep         preparer // planned moves' prepares (prepare.go)
 	// Balance by load (balancer_load.go): the loads of the round, and the
 	// planner's moves of the round (its own slice, valid until the next).
 	loads []float64
 	moves []shardown.Move
+	prep  preparer // planned moves' prepares (prepare.go)
 }
 
 type revokeTrack struct {
@@ -69,16 +69,18 @@ func (b *Balancer) Run(ctx context.Context) {
 		wake := b.Round(ctx, v, b.o.Now(), first)
 		first = false
 		timer := time.NewTimer(max(wake.Sub(b.o.Now()), time.Millisecond))
-		w := b.wait(ctx, v, heard, timer)
-		switch w {
+		prepared := false
+		switch b.wait(ctx, v, heard, timer) {
 		case waitEnd:
 			timer.Stop()
 			return
+		case waitPrepared:
+			prepared = true
 		case waitTimer:
 			continue
 		}
 		timer.Stop()
-		if w == waitPrepared || b.grantDue(b.o.View()) {
+		if prepared || b.grantDue(b.o.View()) {
 			continue // a target is ready, or a prepared move's shard was released: act at once
 		}
 		if !b.pause(ctx) {
@@ -113,12 +115,12 @@ func (b *Balancer) Round(ctx context.Context, v *fsm.View, now time.Time, first 
 		return wake // plan once their first keepalives are in (HeardChanged wakes Run)
 	}
 	grants, revokes := b.plan(v, members, drained, now)
+	b.publish(v, now, grants, revokes) // what the planner chose (as Preview shows it)
+	b.clearMoves(ctx, v)
 	grants, revokes, retry := b.prepareRound(ctx, v, members, grants, revokes, now)
 	if !retry.IsZero() && retry.Before(wake) {
 		wake = retry
 	}
-	b.publish(v, now, grants, revokes)
-	b.clearMoves(ctx, v)
 	if len(grants) > 0 {
 		b.commit(ctx, fsm.OpShardGrant, grants)
 	}
@@ -280,8 +282,8 @@ func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, drained
 			grants = append(grants, fsm.ShardItem{Shard: cur.ID, Session: m.To})
 		case cur.State != fsm.ShardOwned || cur.Owner == m.To:
 		case members[cur.Owner].ID != "":
-			// An operator's pin is not rate-limited; a move being prepared
-			// was within the budget when its prepare began.
+			// An operator's pin is not rate-limited; nor is a move whose
+			// target is already preparing (its budget was spent then).
 			if budget > 0 || m.Reason == shardown.ReasonPin || b.preparing(cur.ID, cur.Token, m.To) {
 				budget--
 				revokes = append(revokes, fsm.ShardItem{Shard: cur.ID, Session: cur.Owner, Token: cur.Token, To: m.To})

@@ -19,7 +19,7 @@ const (
 	waitRound    = iota // a change or a newly heard session: plan again after RebalanceDelay
 	waitTimer           // the round's wake-up time: plan at once
 	waitEnd             // ctx ended
-	waitPrepared        // a prepare answered (prepare.go): act at once
+	waitPrepared        // a planned move's target reported ready: act at once
 )
 
 // wait blocks between two rounds, answering previews meanwhile.
