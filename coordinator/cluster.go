@@ -27,12 +27,12 @@ func (c *Coordinator) newCluster() *cluster.Cluster {
 		FormationLogInterval: FormationLogInterval,
 		TLS:                  c.cfg.TLS != nil,
 		RequireTLS:           c.cfg.TLS != nil && c.cfg.TLS.RequireTLS,
-		Raft:                 c.raft,
+		Raft:                 c.node.Raft(),
 		Caller:               c.trans,
 		Heard:                c.lessor, // its record of the nodes that reached this leader
 		View:                 c.fsm.View,
 		ApplyLocal: func(ctx context.Context, cmd []byte) error {
-			_, err := c.node.ApplyLocal(ctx, cmd)
+			_, err := c.node.CommitAsLeader(ctx, cmd)
 			return err
 		},
 		Issue:   c.node.IssueFuture,

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/cluster"
 	"github.com/holdfast-go/holdfast/internal/keyring"
@@ -35,7 +33,6 @@ type Coordinator struct {
 	fsm        *fsm.FSM
 	trans      *transport.Transport
 	node       *raftnode.Node // raft host: stores, futures, propose/forward
-	raft       *raft.Raft     // node.Raft()
 	members    *membership.Membership
 	cluster    *cluster.Cluster // formation, membership of the raft group, autopilot
 	metrics    *metrics
@@ -153,7 +150,7 @@ func (c *Coordinator) start() error {
 	c.spawn(func() { c.lessor.ConfirmLoop(c.ctx) })
 	c.spawn(func() { c.sessions.Run(c.sessCtx) })
 	c.shards.Start()
-	c.spawn(func() { c.noLeader.Run(c.ctx, c.raft) })
+	c.spawn(func() { c.noLeader.Run(c.ctx, c.node.Raft()) })
 	return nil
 }
 
@@ -251,12 +248,12 @@ func (c *Coordinator) closeSession(ctx context.Context, commit bool) error {
 	c.sessCancel(ErrShutdown)
 	c.leases.EndAll(ErrShutdown)
 	c.shards.End(ErrShutdown)
-	if s == nil || c.raft == nil || !commit {
+	if s == nil || c.node == nil || !commit {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.RPCTimeout)
 	defer cancel()
-	_, err := c.node.Apply(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: s.ID()}})
+	_, err := c.node.Commit(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: s.ID()}})
 	return err
 }
 

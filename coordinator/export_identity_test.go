@@ -10,7 +10,7 @@ import (
 // configuration as a non-voter without any admission check, as a leader of
 // an earlier release did with a node that gossiped no cluster ID.
 func (c *Coordinator) ForceAddNonvoter(id, rpcAddr string) error {
-	return c.raft.AddNonvoter(raft.ServerID(id), transport.RaftAddress(rpcAddr, id), 0, c.cfg.RPCTimeout).Error()
+	return c.node.Raft().AddNonvoter(raft.ServerID(id), transport.RaftAddress(rpcAddr, id), 0, c.cfg.RPCTimeout).Error()
 }
 
 // RaftServers lists the raft IDs of this node's raft configuration.

@@ -59,11 +59,11 @@ func (c *Coordinator) Config() Config { return c.cfg }
 func LeaseEndedAt(l *Lease) time.Time { return l.endedAt() }
 
 // Snapshot makes raft take a snapshot now.
-func (c *Coordinator) Snapshot() error { return c.raft.Snapshot().Error() }
+func (c *Coordinator) Snapshot() error { return c.node.Raft().Snapshot().Error() }
 
 // LastSnapshotIndex is the index of the latest snapshot this node has
 // (taken or installed).
-func (c *Coordinator) LastSnapshotIndex() string { return c.raft.Stats()["last_snapshot_index"] }
+func (c *Coordinator) LastSnapshotIndex() string { return c.node.Raft().Stats()["last_snapshot_index"] }
 
 // ShardLeaseEnd returns when a shard lease's belief ended: the instant this
 // node ended it, or its session's deadline if it lapsed with the session.

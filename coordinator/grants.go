@@ -28,8 +28,8 @@ func newLeases(c *Coordinator) *leases.Part {
 			}
 			return rep, wire.FromRemote(c.trans.Call(ctx, addr, wire.MethodWaitGrant, r, &rep))
 		},
-		Propose:        c.node.Apply,
-		Submit:         c.node.Hand,
+		Propose:        c.node.Commit,
+		Submit:         c.node.Accept,
 		ProposeRetry:   c.applyRetry,
 		Errors:         leaseErrors(),
 		AttemptTimeout: c.cfg.RPCTimeout,

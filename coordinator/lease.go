@@ -96,7 +96,7 @@ func (c *Coordinator) acquire(ctx context.Context, name string, wait bool, opts 
 
 // applyRetry applies an idempotent command (see leases.Retry).
 func (c *Coordinator) applyRetry(ctx context.Context, cmd fsm.Command) (wire.ApplyResult, error) {
-	return leases.Retry(ctx, cmd, c.node.Apply, leaseErrors(), c.log)
+	return leases.Retry(ctx, cmd, c.node.Commit, leaseErrors(), c.log)
 }
 
 // Observe streams the holder of the named lease: the current one first,

@@ -3,8 +3,6 @@ package coordinator
 import (
 	"context"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/session"
 )
@@ -17,11 +15,11 @@ func (c *Coordinator) newLessor() *session.Lessor {
 		Log:  c.log,
 		View: c.fsm.View,
 		Expire: func(ctx context.Context, cmd fsm.Command) error {
-			_, err := c.node.ApplyLocal(ctx, mustEncode(cmd))
+			_, err := c.node.CommitAsLeader(ctx, mustEncode(cmd))
 			return err
 		},
-		Term:           c.raft.CurrentTerm,
-		Leading:        func() bool { return c.raft.State() == raft.Leader },
+		Term:           c.node.Term,
+		Leading:        c.node.Leading,
 		Voters:         func() []session.Voter { return session.VotersOf(c.node.Servers()) },
 		Self:           c.id,
 		Confirm:        session.AskConfirm(c.trans),

@@ -39,6 +39,6 @@ func (c *Coordinator) startRaft() error {
 	if err != nil {
 		return err
 	}
-	c.node, c.raft = n, n.Raft()
+	c.node = n
 	return nil
 }

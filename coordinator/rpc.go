@@ -3,7 +3,6 @@ package coordinator
 import (
 	"context"
 
-	"github.com/holdfast-go/holdfast/internal/raftnode"
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
@@ -17,13 +16,7 @@ func (c *Coordinator) newDispatcher() *wire.Dispatcher {
 	d := wire.NewDispatcher(c.closing)
 	c.cluster.Register(d)
 	c.lessor.Register(d)
-	d.Handle(wire.MethodApply, raftnode.ServeForwards(raftnode.ForwardOptions{
-		Limit:   maxPendingForwards,
-		Metrics: c.metrics.raft,
-		Log:     c.log,
-		Apply:   c.node.ApplyLocal,
-		Submit:  c.node.SubmitData,
-	}))
+	d.Handle(wire.MethodApply, c.node.Forwards(maxPendingForwards, c.metrics.raft, c.log))
 	d.Handle(wire.MethodRemove, c.node.ServeRemove)
 	d.Handle(wire.MethodSync, c.reads().ServeSync)
 	d.Handle(wire.MethodWaitGrant, wire.Typed(c.leases.ServeWait))

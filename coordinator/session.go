@@ -29,7 +29,7 @@ func (c *Coordinator) newSessionClient() *session.Client {
 		Create: func(ctx context.Context, id string, gen uint64) (uint64, error) {
 			cmd := &fsm.SessionCmd{ID: id, Node: c.cfg.NodeName, NodeID: c.id, TTLNanos: int64(c.cfg.Session.TTL), Gen: gen}
 			c.shards.FillSessionCmd(cmd)
-			res, err := c.node.Apply(ctx, fsm.Command{Op: fsm.OpSessionCreate, Session: cmd})
+			res, err := c.node.Commit(ctx, fsm.Command{Op: fsm.OpSessionCreate, Session: cmd})
 			if err == nil && res.Stale {
 				err = session.ErrStale
 			}
@@ -45,7 +45,7 @@ func (c *Coordinator) newSessionClient() *session.Client {
 			return gen
 		},
 		Close: func(ctx context.Context, id string) error {
-			_, err := c.node.Apply(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: id}})
+			_, err := c.node.Commit(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: id}})
 			return err
 		},
 		KeepAlive: session.SendKeepAlive(leader, func(ctx context.Context, id string) (uint64, error) {

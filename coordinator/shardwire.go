@@ -14,7 +14,7 @@ func (c *Coordinator) balancerOptions() shards.BalancerOptions {
 	return shards.BalancerOptions{
 		View: c.fsm.View,
 		Apply: func(ctx context.Context, cmd fsm.Command) (shards.Applied, error) {
-			res, err := c.node.ApplyLocal(ctx, mustEncode(cmd))
+			res, err := c.node.CommitAsLeader(ctx, mustEncode(cmd))
 			return shards.Applied{Index: res.Index, Count: res.Count}, err
 		},
 		Expiring:          c.lessor.ExpiringOrDue,

@@ -54,17 +54,17 @@ type NodeInfo struct {
 }
 
 // RaftState returns this node's current raft role.
-func (c *Coordinator) RaftState() RaftState { return raftnode.StateOf(c.raft.State()) }
+func (c *Coordinator) RaftState() RaftState { return c.node.State() }
 
 // RaftLeader returns the current raft leader as this node knows it, and
 // false when no leader is known.
 func (c *Coordinator) RaftLeader() (NodeInfo, bool) {
-	a, id := c.raft.LeaderWithID()
+	a, id := c.node.Leader()
 	if a == "" {
 		return NodeInfo{}, false
 	}
 	addr, _, _ := transport.SplitRaftAddress(a)
-	return NodeInfo{ID: string(id), RPCAddr: addr, Name: c.cluster.NameOf(string(id))}, true
+	return NodeInfo{ID: id, RPCAddr: addr, Name: c.cluster.NameOf(id)}, true
 }
 
 // AppliedIndex returns the raft index of the last entry applied to this

@@ -25,3 +25,19 @@ func StateOf(st raft.RaftState) State {
 	}
 	return StateShutdown
 }
+
+// State returns this node's current raft role.
+func (n *Node) State() State { return StateOf(n.raft.State()) }
+
+// Leading reports whether raft on this node is the leader now.
+func (n *Node) Leading() bool { return n.raft.State() == raft.Leader }
+
+// Term returns raft's current term on this node.
+func (n *Node) Term() uint64 { return n.raft.CurrentTerm() }
+
+// Leader returns the raft address and server ID of the leader as this node
+// knows it ("" when none is known).
+func (n *Node) Leader() (addr raft.ServerAddress, id string) {
+	a, sid := n.raft.LeaderWithID()
+	return a, string(sid)
+}
