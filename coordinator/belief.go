@@ -10,23 +10,14 @@ import (
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
-// belief is what leader leases, shard leases and permits share: a token and
+// belief is what leases, shard leases and permits share: a token and
 // a context that ends the moment this node stops believing it holds the
 // grant. Its exported methods are promoted to Lease, ShardLease and Permit;
 // the belief's timing lives in life.
 type belief struct {
-	c     *Coordinator
-	token uint64
-	life  *session.Belief // and the session the grant was made to
-}
-
-// newBelief starts a belief of the given kind (leader, semaphore, shard)
-// under session s; its end is counted in the metrics.
-func newBelief(c *Coordinator, kind string, s *session.Session, token uint64) belief {
-	life := session.NewBelief(s)
-	ctx := life.Context()
-	context.AfterFunc(ctx, func() { c.metrics.leaseEnded(kind, life.Start(), context.Cause(ctx)) })
-	return belief{c: c, token: token, life: life}
+	token  uint64
+	life   *session.Belief // and the session the grant was made to
+	margin time.Duration   // Config.Session.LeaseMargin, for Checkpoint
 }
 
 // Token returns the fencing token of this grant: larger than every token
@@ -72,21 +63,11 @@ func (b *belief) Checkpoint() error {
 	} else if err != nil {
 		return wire.Wrap(ErrLeaseLost, err)
 	}
-	if r < b.c.cfg.Session.LeaseMargin {
-		return &ExpiringError{Remaining: r, Margin: b.c.cfg.Session.LeaseMargin}
+	if r < b.margin {
+		return &ExpiringError{Remaining: r, Margin: b.margin}
 	}
 	return nil
 }
-
-// end cancels the belief with cause, recording at (or now, if zero) as its
-// end, and runs after once; it reports whether this call ended it.
-func (b *belief) end(cause error, at time.Time, after func()) bool {
-	return b.life.End(cause, at, after)
-}
-
-// capAt freezes the belief at its session's current deadline (see
-// session.Belief.CapAt).
-func (b *belief) capAt(onCap func(at time.Time)) { b.life.CapAt(onCap) }
 
 // endedAt returns when the belief ended by this node's own action, or the
 // zero time (see session.Belief.EndedAt).

@@ -27,9 +27,7 @@ func TestCheckpointRule(t *testing.T) {
 	defer s.End(ErrShutdown)
 	until := 10 * time.Second
 	s.Extend(time.Now().Add(until), until)
-	b := &belief{c: &Coordinator{cfg: Config{Session: SessionConfig{
-		LeaseMargin: margin,
-	}}}, life: session.NewBelief(s)}
+	b := &belief{margin: margin, life: session.NewBelief(s)}
 
 	clk.now.Store(int64(until - margin))
 	if err := b.Checkpoint(); err != nil {
@@ -59,9 +57,7 @@ func BenchmarkBeliefCheckpoint(b *testing.B) {
 	s := session.New(context.Background(), "s", time.Hour, clk, time.Second)
 	s.Extend(time.Now().Add(time.Hour), clk.Now()+time.Hour)
 	defer s.End(ErrShutdown)
-	bl := &belief{c: &Coordinator{cfg: Config{Session: SessionConfig{
-		LeaseMargin: time.Second,
-	}}}, life: session.NewBelief(s)}
+	bl := &belief{margin: time.Second, life: session.NewBelief(s)}
 	for b.Loop() {
 		if err := bl.Checkpoint(); err != nil {
 			b.Fatal(err)

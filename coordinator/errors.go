@@ -36,15 +36,15 @@ var (
 	// ErrLeaseLost is the cause of a lease's end when it ended for any reason
 	// but Release: its session's belief lapsed, the session expired, or the
 	// lease went to another holder. Lease.Checkpoint wraps it.
-	ErrLeaseLost = errors.New("holdfast: lease lost")
+	ErrLeaseLost = wire.ErrLeaseLost
 	// ErrLeaseExpiring is returned by Lease.Checkpoint when less than the
 	// margin is left (see *ExpiringError for how much).
 	ErrLeaseExpiring = errors.New("holdfast: lease about to expire")
 	// ErrRevoked is the cause of a shard lease's end when this node handed
 	// the shard off at the leader's request (rebalancing, Drain, Shutdown).
-	ErrRevoked = errors.New("holdfast: shard handed off")
+	ErrRevoked = wire.ErrRevoked
 	// ErrReleased is the cause of a lease's end after Release.
-	ErrReleased = errors.New("holdfast: lease released")
+	ErrReleased = wire.ErrReleased
 	// ErrSessionExpired is the cause when this node's belief in its session
 	// lapsed (no keepalive answered in time) or the leader expired it.
 	ErrSessionExpired = session.ErrExpired

@@ -2,11 +2,10 @@ package coordinator
 
 import (
 	"context"
-
 	"time"
 
+	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leases"
-	"github.com/holdfast-go/holdfast/internal/session"
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
@@ -17,9 +16,8 @@ func newLeases(c *Coordinator) *leases.Part {
 	return leases.New(leases.Options{
 		View:        c.fsm.View,
 		WaitSession: c.waitSession,
-		Believe: func(s *session.Session, kind leases.Kind, token, _ uint64) leases.Belief {
-			b := newBelief(c, kind.String(), s, token)
-			return grantBelief{&b}
+		Ended: func(kind leases.Kind, start time.Time, cause error) {
+			c.metrics.leaseEnded(kind.String(), start, cause)
 		},
 		AskLeader: func(ctx context.Context, r wire.WaitGrantRequest) (rep wire.WaitGrantReply, err error) {
 			addr, self := c.node.LeaderRPCAddr()
@@ -28,10 +26,7 @@ func newLeases(c *Coordinator) *leases.Part {
 			}
 			return rep, wire.FromRemote(c.trans.Call(ctx, addr, wire.MethodWaitGrant, r, &rep))
 		},
-		Propose:        c.node.Commit,
-		Submit:         c.node.Accept,
-		ProposeRetry:   c.applyRetry,
-		Errors:         leaseErrors(),
+		Proposer:       c.node,
 		AttemptTimeout: c.cfg.RPCTimeout,
 		LeaderChanged:  c.noLeader.Changed,
 		Log:            c.log,
@@ -39,16 +34,14 @@ func newLeases(c *Coordinator) *leases.Part {
 	})
 }
 
-// leaseErrors are the error values package leases returns and recognises.
-func leaseErrors() leases.Errors {
-	return leases.Errors{Shutdown: ErrShutdown, Rejected: wire.ErrRejected, NoSession: wire.ErrNoSession,
-		Held: ErrLeaseHeld, Resigned: ErrReleased, Lost: ErrLeaseLost}
+// grantBelief is the belief of a lease's or permit's grant.
+func (c *Coordinator) grantBelief(g *leases.Grant) belief {
+	return belief{token: g.Token(), life: g.Belief(), margin: c.cfg.Session.LeaseMargin}
 }
 
-// grantBelief is a lease's or permit's belief as package leases sees it.
-type grantBelief struct{ *belief }
-
-func (b grantBelief) End(cause error) bool { return b.end(cause, time.Time{}, nil) }
-
-// beliefOf returns the belief of a grant made by this coordinator.
-func beliefOf(g *leases.Grant) *belief { return g.Belief().(grantBelief).belief }
+// commitRetry commits an idempotent command of the facade's own (an
+// operator's, the shard manager's), retrying while its outcome is unknown
+// (see leases.Retry).
+func (c *Coordinator) commitRetry(ctx context.Context, cmd fsm.Command) (wire.ApplyResult, error) {
+	return leases.Retry(ctx, cmd, c.node.Commit, c.log)
+}

@@ -3,9 +3,7 @@ package coordinator
 import (
 	"context"
 
-	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leases"
-	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // Lease is a named lease held by this node (one holder per name). Its context is
@@ -91,12 +89,7 @@ func (c *Coordinator) acquire(ctx context.Context, name string, wait bool, opts 
 	if err != nil {
 		return nil, err
 	}
-	return &Lease{belief: *beliefOf(g), g: g}, nil
-}
-
-// applyRetry applies an idempotent command (see leases.Retry).
-func (c *Coordinator) applyRetry(ctx context.Context, cmd fsm.Command) (wire.ApplyResult, error) {
-	return leases.Retry(ctx, cmd, c.node.Commit, leaseErrors(), c.log)
+	return &Lease{belief: c.grantBelief(g), g: g}, nil
 }
 
 // Observe streams the holder of the named lease: the current one first,

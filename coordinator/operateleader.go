@@ -112,7 +112,7 @@ func (c *Coordinator) leaderReleaseLease(ctx context.Context, req wire.OperateRe
 			"error", err, "refused", got.Refused)
 	}
 	cmd := fsm.Command{Op: fsm.OpRelease, Lease: &fsm.LeaseCmd{Name: req.Target, Session: l.Holder, Request: l.Request, Token: l.Token}}
-	if _, err := c.applyRetry(ctx, cmd); err != nil {
+	if _, err := c.commitRetry(ctx, cmd); err != nil {
 		return rep, fmt.Errorf("committing the release of %q: %w", req.Target, err)
 	}
 	rep.Message = fmt.Sprintf("released lease %q (token %d) held by %s without its node, which did not answer: it may believe it "+

@@ -92,5 +92,5 @@ func (c *Coordinator) acquireSem(ctx context.Context, name string, limit int, wa
 	if err != nil {
 		return nil, leases.SemError(err, ErrSemaphoreFull, ErrSemaphoreLimit)
 	}
-	return &Permit{belief: *beliefOf(g), g: g}, nil
+	return &Permit{belief: c.grantBelief(g), g: g}, nil
 }

@@ -34,6 +34,6 @@ func (c *Coordinator) SemaphoreWaiters(name string) []fsm.Waiter {
 // p's local belief (as a late settlement or another replica's view of it
 // would), so the permit's watcher must notice it.
 func (c *Coordinator) CommitPermitRelease(ctx context.Context, p *Permit) error {
-	_, err := c.applyRetry(ctx, leases.Semaphore.ReleaseCmd(p.Name(), p.g.SessionID(), p.g.Request(), p.Token()))
+	_, err := c.commitRetry(ctx, leases.Semaphore.ReleaseCmd(p.Name(), p.g.SessionID(), p.g.Request(), p.Token()))
 	return err
 }

@@ -66,7 +66,7 @@ func (l *ShardLease) Revoked() <-chan struct{} { return l.l.Revoked() }
 // wrapShardLease makes the ShardLease of a lease the shard manager started
 // (the manager reports its end: shardLeaseEnded).
 func (c *Coordinator) wrapShardLease(l *shards.Lease) *ShardLease {
-	return &ShardLease{belief: belief{c: c, token: l.Token(), life: l.Belief()}, l: l}
+	return &ShardLease{belief: belief{token: l.Token(), life: l.Belief(), margin: c.cfg.Session.LeaseMargin}, l: l}
 }
 
 // shardLeaseEnded counts a shard lease's end in the metrics.

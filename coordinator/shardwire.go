@@ -45,7 +45,7 @@ func (c *Coordinator) newShardManager() *shards.Manager[*ShardLease] {
 		View:    c.fsm.View,
 		Session: c.currentSession,
 		Commit: func(ctx context.Context, cmd fsm.Command) error {
-			_, err := c.applyRetry(ctx, cmd)
+			_, err := c.commitRetry(ctx, cmd)
 			return err
 		},
 		IsNoSession:  func(err error) bool { return errors.Is(err, wire.ErrNoSession) },

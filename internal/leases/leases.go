@@ -13,39 +13,27 @@ import (
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
-// Belief is this node's belief in one grant (made by Options.Believe): a
-// context that ends the moment the node stops believing it holds the
-// grant. Its methods must be safe for concurrent use.
-type Belief interface {
-	// Context ends when the belief ends; its cause says why.
-	Context() context.Context
-	// End ends the belief with cause now; it reports whether this call
-	// ended it.
-	End(cause error) bool
-}
-
 // Result is what a committed acquire or release returned: the raft index
 // it was applied at, the holder's token, session and answered request
 // after an acquire, whether it queued the request (Queued) or found it
 // given up or superseded (Stale).
 type Result = wire.ApplyResult
 
-// Errors are the error values the part returns and recognises in the
-// proposer's errors (matched with errors.Is).
-type Errors struct {
-	// Shutdown: the node is shutting down (returned, and recognised).
-	Shutdown error
-	// Rejected: the state machine refused the command (recognised).
-	Rejected error
-	// NoSession: the cluster no longer has the session (recognised).
-	NoSession error
-	// Held: the lease is held by another session (recognised), and the
-	// refusal of a TryAcquire while a local caller holds the name.
-	Held error
-	// Resigned: the cause of a grant its holder gave up.
-	Resigned error
-	// Lost: the cause of a grant the replica no longer shows.
-	Lost error
+// Proposer proposes commands to raft; *raftnode.Node satisfies it. Its
+// methods must be safe for concurrent use.
+type Proposer interface {
+	// Commit commits cmd once (locally or forwarded to the leader) and
+	// returns once it has committed; an error other than a refusal may
+	// leave the outcome unknown.
+	Commit(ctx context.Context, cmd fsm.Command) (Result, error)
+	// Accept hands cmd to raft on the leader and returns once the leader
+	// has taken it in, ahead of every command this node proposes or
+	// forwards later, without waiting for the commit
+	// (Grant.ReleaseBeforeCommit). wait, if not nil, delivers the commit's
+	// outcome as Commit would; nil means nothing follows the commit and the
+	// part watches its replica for it. After an error the command may or
+	// may not have been taken in.
+	Accept(ctx context.Context, cmd fsm.Command) (wait func(context.Context) (Result, error), err error)
 }
 
 // Options are the part's dependencies.
@@ -61,31 +49,17 @@ type Options struct {
 	// WaitSession blocks until this node has a live session (used only
 	// when NextRequest is nil).
 	WaitSession func(ctx context.Context) (*session.Session, error)
-	// Believe starts this node's belief in a grant of kind to session s,
-	// seen in the replica at index. Required.
-	Believe func(s *session.Session, kind Kind, token, index uint64) Belief
-	// Propose commits cmd once (locally or forwarded to the leader); an
-	// error other than a refusal may leave the outcome unknown. Required.
-	Propose func(ctx context.Context, cmd fsm.Command) (Result, error)
-	// Submit, if set, hands cmd to raft on the leader and returns once the
-	// leader has taken it in, ahead of every command this node proposes or
-	// forwards later, without waiting for the commit
-	// (Grant.ReleaseBeforeCommit). wait, if not nil, delivers the commit's
-	// outcome as Propose would; nil means nothing follows the commit and
-	// the part watches its replica for it. After an error the command may
-	// or may not have been taken in. Nil Submit: every release waits for
-	// its commit.
-	Submit func(ctx context.Context, cmd fsm.Command) (wait func(context.Context) (Result, error), err error)
-	// ProposeRetry commits cmd, retrying while its outcome is unknown, until
-	// it commits, is refused, or ctx ends. Required.
-	ProposeRetry func(ctx context.Context, cmd fsm.Command) (Result, error)
+	// Ended, if set, is told of every grant's end: its kind, when its
+	// belief started and why it ended (the metrics of held grants).
+	Ended func(kind Kind, start time.Time, cause error)
+	// Proposer commits the part's commands; the part retries a commit
+	// whose outcome is unknown itself (Retry). Required.
+	Proposer Proposer
 	// AskLeader asks the raft leader, over wire.MethodWaitGrant, for the
 	// grant of a queued request (see ServeWait); it fails at once when this
 	// node leads or no leader is known. Nil: a queued request watches the
 	// local replica only.
 	AskLeader func(ctx context.Context, r wire.WaitGrantRequest) (wire.WaitGrantReply, error)
-	// Errors are the error values to return and recognise.
-	Errors Errors
 	// AttemptTimeout bounds each settlement attempt.
 	AttemptTimeout time.Duration
 	// LeaderChanged returns a channel closed when raft next reports a
@@ -154,7 +128,7 @@ func (p *Part) spawn(f func()) bool {
 }
 
 // EndAll ends every grant with cause, stops the watch loop and refuses
-// new grants (an acquire then fails with Errors.Shutdown, at once if it
+// new grants (an acquire then fails with wire.ErrShutdown, at once if it
 // waits for its local slot). Settlements go on until Close.
 func (p *Part) EndAll(cause error) {
 	p.cancel()
@@ -170,14 +144,14 @@ func (p *Part) EndAll(cause error) {
 	}
 }
 
-// Close ends every grant with Errors.Shutdown, stops the watch loop and
+// Close ends every grant with wire.ErrShutdown, stops the watch loop and
 // waits for it and for every settlement (which end with their session or
-// once the proposer answers Errors.Shutdown). It is safe to call twice.
+// once the proposer answers wire.ErrShutdown). It is safe to call twice.
 func (p *Part) Close() {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
-	p.EndAll(p.o.Errors.Shutdown)
+	p.EndAll(wire.ErrShutdown)
 	p.wg.Wait()
 }
 
@@ -236,7 +210,7 @@ func (p *Part) watchLoop() {
 		}
 		p.mu.Unlock()
 		for _, g := range lost {
-			g.end(p.o.Errors.Lost)
+			g.end(wire.ErrLeaseLost)
 		}
 		select {
 		case <-p.ctx.Done():

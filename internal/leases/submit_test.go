@@ -11,7 +11,7 @@ import (
 	"github.com/holdfast-go/holdfast/fsm"
 )
 
-// fakeLeader stands for raft on the leader behind Options.Submit: it takes
+// fakeLeader stands for raft on the leader behind Proposer.Accept: it takes
 // commands in, in order, and commits them (to the harness's replicas) only
 // when told to, or before the next command proposed through h.propose (a
 // later command of this node comes after them in the log). lose makes the
