@@ -18,7 +18,7 @@ func (c *Coordinator) newCluster() *cluster.Cluster {
 		Zone:                 c.cfg.Zone,
 		Eligible:             c.cfg.DataDir != "",
 		Join:                 c.cfg.Join,
-		Config:               c.cfg.Cluster,
+		Config:               c.cfg.Cluster.part(),
 		Shards:               c.cfg.Shards.Count,
 		SnapshotThreshold:    c.cfg.Raft.SnapshotThreshold,
 		RPCTimeout:           c.cfg.RPCTimeout,

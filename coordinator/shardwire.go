@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"math"
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/shards"
@@ -27,9 +28,18 @@ func (c *Coordinator) balancerOptions() shards.BalancerOptions {
 		JoinStabilization: c.cfg.Shards.JoinStabilization,
 		RebalanceDelay:    c.cfg.Shards.RebalanceDelay,
 		ReconcileInterval: c.cfg.Cluster.ReconcileInterval,
-		MaxMoves:          c.cfg.Shards.MaxMoves,
+		MaxMoves:          maxMoves(c.cfg.Shards.MaxMoves),
 		Epsilon:           c.cfg.Shards.Epsilon,
 	}
+}
+
+// maxMoves is ShardConfig.MaxMoves as the balancer takes it: a negative
+// value (no limit, as in shardown.Params) becomes the largest budget.
+func maxMoves(n int) int {
+	if n < 0 {
+		return math.MaxInt
+	}
+	return n
 }
 
 // newShardManager wires the owner side of shard ownership to this node.

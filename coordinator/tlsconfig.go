@@ -1,6 +1,8 @@
 package coordinator
 
 import (
+	"time"
+
 	"github.com/holdfast-go/holdfast/internal/tlsfiles"
 	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/transport"
@@ -26,16 +28,35 @@ import (
 // To move a running plaintext cluster to TLS without downtime, restart the
 // nodes one by one with TLS and RequireTLS false, then one by one with
 // RequireTLS true.
-//
-// The fields: CAFile, CertFile and KeyFile (paths of PEM files: the CA
-// certificate(s) peers must chain to, this node's certificate followed by
-// any intermediates, its private key); CAPEM, CertPEM and KeyPEM (used
-// instead of the files when set); ReloadInterval (how often the files are
-// checked; 0 means DefaultTLSReloadInterval, negative turns reloading off);
-// RequireTLS (refuse plaintext, inbound and outbound; false accepts
-// plaintext peers and falls back to plaintext towards them, only for
-// migrating a running cluster).
-type TLSConfig = tlsfiles.Source
+type TLSConfig struct {
+	// CAFile is the path of a PEM file holding the CA certificate(s) that
+	// peers' certificates must chain to.
+	CAFile string
+	// CertFile is the path of a PEM file holding this node's certificate,
+	// followed by any intermediate certificates.
+	CertFile string
+	// KeyFile is the path of a PEM file holding the private key of the
+	// certificate.
+	KeyFile string
+	// CAPEM, if set, is used instead of CAFile.
+	CAPEM []byte
+	// CertPEM, if set, is used instead of CertFile.
+	CertPEM []byte
+	// KeyPEM, if set, is used instead of KeyFile.
+	KeyPEM []byte
+	// ReloadInterval is how often the files are checked for changes; 0
+	// means DefaultTLSReloadInterval, negative turns reloading off.
+	ReloadInterval time.Duration
+	// RequireTLS refuses plaintext, inbound and outbound. False accepts
+	// plaintext peers and falls back to plaintext towards them: only for
+	// migrating a running cluster, as it lets anyone reach the node.
+	RequireTLS bool
+}
+
+// part is the TLS files' source (internal/tlsfiles), nil for a nil t; the
+// two structs have the same fields, so a field added to one alone fails to
+// compile here.
+func (t *TLSConfig) part() *tlsfiles.Source { return (*tlsfiles.Source)(t) }
 
 // DefaultTLSReloadInterval is how often the TLS files are checked for
 // changes when TLSConfig.ReloadInterval is zero.
@@ -49,7 +70,7 @@ func (c *Coordinator) newTransport() (*transport.Transport, error) {
 		Cluster: c.clusterFile.ID, AnyCluster: wire.AnyClusterMethods}
 	var o *tlsfiles.Options
 	if t := c.cfg.TLS; t != nil {
-		o = &tlsfiles.Options{Source: *t, NodeName: c.cfg.NodeName, Interval: t.ReloadInterval, Log: c.log, Metrics: &c.tlsMetrics}
+		o = &tlsfiles.Options{Source: *t.part(), NodeName: c.cfg.NodeName, Interval: t.ReloadInterval, Log: c.log, Metrics: &c.tlsMetrics}
 	}
 	t, r, err := tlsfiles.Transport(tc, o, c.peerName)
 	c.tlsReload = r
