@@ -9,7 +9,7 @@ import (
 // MaxMovesInFlight does; zero keeps its default.
 func TestMaxMovesNegativeMeansNoLimit(t *testing.T) {
 	cfg := DefaultLocalConfig()
-	cfg.NodeName = "n"
+	cfg.NodeName, cfg.Cluster.BootstrapExpect = "n", 0
 	cfg.Shards.MaxMoves = -1
 	if err := cfg.validate(); err != nil {
 		t.Fatalf("MaxMoves -1: %v, want accepted", err)
