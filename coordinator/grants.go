@@ -14,8 +14,9 @@ import (
 // proposer and session. It starts the part's watch loop; closeAll joins it.
 func newLeases(c *Coordinator) *leases.Part {
 	return leases.New(leases.Options{
-		View:        c.fsm.View,
-		WaitSession: c.waitSession,
+		View:     c.fsm.View,
+		Sessions: c.sessions,
+		Stop:     c.ctx.Done(),
 		Ended: func(kind leases.Kind, start time.Time, cause error) {
 			c.metrics.leaseEnded(kind.String(), start, cause)
 		},

@@ -63,8 +63,3 @@ func (c *Coordinator) newSessionClient() *session.Client {
 func (c *Coordinator) currentSession() (*session.Session, <-chan struct{}) {
 	return c.sessions.Current()
 }
-
-// waitSession blocks until this node has a valid session.
-func (c *Coordinator) waitSession(ctx context.Context) (*session.Session, error) {
-	return c.sessions.Await(ctx, c.ctx.Done())
-}

@@ -44,11 +44,17 @@ type Options struct {
 	// NextRequest waits for this node's current session and numbers a new
 	// request on it; it fails without numbering anything once ctx has
 	// ended. If nil, the part numbers requests itself on the sessions
-	// WaitSession returns.
+	// Sessions awaits.
 	NextRequest func(ctx context.Context) (*session.Session, uint64, error)
-	// WaitSession blocks until this node has a live session (used only
-	// when NextRequest is nil).
-	WaitSession func(ctx context.Context) (*session.Session, error)
+	// Sessions keeps this node in a session (*session.Client); its Await,
+	// until Stop is closed, gives the session a request is numbered on
+	// (used only when NextRequest is nil).
+	Sessions interface {
+		Await(ctx context.Context, stop <-chan struct{}) (*session.Session, error)
+	}
+	// Stop, once closed, ends the wait for a session (the node shuts
+	// down).
+	Stop <-chan struct{}
 	// Ended, if set, is told of every grant's end: its kind, when its
 	// belief started and why it ended (the metrics of held grants).
 	Ended func(kind Kind, start time.Time, cause error)
@@ -99,7 +105,7 @@ func New(o Options) *Part {
 		o.Now = time.Now
 	}
 	if o.NextRequest == nil {
-		o.NextRequest = numbered(o.WaitSession)
+		o.NextRequest = numbered(func(ctx context.Context) (*session.Session, error) { return o.Sessions.Await(ctx, o.Stop) })
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
