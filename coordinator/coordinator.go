@@ -45,7 +45,7 @@ type Coordinator struct {
 	sessions   *session.Client // keeps this node in a session
 	clock      Clock           // measures beliefs (Config.Clock or SystemClock)
 
-	leases *leases.Part // this node's leases and semaphore permits
+	leases *leases.Manager // this node's leases and semaphore permits
 
 	spawnMu  sync.Mutex
 	spawnOff bool

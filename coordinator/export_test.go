@@ -54,7 +54,7 @@ func (c *Coordinator) KeepAliveNow() error {
 // Config returns the node's configuration.
 func (c *Coordinator) Config() Config { return c.cfg }
 
-// LeaseEndedAt returns when this node ended the lease itself (resign,
+// LeaseEndedAt returns when this node ended the lease itself (release,
 // loss noticed, shutdown), or the zero time.
 func LeaseEndedAt(l *Lease) time.Time { return l.endedAt() }
 

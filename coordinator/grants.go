@@ -12,7 +12,7 @@ import (
 // newLeases builds the part that holds this node's leases and semaphore
 // permits (package internal/leases) over the coordinator's replica,
 // proposer and session. It starts the part's watch loop; closeAll joins it.
-func newLeases(c *Coordinator) *leases.Part {
+func newLeases(c *Coordinator) *leases.Manager {
 	return leases.New(leases.Options{
 		View:     c.fsm.View,
 		Sessions: c.sessions,

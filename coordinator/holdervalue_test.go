@@ -27,7 +27,7 @@ func TestHolderValue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs := b.Observe(ctx, "svc")
+	obs := b.WatchHolder(ctx, "svc")
 	readOn := func(c *coordinator.Coordinator) coordinator.Holder {
 		t.Helper()
 		if err := c.Sync(ctx); err != nil {

@@ -73,7 +73,7 @@ func TestGossipKeyringSurvivesRestarts(t *testing.T) {
 		}
 	}
 	l := cl.WaitLeader(formTimeout)
-	campaignOnce(t, cl, follower(cl, l), "after-restarts")
+	acquireOnce(t, cl, follower(cl, l), "after-restarts")
 }
 
 // TestGossipKeyringNewerRule checks which keyring a node starts with: its

@@ -85,20 +85,28 @@ func (c *Coordinator) acquire(ctx context.Context, name string, wait bool, opts 
 			return nil, err
 		}
 	}
-	g, err := c.leases.Acquire(ctx, leases.Request{Kind: leases.Leader, Name: name, Wait: wait, Value: o.value})
+	g, err := c.leases.Acquire(ctx, leases.Request{Kind: leases.Lease, Name: name, Wait: wait, Value: o.value})
 	if err != nil {
 		return nil, err
 	}
 	return &Lease{belief: c.grantBelief(g), g: g}, nil
 }
 
-// Observe streams the holder of the named lease: the current one first,
-// then every change (a zero Holder when nobody holds it; a holder's new
-// Value is a change too). Changes may be
-// coalesced, but the latest is never dropped. The channel closes when ctx
-// ends or the node shuts down.
-func (c *Coordinator) Observe(ctx context.Context, name string) <-chan Holder {
+// WatchHolder streams Holder(name), the holder of the named lease: the
+// current one first, then every change (a zero Holder when nobody holds
+// it; a holder's new Value is a change too). Changes may be coalesced, but
+// the latest is never dropped. The channel closes when ctx ends or the node
+// shuts down.
+func (c *Coordinator) WatchHolder(ctx context.Context, name string) <-chan Holder {
 	return observe(c, ctx, name, toHolder)
+}
+
+// Observe is WatchHolder under its earlier name (etcd's).
+//
+// Deprecated: use WatchHolder, named like every watch for the read it
+// streams.
+func (c *Coordinator) Observe(ctx context.Context, name string) <-chan Holder {
+	return c.WatchHolder(ctx, name)
 }
 
 // observe streams the holders of the lease name, converted by conv, from a

@@ -55,7 +55,7 @@ func TestAcquireReleaseHandsOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !errors.Is(la.Err(), coordinator.ErrReleased) {
-		t.Fatalf("resigned lease ends with %v", la.Err())
+		t.Fatalf("released lease ends with %v", la.Err())
 	}
 	lb := <-got
 	if lb == nil {

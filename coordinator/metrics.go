@@ -34,7 +34,7 @@ type metrics struct {
 func newMetrics() *metrics {
 	m := &metrics{raft: raftnode.NewMetrics(), cluster: cluster.NewMetrics(), session: session.NewMetrics(),
 		acquireWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "holdfast_lease_acquire_wait_seconds",
-			Help:    "Leader leases: from Campaign/TryAcquire to the grant. Shard leases: how long the shard was seen free before this node's grant.",
+			Help:    "Leases and permits: from Acquire/TryAcquire (AcquireSemaphore/TryAcquireSemaphore) to the grant. Shard leases: how long the shard was seen free before this node's grant.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}, []string{"kind"}),
 		holdTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "holdfast_lease_hold_seconds",
 			Help: "How long this node believed it held a lease, observed when the lease ends.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 12)}, []string{"kind"}),
@@ -42,13 +42,13 @@ func newMetrics() *metrics {
 			Help: "Leases this node stopped holding, by kind and reason (expired, revoked, resigned, shutdown, lost)."}, []string{"kind", "reason"}),
 	}
 	wait := map[string]prometheus.ObserverVec{} // the acquire wait family curried per kind
-	for _, kind := range []string{leases.Leader.String(), kindShard, kindSemaphore} {
+	for _, kind := range []string{leases.Lease.String(), kindShard, kindSemaphore} {
 		wait[kind] = m.acquireWait.MustCurryWith(prometheus.Labels{"kind": kind})
 		for _, reason := range []string{"expired", "revoked", "resigned", "shutdown", "lost"} {
 			m.leasesEnded.WithLabelValues(kind, reason)
 		}
 	}
-	m.leases = leases.NewMetrics(map[leases.Kind]prometheus.ObserverVec{leases.Leader: wait[leases.Leader.String()],
+	m.leases = leases.NewMetrics(map[leases.Kind]prometheus.ObserverVec{leases.Lease: wait[leases.Lease.String()],
 		leases.Semaphore: wait[kindSemaphore]})
 	m.shards = shards.NewMetrics(wait[kindShard].WithLabelValues())
 	return m

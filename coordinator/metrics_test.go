@@ -115,7 +115,7 @@ func TestMetricsScenario(t *testing.T) {
 	waitMetric(t, cl, regs, "holdfast_raft_state", map[string]string{"state": "leader"}, "on one node",
 		func(v float64) bool { return v == 1 })
 
-	// Acquire and resign a leader lease on a follower.
+	// Acquire and release a leader lease on a follower.
 	i := (leader.Index + 1) % 3
 	c, reg := cl.Node(i).C(), regs[i]
 	one := []*prometheus.Registry{reg}
@@ -127,7 +127,7 @@ func TestMetricsScenario(t *testing.T) {
 	}
 	leaderKind := map[string]string{"kind": "leader"}
 	if v := metricValue(t, reg, "holdfast_leases_held", leaderKind); v != 1 {
-		t.Errorf("leases held after Campaign: %v, want 1", v)
+		t.Errorf("leases held after Acquire: %v, want 1", v)
 	}
 	if v := metricValue(t, reg, "holdfast_lease_acquire_wait_seconds", leaderKind); v != 1 {
 		t.Errorf("acquire wait observations: %v, want 1", v)
@@ -137,7 +137,7 @@ func TestMetricsScenario(t *testing.T) {
 	}
 	waitMetric(t, cl, one, "holdfast_leases_held", leaderKind, "back to 0", func(v float64) bool { return v == 0 })
 	waitMetric(t, cl, one, "holdfast_leases_lost_total", map[string]string{"kind": "leader", "reason": "resigned"},
-		"counts the resign", func(v float64) bool { return v == 1 })
+		"counts the release", func(v float64) bool { return v == 1 })
 
 	// A forced expiry: pause a follower holding a lease and shards.
 	if _, err := c.Acquire(ctx, "metrics"); err != nil {

@@ -9,9 +9,14 @@ import (
 	"github.com/holdfast-go/holdfast/internal/leases"
 )
 
-// ErrNotLeading is returned by ElectionCheck.Ready while RunElection does not
-// hold the lease.
-var ErrNotLeading = errors.New("holdfast: not holding the lease")
+// ErrLeaseNotHeld is returned by ElectionCheck.Ready while RunElection does
+// not hold the lease.
+var ErrLeaseNotHeld = errors.New("holdfast: not holding the lease")
+
+// ErrNotLeading is ErrLeaseNotHeld under its earlier name.
+//
+// Deprecated: use ErrLeaseNotHeld ("leading" means the raft leader).
+var ErrNotLeading = ErrLeaseNotHeld
 
 // ElectionConfig configures RunElection: the lease to acquire and the
 // callbacks of a leader election in the style of client-go's.
@@ -58,10 +63,10 @@ type ElectionConfig struct {
 type ElectionCheck struct{ c leases.Check[*Lease] }
 
 // Ready returns nil while RunElection holds the lease with at least
-// Session.LeaseMargin left; otherwise an error wrapping ErrNotLeading, or the
+// Session.LeaseMargin left; otherwise an error wrapping ErrLeaseNotHeld, or the
 // lease's Checkpoint error (ErrLeaseExpiring, ErrLeaseLost) when it is
 // about to end or has just ended.
-func (lc *ElectionCheck) Ready() error { return lc.c.Ready(ErrNotLeading) }
+func (lc *ElectionCheck) Ready() error { return lc.c.Ready(ErrLeaseNotHeld) }
 
 // RunElection acquires the lease cfg.Name until ctx ends, calling
 // cfg.OnStartedLeading for each term this node holds it and acquiring it

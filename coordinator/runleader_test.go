@@ -94,7 +94,7 @@ func waitStopped(t *testing.T, r *runner) error {
 // TestRunElection runs RunLeader on three nodes: one leads and is the only
 // ready one; isolating it ends its term by its own timer and another node
 // takes over; once healed it campaigns again on its own, and gets the
-// lease when the others' contexts end (the one leading resigns). Tokens
+// lease when the others' contexts end (the one leading releases). Tokens
 // only grow, and OnNewLeader reports each holder in order.
 func TestRunElection(t *testing.T) {
 	t.Parallel()
@@ -120,7 +120,7 @@ func TestRunElection(t *testing.T) {
 	for _, r := range rs {
 		if r != first {
 			others = append(others, r)
-			if err := r.check.Ready(); !errors.Is(err, coordinator.ErrNotLeading) {
+			if err := r.check.Ready(); !errors.Is(err, coordinator.ErrNotLeading) { // the deprecated name still matches
 				t.Errorf("node %d (not leading) check: %v, want ErrNotLeading", r.i, err)
 			}
 		}
@@ -149,7 +149,7 @@ func TestRunElection(t *testing.T) {
 		t.Errorf("leading node's RunLeader: %v", err)
 	}
 	if cause := waitStopped(t, second); !errors.Is(cause, coordinator.ErrReleased) {
-		t.Errorf("cancelled leader's term ended with %v, want ErrResigned", cause)
+		t.Errorf("cancelled leader's term ended with %v, want ErrReleased", cause)
 	}
 	again, t3 := nextStart(t, first, third)
 	if again != first || t3 <= t2 {
@@ -173,7 +173,7 @@ func TestRunElection(t *testing.T) {
 	if err := first.stop(t); err != nil {
 		t.Errorf("RunLeader: %v", err)
 	}
-	if err := first.check.Ready(); !errors.Is(err, coordinator.ErrNotLeading) {
+	if err := first.check.Ready(); !errors.Is(err, coordinator.ErrLeaseNotHeld) {
 		t.Errorf("check after RunLeader returned: %v", err)
 	}
 	if h, ok := cl.Node(second.i).C().Holder(name); ok {

@@ -75,12 +75,18 @@ func (c *Coordinator) TryAcquireSemaphore(ctx context.Context, name string, limi
 	return c.acquireSem(ctx, name, limit, false)
 }
 
-// Semaphore returns the holders of the named semaphore's permits, in grant
-// (token) order, from the local replica (which may lag the leader by a
-// little); nil when nobody holds one.
-func (c *Coordinator) Semaphore(name string) []Holder {
+// SemaphoreHolders returns the holders of the named semaphore's permits, in
+// grant (token) order, from the local replica (which may lag the leader by
+// a little); nil when nobody holds one.
+func (c *Coordinator) SemaphoreHolders(name string) []Holder {
 	return leases.SemHolders(c.fsm.View(), name, toHolder)
 }
+
+// Semaphore is SemaphoreHolders under its earlier name.
+//
+// Deprecated: use SemaphoreHolders, named for what it returns as Holder
+// and Owner are.
+func (c *Coordinator) Semaphore(name string) []Holder { return c.SemaphoreHolders(name) }
 
 func (c *Coordinator) acquireSem(ctx context.Context, name string, limit int, wait bool) (*Permit, error) {
 	if !wait {

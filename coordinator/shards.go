@@ -89,17 +89,23 @@ func (t *ShardTable) Len() int { return t.v.ShardCount() }
 // Coordinator.Owner).
 func (t *ShardTable) Owner(s ShardID) (Holder, bool) { return ownerIn(t.v, s) }
 
-// Watch delivers the shard table: the current version first, then every
-// new version. A slow reader may miss intermediate versions but always
-// receives the latest. The channel closes when ctx ends or the node shuts
-// down.
-func (c *Coordinator) Watch(ctx context.Context) <-chan *ShardTable {
+// WatchTable streams Table(), the shard table: the current version first,
+// then every new version. A slow reader may miss intermediate versions but
+// always receives the latest. The channel closes when ctx ends or the node
+// shuts down.
+func (c *Coordinator) WatchTable(ctx context.Context) <-chan *ShardTable {
 	ch := make(chan *ShardTable, 1)
 	if !c.spawn(func() { c.watch(ctx, ch) }) {
 		close(ch)
 	}
 	return ch
 }
+
+// Watch is WatchTable under its earlier name.
+//
+// Deprecated: use WatchTable, named like every watch for the read it
+// streams.
+func (c *Coordinator) Watch(ctx context.Context) <-chan *ShardTable { return c.WatchTable(ctx) }
 
 func (c *Coordinator) watch(ctx context.Context, ch chan *ShardTable) {
 	streamViews(ctx, c, ch, func(v *fsm.View) (*ShardTable, uint64, bool) {

@@ -41,16 +41,16 @@ func tlsRefusals(cl *holdfasttest.Cluster, skip ...*holdfasttest.Node) transport
 	return sum
 }
 
-// campaignOnce takes and resigns a lease from node n (a follower forwards
+// acquireOnce takes and releases a lease from node n (a follower forwards
 // it to the leader over RPC) and checks that every node of the cluster
 // (the running nodes but outsiders) sees the holder.
-func campaignOnce(t *testing.T, cl *holdfasttest.Cluster, n *holdfasttest.Node, name string, outsiders ...*holdfasttest.Node) {
+func acquireOnce(t *testing.T, cl *holdfasttest.Cluster, n *holdfasttest.Node, name string, outsiders ...*holdfasttest.Node) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
 	l, err := n.C().Acquire(ctx, name)
 	if err != nil {
-		t.Fatalf("Campaign on %s: %v", n.Name, err)
+		t.Fatalf("Acquire on %s: %v", n.Name, err)
 	}
 	if err := l.Checkpoint(); err != nil {
 		t.Fatalf("fresh lease fails its checkpoint: %v", err)
@@ -64,7 +64,7 @@ func campaignOnce(t *testing.T, cl *holdfasttest.Cluster, n *holdfasttest.Node, 
 		})
 	}
 	if err := l.Release(ctx); err != nil {
-		t.Fatalf("Resign: %v", err)
+		t.Fatalf("Release: %v", err)
 	}
 }
 
@@ -96,7 +96,7 @@ func TestTLSClusterFormsAndLeases(t *testing.T) {
 	if v := leader.C().Voters(); len(v) != 3 {
 		t.Fatalf("voters %v, want 3", v)
 	}
-	campaignOnce(t, cl, follower(cl, leader), "tls-lease")
+	acquireOnce(t, cl, follower(cl, leader), "tls-lease")
 	if st := tlsRefusals(cl); st.TLSHandshakeFailures+st.WrongPeerName+st.PlaintextRefused+st.PlaintextFallbacks != 0 {
 		t.Fatalf("refusals among nodes with good certificates: %+v", st)
 	}
@@ -156,7 +156,7 @@ func testOtherCANode(t *testing.T, keyed bool) {
 		}
 		return nil
 	})
-	campaignOnce(t, cl, follower(cl, leader, intruder), "still-works", intruder)
+	acquireOnce(t, cl, follower(cl, leader, intruder), "still-works", intruder)
 	inConfig()
 	if id, idx := ic.ClusterID(), ic.AppliedIndex(); id != "" || idx != 0 {
 		t.Fatalf("intruder learned cluster %q, applied index %d", id, idx)
@@ -314,7 +314,7 @@ func TestTLSPlaintextNodeRefused(t *testing.T) {
 	if id, idx := pc.ClusterID(), pc.AppliedIndex(); id != "" || idx != 0 {
 		t.Fatalf("plaintext node learned cluster %q, applied index %d", id, idx)
 	}
-	campaignOnce(t, cl, follower(cl, leader, plain), "still-works", plain)
+	acquireOnce(t, cl, follower(cl, leader, plain), "still-works", plain)
 }
 
 // TestTLSMigration runs a cluster whose nodes have TLS without requiring
@@ -333,7 +333,7 @@ func TestTLSMigration(t *testing.T) {
 	plain := cl.Add()
 	cl.WaitFormed(formTimeout)
 	cl.WaitFor("all caught up", formTimeout, cl.CaughtUp)
-	campaignOnce(t, cl, plain, "from-plaintext")
+	acquireOnce(t, cl, plain, "from-plaintext")
 	if st := tlsRefusals(cl, plain); st.PlaintextFallbacks == 0 || st.WrongPeerName+st.PlaintextRefused != 0 {
 		t.Fatalf("cluster stats %+v, want fallbacks and no refusals", st)
 	}

@@ -88,7 +88,7 @@ func TestTLSCertificateReload(t *testing.T) {
 	if v := metricValue(t, reg, "holdfast_tls_reloads_total", map[string]string{"result": "ok"}); v < 1 {
 		t.Errorf("reloads ok = %v, want at least 1", v)
 	}
-	campaignOnce(t, cl, n, "after-reload")
+	acquireOnce(t, cl, n, "after-reload")
 
 	replaceFile(t, n.Config.TLS.CertFile, []byte("not a certificate\n"))
 	cl.WaitFor("the failed reload counted", formTimeout, func() error {

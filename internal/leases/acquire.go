@@ -12,7 +12,7 @@ import (
 
 // Grant is this node's handle on one grant: a lease or a permit.
 type Grant struct {
-	p      *Part
+	p      *Manager
 	kind   Kind
 	name   string
 	limit  int
@@ -105,13 +105,13 @@ func (g *Grant) releaseWith(ctx context.Context, early bool, cause error) error 
 // request waits, it asks again with the next session. If ctx ends while
 // the request may have been committed, the request is settled in the
 // background, so a cancelled call never leaves a grant held.
-func (p *Part) Acquire(ctx context.Context, r Request) (*Grant, error) {
+func (p *Manager) Acquire(ctx context.Context, r Request) (*Grant, error) {
 	if err := r.validate(); err != nil {
 		return nil, err
 	}
 	start := p.o.Now()
 	var slot chan struct{}
-	if r.Kind == Leader {
+	if r.Kind == Lease {
 		// One local contender per name at a time: the cluster sees one
 		// session per node, so two local callers must not share one grant.
 		slot = p.localSlot(r.Name)
@@ -142,7 +142,7 @@ func (p *Part) Acquire(ctx context.Context, r Request) (*Grant, error) {
 }
 
 // localSlot returns the per-name semaphore local contenders queue on.
-func (p *Part) localSlot(name string) chan struct{} {
+func (p *Manager) localSlot(name string) chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ch, ok := p.slots[name]
@@ -155,7 +155,7 @@ func (p *Part) localSlot(name string) chan struct{} {
 
 // takeSlot takes slot, waiting for it if wait (until ctx ends or the part
 // closes), else failing at once with wire.ErrLeaseHeld.
-func (p *Part) takeSlot(ctx context.Context, slot chan struct{}, wait bool) error {
+func (p *Manager) takeSlot(ctx context.Context, slot chan struct{}, wait bool) error {
 	if !wait {
 		select {
 		case slot <- struct{}{}:
@@ -175,7 +175,7 @@ func (p *Part) takeSlot(ctx context.Context, slot chan struct{}, wait bool) erro
 }
 
 // acquire asks for r until it is granted or fails, once per session.
-func (p *Part) acquire(ctx context.Context, r Request) (*Grant, error) {
+func (p *Manager) acquire(ctx context.Context, r Request) (*Grant, error) {
 	for {
 		s, req, err := p.o.NextRequest(ctx)
 		if err != nil {
@@ -194,7 +194,7 @@ func (p *Part) acquire(ctx context.Context, r Request) (*Grant, error) {
 			return nil, err
 		case res.Stale:
 			continue // an earlier attempt of this request was refused: ask anew
-		case r.Kind == Leader && !res.Queued && res.Holder == s.ID() && res.Request != req:
+		case r.Kind == Lease && !res.Queued && res.Holder == s.ID() && res.Request != req:
 			// An earlier request of this session still holds the lease (a
 			// Release whose release has not committed yet, or a given-up
 			// acquire): release that request, then ask again.
@@ -229,7 +229,7 @@ func (p *Part) acquire(ctx context.Context, r Request) (*Grant, error) {
 // grant of the same session. If ctx ends first, the request is settled in
 // the background (it leaves the queue, or releases a grant that came too
 // late) and ctx's error is returned at once.
-func (p *Part) waitGrant(ctx context.Context, r Request, s *session.Session, req, after uint64) (*Grant, error) {
+func (p *Manager) waitGrant(ctx context.Context, r Request, s *session.Session, req, after uint64) (*Grant, error) {
 	lead := make(chan wire.WaitGrantReply, 1)
 	if p.o.AskLeader != nil {
 		actx, stop := context.WithCancel(ctx)
@@ -259,7 +259,7 @@ func (p *Part) waitGrant(ctx context.Context, r Request, s *session.Session, req
 // watch loop. A grant to a session whose belief has already ended is
 // refused (errSessionEnded): an acquire never returns a grant that is
 // already over.
-func (p *Part) newGrant(r Request, s *session.Session, token, req, index uint64) (*Grant, error) {
+func (p *Manager) newGrant(r Request, s *session.Session, token, req, index uint64) (*Grant, error) {
 	if s.Context().Err() != nil {
 		return nil, errSessionEnded
 	}

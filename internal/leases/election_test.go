@@ -57,7 +57,7 @@ func (h *harness) runElection(name string, fails int) *elected {
 			if fail {
 				return grantTerm{}, errUnknown
 			}
-			g, err := h.part.Acquire(ctx, Request{Kind: Leader, Name: name, Wait: true})
+			g, err := h.part.Acquire(ctx, Request{Kind: Lease, Name: name, Wait: true})
 			return grantTerm{g}, err
 		},
 		OnStartedLeading: func(ctx context.Context, l grantTerm) {
@@ -138,7 +138,7 @@ func (el *elected) result(t *testing.T) error {
 // acquires the lease again with a larger token. When Run's context ends,
 // the term ends, the lease is released, OnStoppedLeading is called once
 // more, and Run returns nil.
-func TestElectionCampaignsAgainAfterLoss(t *testing.T) {
+func TestElectionAcquiresAgainAfterLoss(t *testing.T) {
 	h := newHarness(t)
 	el := h.runElection("x", 0)
 	first := el.nextTerm(t)
@@ -146,7 +146,7 @@ func TestElectionCampaignsAgainAfterLoss(t *testing.T) {
 		t.Fatalf("Ready during a term: %v", err)
 	}
 	g := first.lease
-	h.commit(Leader.ReleaseCmd(g.Name(), g.SessionID(), g.Request(), g.Token()))
+	h.commit(Lease.ReleaseCmd(g.Name(), g.SessionID(), g.Request(), g.Token()))
 	if cause := el.nextStop(t); !errors.Is(cause, errLost) {
 		t.Fatalf("OnStoppedLeading(%v), want errLost", cause)
 	}
@@ -171,7 +171,7 @@ func TestElectionCampaignsAgainAfterLoss(t *testing.T) {
 	if second.ctx.Err() == nil {
 		t.Fatal("the term's context did not end with Run's")
 	}
-	if err := free(h.fsm.View(), Leader, "x"); err != nil {
+	if err := free(h.fsm.View(), Lease, "x"); err != nil {
 		t.Fatalf("the lease was not released when Run's context ended: %v", err)
 	}
 	if err := el.check.Ready(errNotLeading); !errors.Is(err, errNotLeading) {
@@ -198,7 +198,7 @@ func TestElectionReportsNewLeaders(t *testing.T) {
 	if err := el.check.Ready(errNotLeading); !errors.Is(err, errNotLeading) {
 		t.Fatalf("Ready while another node leads: %v, want errNotLeading", err)
 	}
-	h.commit(Leader.ReleaseCmd("x", "o", 1, 0))
+	h.commit(Lease.ReleaseCmd("x", "o", 1, 0))
 	tm := el.nextTerm(t)
 	poll(t, "OnNewLeader reports this node", func() error {
 		el.mu.Lock()
@@ -251,7 +251,7 @@ func TestElectionReportsItselfBeforeItsReplica(t *testing.T) {
 	e := &Election[grantTerm]{
 		Name: "y",
 		Acquire: func(ctx context.Context) (grantTerm, error) {
-			g, err := h.part.Acquire(ctx, Request{Kind: Leader, Name: "y", Wait: true})
+			g, err := h.part.Acquire(ctx, Request{Kind: Lease, Name: "y", Wait: true})
 			return grantTerm{g}, err
 		},
 		OnStartedLeading: func(ctx context.Context, l grantTerm) { started <- l; <-ctx.Done() },

@@ -44,7 +44,7 @@ const (
 	cancelAfter              // apply it, then cancel the caller's context (see harness.cancel)
 )
 
-// harness is a Part over fake neighbours: a real fsm.FSM the fake
+// harness is a Manager over fake neighbours: a real fsm.FSM the fake
 // proposer applies commands to in order (the leader's), the local replica
 // (fsm, another fsm.FSM that applies the same log, at once unless the
 // harness lags), real sessions numbered by the harness, and real session
@@ -53,7 +53,7 @@ type harness struct {
 	t    *testing.T
 	fsm  *fsm.FSM // the local replica the part reads
 	lead *fsm.FSM // the leader's replica, whose results the proposer answers
-	part *Part
+	part *Manager
 	reg  *prometheus.Registry
 	m    *Metrics
 	wait *prometheus.HistogramVec
@@ -89,7 +89,7 @@ func newHarness(t *testing.T) *harness {
 	h := &harness{t: t, fsm: fsm.New(), lead: fsm.New(), reg: prometheus.NewRegistry(), changed: make(chan struct{})}
 	h.wait = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "acquire_wait"}, []string{"kind"})
 	h.m = NewMetrics(map[Kind]prometheus.ObserverVec{
-		Leader:    h.wait.MustCurryWith(prometheus.Labels{"kind": Leader.String()}),
+		Lease:     h.wait.MustCurryWith(prometheus.Labels{"kind": Lease.String()}),
 		Semaphore: h.wait.MustCurryWith(prometheus.Labels{"kind": Semaphore.String()}),
 	})
 	h.newSession()

@@ -14,14 +14,14 @@ import (
 // no such grant. It is how an operator's release reaches the holding node,
 // so that the holder stops believing before anyone else is granted the
 // lease.
-func (p *Part) ReleaseHeld(ctx context.Context, name string, token uint64, cause error) (bool, error) {
+func (p *Manager) ReleaseHeld(ctx context.Context, name string, token uint64, cause error) (bool, error) {
 	if !errors.Is(cause, wire.ErrReleased) {
 		cause = errors.Join(wire.ErrReleased, cause)
 	}
 	p.mu.Lock()
 	var found *Grant
 	for g := range p.grants {
-		if g.kind == Leader && g.name == name && g.token == token {
+		if g.kind == Lease && g.name == name && g.token == token {
 			found = g
 		}
 	}

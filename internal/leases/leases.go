@@ -81,9 +81,9 @@ type Options struct {
 	Metrics *Metrics
 }
 
-// Part holds this node's grants of leases and permits. All methods are
+// Manager holds this node's grants of leases and permits. All methods are
 // safe for concurrent use.
-type Part struct {
+type Manager struct {
 	o      Options
 	ctx    context.Context // ends at EndAll (or Close)
 	cancel context.CancelFunc
@@ -100,7 +100,7 @@ type Part struct {
 }
 
 // New returns the part and starts its watch loop; Close stops it.
-func New(o Options) *Part {
+func New(o Options) *Manager {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -110,7 +110,7 @@ func New(o Options) *Part {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	p := &Part{o: o, kick: make(chan struct{}, 1), served: make(chan struct{}, maxServedWaits), grants: map[*Grant]struct{}{}, slots: map[string]chan struct{}{}}
+	p := &Manager{o: o, kick: make(chan struct{}, 1), served: make(chan struct{}, maxServedWaits), grants: map[*Grant]struct{}{}, slots: map[string]chan struct{}{}}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	o.Metrics.bind(p)
 	p.spawn(p.watchLoop)
@@ -119,7 +119,7 @@ func New(o Options) *Part {
 
 // spawn runs f in a goroutine Close joins; it reports false (and does not
 // run f) once Close has begun.
-func (p *Part) spawn(f func()) bool {
+func (p *Manager) spawn(f func()) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -136,7 +136,7 @@ func (p *Part) spawn(f func()) bool {
 // EndAll ends every grant with cause, stops the watch loop and refuses
 // new grants (an acquire then fails with wire.ErrShutdown, at once if it
 // waits for its local slot). Settlements go on until Close.
-func (p *Part) EndAll(cause error) {
+func (p *Manager) EndAll(cause error) {
 	p.cancel()
 	p.mu.Lock()
 	all := make([]*Grant, 0, len(p.grants))
@@ -153,7 +153,7 @@ func (p *Part) EndAll(cause error) {
 // Close ends every grant with wire.ErrShutdown, stops the watch loop and
 // waits for it and for every settlement (which end with their session or
 // once the proposer answers wire.ErrShutdown). It is safe to call twice.
-func (p *Part) Close() {
+func (p *Manager) Close() {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
@@ -162,7 +162,7 @@ func (p *Part) Close() {
 }
 
 // Held returns how many grants of kind this node holds now.
-func (p *Part) Held(kind Kind) int {
+func (p *Manager) Held(kind Kind) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0
@@ -176,7 +176,7 @@ func (p *Part) Held(kind Kind) int {
 
 // register adds g to the grants the watch loop checks; it reports false
 // once EndAll has run.
-func (p *Part) register(g *Grant) bool {
+func (p *Manager) register(g *Grant) bool {
 	p.mu.Lock()
 	if p.grants == nil {
 		p.mu.Unlock()
@@ -192,7 +192,7 @@ func (p *Part) register(g *Grant) bool {
 	return true
 }
 
-func (p *Part) forget(g *Grant) {
+func (p *Manager) forget(g *Grant) {
 	p.mu.Lock()
 	delete(p.grants, g)
 	p.mu.Unlock()
@@ -201,7 +201,7 @@ func (p *Part) forget(g *Grant) {
 // watchLoop ends every grant the replica, at or past the index the grant
 // was seen at, no longer shows with the same token (it was released, freed
 // with an expired session, or granted to another session).
-func (p *Part) watchLoop() {
+func (p *Manager) watchLoop() {
 	for {
 		v := p.o.View()
 		p.mu.Lock()

@@ -15,7 +15,7 @@ import (
 type Metrics struct {
 	wait        map[Kind]prometheus.ObserverVec
 	settlements *prometheus.CounterVec
-	part        atomic.Pointer[Part]
+	part        atomic.Pointer[Manager]
 	collectors  []prometheus.Collector
 }
 
@@ -24,16 +24,16 @@ type Metrics struct {
 // appears at its first observation; a kind missing is not observed.
 func NewMetrics(wait map[Kind]prometheus.ObserverVec) *Metrics {
 	m := &Metrics{wait: wait, settlements: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holdfast_lease_settlements_total",
-		Help: "Lease requests this node settled in the background after their caller stopped waiting (acquire: a cancelled Campaign or TryAcquire; resign: a release Resign could not deliver in time; sem-acquire and sem-release: the same for semaphore permits)."},
+		Help: "Lease requests this node settled in the background after their caller stopped waiting (acquire: a cancelled Acquire or TryAcquire; resign: a lease release Release could not deliver in time; sem-acquire and sem-release: the same for semaphore permits)."},
 		[]string{"op"})}
 	for _, op := range []string{"acquire", "resign", "sem-acquire", "sem-release"} {
 		m.settlements.WithLabelValues(op)
 	}
 	held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "holdfast_leases_held",
-		Help: "Leases this node holds now, by kind.", ConstLabels: prometheus.Labels{"kind": Leader.String()}},
+		Help: "Leases this node holds now, by kind.", ConstLabels: prometheus.Labels{"kind": Lease.String()}},
 		func() float64 {
 			if p := m.part.Load(); p != nil {
-				return float64(p.Held(Leader))
+				return float64(p.Held(Lease))
 			}
 			return 0
 		})
@@ -66,7 +66,7 @@ func (m *Metrics) settled(label string) {
 }
 
 // bind makes the held gauge read p.
-func (m *Metrics) bind(p *Part) {
+func (m *Metrics) bind(p *Manager) {
 	if m != nil {
 		m.part.Store(p)
 	}

@@ -12,11 +12,11 @@ import (
 // and read 0 (a scrape before the part exists).
 func TestMetricsNilAndUnbound(t *testing.T) {
 	var none *Metrics
-	none.waited(Leader, time.Second)
+	none.waited(Lease, time.Second)
 	none.settled("acquire")
 	none.bind(nil)
 	zero := &Metrics{}
-	zero.waited(Leader, time.Second)
+	zero.waited(Lease, time.Second)
 	zero.settled("acquire")
 	if cols := none.Collectors(); cols != nil {
 		t.Fatalf("a nil *Metrics has %d collectors", len(cols))

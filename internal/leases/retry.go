@@ -37,7 +37,7 @@ func Retry(ctx context.Context, cmd fsm.Command, commit func(context.Context, fs
 }
 
 // retry commits cmd through the part's proposer with Retry.
-func (p *Part) retry(ctx context.Context, cmd fsm.Command) (Result, error) {
+func (p *Manager) retry(ctx context.Context, cmd fsm.Command) (Result, error) {
 	return Retry(ctx, cmd, p.o.Proposer.Commit, p.o.Log)
 }
 

@@ -27,7 +27,7 @@ func TestRetryStopsAtCommitOrRefusal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 	s := h.session()
-	cmd := Leader.acquireCmd(Request{Kind: Leader, Name: "x"}, s.ID(), 1)
+	cmd := Lease.acquireCmd(Request{Kind: Lease, Name: "x"}, s.ID(), 1)
 	if _, err := Retry(ctx, cmd, h.propose, log); err != nil {
 		t.Fatalf("Retry after two lost attempts: %v", err)
 	}
@@ -35,7 +35,7 @@ func TestRetryStopsAtCommitOrRefusal(t *testing.T) {
 		t.Fatalf("Retry proposed %d times, want 3 (two lost, one committed)", n)
 	}
 	h.other("o")
-	refused := Leader.acquireCmd(Request{Kind: Leader, Name: "x"}, "o", 1)
+	refused := Lease.acquireCmd(Request{Kind: Lease, Name: "x"}, "o", 1)
 	if _, err := Retry(ctx, refused, h.propose, log); !errors.Is(err, errHeld) {
 		t.Fatalf("Retry of a refused acquire: %v, want errHeld", err)
 	}

@@ -21,14 +21,14 @@ const settleMaxBackoff = 250 * time.Millisecond
 
 // mayHaveCommitted reports whether a command that failed with err may
 // still have been (or still be) applied.
-func (p *Part) mayHaveCommitted(err error) bool {
+func (p *Manager) mayHaveCommitted(err error) bool {
 	return err != nil && !errors.Is(err, wire.ErrRejected) && !errors.Is(err, wire.ErrNoSession) && !errors.Is(err, wire.ErrLeaseHeld)
 }
 
 // settle gives request req of session s for name up in the background
 // (token: only that grant, or 0 for whatever the request holds); o labels
 // the metric.
-func (p *Part) settle(k Kind, s *session.Session, name string, req, token uint64, o op) {
+func (p *Manager) settle(k Kind, s *session.Session, name string, req, token uint64, o op) {
 	p.o.Metrics.settled(k.label(o))
 	cmd := k.ReleaseCmd(name, s.ID(), req, token)
 	if !p.spawn(func() { p.settleLoop(s, cmd, name, req) }) {
@@ -39,7 +39,7 @@ func (p *Part) settle(k Kind, s *session.Session, name string, req, token uint64
 // settleLoop commits the give-up cmd, retrying with backoff while its
 // outcome is unknown, until it commits, the session ends, or the part ends
 // (EndAll or Close).
-func (p *Part) settleLoop(s *session.Session, cmd fsm.Command, name string, req uint64) {
+func (p *Manager) settleLoop(s *session.Session, cmd fsm.Command, name string, req uint64) {
 	p.settling.Add(1)
 	defer p.settling.Add(-1)
 	sctx, stop := context.WithCancel(s.Context())
@@ -67,7 +67,7 @@ func (p *Part) settleLoop(s *session.Session, cmd fsm.Command, name string, req 
 // giveUp releases request req under ctx (retrying while its outcome is
 // unknown); if that is not confirmed before ctx ends, it goes on in the
 // background. It returns the error of the attempt under ctx.
-func (p *Part) giveUp(ctx context.Context, k Kind, s *session.Session, name string, req, token uint64, o op) error {
+func (p *Manager) giveUp(ctx context.Context, k Kind, s *session.Session, name string, req, token uint64, o op) error {
 	_, err := p.retry(ctx, k.ReleaseCmd(name, s.ID(), req, token))
 	if p.mayHaveCommitted(err) && !errors.Is(err, wire.ErrShutdown) && s.Context().Err() == nil {
 		p.settle(k, s, name, req, token, o)

@@ -9,7 +9,7 @@ import (
 	"github.com/holdfast-go/holdfast/fsm"
 )
 
-var kinds = []Kind{Leader, Semaphore}
+var kinds = []Kind{Lease, Semaphore}
 
 func isAcquire(cmd fsm.Command) bool { return cmd.Op == fsm.OpAcquire || cmd.Op == fsm.OpSemAcquire }
 func isRelease(cmd fsm.Command) bool { return cmd.Op == fsm.OpRelease || cmd.Op == fsm.OpSemRelease }
@@ -151,7 +151,7 @@ func TestReleaseDeliveredAfterContextEnds(t *testing.T) {
 // ends (the session's end frees everything it held).
 func TestSettlementEndsWithSession(t *testing.T) {
 	h := newHarness(t)
-	g := h.acquire(req(Leader, "x", true))
+	g := h.acquire(req(Lease, "x", true))
 	h.setFault(func(cmd fsm.Command) fault {
 		if isRelease(cmd) {
 			return drop

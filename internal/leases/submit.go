@@ -19,7 +19,7 @@ import (
 // false when the release may not have been taken in (no leader,
 // an error on the way): the caller then commits the release itself, which
 // a release's request ID makes safe to repeat.
-func (p *Part) submitRelease(ctx context.Context, k Kind, s *session.Session, name string, req, token, index uint64) bool {
+func (p *Manager) submitRelease(ctx context.Context, k Kind, s *session.Session, name string, req, token, index uint64) bool {
 	var changed <-chan struct{} // taken first: a change while it is handed over counts
 	if p.o.LeaderChanged != nil {
 		changed = p.o.LeaderChanged()
@@ -52,7 +52,7 @@ type release struct {
 // grant's index, no longer shows the grant. It settles the release in the
 // background if it may not have committed: a leader that took the release
 // in and lost office may have lost it, and the next one hears it at once.
-func (p *Part) follow(r release, wait func(context.Context) (Result, error)) {
+func (p *Manager) follow(r release, wait func(context.Context) (Result, error)) {
 	ctx, cancel := context.WithTimeout(r.s.Context(), p.o.AttemptTimeout)
 	defer cancel()
 	defer context.AfterFunc(p.ctx, cancel)()
@@ -89,7 +89,7 @@ func (p *Part) follow(r release, wait func(context.Context) (Result, error)) {
 
 // released waits until the replica, at or past the index the grant was
 // seen at, no longer shows it (released, or freed otherwise), or ctx ends.
-func (p *Part) released(ctx context.Context, r release) error {
+func (p *Manager) released(ctx context.Context, r release) error {
 	for {
 		v := p.o.View()
 		if _, held := r.k.granted(v, r.name, r.s.ID(), r.req); !held && v.Index() >= r.index {

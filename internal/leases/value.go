@@ -36,7 +36,7 @@ func (g *Grant) Value() string {
 // takes a higher sequence, wins over it). Of concurrent calls, the one
 // that numbered its update last wins.
 func (g *Grant) SetValue(ctx context.Context, value string) error {
-	if g.kind != Leader {
+	if g.kind != Lease {
 		return fmt.Errorf("holdfast: a semaphore permit carries no holder value")
 	}
 	if err := fsm.CheckValue(value); err != nil {
