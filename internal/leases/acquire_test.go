@@ -11,6 +11,7 @@ import (
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leaktest"
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -128,7 +129,7 @@ func TestSemaphoreSharesThePath(t *testing.T) {
 		}
 		got <- g
 	}()
-	poll(t, "the third acquire queues", func() error {
+	testkit.Eventually(t, "the third acquire queues", waitFor, func() error {
 		if s, _ := h.fsm.View().Semaphore("s"); len(s.Waiters) != 1 {
 			return fmt.Errorf("waiters %v", s.Waiters)
 		}

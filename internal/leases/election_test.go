@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // errNotLeading is the Check's answer while no term runs.
@@ -187,7 +188,7 @@ func TestElectionReportsNewLeaders(t *testing.T) {
 	h.other("o")
 	h.commit(fsm.Command{Op: fsm.OpAcquire, Lease: &fsm.LeaseCmd{Name: "x", Session: "o", Request: 1}})
 	el := h.runElection("x", 0)
-	poll(t, "OnNewLeader reports the other node", func() error {
+	testkit.Eventually(t, "OnNewLeader reports the other node", waitFor, func() error {
 		el.mu.Lock()
 		defer el.mu.Unlock()
 		if len(el.leaders) != 1 || el.leaders[0].Node != "n-o" {
@@ -200,7 +201,7 @@ func TestElectionReportsNewLeaders(t *testing.T) {
 	}
 	h.commit(Lease.ReleaseCmd("x", "o", 1, 0))
 	tm := el.nextTerm(t)
-	poll(t, "OnNewLeader reports this node", func() error {
+	testkit.Eventually(t, "OnNewLeader reports this node", waitFor, func() error {
 		el.mu.Lock()
 		defer el.mu.Unlock()
 		if len(el.leaders) != 2 || el.leaders[1].Session != tm.lease.SessionID() || el.leaders[1].Token != tm.lease.Token() {
@@ -293,7 +294,7 @@ func TestElectionReportsItselfBeforeItsReplica(t *testing.T) {
 	case <-time.After(waitFor):
 		t.Fatal("no term started")
 	}
-	poll(t, "OnNewLeader reports this node without a view showing it", func() error {
+	testkit.Eventually(t, "OnNewLeader reports this node without a view showing it", waitFor, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(got) != 1 || got[0].Node != "self" || got[0].Token != l.Token() {
@@ -304,7 +305,7 @@ func TestElectionReportsItselfBeforeItsReplica(t *testing.T) {
 	views <- Holder{Node: "self", Session: l.SessionID(), Token: l.Token()} // the replica catches up
 	views <- Holder{Node: "old", Token: l.Token() - 1}                      // a stale view
 	views <- Holder{Node: "next", Token: l.Token() + 1}                     // the next holder
-	poll(t, "OnNewLeader reports the next holder once, after this node", func() error {
+	testkit.Eventually(t, "OnNewLeader reports the next holder once, after this node", waitFor, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(got) != 2 || got[1].Node != "next" {

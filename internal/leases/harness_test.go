@@ -309,23 +309,6 @@ func (h *harness) waits(k Kind) uint64 {
 	return m.GetHistogram().GetSampleCount()
 }
 
-// poll waits until cond returns nil, failing the test with its last error
-// after waitFor.
-func poll(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // ended waits until g's belief ends and returns its cause.
 func ended(t *testing.T, g *Grant) error {
 	t.Helper()
