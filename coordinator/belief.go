@@ -10,10 +10,13 @@ import (
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
+//go:generate go run ../internal/grantgen
+
 // belief is what leases, shard leases and permits share: a token and
 // a context that ends the moment this node stops believing it holds the
-// grant. Its exported methods are promoted to Lease, ShardLease and Permit;
-// the belief's timing lives in life.
+// grant. Lease, Permit and ShardLease each declare its exported methods
+// with their own doc, in grantmethods_gen.go (written by
+// internal/grantgen); the belief's timing lives in life.
 type belief struct {
 	token  uint64
 	life   *session.Belief // and the session the grant was made to

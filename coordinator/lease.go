@@ -20,18 +20,13 @@ type Lease struct {
 // Name returns the lease's name.
 func (l *Lease) Name() string { return l.g.Name() }
 
-// Release ends the lease: the local context is cancelled first (at once,
-// whatever ctx), then the release is committed and the lease passes to the
-// next waiter. Release returns once the release has committed, so it is
-// linearizable: after it returns, a Sync on any node followed by Holder
-// reads the name free (or held by the next holder), and any node's
-// Acquire or TryAcquire finds it released, as after etcd's Unlock. A
-// release sent to a leader that loses office is sent again to the next
-// one as soon as this node learns of the change. The release is always
-// delivered: if ctx ends before it commits, Release returns ctx's error
-// and the node goes on delivering it in the background for as long as its
-// session lives (the session's end releases the lease anyway). It returns
-// nil if the lease had already ended.
+// Release ends the lease: its context is cancelled at once, and Release
+// returns once the release has committed, so afterwards every node's Sync
+// then Holder, and every node's Acquire or TryAcquire, finds the name
+// released or held by the next waiter (as after etcd's Unlock). If ctx
+// ends first, Release returns ctx's error and the release is still
+// delivered in the background. It returns nil if the lease had already
+// ended.
 func (l *Lease) Release(ctx context.Context) error { return l.g.Release(ctx) }
 
 // ReleaseBeforeCommit ends the lease as Release does but returns earlier:
