@@ -14,7 +14,11 @@ import (
 // Shutdown, then start with the same data dir): every shard ends owned,
 // tokens strictly increase per shard, no two nodes believe the same shard
 // at once, and each restart moves each shard at most twice (away from the
-// restarted node and back).
+// restarted node and back), or three times when the raft leader changed
+// during that restart (a new leader plans afresh from what it inherits: a
+// shard the old leader placed while the restarted node was away may be
+// placed once more). Before each stop every replica has caught up, as an
+// operator's rolling restart waits for health.
 func TestShardsRollingRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("restarts five nodes")
@@ -28,25 +32,39 @@ func TestShardsRollingRestart(t *testing.T) {
 	cl.WaitFormed(formTimeout)
 	waitBalanced(t, cl, shards, formTimeout)
 	for i := range 5 {
+		cl.WaitFor("every replica caught up", formTimeout, cl.CaughtUp)
 		start := time.Now()
+		leader := cl.WaitLeader(formTimeout).Name
+		leaders := watchLeaders(cl, leader)
 		ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 		if err := cl.Stop(ctx, i); err != nil {
 			t.Errorf("Shutdown of node%d: %v", i, err)
 		}
 		cancel()
+		stopped := time.Since(start)
 		cl.Start(i)
 		cl.WaitFormed(formTimeout)
+		formed := time.Since(start)
 		waitSuffrages(t, cl, 3, 2)
+		suffrages := time.Since(start)
 		waitBalanced(t, cl, shards, formTimeout)
+		t.Logf("restart of node%d (raft leader before: %s): stopped +%v, formed +%v, suffrages +%v, balanced +%v",
+			i, leader, stopped.Round(time.Millisecond), formed.Round(time.Millisecond),
+			suffrages.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+		seen := leaders()
+		bound := 2
+		if len(seen) > 1 {
+			bound = 3
+		}
 		moves, perShard := mon.grantsSince(start)
 		most := 0
 		for s, n := range perShard {
 			most = max(most, n)
-			if n > 2 {
-				t.Errorf("restart of node%d moved shard %d %d times: %s", i, s, n, mon.historySince(s, start))
+			if n > bound {
+				t.Errorf("restart of node%d moved shard %d %d times (raft leaders meanwhile %v): %s", i, s, n, seen, mon.historySince(s, start))
 			}
 		}
-		t.Logf("restart of node%d: %d moves, at most %d per shard, %v", i, moves, most, time.Since(start).Round(time.Millisecond))
+		t.Logf("restart of node%d: %d moves, at most %d per shard (raft leaders %v), %v", i, moves, most, seen, time.Since(start).Round(time.Millisecond))
 	}
 	gap := mon.check(t)
 	t.Logf("longest time a shard was unowned between two owners: %v", gap)
@@ -112,4 +130,33 @@ func TestShardsGossipFlapping(t *testing.T) {
 	hist := configHistory(t, survivor.DataDir)
 	checkOneVoterChangeAtATime(t, hist, 2)
 	t.Logf("voter history: %v", hist)
+}
+
+// watchLeaders records, from first (the leader now) until the returned
+// function is called, the names of the nodes seen leading (polled, so a term shorter than a poll
+// may be missed: a missed change only makes the caller's bound stricter);
+// the function stops the watch and returns them in order.
+func watchLeaders(cl *holdfasttest.Cluster, first string) func() []string {
+	done := make(chan struct{})
+	out := make(chan []string)
+	go func() {
+		seen := []string{first}
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if l, err := cl.Leader(); err == nil && seen[len(seen)-1] != l.Name {
+				seen = append(seen, l.Name)
+			}
+			select {
+			case <-done:
+				out <- seen
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() []string {
+		close(done)
+		return <-out
+	}
 }

@@ -148,6 +148,7 @@ func (b *Balancer) members(v *fsm.View, now time.Time, first bool) (map[string]s
 			delete(b.firstSeen, id)
 		}
 	}
+	b.formationWave(out, now)
 	return out, drained, next
 }
 

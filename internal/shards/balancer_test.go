@@ -283,3 +283,35 @@ func TestBalancerRunStops(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestFormationWaveStaysEligible: sessions that all appear after a term
+// began (a cluster forming) get shards at once, since none is stable; they
+// stay eligible from then on, so a session that joins a moment later (a
+// node restarted right after formation) waits out JoinStabilization like
+// any newcomer instead of being eligible until the first ones turn stable
+// and then not (which sent shards its way and then elsewhere).
+func TestFormationWaveStaysEligible(t *testing.T) {
+	const stab = 30 * time.Second
+	rig := newBalancerRig(t, 8, BalancerOptions{JoinStabilization: stab, MaxMoves: 8})
+	rig.start()
+	rig.round(0, true) // the term's first round: no session yet
+	rig.session("a", ttl, false)
+	rig.session("b", ttl, false)
+	rig.round(time.Second, false)
+	if owned, _, free := count(rig.view()); owned["a"] != 4 || owned["b"] != 4 || free != 0 {
+		t.Fatalf("formation: %s; want a and b 4 shards each", describe(rig.view()))
+	}
+	rig.session("c", ttl, false)
+	rig.round(time.Second, false)
+	if _, rev, _ := count(rig.view()); rev["a"]+rev["b"] != 0 {
+		t.Fatalf("c just joined after formation: %s; want no revoke before c is stable", describe(rig.view()))
+	}
+	rig.round(stab-time.Second, false) // a and b would have turned stable now, c not yet
+	if _, rev, _ := count(rig.view()); rev["a"]+rev["b"] != 0 {
+		t.Fatalf("1s before c is stable: %s; want no revoke", describe(rig.view()))
+	}
+	rig.round(time.Second, false)
+	if _, rev, _ := count(rig.view()); rev["a"]+rev["b"] == 0 {
+		t.Fatalf("c stable: %s; want shards revoking towards c", describe(rig.view()))
+	}
+}

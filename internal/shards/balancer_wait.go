@@ -27,3 +27,39 @@ func (b *Balancer) awaitInherited(members map[string]shardown.Member, now time.T
 	}
 	return time.Time{}, false
 }
+
+// formationWave handles a round in which no member is stable yet (a
+// cluster forming, or every session new to this term): the planner then
+// gives shards to every member it may, so those members are recorded as
+// stable from now on. Without it they would become stable one by one a
+// JoinStabilization later, and a session that joined meanwhile (a node
+// restarted right after formation) would be eligible in one round and not
+// the next, and a shard sent its way be placed a second time.
+func (b *Balancer) formationWave(members map[string]shardown.Member, now time.Time) {
+	stab := b.o.JoinStabilization
+	if stab <= 0 {
+		return
+	}
+	waiting := false
+	for id, m := range members {
+		if m.Hold {
+			continue
+		}
+		if !b.firstSeen[id].Add(stab).After(now) {
+			return // one is stable: the usual rule applies
+		}
+		waiting = true
+	}
+	if !waiting {
+		return
+	}
+	for id, m := range members {
+		if m.Hold {
+			continue
+		}
+		t := now.Add(-stab)
+		b.firstSeen[id] = t
+		m.JoinedAt = uint64(t.Sub(b.epoch))
+		members[id] = m
+	}
+}
