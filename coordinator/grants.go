@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leases"
@@ -17,9 +16,6 @@ func newLeases(c *Coordinator) *leases.Manager {
 		View:     c.fsm.View,
 		Sessions: c.sessions,
 		Stop:     c.ctx.Done(),
-		Ended: func(kind leases.Kind, start time.Time, cause error) {
-			c.metrics.leaseEnded(kind.String(), start, cause)
-		},
 		AskLeader: func(ctx context.Context, r wire.WaitGrantRequest) (rep wire.WaitGrantReply, err error) {
 			addr, self := c.node.LeaderRPCAddr()
 			if self || addr == "" {

@@ -71,5 +71,5 @@ func (c *Coordinator) wrapShardLease(l *shards.Lease) *ShardLease {
 
 // shardLeaseEnded counts a shard lease's end in the metrics.
 func (c *Coordinator) shardLeaseEnded(l *ShardLease, cause error) {
-	c.metrics.leaseEnded(kindShard, l.life.Start(), cause)
+	c.metrics.ends.Ended(kindShard, l.life.Start(), cause)
 }

@@ -269,11 +269,7 @@ func (p *Manager) newGrant(r Request, s *session.Session, token, req, index uint
 		g.limit = r.Limit
 	}
 	g.belief = session.NewBelief(s)
-	if p.o.Ended != nil {
-		life, kind := g.belief, r.Kind
-		ctx := life.Context()
-		context.AfterFunc(ctx, func() { p.o.Ended(kind, life.Start(), context.Cause(ctx)) })
-	}
+	p.o.Metrics.followEnd(r.Kind, g.belief)
 	if !p.register(g) {
 		g.end(wire.ErrShutdown)
 		return nil, wire.ErrShutdown

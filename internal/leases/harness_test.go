@@ -56,6 +56,7 @@ type harness struct {
 	part *Manager
 	reg  *prometheus.Registry
 	m    *Metrics
+	ends *session.EndMetrics // the grants' ends, which m counts
 	wait *prometheus.HistogramVec
 
 	mu       sync.Mutex
@@ -87,11 +88,12 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{t: t, fsm: fsm.New(), lead: fsm.New(), reg: prometheus.NewRegistry(), changed: make(chan struct{})}
+	h.ends = session.NewEndMetrics(Lease.String(), Semaphore.String())
 	h.wait = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "acquire_wait"}, []string{"kind"})
 	h.m = NewMetrics(map[Kind]prometheus.ObserverVec{
 		Lease:     h.wait.MustCurryWith(prometheus.Labels{"kind": Lease.String()}),
 		Semaphore: h.wait.MustCurryWith(prometheus.Labels{"kind": Semaphore.String()}),
-	})
+	}, h.ends)
 	h.newSession()
 	h.part = New(Options{
 		View:           h.fsm.View,

@@ -55,9 +55,6 @@ type Options struct {
 	// Stop, once closed, ends the wait for a session (the node shuts
 	// down).
 	Stop <-chan struct{}
-	// Ended, if set, is told of every grant's end: its kind, when its
-	// belief started and why it ended (the metrics of held grants).
-	Ended func(kind Kind, start time.Time, cause error)
 	// Proposer commits the part's commands; the part retries a commit
 	// whose outcome is unknown itself (Retry). Required.
 	Proposer Proposer
