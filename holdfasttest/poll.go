@@ -10,7 +10,7 @@ import (
 // while it does not hold yet.
 var ErrNotYet = testkit.ErrNotYet
 
-// WaitFor polls cond (every 1 to 20 ms) until it returns nil, and fails
+// WaitFor polls cond (every 1 to 100 ms) until it returns nil, and fails
 // the test with cond's last error once timeout has passed.
 func (cl *Cluster) WaitFor(what string, timeout time.Duration, cond func() error) {
 	cl.t.Helper()

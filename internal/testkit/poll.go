@@ -10,11 +10,13 @@ import (
 // hold yet; Holds returns it for a false condition.
 var ErrNotYet = errors.New("not yet")
 
-// maxPause bounds the pause between two calls of a condition.
-const maxPause = 20 * time.Millisecond
+// maxPause bounds the pause between two calls of a condition: a cluster
+// test's condition may scan every shard of every node, and polling it more
+// often takes the CPU the nodes' keepalives need on a loaded machine.
+const maxPause = 100 * time.Millisecond
 
 // Poll calls cond until it returns nil or timeout passes, pausing between
-// calls (1 ms at first, doubling up to 20 ms: a poll interval, not a
+// calls (1 ms at first, doubling up to 100 ms: a poll interval, not a
 // synchronisation); it returns cond's last error then. cond is called at
 // least once.
 func Poll(timeout time.Duration, cond func() error) error {
