@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 
+	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/shards"
 )
 
@@ -26,9 +27,19 @@ type ShardHandler interface {
 
 // HandlerFuncs adapts two functions to a ShardHandler; a nil function is a
 // no-op.
+// It is a ShardPreparer; with PrepareFunc nil its moves are not prepared.
 type HandlerFuncs struct {
 	AcquireFunc func(ctx context.Context, l *ShardLease)
 	ReleaseFunc func(ctx context.Context, l *ShardLease) error
+	PrepareFunc func(ctx context.Context, s ShardID, from Holder) error
+}
+
+// Prepare calls PrepareFunc, if set.
+func (h HandlerFuncs) Prepare(ctx context.Context, s ShardID, from Holder) error {
+	if h.PrepareFunc != nil {
+		return h.PrepareFunc(ctx, s, from)
+	}
+	return nil
 }
 
 // Acquire calls AcquireFunc, if set.
@@ -53,7 +64,9 @@ func (h HandlerFuncs) Release(ctx context.Context, l *ShardLease) error {
 // the shard, keepalives no longer extend it.
 type ShardLease struct {
 	belief
-	l *shards.Lease
+	l     *shards.Lease
+	view  func() *fsm.View // the local replica (NextOwner)
+	loads *shardLoads      // this node's load meter (ReportLoad)
 }
 
 // Shard returns the shard this lease owns.
@@ -66,10 +79,12 @@ func (l *ShardLease) Revoked() <-chan struct{} { return l.l.Revoked() }
 // wrapShardLease makes the ShardLease of a lease the shard manager started
 // (the manager reports its end: shardLeaseEnded).
 func (c *Coordinator) wrapShardLease(l *shards.Lease) *ShardLease {
-	return &ShardLease{belief: belief{token: l.Token(), life: l.Belief(), margin: c.cfg.Session.LeaseMargin}, l: l}
+	return &ShardLease{belief: belief{token: l.Token(), life: l.Belief(), margin: c.cfg.Session.LeaseMargin}, l: l,
+		view: c.fsm.View, loads: c.loads}
 }
 
 // shardLeaseEnded counts a shard lease's end in the metrics.
 func (c *Coordinator) shardLeaseEnded(l *ShardLease, cause error) {
 	c.metrics.ends.Ended(kindShard, l.life.Start(), cause)
+	c.loads.meter.Forget(uint32(l.Shard()))
 }

@@ -59,12 +59,12 @@ func (c *Coordinator) RaftState() RaftState { return c.node.State() }
 // RaftLeader returns the current raft leader as this node knows it, and
 // false when no leader is known.
 func (c *Coordinator) RaftLeader() (NodeInfo, bool) {
-	a, id := c.node.Leader()
+	a, id := c.node.LeaderWithID()
 	if a == "" {
 		return NodeInfo{}, false
 	}
 	addr, _, _ := transport.SplitRaftAddress(a)
-	return NodeInfo{ID: id, RPCAddr: addr, Name: c.cluster.NameOf(id)}, true
+	return NodeInfo{ID: string(id), RPCAddr: addr, Name: c.cluster.NameOf(string(id))}, true
 }
 
 // AppliedIndex returns the raft index of the last entry applied to this

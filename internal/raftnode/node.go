@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/holdfast-go/holdfast/internal/logbridge"
+	"github.com/holdfast-go/holdfast/internal/walog"
 	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -85,6 +86,9 @@ type Options struct {
 	// DataDir holds the raft stores (under DataDir/raft); "" keeps them in
 	// memory.
 	DataDir string
+	// LogFS is the file system of the write-ahead log (nil: the operating
+	// system's); the rest of the data dir is always on the real one.
+	LogFS walog.FS
 	// Timing is raft's timing and log compaction.
 	Timing Timing
 	// RPCTimeout bounds raft requests made without a deadline.
@@ -136,6 +140,7 @@ type Node struct {
 	submitMu   sync.Mutex                   // orders acceptAsLeader's hand-offs to raft with lastSubmit
 	lastSubmit atomic.Pointer[pendingApply] // the last command acceptAsLeader took in
 	dupsSent   atomic.Int64
+	hint       leaderHint // the leader a replica outside raft was told of (leaderhint.go)
 }
 
 // Start opens the stores and starts raft. On error nothing is left open.
@@ -145,7 +150,7 @@ func Start(opts Options) (*Node, error) {
 		n.log = slog.New(slog.DiscardHandler)
 	}
 	st, err := openStores(opts.DataDir, n.log, n.closing, storeOptions{
-		segmentSize: opts.Timing.LogSegmentSize, count: opts.Metrics.storageError})
+		segmentSize: opts.Timing.LogSegmentSize, count: opts.Metrics.storageError, fs: opts.LogFS})
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +282,7 @@ func (n *Node) Servers() []raft.Server {
 // LeaderRPCAddr returns the current leader's RPC address ("" if unknown),
 // and whether this node is the leader.
 func (n *Node) LeaderRPCAddr() (addr string, self bool) {
-	a, id := n.raft.LeaderWithID()
+	a, id := n.LeaderWithID()
 	if a == "" {
 		return "", false
 	}

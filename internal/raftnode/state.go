@@ -34,10 +34,3 @@ func (n *Node) Leading() bool { return n.raft.State() == raft.Leader }
 
 // Term returns raft's current term on this node.
 func (n *Node) Term() uint64 { return n.raft.CurrentTerm() }
-
-// Leader returns the raft address and server ID of the leader as this node
-// knows it ("" when none is known).
-func (n *Node) Leader() (addr raft.ServerAddress, id string) {
-	a, sid := n.raft.LeaderWithID()
-	return a, string(sid)
-}

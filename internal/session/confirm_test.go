@@ -104,7 +104,7 @@ func TestKeepAliveWaitsForItsOwnRound(t *testing.T) {
 	send("s1")
 	testkit.Eventually(t, "the first round to ask the voters", time.Minute, testkit.Holds(func() bool { return r.voters.askedCount() == 2 }))
 	send("s2") // arrives while the first round is under way
-	testkit.Eventually(t, "the second keepalive to queue", time.Minute, testkit.Holds(func() bool { return len(r.l.verifyReq) == 1 }))
+	testkit.Eventually(t, "the second keepalive to queue", time.Minute, testkit.Holds(func() bool { return len(r.l.spacedReq) == 1 }))
 	select {
 	case a := <-answers:
 		t.Fatalf("keepalive for %s answered (%v) before any voter confirmed", a.id, a.err)
