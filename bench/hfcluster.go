@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,6 +114,9 @@ func (h *hfCluster) add(eligible bool) (*hfNode, error) {
 	cfg.Cluster.Voters = h.opts.voters
 	cfg.Shards.Count = h.opts.shards
 	cfg.Logger = slog.New(slog.DiscardHandler)
+	if os.Getenv("HOLDFAST_BENCH_LOG_NODE") == name { // one node's logs, to read what it went through
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	if eligible {
 		cfg.DataDir = filepath.Join(h.dir, name)
 		cfg.Cluster.BootstrapExpect = h.opts.voters
@@ -282,7 +288,36 @@ func (h *hfCluster) allAlive(running []*hfNode) error {
 }
 
 func (h *hfCluster) waitReady(timeout time.Duration) error {
-	return poll(timeout, h.ready)
+	next := time.Now().Add(10 * time.Second)
+	return poll(timeout, func() error {
+		err := h.ready()
+		if err != nil && time.Now().After(next) {
+			log.Printf("forming: still waiting: %v (%s)", err, h.readiness())
+			next = time.Now().Add(10 * time.Second)
+		}
+		return err
+	})
+}
+
+// readiness counts the running nodes by what Ready says of them.
+func (h *hfCluster) readiness() string {
+	count := map[string]int{}
+	for _, n := range h.running() {
+		reason := "ready"
+		if err := n.c.Ready(); err != nil {
+			reason = err.Error()
+			if i := strings.Index(reason, " ("); i > 0 {
+				reason = reason[:i]
+			}
+		}
+		count[reason]++
+	}
+	var out []string
+	for r, c := range count {
+		out = append(out, fmt.Sprintf("%d %s", c, r))
+	}
+	sort.Strings(out)
+	return strings.Join(out, "; ")
 }
 
 // poll calls cond every few milliseconds until it returns nil or timeout

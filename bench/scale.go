@@ -63,8 +63,12 @@ func runScale(c scaleCase, window, limit time.Duration) (row scaleRow) {
 	heap0 := heapLive()
 	cpu0 := cpuTime()
 	start := time.Now()
-	h, err := newHFCluster(hfOptions{voters: 3, shards: c.shards, inMemory: true, labels: true,
-		base: coordinator.DefaultLocalConfig})
+	base := func() coordinator.Config {
+		cfg := coordinator.DefaultLocalConfig()
+		cfg.Cluster.ReplicaFeed = replicaFeed
+		return cfg
+	}
+	h, err := newHFCluster(hfOptions{voters: 3, shards: c.shards, inMemory: true, labels: true, base: base})
 	if err != nil {
 		row.err = err.Error()
 		return row
@@ -79,6 +83,7 @@ func runScale(c scaleCase, window, limit time.Duration) (row scaleRow) {
 			return fail("start", err)
 		}
 	}
+	log.Printf("scale %dx%d: %d nodes started in %s", c.nodes, c.shards, c.nodes, secs(time.Since(start)))
 	if err := h.waitReady(limit); err != nil {
 		return fail("forming", err)
 	}
@@ -239,7 +244,11 @@ func scaleCurve(w io.Writer, cases []scaleCase, window, limit time.Duration) []s
 }
 
 func printScale(w io.Writer, rows []scaleRow, window, limit time.Duration) {
-	fmt.Fprintf(w, "\n### Scale curve (holdfast, in-process, in-memory network)\n\n")
+	mode := "every node in raft"
+	if replicaFeed {
+		mode = "replica feed: diskless nodes outside raft, fed by the voters"
+	}
+	fmt.Fprintf(w, "\n### Scale curve (holdfast, in-process, in-memory network; %s)\n\n", mode)
 	header := []string{"nodes", "shards", "formed", "all owned", "balanced", "CPU to balance",
 		"heap/node", "RSS (process)", "idle CPU: process", "leader", "other nodes", "unattributed",
 		"join: moves", "join: time", "death: moves", "death: time"}

@@ -75,6 +75,11 @@ func (c *Coordinator) leave(ctx context.Context, decommission *LeaveOptions) err
 	if c.cluster != nil {
 		plan = c.cluster.ShutdownPlan()
 	}
+	if c.feedReplica() {
+		// Outside raft: no configuration to count; a leader heard of
+		// through the feed stands for the quorum that keeps it.
+		_, plan.Quorum = c.RaftLeader()
+	}
 	steps := c.newStopSteps(ctx)
 	commit := plan.Quorum || decommission != nil
 	if commit {

@@ -59,7 +59,7 @@ func (c *Coordinator) RaftState() RaftState { return raftnode.StateOf(c.raft.Sta
 // RaftLeader returns the current raft leader as this node knows it, and
 // false when no leader is known.
 func (c *Coordinator) RaftLeader() (NodeInfo, bool) {
-	a, id := c.raft.LeaderWithID()
+	a, id := c.node.LeaderWithID()
 	if a == "" {
 		return NodeInfo{}, false
 	}

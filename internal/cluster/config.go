@@ -51,6 +51,16 @@ type Config struct {
 	// node has left. New refuses a data dir of another cluster than the
 	// seeds' and names this setting.
 	LeaveCluster string
+	// ReplicaFeed keeps the nodes without a DataDir out of the raft
+	// configuration: each pulls the replicated state (the applied commands
+	// with their raft indexes, or a snapshot) from a voter-eligible member
+	// of the raft group, chosen by rendezvous hashing of its name, the
+	// leader last (package feed), so the raft leader replicates only to the
+	// voters and the voter-eligible standbys. Reads, Sync, keepalives and
+	// proposals behave as on a raft non-voter. Off: every node joins raft
+	// (diskless ones as non-voters fed by the leader). Every node of a
+	// cluster must be given the same value.
+	ReplicaFeed bool
 }
 
 // FieldError is a Config rule broken, naming the facade's Config field.

@@ -140,6 +140,7 @@ type Node struct {
 	submitMu   sync.Mutex                   // orders Submit's hand-offs to raft with lastSubmit
 	lastSubmit atomic.Pointer[PendingApply] // the last command Submit took in
 	dupsSent   atomic.Int64
+	hint       leaderHint // the leader a replica outside raft was told of (leaderhint.go)
 }
 
 // Start opens the stores and starts raft. On error nothing is left open.
@@ -281,7 +282,7 @@ func (n *Node) Servers() []raft.Server {
 // LeaderRPCAddr returns the current leader's RPC address ("" if unknown),
 // and whether this node is the leader.
 func (n *Node) LeaderRPCAddr() (addr string, self bool) {
-	a, id := n.raft.LeaderWithID()
+	a, id := n.LeaderWithID()
 	if a == "" {
 		return "", false
 	}

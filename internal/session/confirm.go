@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 // errNotConfirmed is a confirmation round's failure: this node is not the
@@ -12,10 +13,14 @@ var errNotConfirmed = errors.New("holdfast: leadership not confirmed")
 
 // verify waits for a leadership confirmation round that started after the
 // call (see ConfirmLoop).
-func (l *Lessor) verify(ctx context.Context) error {
+func (l *Lessor) verify(ctx context.Context) error { return l.verifyOn(ctx, l.verifyReq) }
+
+// verifyOn is verify through queue: verifyReq (a round at once) or
+// spacedReq (a round once ConfirmSpacing has passed since the last).
+func (l *Lessor) verifyOn(ctx context.Context, queue chan chan error) error {
 	ch := make(chan error, 1)
 	select {
-	case l.verifyReq <- ch:
+	case queue <- ch:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -55,6 +60,7 @@ func (l *Lessor) verify(ctx context.Context) error {
 // ConfirmLoop waits for the questions in flight before it returns.
 func (l *Lessor) ConfirmLoop(ctx context.Context) {
 	defer l.questions.Wait()
+	var last time.Time // the last round's start
 	for {
 		var batch []chan error
 		select {
@@ -62,11 +68,26 @@ func (l *Lessor) ConfirmLoop(ctx context.Context) {
 			return
 		case ch := <-l.verifyReq:
 			batch = append(batch, ch)
+		case ch := <-l.spacedReq:
+			batch = append(batch, ch)
+			ok, prompt := l.spaced(ctx, last)
+			if !ok {
+				for _, ch := range batch {
+					ch <- ctx.Err()
+				}
+				return
+			}
+			if prompt != nil {
+				batch = append(batch, prompt)
+			}
 		}
+		last = time.Now()
 	drain:
 		for {
 			select {
 			case ch := <-l.verifyReq:
+				batch = append(batch, ch)
+			case ch := <-l.spacedReq:
 				batch = append(batch, ch)
 			default:
 				break drain
@@ -76,6 +97,25 @@ func (l *Lessor) ConfirmLoop(ctx context.Context) {
 		for _, ch := range batch {
 			ch <- err
 		}
+	}
+}
+
+// spaced waits until ConfirmSpacing has passed since last, or a request
+// that may not wait arrives (returned); false when ctx ended first.
+func (l *Lessor) spaced(ctx context.Context, last time.Time) (bool, chan error) {
+	d := l.o.ConfirmSpacing - time.Since(last)
+	if d <= 0 {
+		return true, nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true, nil
+	case ch := <-l.verifyReq:
+		return true, ch
+	case <-ctx.Done():
+		return false, nil
 	}
 }
 

@@ -102,7 +102,7 @@ func TestKeepAliveWaitsForItsOwnRound(t *testing.T) {
 	send("s1")
 	waitFor(t, "the first round to ask the voters", func() bool { return r.voters.askedCount() == 2 })
 	send("s2") // arrives while the first round is under way
-	waitFor(t, "the second keepalive to queue", func() bool { return len(r.l.verifyReq) == 1 })
+	waitFor(t, "the second keepalive to queue", func() bool { return len(r.l.spacedReq) == 1 })
 	select {
 	case a := <-answers:
 		t.Fatalf("keepalive for %s answered (%v) before any voter confirmed", a.id, a.err)

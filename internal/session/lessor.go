@@ -38,6 +38,15 @@ type LessorOptions struct {
 	// it (a question still unanswered when the round has its quorum goes on
 	// in the background until then).
 	ConfirmTimeout time.Duration
+	// ConfirmSpacing is the least time from one confirmation round's start
+	// to the next one a keepalive starts: keepalives that arrive sooner wait
+	// for it and share one round, so the rounds keepalives cost a leader
+	// stay at most 1/ConfirmSpacing per second however many nodes keep
+	// alive. A keepalive after a quiet spell starts its round at once, and
+	// a ConfirmedCommit (Sync, a read index) never waits: it starts the
+	// next round at once, and the keepalives waiting ride along. Zero:
+	// rounds run back to back.
+	ConfirmSpacing time.Duration
 	// ExpiryGrace is added to every session's TTL when the lessor becomes
 	// active, on top of the TTL.
 	ExpiryGrace time.Duration
@@ -53,6 +62,9 @@ type LessorOptions struct {
 	// the gap, to at least one threshold from the end of the stall, before
 	// any expiry is decided; Run wakes at least every half of it.
 	StallThreshold time.Duration
+	// Loads receives the shard loads carried by every keepalive this
+	// lessor answered over the wire (nil: dropped).
+	Loads func(session string, shards []uint32, loads []float32)
 }
 
 // Voter is one voter of the raft configuration, as a confirmation round
@@ -91,6 +103,7 @@ type Lessor struct {
 	stalled    time.Duration
 
 	verifyReq chan chan error // batched confirmation requests
+	spacedReq chan chan error // keepalives' requests, spaced by ConfirmSpacing
 	asking    sync.Mutex      // guards askingVoter
 	// askingVoter lists the voters a question of an earlier round is still
 	// waiting for; a round does not ask them again (they count as no).
@@ -107,7 +120,7 @@ type Lessor struct {
 // NewLessor returns an inactive lessor. Its confirmation loop
 // (ConfirmLoop) must run for KeepAlive and ConfirmedCommit to answer.
 func NewLessor(o LessorOptions) *Lessor {
-	l := &Lessor{o: o, log: o.Log, now: o.Now, verifyReq: make(chan chan error, 64), askingVoter: map[string]bool{},
+	l := &Lessor{o: o, log: o.Log, now: o.Now, verifyReq: make(chan chan error, 64), spacedReq: make(chan chan error, 64), askingVoter: map[string]bool{},
 		firstHeard: make(chan struct{})}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
@@ -282,7 +295,7 @@ func (l *Lessor) KeepAlive(ctx context.Context, id string) (uint64, error) {
 		return 0, err
 	}
 	defer l.done(id, epoch)
-	if err := l.verify(ctx); err != nil {
+	if err := l.verifyOn(ctx, l.spacedReq); err != nil {
 		return 0, l.o.NotLeader()
 	}
 	v := l.o.View()

@@ -1,0 +1,83 @@
+package coordinator
+
+import (
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/holdfast-go/holdfast/internal/feed"
+	"github.com/holdfast-go/holdfast/internal/wire"
+	"github.com/holdfast-go/holdfast/membership"
+)
+
+// feedReplica reports whether this node is a replica fed outside raft
+// (Config.Cluster.ReplicaFeed, and no DataDir).
+func (c *Coordinator) feedReplica() bool { return c.cfg.Cluster.ReplicaFeed && c.cfg.DataDir == "" }
+
+// registerFeed serves the replica feed (feed.Method) to replicas outside
+// raft, while this node is in touch with the raft group.
+func (c *Coordinator) registerFeed(d *wire.Dispatcher) {
+	s := feed.NewServer(feed.ServerOptions{
+		Replica: c.fsm,
+		Logs:    c.node.LogStore(),
+		Serving: c.feedServing,
+		Leader: func() (string, string) {
+			addr, _ := c.node.LeaderRPCAddr()
+			_, id := c.node.LeaderWithID()
+			return addr, string(id)
+		},
+		LeaderChanged: c.noLeader.Changed,
+	})
+	d.Handle(feed.Method, wire.Typed(s.Serve))
+}
+
+// feedServing: this node is a voter-eligible member of the raft group of a
+// formed cluster that leads or heard from the leader within
+// feedContactTimeouts heartbeat timeouts, so what it has applied is recent;
+// otherwise replicas move on. (A follower of a loaded machine misses a
+// heartbeat now and then: one missed is no reason to send hundreds of
+// replicas elsewhere.)
+func (c *Coordinator) feedServing() bool {
+	if c.cfg.DataDir == "" || c.raft.LastIndex() == 0 || c.fsm.View().Cluster().ID == "" {
+		return false
+	}
+	return c.raft.State() == raft.Leader || time.Since(c.raft.LastContact()) < feedContactTimeouts*c.cfg.Raft.HeartbeatTimeout
+}
+
+// feedContactTimeouts is how many heartbeat timeouts a follower may go
+// without hearing from its leader and still serve the feed.
+const feedContactTimeouts = 4
+
+// startFeed keeps this node's replica fed outside raft (feedReplica).
+func (c *Coordinator) startFeed() {
+	ttl := feed.DefaultMaxWait + 2*c.cfg.RPCTimeout
+	cl := feed.NewClient(feed.ClientOptions{
+		Name:    c.cfg.NodeName,
+		Replica: c.fsm,
+		Servers: c.feedServers,
+		Call:    c.trans.Call,
+		Leader: func(addr, id string) {
+			if c.node.SetLeaderHint(addr, id, ttl) {
+				c.noLeader.Notify(addr != "")
+			}
+		},
+		RPCTimeout: c.cfg.RPCTimeout,
+		Log:        c.log,
+		InRaft:     func() bool { return c.raft.LastIndex() > 0 },
+	})
+	c.spawn(func() { cl.Run(c.ctx) })
+}
+
+// feedServers are the live voter-eligible members of this node's cluster.
+func (c *Coordinator) feedServers() []feed.Peer {
+	ours := c.ClusterID()
+	var out []feed.Peer
+	for _, m := range c.members.Members() {
+		if m.State != membership.Alive || !m.Meta.Voter || m.Meta.NodeID == "" || m.Meta.NodeID == c.id ||
+			(ours != "" && m.Meta.ClusterID != "" && m.Meta.ClusterID != ours) {
+			continue
+		}
+		out = append(out, feed.Peer{ID: m.Meta.NodeID, Addr: m.Meta.RPCAddr})
+	}
+	return out
+}
