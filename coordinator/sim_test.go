@@ -41,7 +41,7 @@ import (
 // A failing seed's message has its violations, the trace of the simulated
 // seconds before the first, and its replay command; porcupine's
 // visualization of a rejected history goes to HOLDFAST_SIM_OUT (default:
-// a temporary directory of the child, named in the message).
+// holdfast-sim in the system's temporary directory), named in the message.
 var (
 	simSeedFlag  = flag.Uint64("seed", 0, "TestSimulation: run only this seed")
 	simSeedsFlag = flag.Int("sim.seeds", 0, "TestSimulation: number of seeds (env HOLDFAST_SIM_SEEDS; default simDefaultSeeds)")
@@ -244,7 +244,9 @@ func simChild(t *testing.T, spec string) {
 	defer out.Close()
 	dir := os.Getenv("HOLDFAST_SIM_OUT")
 	if dir == "" {
-		dir = t.TempDir()
+		// Outlives the child (a t.TempDir would not); made only when a
+		// history is rejected.
+		dir = filepath.Join(os.TempDir(), "holdfast-sim")
 	}
 	for seed := first; seed < end; seed += stride {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
