@@ -96,6 +96,7 @@ func (s *simRun) linOnce(c *coordinator.Coordinator, w *simLinWorker, rng *rand.
 	ctx, cancel := context.WithTimeout(r.ctx, between(rng, time.Second, 3*time.Second))
 	l, err := acquire(ctx, simLinName)
 	cancel()
+	s.tr.event("lin %s %v %s: token %d err %v", w.name, kind, simLinName, simToken(l, err), err)
 	switch {
 	case err == nil:
 		call.End(lincheck.Output{Token: l.Token()})
@@ -112,6 +113,7 @@ func (s *simRun) linOnce(c *coordinator.Coordinator, w *simLinWorker, rng *rand.
 	// belief ends (the cluster may grant it again just after), not when the
 	// worker looks.
 	context.AfterFunc(l.Context(), func() {
+		s.tr.event("lin %s end %s token %d: %v", w.name, simLinName, l.Token(), l.Err())
 		if !errors.Is(l.Err(), coordinator.ErrReleased) {
 			s.lin.Lost(w.name, simLinName, w.name, l.Token())
 		}
@@ -123,8 +125,10 @@ func (s *simRun) linOnce(c *coordinator.Coordinator, w *simLinWorker, rng *rand.
 	}
 	rel := s.lin.Begin(w.name, lincheck.Input{Kind: lincheck.Release, Name: simLinName, Client: w.name, Token: l.Token()})
 	ctx, cancel = context.WithTimeout(context.Background(), between(rng, 300*time.Millisecond, 1500*time.Millisecond))
+	s.tr.event("lin %s release %s token %d", w.name, simLinName, l.Token())
 	err = l.Release(ctx)
 	cancel()
+	s.tr.event("lin %s released %s token %d: %v", w.name, simLinName, l.Token(), err)
 	if err != nil {
 		rel.Fail()
 		w.hush()
@@ -190,4 +194,12 @@ func (s *simRun) linCheck(dir string) (string, lincheck.Stats) {
 		return "", st
 	}
 	return msg, st
+}
+
+// simToken is l's token, 0 without a lease.
+func simToken(l *coordinator.Lease, err error) uint64 {
+	if err != nil || l == nil {
+		return 0
+	}
+	return l.Token()
 }
