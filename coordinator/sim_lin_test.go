@@ -105,7 +105,11 @@ func (s *simRun) linOnce(c *coordinator.Coordinator, w *simLinWorker, rng *rand.
 		return
 	default:
 		call.Fail()
-		s.lin.Settle(w.name, call)
+		// What the failed call may have been granted ends at some time
+		// after its call: released by the node once it gave up, or with
+		// the node's session, which may lapse (a partitioned node) before
+		// the call returns.
+		s.lin.SettleSince(w.name, call, 0)
 		w.hush()
 		return
 	}
