@@ -29,13 +29,15 @@ func New(c *coordinator.Coordinator, opts Options) http.Handler {
 	h := &handler{c: c, opts: opts}
 	h.actions = operations()
 	h.actions["/v1/leave"] = typedAction(leave)
+	shardOperations(h.actions)
 	h.routes = map[string]http.HandlerFunc{
-		"/v1/status":     h.status,
-		"/v1/shards":     h.shards,
-		"/v1/leases":     h.leases,
-		"/v1/semaphores": h.semaphores,
-		"/healthz":       h.healthz,
-		"/readyz":        h.readyz,
+		"/v1/status":      h.status,
+		"/v1/shards":      h.shards,
+		"/v1/shards/plan": h.plan,
+		"/v1/leases":      h.leases,
+		"/v1/semaphores":  h.semaphores,
+		"/healthz":        h.healthz,
+		"/readyz":         h.readyz,
 	}
 	return h
 }
@@ -80,6 +82,7 @@ func (h *handler) shards(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list := buildShards(h.c.Table(), owner, filter)
+	list.Pins = pinRows(h.c)
 	if since, ok := h.c.NoLeaderSince(); ok {
 		since = since.UTC()
 		list.Stale, list.NoLeaderSince = true, &since
@@ -187,6 +190,7 @@ func buildStatus(c *coordinator.Coordinator) Status {
 	}
 	f := c.Formation()
 	st.Formation = FormationRow{Formed: f.Formed, Expect: f.Expect, Seen: f.Seen, Progress: f.Progress}
+	st.Placement = placementRow(c)
 	if err := c.Ready(); err != nil {
 		st.Ready, st.NotReadyReason = false, err.Error()
 	}

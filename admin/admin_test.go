@@ -95,6 +95,7 @@ func TestClusterEndpoints(t *testing.T) {
 		expectText(t, do(t, http.MethodGet, srv.URL+"/healthz"), http.StatusOK, "ok\n")
 	})
 	t.Run("methods", func(t *testing.T) { checkMethods(t, srv.URL) })
+	t.Run("placement", func(t *testing.T) { checkPlacement(t, cl) })
 	t.Run("mounted", func(t *testing.T) {
 		mux := http.NewServeMux()
 		mux.Handle("/admin/", http.StripPrefix("/admin", admin.Handler(cl.Node(1).C())))

@@ -54,8 +54,16 @@
 //	                           or raft ID) out of the raft configuration, a ready replacement promoted first;
 //	                           409 when the voters left could not form a quorum, for the leader itself, or
 //	                           for a server gossip shows alive (unless "force")
+//	POST /v1/shards/pin        PinShardRequest {"shard", "node"} → OperationResult: the shard is handed to
+//	                           node NODE (by name) and kept there while it lives, across its restarts and
+//	                           leader changes, until unpinned; 409 for a node without a live, undrained
+//	                           session that may own shards, or a shard out of range
+//	POST /v1/shards/move       PinShardRequest → OperationResult: a fenced handoff of the shard to NODE now,
+//	                           answered once it is owned there (with its token); the balancer may place it
+//	                           again later (pin it to keep it); 409 for a shard pinned to another node
+//	POST /v1/shards/unpin      UnpinShardRequest {"shard"} → OperationResult: the pin (or pending move) is gone
 //
-// These five are carried out by the raft leader (coordinator.Operate),
+// These eight are carried out by the raft leader (coordinator.Operate),
 // which logs each with who asked: the verified client certificate's common
 // name and the remote address, or the remote address alone. A refusal is
 // 409 with the reason, and nothing changed.
@@ -72,9 +80,13 @@
 //
 //	GET /v1/status   Status: this node, its raft role and leader, voters and their health, the group's
 //	                 fault tolerance, members, session, readiness
-//	GET /v1/shards   ShardList: every shard of the current table version; ?owner=NAME keeps node NAME's
+//	GET /v1/shards   ShardList: every shard of the current table version, and the pins; ?owner=NAME keeps node NAME's
 //	                 shards, and ?owner= (empty) the free ones; stale and no_leader_since say
 //	                 when the node knows no leader, so the table may be out of date
+//	GET /v1/shards/plan  PlanResult: what the raft leader's balancer would do in its next round, committing
+//	                 nothing: each node's shards, load and target now and after the round, and each move
+//	                 with its reason (free, count, load, pin, drain); asked of the leader through Operate.
+//	                 On the same table, sessions and load reports, the next round does exactly this
 //	GET /v1/leases   LeaseList: every held named lease, with its holder value
 //	GET /v1/semaphores  SemaphoreList: every semaphore in use, its limit, holders and waiters
 //	GET /healthz     200 "ok\n" until the coordinator is shut down, then 503 "shut down\n"

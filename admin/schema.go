@@ -55,6 +55,10 @@ type Status struct {
 	NotReadyReason string `json:"not_ready_reason"`
 	// Formation says how far this node is in forming or joining a cluster.
 	Formation FormationRow `json:"formation"`
+	// Placement is the balancer's latest round (each node's load,
+	// capacity and target, and the moves it started) on the raft leader;
+	// nil (JSON null) on every other node.
+	Placement *PlacementRow `json:"placement"`
 }
 
 // FormationRow is Coordinator.Formation: how far the answering node is in
@@ -200,6 +204,9 @@ type ShardList struct {
 	// ?owner=NAME those whose Owner is NAME (with an empty NAME, the free
 	// ones).
 	Shards []ShardRow `json:"shards"`
+	// Pins lists the operators' shard pins and moves under way, sorted by
+	// shard (holdfastctl shards pin, shards move).
+	Pins []PinRow `json:"pins"`
 }
 
 // ShardRow describes one shard.

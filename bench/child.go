@@ -26,6 +26,7 @@ type childArgs struct {
 	dir   string
 	join  string
 	ports string
+	opts  string // -child-opts (rolling)
 }
 
 // runChild runs this process as one node of workload 6 and returns when
@@ -39,6 +40,8 @@ func runChild(a childArgs) error {
 		return childHoldfast(a)
 	case "etcd":
 		return childEtcd(a)
+	case "rolling":
+		return childRolling(a, a.opts)
 	}
 	return fmt.Errorf("%w: -child %q", errBadChild, a.kind)
 }

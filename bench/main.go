@@ -24,7 +24,7 @@ import (
 )
 
 // workloads names the -only values.
-var workloads = []string{"acquire", "contended", "failover", "handoff", "lookup", "memory", "scale"}
+var workloads = []string{"acquire", "contended", "failover", "handoff", "lookup", "memory", "scale", "placement"}
 
 // options are the run's sizes.
 type options struct {
@@ -62,17 +62,22 @@ func main() {
 	log.SetFlags(log.Ltime)
 	log.SetPrefix("bench: ")
 	var (
-		quick    = flag.Bool("quick", false, "a reduced run: fewer, shorter rounds and a shorter scale curve (under 3 minutes on 2 cores)")
-		only     = flag.String("only", strings.Join(workloads, ","), "comma-separated workloads to run: "+strings.Join(workloads, ", "))
-		replicas = flag.String("replicas", "1,3", "replica counts to compare (etcd members = ZooKeeper servers = holdfast voters)")
-		peers    = flag.String("peers", strings.Join(peerFlags(), ","), "comma-separated systems to compare holdfast with: "+strings.Join(peerFlags(), ", "))
-		rounds   = flag.Int("rounds", 0, "A/B rounds per system (0: 3 with -quick, else 5)")
-		scale    = flag.String("scale", "", "scale curve points as NODESxSHARDS,... (default: 3x1024,9x1024,27x1024 with -quick, else also 64x1024,128x1024,192x1024,256x1024,3x100000,64x100000)")
-		limit    = flag.Duration("scale-limit", 90*time.Second, "scale curve: the longest each wait (forming, ownership, balance, join, death) may take")
-		cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (the scale curve then does not split idle CPU by node)")
-		idleProf = flag.String("idle-profile", "", "write each scale point's idle-window CPU profile to this directory as idle-NODESxSHARDS.pprof (read one node with: go tool pprof -tagfocus node=NAME)")
-		leader   = flag.String("leader-rows", "auto", "at replicas > 1, repeat workloads 1 and 4 with holdfast's client and waiter on the raft leader: on, off, auto (on unless -quick)")
-		ca       childArgs
+		quick        = flag.Bool("quick", false, "a reduced run: fewer, shorter rounds and a shorter scale curve (under 3 minutes on 2 cores)")
+		only         = flag.String("only", strings.Join(workloads, ","), "comma-separated workloads to run: "+strings.Join(workloads, ", "))
+		replicas     = flag.String("replicas", "1,3", "replica counts to compare (etcd members = ZooKeeper servers = holdfast voters)")
+		peers        = flag.String("peers", strings.Join(peerFlags(), ","), "comma-separated systems to compare holdfast with: "+strings.Join(peerFlags(), ", "))
+		rounds       = flag.Int("rounds", 0, "A/B rounds per system (0: 3 with -quick, else 5)")
+		scale        = flag.String("scale", "", "scale curve points as NODESxSHARDS,... (default: 3x1024,9x1024,27x1024 with -quick, else also 64x1024,128x1024,192x1024,256x1024,3x100000,64x100000)")
+		limit        = flag.Duration("scale-limit", 90*time.Second, "scale curve: the longest each wait (forming, ownership, balance, join, death) may take")
+		cpuprof      = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (the scale curve then does not split idle CPU by node)")
+		idleProf     = flag.String("idle-profile", "", "write each scale point's idle-window CPU profile to this directory as idle-NODESxSHARDS.pprof (read one node with: go tool pprof -tagfocus node=NAME)")
+		rolling      = flag.String("rolling", "", "run only the rolling-restart workload at these node counts (comma-separated, e.g. 3,9), with and without prepare")
+		rollShards   = flag.Int("rolling-shards", 256, "rolling restart: shard count")
+		rollWarmup   = flag.Duration("rolling-warmup", 200*time.Millisecond, "rolling restart: a shard's warm-up before its first write")
+		rollModes    = flag.String("rolling-prepare", "both", "rolling restart: rows without and with prepare (both), or only one (off, on)")
+		rollInterval = flag.Duration("rolling-interval", 10*time.Millisecond, "rolling restart: time between writes to each owned shard")
+		leader       = flag.String("leader-rows", "auto", "at replicas > 1, repeat workloads 1 and 4 with holdfast's client and waiter on the raft leader: on, off, auto (on unless -quick)")
+		ca           childArgs
 	)
 	flag.BoolVar(&replicaFeed, "replica-feed", false, "scale curve: diskless nodes stay out of raft and are fed by the voters (Config.Cluster.ReplicaFeed)")
 	flag.StringVar(&ca.kind, "child", "", "internal: run as a child process of workload 6 (holdfast, etcd, idle)")
@@ -81,11 +86,24 @@ func main() {
 	flag.StringVar(&ca.dir, "child-dir", "", "internal")
 	flag.StringVar(&ca.join, "child-join", "", "internal")
 	flag.StringVar(&ca.ports, "child-ports", "", "internal")
+	flag.StringVar(&ca.opts, "child-opts", "", "internal")
 	flag.Parse()
 	if ca.kind != "" {
 		if err := runChild(ca); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			os.Exit(1)
+		}
+		return
+	}
+	if *rolling != "" {
+		counts, err := splitInts(*rolling)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bad -rolling:", err)
+			os.Exit(2)
+		}
+		ro := rollOptions{shards: *rollShards, warmup: *rollWarmup, interval: *rollInterval}
+		if err := rollingWorkload(os.Stdout, counts, ro, *rollModes); err != nil {
+			log.Fatal(err)
 		}
 		return
 	}
@@ -210,6 +228,11 @@ func run(w io.Writer, o *options, quick bool) error {
 				fmt.Fprintf(w, "\nAn idle child of the same binary (the floor under the Go processes' figures): RSS %.1f MiB, heap %.1f MiB.\n",
 					float64(m.RSSKiB)/1024, float64(m.HeapLive)/(1<<20))
 			}
+		}
+	}
+	if o.selected("placement") {
+		if err := placementWorkload(w); err != nil {
+			return fmt.Errorf("placement: %w", err)
 		}
 	}
 	var scale []scaleRow

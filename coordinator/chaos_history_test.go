@@ -77,6 +77,9 @@ type chaosHistory struct {
 	accepted      map[string][]uint64 // resource → accepted tokens in acceptance order
 	faults        []*chaosFault
 	zombieSkipped int // zombie writes not attempted: no newer token reached the register in time
+	// note, when set, is told of every grant, end and fault as it happens
+	// (TestSimulation's trace).
+	note func(format string, args ...any)
 }
 
 func newChaosHistory() *chaosHistory {
@@ -92,6 +95,9 @@ func (h *chaosHistory) ms(t time.Time) string {
 }
 
 func (h *chaosHistory) addGrant(g *chaosGrant) {
+	if h.note != nil {
+		h.note("grant %s token %d node%d", g.name, g.token, g.node)
+	}
 	h.mu.Lock()
 	h.grants = append(h.grants, g)
 	h.mu.Unlock()
@@ -104,6 +110,9 @@ func (h *chaosHistory) resigning(g *chaosGrant, at time.Time) {
 }
 
 func (h *chaosHistory) endGrant(g *chaosGrant, at time.Time, cause error) {
+	if h.note != nil {
+		h.note("end %s token %d node%d: %v", g.name, g.token, g.node, cause)
+	}
 	h.mu.Lock()
 	g.ended, g.cause = at, cause
 	h.mu.Unlock()
@@ -125,6 +134,9 @@ func (h *chaosHistory) acceptedWrite(resource string, token uint64) {
 
 func (h *chaosHistory) addFault(kind string, nodes []int) *chaosFault {
 	f := &chaosFault{kind: kind, nodes: nodes, from: time.Now()}
+	if h.note != nil {
+		h.note("fault %s%v", kind, nodes)
+	}
 	h.mu.Lock()
 	h.faults = append(h.faults, f)
 	h.mu.Unlock()
@@ -132,6 +144,9 @@ func (h *chaosHistory) addFault(kind string, nodes []int) *chaosFault {
 }
 
 func (h *chaosHistory) healFault(f *chaosFault) {
+	if h.note != nil {
+		h.note("healed %s%v", f.kind, f.nodes)
+	}
 	h.mu.Lock()
 	f.to = time.Now()
 	h.mu.Unlock()
@@ -278,7 +293,11 @@ func (h *chaosHistory) checkHoldersLocked(byKey map[chaosGrantKey]*chaosGrantWin
 	// returned for the name (a second handle of the same grant has the
 	// same token; a lower one is a stale grant).
 	handles := slices.Clone(h.grants)
-	slices.SortFunc(handles, func(a, b *chaosGrant) int { return a.acquired.Compare(b.acquired) })
+	// Ties (one instant of the simulation's virtual time) go in token
+	// order, the order raft granted them in.
+	slices.SortFunc(handles, func(a, b *chaosGrant) int {
+		return cmp.Or(a.acquired.Compare(b.acquired), cmp.Compare(a.token, b.token))
+	})
 	maxSeen := map[string]*chaosGrant{}
 	for _, g := range handles {
 		if m := maxSeen[g.name]; m != nil && g.token < m.token {
@@ -306,7 +325,7 @@ func (h *chaosHistory) checkWindowsLocked(byKey map[chaosGrantKey]*chaosGrantWin
 		return strings.Join(hs, " ")
 	}
 	for name, ws := range perName {
-		slices.SortFunc(ws, func(a, b *chaosGrantWin) int { return a.start.Compare(b.start) })
+		slices.SortFunc(ws, func(a, b *chaosGrantWin) int { return cmp.Or(a.start.Compare(b.start), cmp.Compare(a.token, b.token)) })
 		for i := 1; i < len(ws); i++ {
 			if ws[i].token <= ws[i-1].token {
 				bad("I2: %s token %d acquired at %s after token %d acquired at %s", name,

@@ -1,6 +1,7 @@
 package coordinator_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -71,12 +72,19 @@ type chaosShardLease struct {
 
 // end is the last instant the node may have believed the lease: its
 // recorded end once ended (the session's deadline if it lapsed with the
-// session), now while it is held.
+// session), now while it is held; never after Done() fired (its
+// Checkpoint fails from then on; a killed node's beliefs end with Close,
+// whose session's deadline may be later, and a node whose clock jumped
+// ends its beliefs before the deadline Go's clock shows).
 func (s *chaosShardLease) end(now time.Time) time.Time {
 	if s.l.Err() == nil {
 		return now
 	}
-	return coordinator.ShardLeaseEnd(s.l)
+	e := coordinator.ShardLeaseEnd(s.l)
+	if !s.done.IsZero() && s.done.Before(e) {
+		return s.done
+	}
+	return e
 }
 
 // chaosShardWrite is one write attempt on a shard's fenced register.
@@ -183,7 +191,7 @@ func (r *chaosRun) shardWrite(rec *chaosShardLease, zombie bool) {
 	})
 	w := chaosShardWrite{shard: rec.shard, node: rec.node, token: rec.token, at: time.Now(), accepted: err == nil, zombie: zombie}
 	if err != nil && !errors.Is(err, fence.ErrFenced) {
-		r.t.Errorf("write %s token %d: unexpected error %v\nreplay: %s", res, rec.token, err, chaosReplay(r.seed))
+		r.t.Errorf("write %s token %d: unexpected error %v\nreplay: %s", res, rec.token, err, r.replay(r.seed))
 	}
 	if err != nil && !zombie {
 		w.heldAfter = rec.l.Err() == nil
@@ -343,7 +351,9 @@ func (r *chaosRun) checkShards(now time.Time, settle time.Duration) (violations 
 		st.causes[cause]++
 	}
 	for shard, ls := range perShard {
-		slices.SortFunc(ls, func(a, b *chaosShardLease) int { return a.start.Compare(b.start) })
+		slices.SortFunc(ls, func(a, b *chaosShardLease) int {
+			return cmp.Or(a.start.Compare(b.start), cmp.Compare(a.token, b.token))
+		})
 		for i, a := range ls {
 			for _, b := range ls[i+1:] {
 				if b.token == a.token {

@@ -185,13 +185,19 @@ type chaosRun struct {
 	// activated is the latest instant any node's lessor took over (I6
 	// counts from it when it follows the formation).
 	activated atomic.Pointer[time.Time]
+	// replay is the command that runs the seed again (chaosReplay for
+	// TestChaos; TestSimulation sets its own).
+	replay func(seed uint64) string
+	// inject, when set, injects the fault kinds drive does not know
+	// (TestSimulation's).
+	inject func(rng *rand.Rand, kind string, victim int)
 }
 
 func newChaosRun(t *testing.T, seed uint64) *chaosRun {
 	ctx, stop := context.WithCancel(context.Background())
 	r := &chaosRun{
 		t: t, seed: seed, h: newChaosHistory(), sh: newChaosShards(), req: newChaosRequests(), mem: fence.NewMemory(fence.MemoryConfig{}), ctx: ctx, stop: stop,
-		workers: make([]int, chaosNodes), incarnation: make([]int, chaosNodes),
+		workers: make([]int, chaosNodes), incarnation: make([]int, chaosNodes), replay: chaosReplay,
 	}
 	r.busy = make([][]sync.Mutex, chaosNodes)
 	for i := range r.busy {
@@ -250,7 +256,7 @@ func runChaosSeed(t *testing.T, seed uint64) (chaosStats, chaosShardStats) {
 		r.spawn(i, cl.Node(i).C())
 	}
 
-	r.drive(rng, time.Now().Add(chaosFaultTime))
+	r.drive(rng, time.Now().Add(chaosFaultTime), chaosFaultKinds)
 	driven := time.Now()
 
 	// Heal everything and let the cluster form again before checking.
@@ -297,7 +303,7 @@ func runChaosSeed(t *testing.T, seed uint64) (chaosStats, chaosShardStats) {
 
 // report logs the seed's statistics and fails it on violations.
 func (r *chaosRun) report(violations []string, st chaosStats, sst chaosShardStats) {
-	t, seed, replay := r.t, r.seed, chaosReplay(r.seed)
+	t, seed, replay := r.t, r.seed, r.replay(r.seed)
 	t.Logf("seed %d (t0 %s): %d grants (%d handles, causes %v); correct writes %d accepted, %d fenced late; zombie writes %d, %d rejected, %d skipped; campaign errors %d; workers/node %v; faults %d: %s",
 		seed, r.h.t0.Format("15:04:05.000"), st.grants, st.handles, st.causes, st.writesAccepted, st.lateFenced,
 		st.zombieWrites, st.zombieRejected, st.zombieSkipped, r.errors.Load(), r.workers,
@@ -485,7 +491,7 @@ func (r *chaosRun) write(l *coordinator.Lease, g *chaosGrant, zombie bool) {
 	})
 	w := chaosWrite{name: g.name, node: g.node, token: g.token, at: time.Now(), accepted: err == nil, zombie: zombie}
 	if err != nil && !errors.Is(err, fence.ErrFenced) {
-		r.t.Errorf("write %s token %d: unexpected error %v\nreplay: %s", res, g.token, err, chaosReplay(r.seed))
+		r.t.Errorf("write %s token %d: unexpected error %v\nreplay: %s", res, g.token, err, r.replay(r.seed))
 	}
 	if err != nil && !zombie {
 		w.heldAfter = l.Err() == nil
@@ -515,82 +521,91 @@ func (r *chaosRun) zombie(l *coordinator.Lease, g *chaosGrant) {
 var chaosFaultKinds = []string{"kill", "pause-short", "pause-long", "isolate", "isolate-leader", "partition", "delay-loss",
 	"fail-heal-fail", "slow-forwards"}
 
-// drive injects one fault at a time until deadline: pick a fault, hold it
-// for a while, undo it, wait 300–800 ms. The timers pace the scenario.
-func (r *chaosRun) drive(rng *rand.Rand, deadline time.Time) {
-	cl, h := r.cl, r.h
-	ttl := cl.Node(0).Config.Session.TTL
+// drive injects one fault at a time until deadline: pick a fault of kinds,
+// hold it for a while, undo it, wait 300–800 ms. The timers pace the
+// scenario.
+func (r *chaosRun) drive(rng *rand.Rand, deadline time.Time, kinds []string) {
 	for time.Now().Before(deadline) {
 		pace(context.Background(), between(rng, 300*time.Millisecond, 800*time.Millisecond))
-		kind := chaosFaultKinds[rng.IntN(len(chaosFaultKinds))]
+		kind := kinds[rng.IntN(len(kinds))]
 		victim := rng.IntN(chaosNodes)
-		switch kind {
-		case "kill":
-			f := h.addFault(kind, []int{victim})
-			cl.Kill(victim)
-			pace(context.Background(), between(rng, 300*time.Millisecond, 2500*time.Millisecond))
-			var c *coordinator.Coordinator
-			err := holdfasttest.Poll(formTimeout, func() error {
-				var err error
-				c, err = cl.TryStart(victim)
-				return err
-			})
-			if err != nil {
-				r.t.Fatalf("restarting node%d: %v\nreplay: %s", victim, err, chaosReplay(r.seed))
-			}
-			h.healFault(f)
-			r.spawn(victim, c)
-		case "pause-short", "pause-long":
-			d := between(rng, 300*time.Millisecond, ttl/2)
-			if kind == "pause-long" {
-				d = between(rng, ttl+200*time.Millisecond, ttl+1500*time.Millisecond)
-			}
-			f := h.addFault(kind, []int{victim})
-			cl.Pause(victim)
-			pace(context.Background(), d)
-			cl.Resume(victim)
-			h.healFault(f)
-		case "isolate", "isolate-leader":
-			if kind == "isolate-leader" {
-				if l, err := cl.Leader(); err == nil {
-					victim = l.Index
-				}
-			}
-			f := h.addFault(kind, []int{victim})
-			cl.Isolate(victim)
-			pace(context.Background(), between(rng, 500*time.Millisecond, 4*time.Second))
-			cl.Heal()
-			h.healFault(f)
-		case "partition":
-			perm := rng.Perm(chaosNodes)
-			minority := perm[:1+rng.IntN(2)]
-			majority := perm[len(minority):]
-			slices.Sort(minority)
-			slices.Sort(majority)
-			touched := slices.Clone(minority)
-			if !r.quorumIn(majority) {
-				touched = allNodes() // nobody keeps a quorum of voters
-			}
-			f := h.addFault(fmt.Sprintf("partition%v|%v", minority, majority), touched)
-			cl.Partition(minority, majority)
-			pace(context.Background(), between(rng, 500*time.Millisecond, 4*time.Second))
-			cl.Heal()
-			h.healFault(f)
-		case "fail-heal-fail":
-			r.failHealFail(rng)
-		case "delay-loss":
-			maxDelay := between(rng, time.Millisecond, 30*time.Millisecond)
-			loss := 0.02 + 0.13*rng.Float64()
-			f := h.addFault(fmt.Sprintf("delay-loss(%v,%.2f)", maxDelay, loss), allNodes())
-			cl.Net.SetDelay("", "", 0, maxDelay)
-			cl.Net.SetLoss(loss)
-			pace(context.Background(), between(rng, 500*time.Millisecond, 3*time.Second))
-			cl.Net.SetDelay("", "", 0, 0)
-			cl.Net.SetLoss(0)
-			h.healFault(f)
-		case "slow-forwards":
-			r.slowForwards(rng, victim)
+		r.fault(rng, kind, victim)
+	}
+}
+
+// fault injects one fault of kind (victim: the node it hits, when it hits
+// one), holds it and undoes it.
+func (r *chaosRun) fault(rng *rand.Rand, kind string, victim int) {
+	cl, h := r.cl, r.h
+	ttl := cl.Node(0).Config.Session.TTL
+	switch kind {
+	case "kill":
+		f := h.addFault(kind, []int{victim})
+		cl.Kill(victim)
+		pace(context.Background(), between(rng, 300*time.Millisecond, 2500*time.Millisecond))
+		var c *coordinator.Coordinator
+		err := holdfasttest.Poll(formTimeout, func() error {
+			var err error
+			c, err = cl.TryStart(victim)
+			return err
+		})
+		if err != nil {
+			r.t.Fatalf("restarting node%d: %v\nreplay: %s", victim, err, r.replay(r.seed))
 		}
+		h.healFault(f)
+		r.spawn(victim, c)
+	case "pause-short", "pause-long":
+		d := between(rng, 300*time.Millisecond, ttl/2)
+		if kind == "pause-long" {
+			d = between(rng, ttl+200*time.Millisecond, ttl+1500*time.Millisecond)
+		}
+		f := h.addFault(kind, []int{victim})
+		cl.Pause(victim)
+		pace(context.Background(), d)
+		cl.Resume(victim)
+		h.healFault(f)
+	case "isolate", "isolate-leader":
+		if kind == "isolate-leader" {
+			if l, err := cl.Leader(); err == nil {
+				victim = l.Index
+			}
+		}
+		f := h.addFault(kind, []int{victim})
+		cl.Isolate(victim)
+		pace(context.Background(), between(rng, 500*time.Millisecond, 4*time.Second))
+		cl.Heal()
+		h.healFault(f)
+	case "partition":
+		perm := rng.Perm(chaosNodes)
+		minority := perm[:1+rng.IntN(2)]
+		majority := perm[len(minority):]
+		slices.Sort(minority)
+		slices.Sort(majority)
+		touched := slices.Clone(minority)
+		if !r.quorumIn(majority) {
+			touched = allNodes() // nobody keeps a quorum of voters
+		}
+		f := h.addFault(fmt.Sprintf("partition%v|%v", minority, majority), touched)
+		cl.Partition(minority, majority)
+		pace(context.Background(), between(rng, 500*time.Millisecond, 4*time.Second))
+		cl.Heal()
+		h.healFault(f)
+	case "fail-heal-fail":
+		r.failHealFail(rng)
+	case "delay-loss":
+		maxDelay := between(rng, time.Millisecond, 30*time.Millisecond)
+		loss := 0.02 + 0.13*rng.Float64()
+		f := h.addFault(fmt.Sprintf("delay-loss(%v,%.2f)", maxDelay, loss), allNodes())
+		cl.Net.SetDelay("", "", 0, maxDelay)
+		cl.Net.SetLoss(loss)
+		pace(context.Background(), between(rng, 500*time.Millisecond, 3*time.Second))
+		cl.Net.SetDelay("", "", 0, 0)
+		cl.Net.SetLoss(0)
+		h.healFault(f)
+	case "slow-forwards":
+		r.slowForwards(rng, victim)
+	default:
+		r.inject(rng, kind, victim)
 	}
 }
 

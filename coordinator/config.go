@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/holdfast-go/holdfast/internal/walog"
 	"log/slog"
 	"math"
 	"time"
@@ -140,6 +141,12 @@ type Config struct {
 	// Network carries raft and RPC (and gossip too when it implements
 	// transport.GossipNetwork). Nil means real TCP (and UDP for gossip).
 	Network transport.Network
+
+	// logFS, set only by this package's tests (export_test.go), is the
+	// file system of the raft write-ahead log (nil: the operating
+	// system's): the simulation keeps each node's log in memory, where a
+	// crash can lose what was not synced.
+	logFS walog.FS
 }
 
 // DefaultConfig returns production defaults (LAN timings). The caller
@@ -226,6 +233,12 @@ func (c *Config) validate() error {
 		check(math.IsNaN(sh.Weight) || math.IsInf(sh.Weight, 0) || sh.Weight < 0, "Shards.Weight", "is %v; must be a finite number >= 0", sh.Weight),
 		check(sh.Epsilon < 0 || sh.Epsilon >= 1 || math.IsNaN(sh.Epsilon), "Shards.Epsilon", "is %v; must be in [0, 1)", sh.Epsilon),
 		check(sh.MaxMoves < 0, "Shards.MaxMoves", "is %d; must be >= 0", sh.MaxMoves),
+		check(math.IsNaN(sh.Capacity) || math.IsInf(sh.Capacity, 0) || sh.Capacity < 0, "Shards.Capacity", "is %v; must be a finite number >= 0", sh.Capacity),
+		check(sh.Capacity != 0 && sh.Weight != 0 && sh.Capacity != sh.Weight, "Shards.Capacity",
+			"is %v but Shards.Weight is %v; they are one setting: set one of them", sh.Capacity, sh.Weight),
+		check(math.IsNaN(sh.LoadRatio) || sh.LoadRatio != 0 && (sh.LoadRatio <= 1 || sh.LoadRatio >= 2), "Shards.LoadRatio", "is %v; must be in (1, 2) (0: 1.10)", sh.LoadRatio),
+		check(sh.LoadMoves < 0, "Shards.LoadMoves", "is %d; must be >= 0", sh.LoadMoves),
+		check(sh.LoadHalfLife < 0, "Shards.LoadHalfLife", "must not be negative"),
 		check(len(c.ServiceAddr) > 256, "ServiceAddr", "longer than 256 bytes"),
 		configErr(cluster.CheckAdvertise("AdvertiseRPCAddr", c.AdvertiseRPCAddr, false)),
 		configErr(cluster.CheckAdvertise("AdvertiseGossipAddr", c.AdvertiseGossipAddr, true)),

@@ -41,8 +41,34 @@ type ShardConfig struct {
 	// leader asks it to hand one off. Nil: shards are owned (and visible in
 	// Owned and Owner) without callbacks.
 	Handler ShardHandler
-	// Weight is this node's relative shard capacity: 0 means 1.
+	// Weight is this node's relative shard capacity: 0 means 1. The
+	// balancer's target for a node is its share of the total load (or of
+	// the shards, without load reports) in proportion to it: a node of
+	// weight 2 carries twice what a node of weight 1 does. Capacity is the
+	// same setting under the name the placement docs use; set one of them.
 	Weight float64
+	// NoShards makes this node one that never owns a shard (a voter or a
+	// lease-only role): its sessions are created drained, so the leader
+	// gives it none, and Undrain refuses. Status shows it drained.
+	NoShards bool
+	// Capacity is Weight under another name (0: Weight decides). Setting
+	// both to different values is a configuration error.
+	Capacity float64
+	// LoadHalfLife is the half-life of the moving average that smooths
+	// the loads this node's shard leases report (ShardLease.ReportLoad);
+	// 0 means DefaultLoadHalfLife (30s).
+	LoadHalfLife time.Duration
+	// LoadRatio is the balance band by load, in (1, 2): once any shard has
+	// a load report, the leader moves shards only when a node carries more
+	// than LoadRatio times its target (or an eligible node less than
+	// 2-LoadRatio times it), and then until every node is within half that
+	// band (see shardown.Params.LoadRatio). 0 means 1.10.
+	LoadRatio float64
+	// LoadMoves is the number of load moves a planning round makes when
+	// the nodes are just outside the band; the round's budget grows with
+	// the distance from balance (see shardown.Params.LoadMoves) and stays
+	// within MaxMoves. 0 means max(1, Count/64).
+	LoadMoves int
 	// DrainTimeout bounds Handler.Release, the drain of a shard being
 	// handed off; the release is committed when it returns or times out.
 	DrainTimeout time.Duration
@@ -60,6 +86,11 @@ type ShardConfig struct {
 	// RebalanceDelay coalesces bursts of changes: the leader replans
 	// this long after a change (and every ReconcileInterval).
 	RebalanceDelay time.Duration
+	// PrepareTimeout bounds the prepare of a planned move (see
+	// ShardPreparer): the leader revokes the old owner once the next owner
+	// is ready or this much time has passed. 0 means DrainTimeout; a
+	// negative value turns the prepare phase off (moves as before it).
+	PrepareTimeout time.Duration
 }
 
 // GossipConfig is Config.Gossip: gossip timing and encryption.

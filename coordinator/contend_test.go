@@ -2,6 +2,7 @@ package coordinator_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -65,8 +66,14 @@ func TestContendersTakeTurns(t *testing.T) {
 					return
 				}
 				start := time.Now()
-				if err := l.Checkpoint(); err != nil {
+				// A fresh lease passes its checkpoint, unless the session's
+				// keepalives stalled meanwhile (a raft leader that stepped
+				// down on a loaded machine): then it holds for less than the
+				// margin and says so, which is what Checkpoint is for.
+				if err := l.Checkpoint(); err != nil && !errors.Is(err, coordinator.ErrLeaseExpiring) {
 					t.Errorf("contender %d: fresh lease fails its checkpoint: %v", i, err)
+				} else if err != nil {
+					t.Logf("contender %d round %d: %v (keepalives stalled)", i, r, err)
 				}
 				tok := l.Token()
 				// Resign cancels the local belief before the release commits;

@@ -42,6 +42,7 @@ type Coordinator struct {
 	lessor     *session.Lessor
 	shards     *shards.Manager[*ShardLease]
 	shardCount atomic.Int64 // the cluster's shard count, once known
+	loads      *shardLoads  // load reports: this node's, and the leader's book (shardload.go)
 
 	sessCtx    context.Context // parent of every session; ends at leave or close
 	sessCancel context.CancelCauseFunc
@@ -99,6 +100,8 @@ func New(cfg Config) (*Coordinator, error) {
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	c.sessCtx, c.sessCancel = context.WithCancelCause(c.ctx)
 	c.metrics = newMetrics()
+	c.loads = newShardLoads(cfg.Shards)
+	c.metrics.shards.BindPlan(c.loads.plan.Load)
 	c.sessions = c.newSessionClient()
 	c.noLeader.Start() // no leader is known at start
 	if err := c.start(); err != nil {
@@ -146,6 +149,9 @@ func (c *Coordinator) start() error {
 	c.leases = newLeases(c)
 	c.tlsReload.Start(c.trans) // follows the TLS files, if any
 	c.shards = c.newShardManager()
+	if c.cfg.Shards.NoShards {
+		c.shards.StartDrained() // before the first session: it never owns a shard
+	}
 	c.metrics.register(c.log, c.cfg.Registerer, &c.tlsMetrics) // every part exists: a scrape meets no nil part
 	c.trans.SetHandler(transport.HandlerFunc(c.newDispatcher().ServeRPC))
 	c.spawn(c.leaderLoop)

@@ -30,6 +30,7 @@ func (c *Coordinator) leaderDuties(ctx context.Context) {
 	balancerDone := make(chan struct{})
 	go func() {
 		defer close(balancerDone)
+		defer c.loads.plan.Store(nil) // the report is the leader's only
 		shards.NewBalancer(c.balancerOptions()).Run(ctx)
 	}()
 	defer func() { <-balancerDone }()

@@ -37,5 +37,6 @@ func (c *Coordinator) newLessor() *session.Lessor {
 		NotLeader:      session.NotLeaderHere(c.node.LeaderRPCAddr),
 		Metrics:        c.metrics.session,
 		StallThreshold: c.cfg.Session.TTL / 10,
+		Loads:          c.loads.book.Record,
 	})
 }

@@ -45,6 +45,9 @@ type Operation struct {
 	// By says who asked, for the leader's log: the client certificate's
 	// name, a remote address (package admin fills it in).
 	By string
+	// Shard is the shard of ActionPinShard, ActionUnpinShard and
+	// ActionMoveShard.
+	Shard ShardID
 }
 
 // OperationResult is what the raft leader did for an Operation.
@@ -68,6 +71,8 @@ type OperationResult struct {
 	Promoted string
 	// Message says in one line what was done.
 	Message string
+	// Plan is ActionPlanShards' answer.
+	Plan *Placement
 }
 
 // Operate carries out an operator's action through the raft leader, which
@@ -93,18 +98,18 @@ type OperationResult struct {
 // A refusal wraps ErrOperationRefused and changes nothing.
 func (c *Coordinator) Operate(ctx context.Context, op Operation) (OperationResult, error) {
 	switch op.Action {
-	case ActionDrain, ActionUndrain, ActionReleaseLease, ActionRemovePeer:
+	case ActionDrain, ActionUndrain, ActionReleaseLease, ActionRemovePeer, ActionPinShard, ActionMoveShard:
 		if op.Target == "" {
 			return OperationResult{}, fmt.Errorf("%w: %s needs a target", ErrOperationRefused, op.Action)
 		}
-	case ActionStepDown:
+	case ActionStepDown, ActionUnpinShard, ActionPlanShards:
 	default:
 		return OperationResult{}, fmt.Errorf("%w: unknown action %q", ErrOperationRefused, op.Action)
 	}
 	if c.closing() {
 		return OperationResult{}, ErrShutdown
 	}
-	req := wire.OperateRequest{Action: op.Action, Target: op.Target, Force: op.Force, By: op.By, Via: c.cfg.NodeName}
+	req := wire.OperateRequest{Action: op.Action, Target: op.Target, Force: op.Force, By: op.By, Via: c.cfg.NodeName, Shard: uint32(op.Shard)}
 	for {
 		var rep wire.OperateReply
 		var err error
@@ -135,7 +140,7 @@ func operationResult(rep wire.OperateReply, err error) (OperationResult, error) 
 		return OperationResult{}, fmt.Errorf("%w: %s", ErrOperationRefused, strings.TrimPrefix(rep.Refused, "holdfast: "))
 	}
 	return OperationResult{Leader: rep.Leader, LeaderID: rep.LeaderID, Node: rep.Node, NodeID: rep.NodeID, Token: rep.Token,
-		Graceful: rep.Graceful, Promoted: rep.Promoted, Message: rep.Message}, nil
+		Graceful: rep.Graceful, Promoted: rep.Promoted, Message: rep.Message, Plan: placementOf(rep.Plan)}, nil
 }
 
 // serveOperate answers wire.MethodOperate: a node's request to this
@@ -167,6 +172,10 @@ func (c *Coordinator) operateAsLeader(ctx context.Context, req wire.OperateReque
 		rep, err = c.leaderStepDown(ctx)
 	case ActionRemovePeer:
 		rep, err = c.leaderRemovePeer(ctx, req)
+	case ActionPinShard, ActionUnpinShard, ActionMoveShard:
+		rep, err = c.leaderShardPlacement(ctx, req)
+	case ActionPlanShards:
+		rep, err = c.leaderShardPlan(ctx)
 	default:
 		rep.Refused = fmt.Sprintf("unknown action %q", req.Action)
 	}

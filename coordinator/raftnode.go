@@ -23,6 +23,7 @@ func (c *Coordinator) startRaft() error {
 	n, err := raftnode.Start(raftnode.Options{
 		ID:            c.id,
 		DataDir:       c.cfg.DataDir,
+		LogFS:         c.cfg.logFS,
 		Timing:        c.cfg.Raft,
 		RPCTimeout:    c.cfg.RPCTimeout,
 		Trans:         c.trans,

@@ -49,8 +49,12 @@ func (c *Coordinator) newSessionClient() *session.Client {
 			return err
 		},
 		KeepAlive: session.SendKeepAlive(leader, func(ctx context.Context, id string) (uint64, error) {
-			return c.lessor.KeepAlive(ctx, id)
-		}, func() session.Caller { return c.trans }),
+			index, err := c.lessor.KeepAlive(ctx, id)
+			if err == nil {
+				c.recordLocalLoads(id)
+			}
+			return index, err
+		}, func() session.Caller { return c.trans }, c.loads.meter.Report),
 		Wait:     c.fsm.Wait,
 		Renewing: func(v *fsm.View, s *session.Session) { c.shards.Sync(v, s) },
 		Spawn:    c.spawn,

@@ -26,9 +26,19 @@ type ShardHandler interface {
 
 // HandlerFuncs adapts two functions to a ShardHandler; a nil function is a
 // no-op.
+// It is a ShardPreparer; with PrepareFunc nil its moves are not prepared.
 type HandlerFuncs struct {
 	AcquireFunc func(ctx context.Context, l *ShardLease)
 	ReleaseFunc func(ctx context.Context, l *ShardLease) error
+	PrepareFunc func(ctx context.Context, s ShardID, from Holder) error
+}
+
+// Prepare calls PrepareFunc, if set.
+func (h HandlerFuncs) Prepare(ctx context.Context, s ShardID, from Holder) error {
+	if h.PrepareFunc != nil {
+		return h.PrepareFunc(ctx, s, from)
+	}
+	return nil
 }
 
 // Acquire calls AcquireFunc, if set.
@@ -72,4 +82,5 @@ func (c *Coordinator) wrapShardLease(l *shards.Lease) *ShardLease {
 // shardLeaseEnded counts a shard lease's end in the metrics.
 func (c *Coordinator) shardLeaseEnded(l *ShardLease, cause error) {
 	c.metrics.leaseEnded(kindShard, l.life.Start(), cause)
+	c.loads.meter.Forget(uint32(l.Shard()))
 }

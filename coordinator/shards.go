@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/viewstream"
@@ -133,6 +134,9 @@ func (c *Coordinator) Drain(ctx context.Context) error {
 func (c *Coordinator) Undrain(ctx context.Context) error {
 	if c.closing() {
 		return ErrShutdown
+	}
+	if c.cfg.Shards.NoShards {
+		return fmt.Errorf("%w: Undrain: this node never owns shards (Config.Shards.NoShards)", ErrOperationRefused)
 	}
 	return c.shards.SetDrained(ctx, false)
 }

@@ -11,7 +11,7 @@ import (
 
 // balancerOptions wires a leader term's balancer to this node.
 func (c *Coordinator) balancerOptions() shards.BalancerOptions {
-	return shards.BalancerOptions{
+	o := shards.BalancerOptions{
 		View: c.fsm.View,
 		Apply: func(ctx context.Context, cmd fsm.Command) (shards.Applied, error) {
 			res, err := c.node.ApplyLocal(ctx, mustEncode(cmd))
@@ -29,7 +29,14 @@ func (c *Coordinator) balancerOptions() shards.BalancerOptions {
 		ReconcileInterval: c.cfg.Cluster.ReconcileInterval,
 		MaxMoves:          c.cfg.Shards.MaxMoves,
 		Epsilon:           c.cfg.Shards.Epsilon,
+		Loads:             c.balancerLoads,
+		Report:            c.loads.plan.Store,
+		Previews:          c.loads.previews,
+		LoadRatio:         c.cfg.Shards.LoadRatio,
+		LoadMoves:         c.cfg.Shards.LoadMoves,
 	}
+	c.prepareOptions(&o)
+	return o
 }
 
 // newShardManager wires the owner side of shard ownership to this node.
@@ -48,20 +55,22 @@ func (c *Coordinator) newShardManager() *shards.Manager[*ShardLease] {
 			_, err := c.applyRetry(ctx, cmd)
 			return err
 		},
-		IsNoSession:  func(err error) bool { return errors.Is(err, wire.ErrNoSession) },
-		Stop:         c.ctx.Done(),
-		Wrap:         c.wrapShardLease,
-		Acquire:      acquire,
-		Release:      release,
-		Ended:        c.shardLeaseEnded,
-		DrainTimeout: c.cfg.Shards.DrainTimeout,
-		NodeID:       c.id,
-		Addr:         addr,
-		Weight:       c.cfg.Shards.Weight,
-		SessionTTL:   c.cfg.Session.TTL,
-		Errors:       shards.Errors{Lost: ErrLeaseLost, Revoked: ErrRevoked, Shutdown: ErrShutdown},
-		Log:          c.log,
-		Metrics:      c.metrics.shards,
+		IsNoSession:    func(err error) bool { return errors.Is(err, wire.ErrNoSession) },
+		Stop:           c.ctx.Done(),
+		Wrap:           c.wrapShardLease,
+		Acquire:        acquire,
+		Release:        release,
+		Ended:          c.shardLeaseEnded,
+		DrainTimeout:   c.cfg.Shards.DrainTimeout,
+		Prepare:        c.managerPrepare(),
+		PrepareTimeout: c.prepareTimeout(),
+		NodeID:         c.id,
+		Addr:           addr,
+		Weight:         max(c.cfg.Shards.Weight, c.cfg.Shards.Capacity), // one of them is 0 or both are equal
+		SessionTTL:     c.cfg.Session.TTL,
+		Errors:         shards.Errors{Lost: ErrLeaseLost, Revoked: ErrRevoked, Shutdown: ErrShutdown, Abandoned: ErrMoveAbandoned},
+		Log:            c.log,
+		Metrics:        c.metrics.shards,
 	})
 }
 

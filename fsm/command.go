@@ -72,6 +72,9 @@ const (
 	// OpLeaseValue sets the holder value of a held lease, keeping its
 	// grant and token (etcd's Proclaim).
 	OpLeaseValue Op = 14
+	// OpShardPin sets or clears an operator's pin (or one-off move) of a
+	// shard to a node (written under PinCommandVersion).
+	OpShardPin Op = 15
 )
 
 // String returns the operation's name.
@@ -105,6 +108,8 @@ func (o Op) String() string {
 		return "sem-release"
 	case OpLeaseValue:
 		return "lease-value"
+	case OpShardPin:
+		return "shard-pin"
 	default:
 		return fmt.Sprintf("op(%d)", uint8(o))
 	}
@@ -119,6 +124,7 @@ type Command struct {
 	Lease   *LeaseCmd
 	Shard   *ShardCmd
 	Sem     *SemCmd
+	Pin     *PinCmd
 }
 
 // SessionCmd is the body of OpSessionCreate, OpSessionClose,
@@ -263,11 +269,18 @@ func Encode(c Command) ([]byte, error) {
 			return nil, fmt.Errorf("%w: %s without body", ErrMalformed, c.Op)
 		}
 		body = c.Sem
+	case OpShardPin:
+		if c.Pin == nil {
+			return nil, fmt.Errorf("%w: %s without body", ErrMalformed, c.Op)
+		}
+		body = c.Pin
 	default:
 		return nil, fmt.Errorf("%w: %d", ErrUnknownOp, c.Op)
 	}
 	var buf bytes.Buffer
 	switch {
+	case c.Op == OpShardPin:
+		buf.WriteByte(PinCommandVersion)
 	case c.Op == OpInitCluster && c.Init.hasBase():
 		buf.WriteByte(InitCommandVersion)
 	case c.carriesValue():
@@ -329,6 +342,8 @@ func decode(b []byte, items []ShardItem) (Command, error) {
 		return decodeInit(c, body, true)
 	case b[0] == ValueCommandVersion:
 		return decodeValued(c, body)
+	case b[0] == PinCommandVersion:
+		return decodePin(c, body)
 	case b[0] != CommandVersion:
 		return Command{}, fmt.Errorf("%w: %d", ErrUnknownVersion, b[0])
 	}

@@ -116,6 +116,18 @@
 // (2), one without under SnapshotVersion (1) as before; Restore reads
 // both.
 //
+// # Shard pins
+//
+// OpShardPin (written under PinCommandVersion, 5, with a msgpack body, so
+// an earlier release refuses it) sets or clears an operator's pin of a
+// shard to a node, by node name so that it survives the node's restarts
+// (a new session): the leader's balancer moves the shard there and keeps
+// it there while that node has a live session. A pin with Once is a
+// move: the leader clears it once the shard is owned on the node. At most
+// MaxPins pins exist. A snapshot with a pin is written under
+// SnapshotPinVersion (3), which may also hold holder values; one without
+// under the earlier versions as before; Restore reads all three.
+//
 // # Tokens across incarnations
 //
 // Tokens are one counter (the state's last token), a plain number below

@@ -153,6 +153,8 @@ func apply(st state, index uint64, c Command, changed *[]uint32) (state, Result,
 		return applySemRelease(st, index, c.Sem)
 	case OpLeaseValue:
 		return applyLeaseValue(st, c.Lease)
+	case OpShardPin:
+		return applyShardPin(st, index, c.Pin)
 	default:
 		return st, Result{}, fmt.Errorf("%w: %d", ErrUnknownOp, c.Op)
 	}
@@ -209,6 +211,8 @@ type wireSnapshot struct {
 	// Semaphores are sorted by name; snapshots written before semaphores
 	// existed lack the field, and an empty list is omitted.
 	Semaphores []Semaphore `msgpack:"semaphores,omitempty"`
+	// Pins are sorted by shard; only under SnapshotPinVersion.
+	Pins []Pin `msgpack:"pins,omitempty"`
 }
 
 // fromWire rebuilds the state, rejecting duplicates and leases whose holder
@@ -254,6 +258,9 @@ func fromWire(w wireSnapshot) (snapshotData, error) {
 	if err := semsFromWire(&st, w.Semaphores); err != nil {
 		return snapshotData{}, err
 	}
+	if err := pinsFromWire(&st, w.Pins); err != nil {
+		return snapshotData{}, err
+	}
 	return snapshotData{Index: w.Index, State: st}, nil
 }
 
@@ -296,15 +303,19 @@ func decodeSnapshot(b []byte) (snapshotData, error) {
 	if len(b) < 1 {
 		return snapshotData{}, fmt.Errorf("%w: empty snapshot", ErrMalformed)
 	}
-	if b[0] != SnapshotVersion && b[0] != SnapshotValueVersion {
+	if b[0] != SnapshotVersion && b[0] != SnapshotValueVersion && b[0] != SnapshotPinVersion {
 		return snapshotData{}, fmt.Errorf("%w: snapshot version %d", ErrUnknownVersion, b[0])
 	}
 	var w wireSnapshot
 	if err := decodeBody(b[1:], &w); err != nil {
 		return snapshotData{}, err
 	}
-	if leasesCarryValues(w.Leases) != (b[0] == SnapshotValueVersion) {
-		return snapshotData{}, fmt.Errorf("%w: holder values only in a version %d snapshot", ErrMalformed, SnapshotValueVersion)
+	if b[0] == SnapshotPinVersion {
+		if len(w.Pins) == 0 {
+			return snapshotData{}, fmt.Errorf("%w: a version %d snapshot without pins", ErrMalformed, SnapshotPinVersion)
+		}
+	} else if leasesCarryValues(w.Leases) != (b[0] == SnapshotValueVersion) || len(w.Pins) != 0 {
+		return snapshotData{}, fmt.Errorf("%w: holder values only in a version %d snapshot, pins in version %d", ErrMalformed, SnapshotValueVersion, SnapshotPinVersion)
 	}
 	return fromWire(w)
 }

@@ -161,6 +161,7 @@ func FuzzDecodeCommand(f *testing.F) {
 		initWithBase("c2", 8, 1_771_000_000_000_000, 42),
 		acquireValued("s", "x", 1, true, "10.0.0.1:8080"),
 		setValue("s", "x", 1, 3, 2, "ready"),
+		pin(1, "n", true), unpin(1, ""),
 	} {
 		f.Add(mustEncode(&testing.T{}, c))
 	}

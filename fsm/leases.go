@@ -176,7 +176,7 @@ func applyRelease(st state, index uint64, c *LeaseCmd) (state, Result, error) {
 	if !ok {
 		return st, Result{Noop: true}, nil
 	}
-	if l.Holder == c.Session && l.Request == c.Request && (c.Token == 0 || c.Token == l.Token) {
+	if l.Holder == c.Session && (releaseUnchecked || l.Request == c.Request && (c.Token == 0 || c.Token == l.Token)) {
 		st.Leases = cloneMap(st.Leases)
 		nl := *l
 		st = grantNext(st, index, &nl)

@@ -138,6 +138,8 @@ type state struct {
 	// InitCluster); ShardsIndex is the index of its last change.
 	Shards      shardTable
 	ShardsIndex uint64
+	// Pins are the operators' shard pins (OpShardPin), by shard.
+	Pins map[uint32]Pin
 	// owned indexes the table by owner (see ownedIndex); it is derived
 	// from Shards, not snapshotted.
 	owned ownedIndex

@@ -13,6 +13,7 @@ type state struct {
 	ids      []string
 	weight   []float64
 	eligible []bool // may receive shards
+	hold     []bool // Member.Hold: receives nothing, not even a pinned shard
 	inPool   []bool // counts for quotas: eligible or holding shards
 	lower    []int
 	upper    []int
@@ -31,6 +32,7 @@ type state struct {
 	// reads the shards that changed.
 	base     []int32
 	baseLoad []int
+	ls       loadState // planning by load (Params.Load)
 }
 
 // resize returns s with length n and every element zero, reusing its
@@ -70,7 +72,7 @@ func (st *state) reset(ms []Member, current []string, p Params) {
 func (st *state) setMembers(ms []Member, p Params) {
 	n := len(ms)
 	st.ids, st.weight = resize(st.ids, n), resize(st.weight, n)
-	st.eligible = resize(st.eligible, n)
+	st.eligible, st.hold = resize(st.eligible, n), resize(st.hold, n)
 	if st.index == nil {
 		st.index = make(map[string]int32, n)
 	}
@@ -79,7 +81,7 @@ func (st *state) setMembers(ms []Member, p Params) {
 	for i, m := range ms {
 		st.ids[i], st.weight[i] = m.ID, m.Weight
 		st.index[m.ID] = int32(i)
-		st.eligible[i] = !m.Hold && stable(m, p)
+		st.eligible[i], st.hold[i] = !m.Hold && stable(m, p), m.Hold
 		anyStable = anyStable || st.eligible[i]
 	}
 	for i := range st.eligible {
@@ -153,14 +155,14 @@ func (st *state) step() bool {
 		if r < 0 {
 			return false
 		}
-		st.apply(s, r)
+		st.apply(s, r, ReasonFree)
 		return true
 	}
 	r := st.receiver(belowLower, -1)
 	if r >= 0 {
 		d := st.donor(aboveLowerNot, r)
 		if d >= 0 {
-			st.apply(st.firstUnmoved(d), r)
+			st.apply(st.firstUnmoved(d), r, ReasonCount)
 			return true
 		}
 	}
@@ -172,7 +174,7 @@ func (st *state) step() bool {
 	if r < 0 {
 		return false
 	}
-	st.apply(st.firstUnmoved(d), r)
+	st.apply(st.firstUnmoved(d), r, ReasonCount)
 	return true
 }
 
@@ -233,8 +235,8 @@ func (st *state) firstUnmoved(i int) int {
 	panic("shardown: internal error: donor has no unmoved shard")
 }
 
-// apply records the move of shard s to member r.
-func (st *state) apply(s, r int) {
+// apply records the move of shard s to member r, planned for reason.
+func (st *state) apply(s, r int, reason string) {
 	from := ""
 	if d := int(st.owner[s]); d >= 0 {
 		from = st.ids[d]
@@ -244,7 +246,7 @@ func (st *state) apply(s, r int) {
 	st.owner[s] = int32(r)
 	st.moved[s] = true
 	st.load[r]++
-	st.moves = append(st.moves, Move{Shard: ShardID(s), From: from, To: st.ids[r]})
+	st.moves = append(st.moves, Move{Shard: ShardID(s), From: from, To: st.ids[r], Reason: reason})
 }
 
 // table returns the planned table as owner IDs.

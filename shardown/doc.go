@@ -54,11 +54,58 @@
 //   - Hold: a member with Member.Hold receives no shards at all (and does
 //     not count in "no member is stable"), but keeps what it holds as an
 //     ineligible member does.
+//   - Pins (Params.Pins): before any other step, each pinned shard moves
+//     to its member (a Move with Reason ReasonPin, within the rate limit,
+//     join stabilization notwithstanding, but never to a member on Hold),
+//     and no other step moves a pinned shard that is on its member. A pin
+//     to a member that is not among the members has no effect.
 //
 // With no members, or no eligible member, every shard is free and Plan
 // returns no moves. A single call never moves the same shard twice.
 //
-// # The algorithm
+// # Balance by load
+//
+// When Params.Load carries at least one report (a non-negative entry) and
+// the reports sum to more than zero, Plan balances by load instead of by
+// count; a shard without a report weighs the mean of the reported ones,
+// so members without reports are balanced as evenly as by count. The
+// count bounds above then do not apply; everything else does (departed
+// owners, stickiness, join stabilization, Hold, MaxMovesInFlight, a shard
+// moved at most once per call). With R = Params.LoadRatio (1.10 by
+// default):
+//
+//   - Targets: a pool member of capacity w (its Weight) has the target
+//     L·w/W, L the total load and W the pool's capacity. A member whose
+//     largest shard alone is above R times that share is stuck: no
+//     placement can bring it down, so its target is that shard's load and
+//     the others share the rest (repeated until no other member is stuck).
+//     Planner.Balance reports targets and the stuck flag.
+//   - Free shards are granted first, the heaviest first (ties to the lower
+//     shard), each to the eligible member with the smallest
+//     (load+l)/capacity after receiving it (ties to the lower ID).
+//   - Trigger: Plan moves shards by load only when a pool member carries
+//     more than R times its target, or an eligible, not stuck member less
+//     than (2-R) times it. Inside that band nothing moves: stickiness.
+//   - Goal (hysteresis): once triggered it moves until every member is
+//     within (1±(R-1)/2) times its target, or no move helps, or the budget
+//     is spent. Load that wanders by less than half the band after a
+//     balancing therefore moves nothing.
+//   - Budget: one call makes at most ceil(Params.LoadMoves·d/(R-1)) load
+//     moves, d the distance from balance (the largest |load/target-1| of
+//     the members the trigger looks at), so a table far from balance
+//     converges in fewer calls and a small imbalance moves a few shards.
+//   - A step takes the eligible member furthest below its target as the
+//     receiver and tries the members above theirs, furthest first: each
+//     offers its unmoved shard whose load is closest to the amount x that
+//     evens the two out, among the shards of load in (0, 2x): exactly the
+//     moves that lower Σ(load-target)²/target, so every call ends and
+//     repeated calls on a still load converge.
+//
+// Repeated rate-limited calls by load are not in general the moves of one
+// unlimited call: the budget and the band depend on the table reached. The
+// reasons for every move are in Move.Reason.
+//
+// # The algorithm (by count)
 //
 // Members are sorted by ID. The pool is the eligible members plus any
 // member that currently holds a shard; W and the bounds are computed over
@@ -93,6 +140,8 @@
 //
 // # What Plan does not do
 //
+// Plan does not smooth loads: the caller passes smoothed loads (an EWMA)
+// and the band's hysteresis absorbs what noise is left.
 // Zones (Member.Zone) are carried but ignored: this version does not
 // spread a member's shards, or replicas, across zones. Plan does not track
 // moves in flight: the caller must not call it with a table that omits a

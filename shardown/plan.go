@@ -51,6 +51,9 @@ type Move struct {
 	From string
 	// To is the new owner; never "".
 	To string
+	// Reason says why the move was planned: ReasonFree, ReasonCount or
+	// ReasonLoad.
+	Reason string
 }
 
 // Params tunes Plan. The zero value of every field except Shards selects a
@@ -74,6 +77,32 @@ type Params struct {
 	// unless no member is stable yet, in which case every member is
 	// eligible (bootstrap). Zero means members are eligible at once.
 	JoinStabilization uint64
+
+	// Load is each shard's reported load (for example requests per
+	// second, smoothed), indexed by shard: nil, or of length Shards. A
+	// negative or NaN entry means the shard has no report; it counts as
+	// the mean of the reported ones. With no report at all (or reports
+	// that sum to zero) Plan balances by count as described in the
+	// package documentation; otherwise it balances by load (see "Balance
+	// by load" there) and the count bounds do not apply.
+	Load []float64
+	// LoadRatio is the load band R in (1, 2): by load, Plan moves shards
+	// only when a member's load is above R times its target or an
+	// eligible member's below (2-R) times it, and then moves until every
+	// member is within half that band, (1±(R-1)/2) times its target: the
+	// gap between the two is the hysteresis that keeps noise from causing
+	// moves. Zero selects DefaultLoadRatio (1.10).
+	LoadRatio float64
+	// LoadMoves is the load moves one call plans when the members are
+	// just outside the band (distance R-1 from their targets); the budget
+	// grows in proportion with the distance (and stays within
+	// MaxMovesInFlight). Zero selects max(1, Shards/64); a negative value
+	// means no budget other than MaxMovesInFlight.
+	LoadMoves int
+	// Pins place shards on members (see Pin): each pinned shard moves to
+	// its member first (Reason ReasonPin), and no other move takes it
+	// away. A shard appears at most once.
+	Pins []Pin
 }
 
 // withDefaults returns p with zero fields replaced by their defaults and
@@ -93,6 +122,26 @@ func (p Params) withDefaults() (Params, error) {
 	}
 	if p.MaxMovesInFlight == 0 {
 		p.MaxMovesInFlight = max(1, p.Shards/16)
+	}
+	if len(p.Load) != 0 && len(p.Load) != p.Shards {
+		return p, fmt.Errorf("%w: len(Params.Load) is %d, want 0 or Params.Shards = %d", ErrInvalid, len(p.Load), p.Shards)
+	}
+	for s, l := range p.Load {
+		if math.IsInf(l, 0) {
+			return p, fmt.Errorf("%w: Params.Load[%d] is %v, want a finite load", ErrInvalid, s, l)
+		}
+	}
+	if math.IsNaN(p.LoadRatio) || p.LoadRatio != 0 && (p.LoadRatio <= 1 || p.LoadRatio >= 2) {
+		return p, fmt.Errorf("%w: Params.LoadRatio must be in (1, 2), got %v", ErrInvalid, p.LoadRatio)
+	}
+	if p.LoadRatio == 0 {
+		p.LoadRatio = DefaultLoadRatio
+	}
+	if p.LoadMoves == 0 {
+		p.LoadMoves = max(1, p.Shards/64)
+	}
+	if err := checkPins(p); err != nil {
+		return p, err
 	}
 	return p, nil
 }

@@ -98,6 +98,10 @@ func sameIDs(ms []Member, ids []string) bool {
 // run plans steps from the derived state until no step applies or the
 // rate limit is reached, and returns the moves.
 func (st *state) run(p Params) []Move {
+	if st.ls.loadMode(p) {
+		return st.runLoad(p)
+	}
+	st.pinStep(p)
 	limit := p.MaxMovesInFlight
 	for limit < 0 || len(st.moves) < limit {
 		if !st.step() {

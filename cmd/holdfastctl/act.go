@@ -68,6 +68,25 @@ var actions = map[string]acting{
 		request: func(o options) any { return admin.StepDownRequest{Confirmation: conf(o)} },
 		print:   printOperation,
 	},
+	"shards pin": {
+		path: "/v1/shards/pin", args: []string{"SHARD", "NODE"},
+		request: func(o options) any {
+			return admin.PinShardRequest{Confirmation: conf(o), Shard: o.shard, Node: o.args[1]}
+		},
+		print: printOperation,
+	},
+	"shards move": {
+		path: "/v1/shards/move", args: []string{"SHARD", "NODE"},
+		request: func(o options) any {
+			return admin.PinShardRequest{Confirmation: conf(o), Shard: o.shard, Node: o.args[1]}
+		},
+		print: printOperation,
+	},
+	"shards unpin": {
+		path: "/v1/shards/unpin", args: []string{"SHARD"},
+		request: func(o options) any { return admin.UnpinShardRequest{Confirmation: conf(o), Shard: o.shard} },
+		print:   printOperation,
+	},
 	"raft remove-peer": {
 		path: "/v1/raft/remove-peer", args: []string{"NODE"},
 		request: func(o options) any {

@@ -26,6 +26,13 @@
 //	members     every node the answering node's gossip knows of (the members of GET /v1/status)
 //	shards      every shard with its state, owner and token (GET /v1/shards); a first line
 //	            "STALE: no raft leader known since T" when the answering node knows no leader
+//	shards plan  what the raft leader's balancer would move in its next round and why: per node its
+//	            capacity, shards and load now and after the round, and its target (GET /v1/shards/plan)
+//	shards pin SHARD NODE  keep SHARD on NODE (a fenced handoff there now, and back after NODE's
+//	            restarts) until unpinned (POST /v1/shards/pin)
+//	shards unpin SHARD  the balancer places SHARD again (POST /v1/shards/unpin)
+//	shards move SHARD NODE  hand SHARD to NODE now, a fenced handoff; returns once NODE owns it, with its
+//	            new token (POST /v1/shards/move). The balancer may move it again later: pin it to keep it.
 //	leases      every held named lease with its holder, token, waiters and holder value (GET /v1/leases)
 //	semaphores  every semaphore in use, its limit, its holders (NODE:TOKEN) and waiters (GET /v1/semaphores)
 //	drain NODE  NODE hands its shards to the others and takes none until undrained (POST /v1/drain)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -29,6 +31,7 @@ type options struct {
 	args    []string // the command's arguments (NODE, NAME)
 	tls     tlsFlags
 	confirm string // acting commands: the name of the node at -addr
+	shard   uint32 // shards pin, unpin, move: the SHARD argument
 	force   bool   // leave: even with no replacement
 }
 
@@ -39,12 +42,17 @@ func (e *usageError) Error() string { return e.msg }
 
 // commands maps each command to the admin endpoint it reads.
 var commands = map[string]string{
-	"status":     "/v1/status",
-	"members":    "/v1/status",
-	"shards":     "/v1/shards",
-	"leases":     "/v1/leases",
-	"semaphores": "/v1/semaphores",
+	"status":      "/v1/status",
+	"members":     "/v1/status",
+	"shards":      "/v1/shards",
+	"leases":      "/v1/leases",
+	"semaphores":  "/v1/semaphores",
+	"shards plan": "/v1/shards/plan",
 }
+
+// shardSubs are the second words of the shards commands; "shards" alone
+// lists the shards.
+var shardSubs = []string{"pin", "unpin", "move", "plan"}
 
 // groups are the first words of two-word commands, with their second.
 var groups = map[string]string{"lease": "release", "raft": "step-down|remove-peer"}
@@ -129,6 +137,8 @@ func parseArgs(args []string) (options, *flag.FlagSet, error) {
 			return o, fs, &usageError{fmt.Sprintf("%s needs a subcommand: %s", o.command, subs)}
 		}
 		o.command, words = o.command+" "+words[0], words[1:]
+	} else if o.command == "shards" && len(words) > 0 && slices.Contains(shardSubs, words[0]) {
+		o.command, words = o.command+" "+words[0], words[1:]
 	}
 	o.args = words
 	a, act := actions[o.command]
@@ -150,6 +160,13 @@ func parseArgs(args []string) (options, *flag.FlagSet, error) {
 		return o, fs, &usageError{fmt.Sprintf("-timeout is %v; must be positive", o.timeout)}
 	case o.owner != "" && o.command != "shards":
 		return o, fs, &usageError{"-owner applies to shards only"}
+	}
+	if len(a.args) > 0 && a.args[0] == "SHARD" {
+		n, err := strconv.ParseUint(o.args[0], 10, 32)
+		if err != nil {
+			return o, fs, &usageError{fmt.Sprintf("%s: SHARD is %q; want a shard number", o.command, o.args[0])}
+		}
+		o.shard = uint32(n)
 	}
 	return o, fs, nil
 }
@@ -181,7 +198,7 @@ func checkActing(o *options, fs *flag.FlagSet) error {
 	case act && o.confirm == "":
 		return &usageError{fmt.Sprintf("%s changes the cluster: give -confirm NAME, the name of the node at -addr", o.command)}
 	case !act && o.confirm != "" && o.command != "help":
-		return &usageError{"-confirm applies to acting commands only (leave, drain, undrain, lease release, raft step-down, raft remove-peer)"}
+		return &usageError{"-confirm applies to acting commands only (leave, drain, undrain, lease release, raft step-down, raft remove-peer, shards pin, shards unpin, shards move)"}
 	case o.force && o.command != "leave" && o.command != "raft remove-peer":
 		return &usageError{"-force applies to leave and raft remove-peer only"}
 	case act && !timeoutSet:
@@ -192,7 +209,8 @@ func checkActing(o *options, fs *flag.FlagSet) error {
 
 // printUsage writes the usage and the flag defaults to w.
 func printUsage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprint(w, `usage: holdfastctl [flags] status|members|shards|leases|semaphores
+	fmt.Fprint(w, `usage: holdfastctl [flags] status|members|shards|shards plan|leases|semaphores
+       holdfastctl [flags] -confirm NAME shards pin SHARD NODE | shards unpin SHARD | shards move SHARD NODE
        holdfastctl [flags] -confirm NAME drain NODE | undrain NODE | lease release LEASE
        holdfastctl [flags] -confirm NAME raft step-down | raft remove-peer [-force] NODE
        holdfastctl [flags] -confirm NAME [-force] leave

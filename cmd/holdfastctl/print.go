@@ -34,6 +34,8 @@ func command(t target, o options, stdout io.Writer) error {
 		v = new(admin.Status)
 	case "shards":
 		v = new(admin.ShardList)
+	case "shards plan":
+		v = new(admin.PlanResult)
 	case "semaphores":
 		v = new(admin.SemaphoreList)
 	default:
@@ -52,6 +54,10 @@ func command(t target, o options, stdout io.Writer) error {
 		}
 	case *admin.ShardList:
 		printShards(tw, v, o.owner)
+		tw.Flush()
+		printPins(stdout, v.Pins)
+	case *admin.PlanResult:
+		printPlan(tw, v)
 	case *admin.LeaseList:
 		printLeases(tw, v)
 	case *admin.SemaphoreList:

@@ -48,7 +48,12 @@
 //
 //	listening node=n1 gossip=127.0.0.1:41234 rpc=127.0.0.1:41235 http=127.0.0.1:41236
 //	ready node=n1 gossip=127.0.0.1:41234 rpc=127.0.0.1:41235 http=127.0.0.1:41236
+//	preparing shard=3 from=n2 token=16     (a planned move will give this node shard 3: warm-up begins)
+//	prepared shard=3 rows=118               (its rows are loaded; n2 still writes)
+//	prepare-abandoned shard=3               (the move will not come: the loaded state is dropped)
 //	acquired shard=3 token=17
+//	loaded shard=3 token=17 rows=119 prepared=true   (prepared=false: loaded after the grant)
+//	forwarding shard=3 token=16 to=n1 addr=127.0.0.1:7947   (the drain names the next owner)
 //	wrote shard=3 token=17 seq=120          (the first accepted append of each grant only)
 //	rejected shard=3 token=17 fence=23      (the fence held token 23)
 //	check-failed shard=3 token=17           (the lease check inside the transaction failed)
@@ -85,6 +90,26 @@
 // admin endpoint, after which the process exits 0. A decommissioned data
 // dir must not be started again in the same cluster: wipe it first.
 //
+// # A planned move
+//
+// Before a planned move (rebalancing, Drain, SIGTERM's shutdown) the leader
+// asks the next owner to prepare the shard: the worker side loads the
+// shard's rows (and waits -shard-warmup) while the old owner keeps writing.
+// Then the old owner is revoked; its Release names the next owner (the
+// "forwarding" line: a service would send the requests it receives during
+// its drain there), stops its worker after the write in progress, and the
+// release commits; the shard is granted to the prepared node at once, whose
+// worker writes at once with the state it loaded. The writes table shows
+// the gap: the last write of the old token to the first of the new one.
+//
+//	n2: wrote ... token=16 (every -interval)    n1: preparing shard=3, prepared shard=3
+//	n2: forwarding shard=3 to=n1, released shard=3 token=16
+//	n1: acquired shard=3 token=17, loaded prepared=true, wrote seq=120 (at once)
+//
+// With -prepare=false the load, -shard-warmup included, happens after the
+// grant, inside the gap. A crash move (the old owner gone) is never
+// prepared.
+//
 // # Flags
 //
 //	-node NAME            this node's name, unique in the cluster (required)
@@ -110,6 +135,10 @@
 //	-drain DURATION       bound on a shard's drain at handoff (default: 5s, or 1s below -ttl 5s)
 //	-interval DURATION    time between appends per shard (default 50ms)
 //	-check-before-write   check the lease inside each write transaction (default true)
+//	-shard-warmup DURATION  extra time loading a shard's state takes before its first write,
+//	                      on top of reading its rows: stands for a large state (default 0)
+//	-prepare              warm a shard up on its next owner before a planned move (default true);
+//	                      false: the next owner loads it after the grant, inside the gap
 //	-leave-on-terminate   on SIGTERM/SIGINT leave the cluster for good instead of keeping the vote
 //	-raft-segment-size N  size of the raft log's segment files in bytes (default 0: 8 MiB; at least 64 KiB)
 //	-churn DURATION       acquire and release the named lease churn-NODE every DURATION (default 0: never),

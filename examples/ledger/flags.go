@@ -25,6 +25,8 @@ type options struct {
 	expect, shards       int
 	voters               int
 	ttl, drain, interval time.Duration
+	warmup               time.Duration
+	prepare              bool
 	checkBeforeWrite     bool
 	allowRename          bool
 	leaveOnTerminate     bool
@@ -32,6 +34,7 @@ type options struct {
 	leaveCluster         string
 	segmentSize          int64
 	churn                time.Duration
+	ownShards            bool
 	sec                  secOptions
 }
 
@@ -60,9 +63,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.expect, "expect", 0, "bootstrap a new cluster once `N` nodes with -data see each other; 0: join only")
 	fs.IntVar(&o.voters, "voters", 3, "raft voters the cluster keeps: 1, 3 or 5")
 	fs.IntVar(&o.shards, "shards", 16, "shard `count`, fixed when the cluster is created")
+	fs.BoolVar(&o.ownShards, "own-shards", true, "own shards; false: this node never owns one (a voter or lease-only role)")
 	fs.DurationVar(&o.ttl, "ttl", 10*time.Second, "session TTL; below 5s the local timing profile is used")
 	fs.DurationVar(&o.drain, "drain", 0, "bound on a shard's drain at handoff; 0: 5s, or 1s when -ttl is below 5s")
 	fs.DurationVar(&o.interval, "interval", 50*time.Millisecond, "time between appends to each owned shard")
+	fs.DurationVar(&o.warmup, "shard-warmup", 0, "extra time loading a shard's state takes before its first write (stands for a large state)")
+	fs.BoolVar(&o.prepare, "prepare", true, "warm a shard up on its next owner before a planned move (false: the next owner loads it after the grant)")
 	fs.BoolVar(&o.checkBeforeWrite, "check-before-write", true, "check the lease inside each write transaction")
 	fs.BoolVar(&o.leaveOnTerminate, "leave-on-terminate", false,
 		"on SIGTERM or SIGINT, leave the cluster for good (a replacement voter promoted first; refused below -voters with none, then the node stops keeping its vote); default: stop keeping the vote, for a restart")
@@ -153,11 +159,15 @@ func clusterConfig(o options) coordinator.Config {
 		cfg.Cluster.Voters = o.voters
 	}
 	cfg.Shards.Count = o.shards
+	cfg.Shards.NoShards = !o.ownShards
 	cfg.Session.TTL = o.ttl
 	cfg.Session.LeaseMargin = o.ttl / 10
 	cfg.Session.ExpiryGrace = max(o.ttl/5, cfg.Raft.ElectionTimeout, cfg.Raft.HeartbeatTimeout)
 	if o.drain > 0 {
 		cfg.Shards.DrainTimeout = o.drain
+	}
+	if !o.prepare {
+		cfg.Shards.PrepareTimeout = -1
 	}
 	cfg.Raft.LogSegmentSize = o.segmentSize
 	return cfg
@@ -173,6 +183,6 @@ func logSettings(log *slog.Logger, o options, cfg coordinator.Config) {
 		"voter_eligible", o.dataDir != "", "bootstrap_expect", o.expect, "voters", cfg.Cluster.Voters, "shards", o.shards,
 		"session_ttl", cfg.Session.TTL, "lease_margin", cfg.Session.LeaseMargin, "expiry_grace", cfg.Session.ExpiryGrace,
 		"drain", cfg.Shards.DrainTimeout, "raft_election_timeout", cfg.Raft.ElectionTimeout,
-		"interval", o.interval, "check_before_write", o.checkBeforeWrite, "leave_on_terminate", o.leaveOnTerminate,
+		"interval", o.interval, "shard_warmup", o.warmup, "prepare", o.prepare, "check_before_write", o.checkBeforeWrite, "leave_on_terminate", o.leaveOnTerminate,
 		"tls", cfg.TLS != nil, "gossip_encrypted", len(cfg.Gossip.Keys) > 0, "http_tls", cfg.TLS != nil && o.sec.httpTLS)
 }

@@ -46,6 +46,7 @@ func TestLedger(t *testing.T) {
 		{"SIGSTOP/unchecked owner is fenced", testUncheckedZombie},
 		{"SIGSTOP/checked owner stops itself", testCheckedZombie},
 		{"SIGKILL/shards re-owned", testKilledOwner},
+		{"shards move/fenced handoff", testOperatorMove},
 		{"SIGTERM/graceful handoff", testGracefulHandoff},
 	} {
 		if !t.Run(step.name, func(t *testing.T) { step.run(t, lc) }) {

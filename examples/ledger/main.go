@@ -87,6 +87,7 @@ func serve(ctx context.Context, unsignal func(), o options, out *printer, log *s
 	}
 
 	workers := newWorkers(led, out, log, m, o.interval, o.checkBeforeWrite)
+	workers.warmup = o.warmup
 	cfg.Shards.Handler, cfg.Registerer, cfg.Logger = workers, reg, log
 	c, err := coordinator.New(cfg)
 	var fe *coordinator.ForeignClusterError

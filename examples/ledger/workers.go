@@ -12,16 +12,18 @@ import (
 )
 
 // workers is the node's coordinator.ShardHandler: Acquire starts one worker
-// per shard lease, which appends to the shard's ledger every interval;
-// Release stops it and waits for it, so a shard is only released once its
-// last write has ended.
+// per shard lease, which loads the shard's state (or takes what Prepare
+// loaded before a planned move, see warmup.go) and appends to the shard's
+// ledger every interval; Release stops it and waits for it, so a shard is
+// only released once its last write has ended.
 type workers struct {
 	led      *ledger
 	out      *printer
 	log      *slog.Logger
 	metrics  *metrics
 	interval time.Duration
-	check    bool // -check-before-write
+	check    bool          // -check-before-write
+	warmup   time.Duration // -shard-warmup: the extra time loading a shard's state takes
 
 	// ctx carries the database calls; close cancels it once every worker
 	// was asked to stop.
@@ -30,10 +32,11 @@ type workers struct {
 
 	mu      sync.Mutex
 	running map[*coordinator.ShardLease]*worker
+	warm    map[coordinator.ShardID]shardState // loaded by Prepare, for the next Acquire
 	wg      sync.WaitGroup
 }
 
-var _ coordinator.ShardHandler = (*workers)(nil)
+var _ coordinator.ShardPreparer = (*workers)(nil)
 
 // worker appends to one shard under one lease.
 type worker struct {
@@ -50,7 +53,7 @@ func (w *worker) halt() { w.stopOnce.Do(func() { close(w.stop) }) }
 func newWorkers(led *ledger, out *printer, log *slog.Logger, m *metrics, interval time.Duration, check bool) *workers {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &workers{led: led, out: out, log: log, metrics: m, interval: interval, check: check,
-		ctx: ctx, cancel: cancel, running: map[*coordinator.ShardLease]*worker{}}
+		ctx: ctx, cancel: cancel, running: map[*coordinator.ShardLease]*worker{}, warm: map[coordinator.ShardID]shardState{}}
 }
 
 // Acquire starts the shard's worker and returns at once. The worker
@@ -83,6 +86,7 @@ func (ws *workers) Release(ctx context.Context, l *coordinator.ShardLease) error
 	if w == nil {
 		return nil // it stopped by itself: fenced, or its check failed
 	}
+	ws.announceNext(l)
 	w.halt()
 	select {
 	case <-w.done:
@@ -116,6 +120,25 @@ func (ws *workers) run(w *worker) {
 	if err := ws.led.initShard(ws.ctx, shard); err != nil {
 		ws.log.Error("creating the shard's fence row", "shard", shard, "error", err)
 	}
+	lctx, cancel := context.WithCancel(w.lease.Context())
+	defer cancel()
+	go func() { // a drain that begins during the load cuts it short
+		select {
+		case <-w.stop:
+			cancel()
+		case <-lctx.Done():
+		}
+	}()
+	st, prepared, err := ws.warmState(lctx, w.lease.Shard())
+	cancel()
+	if err != nil && w.lease.Err() == nil {
+		ws.log.Warn("loading the shard's state", "shard", shard, "error", err)
+	}
+	ws.out.say("loaded", "shard", shard, "token", w.lease.Token(), "rows", st.rows, "prepared", prepared)
+	// The first write goes out at once; then one every interval.
+	if !ws.writeOnce(w) {
+		return
+	}
 	tick := time.NewTicker(ws.interval)
 	defer tick.Stop()
 	for {
@@ -124,12 +147,26 @@ func (ws *workers) run(w *worker) {
 			return
 		case <-tick.C:
 		}
-		ended := w.lease.Err() != nil
-		if !ws.write(w) || ended {
-			ws.out.say("lost", "shard", shard, "token", w.lease.Token())
+		if !ws.writeOnce(w) {
 			return
 		}
 	}
+}
+
+// writeOnce makes one write unless the worker was stopped, and reports
+// whether it may go on.
+func (ws *workers) writeOnce(w *worker) bool {
+	select {
+	case <-w.stop:
+		return false
+	default:
+	}
+	ended := w.lease.Err() != nil
+	if !ws.write(w) || ended {
+		ws.out.say("lost", "shard", w.lease.Shard(), "token", w.lease.Token())
+		return false
+	}
+	return true
 }
 
 // write makes one append under w's lease and reports whether the worker

@@ -75,6 +75,16 @@ func (c *Call) End(out Output) {
 	o.out.Holders = slices.Clone(out.Holders)
 }
 
+// EndAs is End for an acquire whose grant went to another client than the
+// one it began with (a node whose session was replaced while it waited):
+// the history shows the operation as that client's.
+func (c *Call) EndAs(client string, out Output) {
+	c.r.mu.Lock()
+	c.r.ops[c.i].in.Client = client
+	c.r.mu.Unlock()
+	c.End(out)
+}
+
 // Fail records that the operation failed: it may still take effect.
 func (c *Call) Fail() { c.End(Output{Unknown: true}) }
 

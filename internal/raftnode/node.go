@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/holdfast-go/holdfast/internal/logbridge"
+	"github.com/holdfast-go/holdfast/internal/walog"
 	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -85,6 +86,9 @@ type Options struct {
 	// DataDir holds the raft stores (under DataDir/raft); "" keeps them in
 	// memory.
 	DataDir string
+	// LogFS is the file system of the write-ahead log (nil: the operating
+	// system's); the rest of the data dir is always on the real one.
+	LogFS walog.FS
 	// Timing is raft's timing and log compaction.
 	Timing Timing
 	// RPCTimeout bounds raft requests made without a deadline.
@@ -146,7 +150,7 @@ func Start(opts Options) (*Node, error) {
 		n.log = slog.New(slog.DiscardHandler)
 	}
 	st, err := openStores(opts.DataDir, n.log, n.closing, storeOptions{
-		segmentSize: opts.Timing.LogSegmentSize, count: opts.Metrics.storageError})
+		segmentSize: opts.Timing.LogSegmentSize, count: opts.Metrics.storageError, fs: opts.LogFS})
 	if err != nil {
 		return nil, err
 	}

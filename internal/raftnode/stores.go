@@ -35,11 +35,13 @@ type stores struct {
 const logCacheSize = 512
 
 // storeOptions are openStores' settings: the write-ahead log's segment
-// size (0: WALSegmentSize), and count, which counts a storage error by
-// operation (nil: not counted).
+// size (0: WALSegmentSize), count, which counts a storage error by
+// operation (nil: not counted), and the write-ahead log's file system
+// (nil: the operating system's).
 type storeOptions struct {
 	segmentSize int64
 	count       func(op string)
+	fs          walog.FS
 }
 
 // openStores opens the raft stores under dataDir, or in-memory stores when

@@ -28,7 +28,7 @@ func openWAL(dir string, readOnly bool, o storeOptions, log *slog.Logger, cs *cl
 	if segSize == 0 {
 		segSize = WALSegmentSize
 	}
-	w, err := walog.Open(dir, walog.Options{SegmentSize: segSize, ReadOnly: readOnly,
+	w, err := walog.Open(dir, walog.Options{SegmentSize: segSize, ReadOnly: readOnly, FS: o.fs,
 		Note: func(op, msg string, err error) {
 			if err != nil {
 				if o.count != nil {

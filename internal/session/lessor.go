@@ -62,6 +62,9 @@ type LessorOptions struct {
 	// the gap, to at least one threshold from the end of the stall, before
 	// any expiry is decided; Run wakes at least every half of it.
 	StallThreshold time.Duration
+	// Loads receives the shard loads carried by every keepalive this
+	// lessor answered over the wire (nil: dropped).
+	Loads func(session string, shards []uint32, loads []float32)
 }
 
 // Voter is one voter of the raft configuration, as a confirmation round

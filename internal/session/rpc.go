@@ -23,8 +23,9 @@ type LeaderFunc func() (addr string, self bool)
 // else wire.MethodKeepAlive over caller() (read at each call: the host's
 // transport may start after the client is built). It returns the leader's applied
 // index at the moment it answered; wire.ErrNoLeader when no leader is
-// known.
-func SendKeepAlive(leader LeaderFunc, local func(ctx context.Context, id string) (uint64, error), caller func() Caller) func(ctx context.Context, id string) (uint64, error) {
+// known. loads (nil: none) gives the shard loads a remote keepalive
+// carries (see wire.KeepAliveRequest); the local path reports its own.
+func SendKeepAlive(leader LeaderFunc, local func(ctx context.Context, id string) (uint64, error), caller func() Caller, loads func() ([]uint32, []float32)) func(ctx context.Context, id string) (uint64, error) {
 	return func(ctx context.Context, id string) (uint64, error) {
 		addr, self := leader()
 		switch {
@@ -33,8 +34,12 @@ func SendKeepAlive(leader LeaderFunc, local func(ctx context.Context, id string)
 		case addr == "":
 			return 0, wire.ErrNoLeader
 		}
+		req := wire.KeepAliveRequest{Session: id}
+		if loads != nil {
+			req.Shards, req.Loads = loads()
+		}
 		var rep wire.KeepAliveReply
-		err := wire.FromRemote(caller().Call(ctx, addr, wire.MethodKeepAlive, wire.KeepAliveRequest{Session: id}, &rep))
+		err := wire.FromRemote(caller().Call(ctx, addr, wire.MethodKeepAlive, req, &rep))
 		return rep.Index, err
 	}
 }
@@ -43,10 +48,14 @@ func SendKeepAlive(leader LeaderFunc, local func(ctx context.Context, id string)
 // (answered by this lessor, which refuses while it is not active) and
 // wire.MethodConfirm (answered from LessorOptions.Term and Self: yes while
 // this node's current raft term is the one asked about and this node is
-// the voter asked for).
+// the voter asked for). The loads an answered keepalive carries go to
+// LessorOptions.Loads.
 func (l *Lessor) Register(d *wire.Dispatcher) {
 	d.Handle(wire.MethodKeepAlive, wire.Typed(func(ctx context.Context, req wire.KeepAliveRequest) (wire.KeepAliveReply, error) {
 		index, err := l.KeepAlive(ctx, req.Session)
+		if err == nil && l.o.Loads != nil && len(req.Shards) > 0 {
+			l.o.Loads(req.Session, req.Shards, req.Loads)
+		}
 		return wire.KeepAliveReply{Index: index}, err
 	}))
 	d.Handle(wire.MethodConfirm, ServeConfirm(l.o.Term, l.o.Self))

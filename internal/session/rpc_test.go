@@ -48,7 +48,7 @@ func TestKeepAliveGoesToTheLeader(t *testing.T) {
 	send := SendKeepAlive(func() (string, bool) { return addr, self }, func(context.Context, string) (uint64, error) {
 		localCalls++
 		return 7, nil
-	}, func() Caller { return c })
+	}, func() Caller { return c }, nil)
 	ctx := context.Background()
 
 	if _, err := send(ctx, "s1"); !errors.Is(err, wire.ErrNoLeader) || len(c.addrs) != 0 {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
-	"github.com/holdfast-go/holdfast/internal/pause"
 	"github.com/holdfast-go/holdfast/shardown"
 )
 
@@ -33,6 +32,11 @@ type Balancer struct {
 	handoffStart map[ShardID]time.Time
 	unowned      int
 	unownedAt    time.Time
+	// Balance by load (balancer_load.go): the loads of the round, and the
+	// planner's moves of the round (its own slice, valid until the next).
+	loads []float64
+	moves []shardown.Move
+	prep  preparer // planned moves' prepares (prepare.go)
 }
 
 type revokeTrack struct {
@@ -45,9 +49,11 @@ type revokeTrack struct {
 func NewBalancer(o BalancerOptions) *Balancer {
 	o = o.withDefaults()
 	now := o.Now()
-	return &Balancer{o: o, activated: now, epoch: now.Add(-o.JoinStabilization - time.Second),
+	b := &Balancer{o: o, activated: now, epoch: now.Add(-o.JoinStabilization - time.Second),
 		firstSeen: map[string]time.Time{}, inherited: map[string]bool{}, revokes: map[ShardID]revokeTrack{}, handoffStart: map[ShardID]time.Time{},
 		unownedAt: now}
+	b.prep.init()
+	return b
 }
 
 // Run plans and drives handoffs while this node leads, until ctx ends:
@@ -55,6 +61,7 @@ func NewBalancer(o BalancerOptions) *Balancer {
 // first time (coalesced over RebalanceDelay), every ReconcileInterval, and
 // when a join stabilization or a forced release falls due. It blocks; the caller runs it in a goroutine it joins.
 func (b *Balancer) Run(ctx context.Context) {
+	defer b.stopPrepares()
 	first := true
 	for {
 		v := b.o.View()
@@ -62,17 +69,21 @@ func (b *Balancer) Run(ctx context.Context) {
 		wake := b.Round(ctx, v, b.o.Now(), first)
 		first = false
 		timer := time.NewTimer(max(wake.Sub(b.o.Now()), time.Millisecond))
-		select {
-		case <-ctx.Done():
+		prepared := false
+		switch b.wait(ctx, v, heard, timer) {
+		case waitEnd:
 			timer.Stop()
 			return
-		case <-v.Changed():
-		case <-heard:
-		case <-timer.C:
+		case waitPrepared:
+			prepared = true
+		case waitTimer:
 			continue
 		}
 		timer.Stop()
-		if !pause.For(ctx, b.o.RebalanceDelay) {
+		if prepared || b.grantDue(b.o.View()) {
+			continue // a target is ready, or a prepared move's shard was released: act at once
+		}
+		if !b.pause(ctx) {
 			return
 		}
 	}
@@ -104,6 +115,12 @@ func (b *Balancer) Round(ctx context.Context, v *fsm.View, now time.Time, first 
 		return wake // plan once their first keepalives are in (HeardChanged wakes Run)
 	}
 	grants, revokes := b.plan(v, members, drained, now)
+	b.publish(v, now, grants, revokes) // what the planner chose (as Preview shows it)
+	b.clearMoves(ctx, v)
+	grants, revokes, retry := b.prepareRound(ctx, v, members, grants, revokes, now)
+	if !retry.IsZero() && retry.Before(wake) {
+		wake = retry
+	}
 	if len(grants) > 0 {
 		b.commit(ctx, fsm.OpShardGrant, grants)
 	}
@@ -233,15 +250,13 @@ func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, drained
 		}
 	}
 	var moves []shardown.Move
+	defer func() { b.moves = moves }()
 	if len(members) > 0 {
 		ms := make([]shardown.Member, 0, len(members))
 		for _, m := range members {
 			ms = append(ms, m)
 		}
-		p := shardown.Params{
-			Shards: n, Epsilon: b.o.Epsilon, MaxMovesInFlight: -1,
-			Now: uint64(now.Sub(b.epoch)), JoinStabilization: uint64(b.o.JoinStabilization),
-		}
+		p := b.params(v, members, now)
 		var err error
 		if all {
 			moves, err = b.planner.Plan(ms, current, p)
@@ -267,7 +282,9 @@ func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, drained
 			grants = append(grants, fsm.ShardItem{Shard: cur.ID, Session: m.To})
 		case cur.State != fsm.ShardOwned || cur.Owner == m.To:
 		case members[cur.Owner].ID != "":
-			if budget > 0 {
+			// An operator's pin is not rate-limited; nor is a move whose
+			// target is already preparing (its budget was spent then).
+			if budget > 0 || m.Reason == shardown.ReasonPin || b.preparing(cur.ID, cur.Token, m.To) {
 				budget--
 				revokes = append(revokes, fsm.ShardItem{Shard: cur.ID, Session: cur.Owner, Token: cur.Token, To: m.To})
 				revoked[cur.ID] = true

@@ -3,6 +3,7 @@ package shards
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/session"
@@ -15,6 +16,10 @@ func (m *Manager[W]) FillSessionCmd(cmd *fsm.SessionCmd) {
 	cmd.Weight = m.o.Weight
 	cmd.Drain = m.drained.Load()
 }
+
+// StartDrained makes the sessions this node opens from now on start
+// drained (a node that never owns shards calls it before its first).
+func (m *Manager[W]) StartDrained() { m.drained.Store(true) }
 
 // SetDrained records the drained flag locally (sessions opened later start
 // with it) and commits it for the current session, waiting for one if
@@ -87,19 +92,70 @@ func (m *Manager[W]) ownsAny(v *fsm.View) bool {
 
 // HandOff is a graceful shutdown's first step: it drains the node's shards
 // to the other nodes so none is left unowned for longer than its drain,
-// waiting at most 2 × SessionTTL + DrainTimeout. It does nothing when this
-// node owns no shard or no other node could take them.
+// waiting at most 2 × SessionTTL + DrainTimeout + PrepareTimeout, then
+// waits (at most DrainTimeout more) until the shards it released are
+// granted again: on the raft leader, whose stop hands leadership on next,
+// so the grants are its balancer's, not a new leader's first round's. It
+// does nothing when this node owns no shard or no other node could take
+// them.
 func (m *Manager[W]) HandOff(ctx context.Context) error {
 	v := m.o.View()
 	if !m.ownsAny(v) || !m.otherShardOwner(v) {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*m.o.SessionTTL+m.o.DrainTimeout)
+	mine := m.ownedShards(v)
+	hctx, cancel := context.WithTimeout(ctx, 2*m.o.SessionTTL+m.o.DrainTimeout+m.o.PrepareTimeout)
 	defer cancel()
-	if err := m.SetDrained(ctx, true); err != nil {
+	if err := m.SetDrained(hctx, true); err != nil {
 		return err
 	}
-	return m.WaitNoShards(ctx)
+	if err := m.WaitNoShards(hctx); err != nil {
+		return err
+	}
+	m.waitRegranted(ctx, mine)
+	return nil
+}
+
+// ownedShards lists the shards v shows owned by this node.
+func (m *Manager[W]) ownedShards(v *fsm.View) []uint32 {
+	var out []uint32
+	v.EachShard(func(s fsm.Shard) bool {
+		if s.State != fsm.ShardFree && s.OwnerNodeID == m.o.NodeID {
+			out = append(out, s.ID)
+		}
+		return true
+	})
+	return out
+}
+
+// waitRegranted waits until none of ids is free, at most DrainTimeout or
+// until ctx ends or the node stops; it gives up quietly (nothing is
+// wrong: the next leader grants them).
+func (m *Manager[W]) waitRegranted(ctx context.Context, ids []uint32) {
+	t := time.NewTimer(m.o.DrainTimeout)
+	defer t.Stop()
+	for {
+		v := m.o.View()
+		free := false
+		for _, id := range ids {
+			if sh, _ := v.Shard(id); sh.State == fsm.ShardFree {
+				free = true
+				break
+			}
+		}
+		if !free {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.o.Stop:
+			return
+		case <-t.C:
+			return
+		case <-v.Changed():
+		}
+	}
 }
 
 // otherShardOwner reports whether another node has a session that may own

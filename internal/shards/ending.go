@@ -96,6 +96,7 @@ func (m *Manager[W]) End(cause error) {
 func (m *Manager[W]) Close() {
 	m.End(m.o.Errors.Shutdown)
 	m.mu.Lock()
+	m.endPreparedLocked(m.o.Errors.Shutdown)
 	select {
 	case <-m.stop:
 	default:

@@ -80,6 +80,7 @@ type Manager[W any] struct {
 	flushing bool                             // the releaser is running
 	changed  chan struct{}                    // closed and replaced when leases or releases change
 	fired    chan struct{}                    // closed at once: the channel of signals that fired unwatched
+	prepared map[ShardID]*ready               // shards this node prepares for moves to it (prepare_owner.go)
 }
 
 // NewManager returns a Manager; call Start to have it follow the replica.
@@ -135,6 +136,7 @@ func (m *Manager[W]) Sync(v *fsm.View, s *session.Session) {
 		return
 	}
 	m.synced = v.Index()
+	defer m.syncPreparedLocked(v, s) // after the leases started: Acquire comes first
 	sid := ""
 	if s != nil {
 		sid = s.ID()

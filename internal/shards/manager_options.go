@@ -20,6 +20,8 @@ type Errors struct {
 	// Shutdown ends every lease at Close; WaitNoShards and SetDrained
 	// return it once Stop is closed.
 	Shutdown error
+	// Abandoned is the cause that ends a prepare whose move does not come.
+	Abandoned error
 }
 
 // Options is what the Manager needs from its neighbours.
@@ -57,6 +59,19 @@ type Options[W any] struct {
 	// DrainTimeout bounds Release, and the wait for Acquire to return
 	// before the release is committed.
 	DrainTimeout time.Duration
+	// Prepare is called in a goroutine of its own when the leader asks
+	// this node to prepare a shard that session from owns under token, for
+	// a planned move to this node (see Manager.Prepare for its context);
+	// it returns when the shard is ready (an error is logged; the move
+	// goes on). Nil: none, and every prepare is ready at once.
+	Prepare func(ctx context.Context, shard ShardID, from string, token uint64) error
+	// PrepareTimeout is the leader's bound on a prepare: HandOff waits
+	// that much longer.
+	PrepareTimeout time.Duration
+	// PrepareHold is how long a prepared shard waits, once the leader
+	// stopped waiting for it, for its revoke or grant before the prepare is
+	// abandoned.
+	PrepareHold time.Duration
 
 	// NodeID is this node's identity: the shards it owns under any
 	// session are those whose owner has this node ID.
@@ -85,6 +100,12 @@ func (o Options[W]) withDefaults() Options[W] {
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Errors.Abandoned == nil {
+		o.Errors.Abandoned = ErrAbandoned
+	}
+	if o.PrepareHold <= 0 {
+		o.PrepareHold = 2*o.SessionTTL + o.DrainTimeout
 	}
 	return o
 }

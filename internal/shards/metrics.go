@@ -26,6 +26,7 @@ type Metrics struct {
 	handoffDuration prometheus.Observer
 	acquireWait     prometheus.Observer
 	state           atomic.Pointer[managerState]
+	balance         *balanceMetrics // metrics_balance.go
 	collectors      []prometheus.Collector
 }
 
@@ -48,6 +49,7 @@ func NewMetrics(acquireWait prometheus.Observer) *Metrics {
 		unownedSeconds:  counter("holdfast_shards_unowned_seconds_total", "Raft leader: shard-seconds spent with no owner (summed over shards)."),
 		handoffDuration: duration,
 		acquireWait:     acquireWait,
+		balance:         newBalanceMetrics(),
 	}
 	g := func(opts prometheus.GaugeOpts, f func(s *managerState) int) prometheus.Collector {
 		return prometheus.NewGaugeFunc(opts, func() float64 {
@@ -66,6 +68,7 @@ func NewMetrics(acquireWait prometheus.Observer) *Metrics {
 			func(s *managerState) int { return FreeShards(s.view()) }),
 		g(prometheus.GaugeOpts{Name: "holdfast_shards", Help: "The cluster's shard count (0 before this node knows it)."},
 			func(s *managerState) int { return s.view().ShardCount() }),
+		m.balance.moves, m.balance,
 	}
 	return m
 }

@@ -68,6 +68,32 @@ type BalancerOptions struct {
 	MaxMoves int
 	// Epsilon is the planner's balance slack (see shardown.Params).
 	Epsilon float64
+	// Loads returns each shard's reported load as the planner takes it
+	// (shardown.Params.Load; -1 where none), in dst (nil: no reports, the
+	// planner balances by count).
+	Loads func(v *fsm.View, dst []float64) []float64
+	// LoadRatio and LoadMoves are the planner's load band and base move
+	// budget (shardown.Params).
+	LoadRatio float64
+	LoadMoves int
+	// Report receives the report of every round that planned (nil: none):
+	// what each member carries and should carry, and the moves started.
+	Report func(*PlanReport)
+	// Previews delivers requests for the plan of the next round, answered
+	// between rounds (Balancer.Preview; nil: none).
+	Previews <-chan PreviewRequest
+
+	// Prepare asks session to, the target of planned moves, to prepare
+	// items (the shards, their owners and tokens) and returns once it
+	// reported them ready or wait passed (nil either way), or with an
+	// error when it could not be asked: those moves then wait
+	// PrepareTimeout and are asked again. Nil: moves are not prepared.
+	Prepare func(ctx context.Context, to string, items []fsm.ShardItem, wait time.Duration) error
+	// Abandon tells session to, best effort, that the plan no longer
+	// wants the moves of items (nil: it is not told).
+	Abandon func(ctx context.Context, to string, items []fsm.ShardItem)
+	// PrepareTimeout bounds the wait for a target's prepare.
+	PrepareTimeout time.Duration
 }
 
 func (o BalancerOptions) withDefaults() BalancerOptions {

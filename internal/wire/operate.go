@@ -32,6 +32,9 @@ type OperateRequest struct {
 	// release-lease names.
 	Local bool   `msgpack:"local,omitempty"`
 	Token uint64 `msgpack:"token,omitempty"`
+	// Shard is the shard of a shard-pin, shard-unpin or shard-move
+	// (Target is then the node, by name).
+	Shard uint32 `msgpack:"shard,omitempty"`
 }
 
 // OperateReply answers MethodOperate. Refused is why the action was not
@@ -55,4 +58,6 @@ type OperateReply struct {
 	Promoted string `msgpack:"promoted,omitempty"`
 	// Message says in one line what was done.
 	Message string `msgpack:"message,omitempty"`
+	// Plan is the answer of a shard-plan.
+	Plan *PlanReply `msgpack:"plan,omitempty"`
 }

@@ -80,9 +80,15 @@ type SyncReply struct {
 	Index uint64 `msgpack:"index"`
 }
 
-// KeepAliveRequest renews Session (MethodKeepAlive).
+// KeepAliveRequest renews Session (MethodKeepAlive). Shards and Loads,
+// optional, carry the smoothed load of shards the sender owns, pairwise
+// (Loads[i] is the load of Shards[i]): the leader keeps them in memory for
+// placement and never commits them. A leader of an earlier release ignores
+// them, and one of this release reads their absence as no report.
 type KeepAliveRequest struct {
-	Session string `msgpack:"session"`
+	Session string    `msgpack:"session"`
+	Shards  []uint32  `msgpack:"shards,omitempty"`
+	Loads   []float32 `msgpack:"loads,omitempty"`
 }
 
 // KeepAliveReply answers MethodKeepAlive.

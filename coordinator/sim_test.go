@@ -1,0 +1,294 @@
+package coordinator_test
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/cryptotest"
+	"testing/synctest"
+	"time"
+)
+
+// TestSimulation runs the whole cluster on virtual time: each seed is one
+// TestChaos-like scenario (see sim_run_test.go) inside a testing/synctest
+// bubble, with the seed fixing the network's fault draws, the workload, the
+// nemesis's choices, the nodes' clock rates and raft's election timeouts.
+// The seeds run in child processes of the test binary (one per CPU, each
+// a slice of the seeds, one after the other), each with GOMAXPROCS=1 and
+// GODEBUG=randseednop=0: one P makes the bubble's scheduling as repeatable
+// as Go allows, and the setting lets the seed reach the global math/rand
+// that hashicorp/raft draws from. A replay runs the same way.
+//
+//	go test ./coordinator -run 'TestSimulation$'                 # simDefaultSeeds seeds
+//	HOLDFAST_SIM_SEEDS=20000 go test ./coordinator -run 'TestSimulation$' -timeout 0
+//	HOLDFAST_SIM_FIRST=20001 HOLDFAST_SIM_SEEDS=20000 ...           # the next 20,000
+//	go test ./coordinator -run 'TestSimulation$' -seed 17 -v     # replay one seed
+//	go test ./coordinator -run 'TestSimulation$' -sim.break=margin0  # a broken build: some seed must fail
+//
+// A failing seed's message has its violations, the trace of the simulated
+// seconds before the first, and its replay command; porcupine's
+// visualization of a rejected history goes to HOLDFAST_SIM_OUT (default:
+// a temporary directory of the child, named in the message).
+var (
+	simSeedFlag  = flag.Uint64("seed", 0, "TestSimulation: run only this seed")
+	simSeedsFlag = flag.Int("sim.seeds", 0, "TestSimulation: number of seeds (env HOLDFAST_SIM_SEEDS; default simDefaultSeeds)")
+	simBreakFlag = flag.String("sim.break", "", "TestSimulation: a deliberately broken build (margin0, drift; release-unchecked with -tags holdfast_break_release): passes only if some seed fails")
+	simProcsFlag = flag.Int("sim.procs", 0, "TestSimulation: child processes (default: the number of CPUs)")
+)
+
+// simDefaultSeeds is how many seeds the default run tries (fewer with
+// -short): a seed costs about 0.35 s of CPU, so 300 take about 100 s of
+// CPU, which the package's other scenarios, waiting on timers, mostly
+// leave free on two cores.
+func simDefaultSeeds() int {
+	if testing.Short() {
+		return 50
+	}
+	return 300
+}
+
+// simChildEnv names, in a child, the seeds it runs: "first:end:stride".
+const simChildEnv = "HOLDFAST_SIM_CHILD"
+
+// simResultLine is one seed's result as a child reports it to the parent.
+type simResultLine struct {
+	Seed       uint64        `json:"seed"`
+	Simulated  time.Duration `json:"simulated"`
+	Faults     int           `json:"faults"`
+	Grants     int           `json:"grants"`
+	LinOps     int           `json:"lin_ops"`
+	Violations []string      `json:"violations,omitempty"`
+	// Events is the SHA-256 of the seed's event log (the harness's
+	// events with their virtual times), to compare runs of one seed.
+	Events string `json:"events"`
+	// Kinds are the invariants the violations name ("I1", "I11", ...),
+	// sorted: what "fails the same way" compares.
+	Kinds []string `json:"kinds,omitempty"`
+	// LinRejected: porcupine rejected the lease history (reported, not
+	// failed, without -sim.lin-strict).
+	LinRejected bool `json:"lin_rejected,omitempty"`
+}
+
+func TestSimulation(t *testing.T) {
+	if spec := os.Getenv(simChildEnv); spec != "" {
+		simChild(t, spec)
+		return
+	}
+	t.Parallel()
+	first, n := uint64(1), simDefaultSeeds()
+	if v := os.Getenv("HOLDFAST_SIM_SEEDS"); v != "" {
+		m, err := strconv.Atoi(v)
+		if err != nil || m <= 0 {
+			t.Fatalf("HOLDFAST_SIM_SEEDS=%q: want a positive number", v)
+		}
+		n = m
+	}
+	if *simSeedsFlag > 0 {
+		n = *simSeedsFlag
+	}
+	if v := os.Getenv("HOLDFAST_SIM_FIRST"); v != "" {
+		f, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || f == 0 {
+			t.Fatalf("HOLDFAST_SIM_FIRST=%q: want a positive number", v)
+		}
+		first = f
+	}
+	if *simSeedFlag != 0 {
+		first, n = *simSeedFlag, 1
+	}
+	procs := runtime.NumCPU()
+	if *simProcsFlag > 0 {
+		procs = *simProcsFlag
+	}
+	procs = min(procs, n)
+	start := time.Now()
+	results := simFanOut(t, first, n, procs, *simBreakFlag != "")
+	simSummarize(t, results, time.Since(start))
+}
+
+// simFanOut runs seeds [first, first+n) in procs children and returns
+// their results; a failing child fails t unless mayFail.
+func simFanOut(t *testing.T, first uint64, n, procs int, mayFail bool) []simResultLine {
+	end := first + uint64(n)
+	var (
+		mu      sync.Mutex
+		results []simResultLine
+		wg      sync.WaitGroup
+	)
+	for k := range procs {
+		wg.Go(func() {
+			out := filepath.Join(t.TempDir(), "results.jsonl")
+			spec := fmt.Sprintf("%d:%d:%d", first+uint64(k), end, procs)
+			args := []string{"-test.run=^TestSimulation$", "-test.count=1", "-test.timeout=0"}
+			if *simBreakFlag != "" {
+				args = append(args, "-sim.break="+*simBreakFlag)
+			}
+			if testing.Short() {
+				args = append(args, "-test.short")
+			}
+			cmd := exec.Command(os.Args[0], args...)
+			cmd.Env = append(os.Environ(), simChildEnv+"="+spec, "HOLDFAST_SIM_RESULTS="+out,
+				"GOMAXPROCS=1", "GODEBUG=randseednop=0")
+			var buf bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &buf, &buf
+			err := cmd.Start()
+			if err == nil {
+				// Lowest priority: the seeds use the CPU the package's
+				// other scenarios, which mostly wait on timers, leave.
+				_ = simNice(cmd.Process.Pid)
+				err = cmd.Wait()
+			}
+			rs := simReadResults(t, out)
+			mu.Lock()
+			results = append(results, rs...)
+			mu.Unlock()
+			switch {
+			case err != nil && mayFail:
+				t.Logf("child %s: %v (expected); its output:\n%s", spec, err, simTrim(buf.String(), 100_000))
+			case err != nil:
+				t.Errorf("child %s: %v; its output:\n%s", spec, err, simTrim(buf.String(), 200_000))
+			case testing.Verbose():
+				t.Logf("child %s:\n%s", spec, simTrim(buf.String(), 20_000))
+			}
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// simTrim keeps the last max bytes of s.
+func simTrim(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	return fmt.Sprintf("[%d bytes left out]\n%s", len(s)-max, s[len(s)-max:])
+}
+
+func simReadResults(t *testing.T, path string) []simResultLine {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []simResultLine
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var r simResultLine
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Errorf("results of a child: %v", err)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// simSummarize logs the run's figures and, with -sim.break, fails unless
+// some seed failed.
+func simSummarize(t *testing.T, results []simResultLine, wall time.Duration) {
+	var simulated time.Duration
+	faults, grants, linOps := 0, 0, 0
+	var failed, linRejected []string
+	for _, r := range results {
+		if r.LinRejected {
+			linRejected = append(linRejected, strconv.FormatUint(r.Seed, 10))
+		}
+		simulated += r.Simulated
+		faults += r.Faults
+		grants += r.Grants
+		linOps += r.LinOps
+		if len(r.Violations) > 0 {
+			failed = append(failed, strconv.FormatUint(r.Seed, 10))
+		}
+	}
+	t.Logf("simulation: %d seeds in %v of wall time, %v simulated, %d faults injected, %d lease grants, %d operations checked for linearizability; %d seeds failed %v",
+		len(results), wall.Round(time.Millisecond), simulated.Round(time.Second), faults, grants, linOps, len(failed), failed)
+	if len(linRejected) > 0 {
+		t.Logf("simulation: porcupine rejected the lease history of %d seeds %v (reported, not failed, without -sim.lin-strict)",
+			len(linRejected), linRejected)
+	}
+	if *simBreakFlag != "" {
+		if len(failed) == 0 {
+			t.Errorf("-sim.break=%s: no seed of %d failed: the checks did not catch the broken build", *simBreakFlag, len(results))
+		} else {
+			t.Logf("-sim.break=%s caught by %d of %d seeds (the failures above are expected)", *simBreakFlag, len(failed), len(results))
+		}
+	}
+}
+
+// simChild runs the seeds of spec one after the other, each in a bubble,
+// and appends each result to HOLDFAST_SIM_RESULTS.
+func simChild(t *testing.T, spec string) {
+	var first, end, stride uint64
+	if _, err := fmt.Sscanf(spec, "%d:%d:%d", &first, &end, &stride); err != nil || stride == 0 {
+		t.Fatalf("%s=%q: want first:end:stride", simChildEnv, spec)
+	}
+	out, err := os.OpenFile(os.Getenv("HOLDFAST_SIM_RESULTS"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	dir := os.Getenv("HOLDFAST_SIM_OUT")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	for seed := first; seed < end; seed += stride {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			var res simResult
+			// Identities, session IDs and gossip keys from crypto/rand: seeded.
+			cryptotest.SetGlobalRandom(t, seed)
+			synctest.Test(t, func(t *testing.T) {
+				res = runSimSeed(t, seed, *simBreakFlag)
+			})
+			finishSimSeed(t, &res, dir)
+			if d := os.Getenv("HOLDFAST_SIM_EVENTS"); d != "" {
+				// The event log itself, to see where two runs part.
+				if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("seed%d.log", seed)), []byte(res.events), 0o644); err != nil {
+					t.Error(err)
+				}
+			}
+			sum := sha256.Sum256([]byte(res.events))
+			line := simResultLine{Seed: seed, Simulated: res.simulated, Faults: res.faults, Grants: res.grants,
+				LinOps: res.lin.Operations, Violations: res.violations, Events: hex.EncodeToString(sum[:]),
+				Kinds: simKinds(res.violations), LinRejected: res.sim != nil && res.sim.linRejected}
+			if t.Failed() && len(line.Violations) == 0 {
+				line.Violations = []string{"failed (see its output)"}
+			}
+			b, _ := json.Marshal(line)
+			if _, err := out.Write(append(b, '\n')); err != nil {
+				t.Error(err)
+			}
+			if testing.Verbose() {
+				t.Logf("seed %d: %v simulated, %d faults, %d grants, lin %v checked in %v", seed, res.simulated.Round(time.Millisecond),
+					res.faults, res.grants, res.lin, res.linWall.Round(time.Millisecond))
+			}
+		})
+	}
+}
+
+// simKinds are the distinct invariants that violations name, sorted.
+func simKinds(violations []string) []string {
+	var kinds []string
+	for _, v := range violations {
+		k, _, _ := strings.Cut(strings.TrimSpace(v), ":")
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	slices.Sort(kinds)
+	return kinds
+}

@@ -1,0 +1,154 @@
+package shards
+
+import (
+	"context"
+	"time"
+
+	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/shardown"
+)
+
+// PlanReport describes one planning round of the leader's balancer: how
+// each member stood and where the planner aims it, and the moves the
+// round started.
+type PlanReport struct {
+	// At is when the round ran, on the leader's clock.
+	At time.Time
+	// ByLoad says whether the round planned by reported load (else by
+	// count: loads and targets are then in shards).
+	ByLoad bool
+	// Members are the planner's members in ID order (session IDs), with
+	// the node each session belongs to.
+	Members []MemberReport
+	// Moves are the handoffs and grants the round proposed, in order.
+	Moves []PlannedMove
+	// Unowned is the number of shards without an owner at the round.
+	Unowned int
+}
+
+// MemberReport is one member's line of a PlanReport.
+type MemberReport struct {
+	shardown.MemberBalance
+	// Node is the name of the node the session belongs to.
+	Node string
+}
+
+// PlannedMove is one grant or revoke a round proposed.
+type PlannedMove struct {
+	Shard    ShardID
+	From, To string // session IDs; From "" for a grant
+	// Reason is shardown's (ReasonFree, ReasonCount, ReasonLoad), or
+	// ReasonDrain for a drained owner's shard.
+	Reason string
+}
+
+// ReasonDrain is the reason of a revoke that empties a drained session.
+const ReasonDrain = "drain"
+
+// params returns the planner's parameters for a round on v at now: the
+// loads, and the pins of v resolved to the members' sessions.
+func (b *Balancer) params(v *fsm.View, members map[string]shardown.Member, now time.Time) shardown.Params {
+	p := shardown.Params{
+		Shards: v.ShardCount(), Epsilon: b.o.Epsilon, MaxMovesInFlight: -1,
+		Now: uint64(now.Sub(b.epoch)), JoinStabilization: uint64(b.o.JoinStabilization),
+		LoadRatio: b.o.LoadRatio, LoadMoves: b.o.LoadMoves,
+	}
+	if b.o.Loads != nil {
+		b.loads = b.o.Loads(v, b.loads)
+		p.Load = b.loads
+	}
+	p.Pins = pinsFor(v, members)
+	return p
+}
+
+// pinsFor resolves v's pins (by node name) to the members' sessions: a
+// node's newest session among members (the highest generation, then the
+// highest ID). Pins to a node without a member are left out.
+func pinsFor(v *fsm.View, members map[string]shardown.Member) []shardown.Pin {
+	pins := v.Pins()
+	if len(pins) == 0 {
+		return nil
+	}
+	byNode := map[string]fsm.Session{}
+	for id := range members {
+		s, ok := v.Session(id)
+		if !ok {
+			continue
+		}
+		if o, ok := byNode[s.Node]; !ok || s.Gen > o.Gen || s.Gen == o.Gen && s.ID > o.ID {
+			byNode[s.Node] = s
+		}
+	}
+	out := make([]shardown.Pin, 0, len(pins))
+	for _, pin := range pins {
+		if s, ok := byNode[pin.Node]; ok {
+			out = append(out, shardown.Pin{Shard: ShardID(pin.Shard), Member: s.ID})
+		}
+	}
+	return out
+}
+
+// clearMoves commits the clearing of every one-off move (a pin with Once)
+// whose shard is now owned on its node.
+func (b *Balancer) clearMoves(ctx context.Context, v *fsm.View) {
+	for _, pin := range v.Pins() {
+		if !pin.Once {
+			continue
+		}
+		sh, ok := v.Shard(pin.Shard)
+		if !ok || sh.State != fsm.ShardOwned || sh.OwnerNode != pin.Node {
+			continue
+		}
+		_, err := b.o.Apply(ctx, fsm.Command{Op: fsm.OpShardPin, Pin: &fsm.PinCmd{Shard: pin.Shard, Node: pin.Node, Clear: true}})
+		if err != nil {
+			b.o.Log.Warn("clearing a completed shard move failed", "shard", pin.Shard, "error", err)
+			return
+		}
+		b.o.Log.Info("shard moved as asked", "shard", pin.Shard, "node", pin.Node)
+	}
+}
+
+// publish reports the round (BalancerOptions.Report) and counts its moves
+// by reason.
+func (b *Balancer) publish(v *fsm.View, now time.Time, grants, revokes []fsm.ShardItem) {
+	rep := b.report(v, now, grants, revokes, true)
+	if b.o.Report != nil {
+		b.o.Report(rep)
+	}
+}
+
+// report describes a round's plan: the members' balance and the moves
+// proposed, each with its reason; count says to count the moves in the
+// metrics.
+func (b *Balancer) report(v *fsm.View, now time.Time, grants, revokes []fsm.ShardItem, count bool) *PlanReport {
+	reason := make(map[uint32]string, len(b.moves))
+	for _, m := range b.moves {
+		reason[uint32(m.Shard)] = m.Reason
+	}
+	moves := make([]PlannedMove, 0, len(grants)+len(revokes))
+	add := func(it fsm.ShardItem, from, to string) {
+		r, ok := reason[it.Shard]
+		if !ok {
+			r = ReasonDrain
+		}
+		moves = append(moves, PlannedMove{Shard: ShardID(it.Shard), From: from, To: to, Reason: r})
+		if count {
+			b.o.Metrics.moved(r)
+		}
+	}
+	for _, it := range grants {
+		add(it, "", it.Session)
+	}
+	for _, it := range revokes {
+		add(it, it.Session, it.To)
+	}
+	bal, byLoad := b.planner.Balance(nil)
+	rep := &PlanReport{At: now, ByLoad: byLoad, Moves: moves, Unowned: b.table.free, Members: make([]MemberReport, len(bal))}
+	for i, m := range bal {
+		rep.Members[i].MemberBalance = m
+		if s, ok := v.Session(m.ID); ok {
+			rep.Members[i].Node = s.Node
+		}
+	}
+	return rep
+}

@@ -1,0 +1,206 @@
+package shards
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/holdfast-go/holdfast/fsm"
+)
+
+// prepCalls records the balancer's prepare calls and answers them when the
+// test says.
+type prepCalls struct {
+	mu        sync.Mutex
+	asked     []fsm.ShardItem
+	abandoned []fsm.ShardItem
+	answer    chan error // each call takes one answer
+}
+
+func newPrepCalls() *prepCalls { return &prepCalls{answer: make(chan error, 100)} }
+
+func (p *prepCalls) prepare(ctx context.Context, to string, items []fsm.ShardItem, _ time.Duration) error {
+	p.mu.Lock()
+	p.asked = append(p.asked, items...)
+	p.mu.Unlock()
+	select {
+	case err := <-p.answer:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *prepCalls) abandon(_ context.Context, _ string, items []fsm.ShardItem) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.abandoned = append(p.abandoned, items...)
+}
+
+// waitAsked waits for the first call and returns how many moves it asked
+// to prepare (one call: every move goes to b).
+func (p *prepCalls) waitAsked(t *testing.T) int {
+	t.Helper()
+	eventually(t, "asked", func() bool { n, _ := p.counts(); return n > 0 })
+	n, _ := p.counts()
+	return n
+}
+
+func (p *prepCalls) counts() (asked, abandoned int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.asked), len(p.abandoned)
+}
+
+// preparedRig is a balancer rig whose moves are prepared: session a owns
+// all 8 shards and session b (stable, as the term's first round finds it)
+// should get half of them.
+// Rounds run under the returned context, which the test's end cancels
+// before it joins the prepare calls.
+func preparedRig(t *testing.T) (*balancerRig, *prepCalls, context.Context) {
+	p := newPrepCalls()
+	rig := newBalancerRig(t, 8, BalancerOptions{Prepare: p.prepare, Abandon: p.abandon, PrepareTimeout: 5 * time.Second, MaxMoves: 8})
+	rig.session("a", ttl, false)
+	rig.grant("a", all(8)...)
+	rig.session("b", ttl, false)
+	rig.start()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() {
+		cancel()
+		rig.b.stopPrepares()
+	})
+	return rig, p, ctx
+}
+
+// roundCtx is round with a context.
+func (rig *balancerRig) roundCtx(ctx context.Context, d time.Duration, first bool) time.Time {
+	rig.now = rig.now.Add(d)
+	return rig.b.Round(ctx, rig.view(), rig.now, first)
+}
+
+// answered waits until the balancer has the answers of n prepare calls.
+func answered(t *testing.T, rig *balancerRig, n int) {
+	t.Helper()
+	eventually(t, "answered", func() bool {
+		rig.b.prep.mu.Lock()
+		defer rig.b.prep.mu.Unlock()
+		return len(rig.b.prep.done) >= n
+	})
+}
+
+// TestBalancerPreparesBeforeRevoking: a planned move is revoked only once
+// its target answered the prepare; after the release the shard goes to the
+// target in the very next round, with no other round between.
+func TestBalancerPreparesBeforeRevoking(t *testing.T) {
+	rig, p, ctx := preparedRig(t)
+	rig.roundCtx(ctx, 0, true)
+	k := p.waitAsked(t)
+	if rs := revokingShards(rig.view()); len(rs) != 0 {
+		t.Fatalf("revoked %v before the target prepared", rs)
+	}
+	rig.roundCtx(ctx, time.Second, false) // still preparing: nothing changes, nothing asked twice
+	if n, _ := p.counts(); n != k || len(revokingShards(rig.view())) != 0 {
+		t.Fatalf("asked %d, revoking %v while preparing", n, revokingShards(rig.view()))
+	}
+	p.answer <- nil
+	answered(t, rig, 1)
+	rig.roundCtx(ctx, time.Second, false)
+	rs := revokingShards(rig.view())
+	if len(rs) != k {
+		t.Fatalf("revoking %v after the prepare, want %d shards", rs, k)
+	}
+	for _, id := range rs {
+		if sh, _ := rig.view().Shard(id); sh.To != "b" {
+			t.Fatalf("shard %d revoked toward %q, want b", id, sh.To)
+		}
+		rig.release(id)
+	}
+	if !rig.b.grantDue(rig.view()) {
+		t.Fatal("the released prepared shards are not due for a grant")
+	}
+	rig.roundCtx(ctx, time.Millisecond, false)
+	owned, revoking, free := count(rig.view())
+	if owned["a"] != 8-k || owned["b"] != k || len(revoking) != 0 || free != 0 {
+		t.Fatalf("after the grant: %s", describe(rig.view()))
+	}
+	if _, ab := p.counts(); ab != 0 {
+		t.Fatalf("%d prepares abandoned", ab)
+	}
+}
+
+// TestBalancerPrepareTimeoutMovesOn: a target whose prepare does not
+// answer in time (the call returns nil once its wait passed) is revoked
+// toward as without a prepare.
+func TestBalancerPrepareTimeoutMovesOn(t *testing.T) {
+	rig, p, ctx := preparedRig(t)
+	rig.roundCtx(ctx, 0, true)
+	k := p.waitAsked(t)
+	p.answer <- nil // what the target's side answers when the wait passed
+	answered(t, rig, 1)
+	rig.roundCtx(ctx, 5*time.Second, false)
+	if rs := revokingShards(rig.view()); len(rs) != k {
+		t.Fatalf("revoking %v after the timeout, want %d", rs, k)
+	}
+}
+
+// TestBalancerAbandonsWhenPlanChanges: a target drained while it prepares
+// is told the moves are abandoned, and the old owner keeps every shard.
+func TestBalancerAbandonsWhenPlanChanges(t *testing.T) {
+	rig, p, ctx := preparedRig(t)
+	rig.roundCtx(ctx, 0, true)
+	k := p.waitAsked(t)
+	rig.drain("b")
+	rig.roundCtx(ctx, time.Second, false)
+	eventually(t, "abandoned", func() bool { _, n := p.counts(); return n == k })
+	p.answer <- nil // the late answer of an abandoned prepare changes nothing
+	answered(t, rig, 1)
+	rig.roundCtx(ctx, time.Second, false)
+	owned, revoking, _ := count(rig.view())
+	if owned["a"] != 8 || len(revoking) != 0 {
+		t.Fatalf("after the plan changed: %s", describe(rig.view()))
+	}
+}
+
+// TestBalancerPrepareFailureHolds: a target that cannot be asked (gone)
+// leaves the old owner serving; the move is asked again after
+// PrepareTimeout, not before.
+func TestBalancerPrepareFailureHolds(t *testing.T) {
+	rig, p, ctx := preparedRig(t)
+	rig.roundCtx(ctx, 0, true)
+	k := p.waitAsked(t)
+	p.answer <- errors.New("connection refused")
+	answered(t, rig, 1)
+	wake := rig.roundCtx(ctx, time.Second, false)
+	if rs := revokingShards(rig.view()); len(rs) != 0 {
+		t.Fatalf("revoked %v toward a target that could not prepare", rs)
+	}
+	if n, _ := p.counts(); n != k {
+		t.Fatalf("asked %d, want %d (no retry before PrepareTimeout)", n, k)
+	}
+	if want := rig.now.Add(5 * time.Second); wake.After(want) {
+		t.Fatalf("next round at %v, want the retry by %v", wake, want)
+	}
+	rig.roundCtx(ctx, 5*time.Second-time.Millisecond, false)
+	if n, _ := p.counts(); n != k {
+		t.Fatalf("asked again before PrepareTimeout")
+	}
+	rig.roundCtx(ctx, time.Millisecond, false)
+	eventually(t, "asked again", func() bool { n, _ := p.counts(); return n == 2*k })
+}
+
+// TestBalancerTermEndCancelsPrepares: the term's end cancels the calls
+// under way and joins them; the targets are not told (a next leader
+// planning the same moves finds them prepared).
+func TestBalancerTermEndCancelsPrepares(t *testing.T) {
+	rig, p, rctx := preparedRig(t)
+	ctx, stop := context.WithCancel(rctx)
+	rig.roundCtx(ctx, 0, true)
+	p.waitAsked(t)
+	stop()
+	rig.b.stopPrepares()
+	if _, ab := p.counts(); ab != 0 || len(revokingShards(rig.view())) != 0 {
+		t.Fatalf("abandoned %d, revoking %v after the term ended", ab, revokingShards(rig.view()))
+	}
+}
