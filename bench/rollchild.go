@@ -71,6 +71,8 @@ type roller struct {
 	live  map[*coordinator.ShardLease]bool
 	spans map[spanKey]*span
 	warm  map[coordinator.ShardID]bool
+	// acquires that found the shard prepared, and those that did not
+	warmN, coldN int
 }
 
 func (r *roller) write(l *coordinator.ShardLease) {
@@ -109,6 +111,13 @@ func (r *roller) Acquire(ctx context.Context, l *coordinator.ShardLease) {
 	r.mu.Lock()
 	warm := r.warm[l.Shard()]
 	delete(r.warm, l.Shard())
+	r.mu.Unlock()
+	r.mu.Lock()
+	if warm {
+		r.warmN++
+	} else {
+		r.coldN++
+	}
 	r.mu.Unlock()
 	if !warm && !sleepCtxErr(ctx, r.o.warmup) {
 		return
@@ -153,6 +162,9 @@ func (r *roller) tick(ctx context.Context) {
 func (r *roller) dump(path string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if os.Getenv("ROLL_DEBUG") != "" {
+		fmt.Fprintf(os.Stderr, "acquires %s: %d prepared, %d cold\n", filepath.Base(path), r.warmN, r.coldN)
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return err

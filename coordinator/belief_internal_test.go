@@ -3,17 +3,12 @@ package coordinator
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
-
-// stepClock is a Clock that only moves when told.
-type stepClock struct{ now atomic.Int64 }
-
-func (c *stepClock) Now() time.Duration { return time.Duration(c.now.Load()) }
 
 // TestCheckpointRule: Checkpoint passes while at least LeaseMargin is left
 // on the clock, fails with an *ExpiringError (ErrLeaseExpiring) saying how
@@ -22,20 +17,18 @@ func (c *stepClock) Now() time.Duration { return time.Duration(c.now.Load()) }
 // ErrSessionExpired; Err and Remaining agree.
 func TestCheckpointRule(t *testing.T) {
 	const margin = time.Second
-	clk := &stepClock{}
+	clk := &testkit.Clock{}
 	s := session.New(context.Background(), "s", 10*time.Second, clk, time.Millisecond)
 	defer s.End(ErrShutdown)
 	until := 10 * time.Second
 	s.Extend(time.Now().Add(until), until)
-	b := &belief{c: &Coordinator{cfg: Config{Session: SessionConfig{
-		LeaseMargin: margin,
-	}}}, life: session.NewBelief(s)}
+	b := &belief{margin: margin, life: session.NewBelief(s)}
 
-	clk.now.Store(int64(until - margin))
+	clk.Set(until - margin)
 	if err := b.Checkpoint(); err != nil {
 		t.Fatalf("Checkpoint with exactly the margin left: %v", err)
 	}
-	clk.now.Store(int64(until - margin/2))
+	clk.Set(until - margin/2)
 	var ee *ExpiringError
 	if err := b.Checkpoint(); !errors.As(err, &ee) || !errors.Is(err, ErrLeaseExpiring) || ee.Remaining != margin/2 {
 		t.Fatalf("Checkpoint with half the margin left: %v, want an *ExpiringError with %v left", err, margin/2)
@@ -43,7 +36,7 @@ func TestCheckpointRule(t *testing.T) {
 	if b.Err() != nil {
 		t.Fatalf("Err while the belief holds: %v", b.Err())
 	}
-	clk.now.Store(int64(until))
+	clk.Set(until)
 	if err := b.Checkpoint(); !errors.Is(err, ErrLeaseLost) || !errors.Is(err, ErrSessionExpired) {
 		t.Fatalf("Checkpoint at the deadline: %v, want ErrLeaseLost wrapping ErrSessionExpired", err)
 	}
@@ -59,9 +52,7 @@ func BenchmarkBeliefCheckpoint(b *testing.B) {
 	s := session.New(context.Background(), "s", time.Hour, clk, time.Second)
 	s.Extend(time.Now().Add(time.Hour), clk.Now()+time.Hour)
 	defer s.End(ErrShutdown)
-	bl := &belief{c: &Coordinator{cfg: Config{Session: SessionConfig{
-		LeaseMargin: time.Second,
-	}}}, life: session.NewBelief(s)}
+	bl := &belief{margin: time.Second, life: session.NewBelief(s)}
 	for b.Loop() {
 		if err := bl.Checkpoint(); err != nil {
 			b.Fatal(err)

@@ -16,22 +16,22 @@ import (
 // The history of one TestChaos seed. Every time comes from time.Now() in
 // this one process, so all nodes share one monotonic clock.
 
-// chaosGrant is one lease handle: one successful Campaign.
+// chaosGrant is one lease handle: one successful Acquire.
 type chaosGrant struct {
 	name     string
 	node     int
 	nodeName string
-	session  string // from the local replica right after Campaign returned ("" if it had moved on)
+	session  string // from the local replica right after Acquire returned ("" if it had moved on)
 	token    uint64
-	acquired time.Time // when Campaign returned
-	// resignAt is the instant just before the worker called Resign. Resign
+	acquired time.Time // when Acquire returned
+	// releaseAt is the instant just before the worker called Release. Release
 	// cancels the lease's context before it sends the release, and no other
 	// node can be granted the lease before the release commits, so when the
-	// cause is ErrResigned the belief provably ended in [resignAt, ended].
-	resignAt time.Time
-	ended    time.Time // when Done() fired, seen by a context.AfterFunc (zero while held)
-	cause    error     // Lease.Err() once ended
-	// endedOnReturn is set when the lease had already ended when Campaign
+	// cause is ErrReleased the belief provably ended in [releaseAt, ended].
+	releaseAt time.Time
+	ended     time.Time // when Done() fired, seen by a context.AfterFunc (zero while held)
+	cause     error     // Lease.Err() once ended
+	// endedOnReturn is set when the lease had already ended when Acquire
 	// returned it (shown in violations, for diagnosis).
 	endedOnReturn bool
 }
@@ -42,8 +42,8 @@ func (g *chaosGrant) beliefEnd(now time.Time) time.Time {
 	switch {
 	case g.ended.IsZero():
 		return now
-	case errors.Is(g.cause, coordinator.ErrReleased) && !g.resignAt.IsZero():
-		return g.resignAt
+	case errors.Is(g.cause, coordinator.ErrReleased) && !g.releaseAt.IsZero():
+		return g.releaseAt
 	}
 	return g.ended
 }
@@ -103,9 +103,9 @@ func (h *chaosHistory) addGrant(g *chaosGrant) {
 	h.mu.Unlock()
 }
 
-func (h *chaosHistory) resigning(g *chaosGrant, at time.Time) {
+func (h *chaosHistory) releasing(g *chaosGrant, at time.Time) {
 	h.mu.Lock()
-	g.resignAt = at
+	g.releaseAt = at
 	h.mu.Unlock()
 }
 
@@ -165,21 +165,21 @@ func (h *chaosHistory) describe(g *chaosGrant, now time.Time) string {
 	}
 	dead := ""
 	if g.endedOnReturn {
-		dead = " ended-when-Campaign-returned"
+		dead = " ended-when-Acquire-returned"
 	}
-	return fmt.Sprintf("{%s token=%d node=%s session=%.8s acquired=%s resignAt=%s ended=%s beliefEnd=%s cause=%q%s}",
-		g.name, g.token, g.nodeName, g.session, h.ms(g.acquired), h.ms(g.resignAt), h.ms(g.ended), h.ms(g.beliefEnd(now)), cause, dead)
+	return fmt.Sprintf("{%s token=%d node=%s session=%.8s acquired=%s releaseAt=%s ended=%s beliefEnd=%s cause=%q%s}",
+		g.name, g.token, g.nodeName, g.session, h.ms(g.acquired), h.ms(g.releaseAt), h.ms(g.ended), h.ms(g.beliefEnd(now)), cause, dead)
 }
 
 // siblingNote explains (it does not excuse) a loss or an overlap of handle
-// g: another handle of the same grant on the same node (a second Campaign
+// g: another handle of the same grant on the same node (a second Acquire
 // of a session that already held the lease returns the same token) was
-// resigned before g ended, releasing the grant g still believed in.
+// released before g ended, releasing the grant g still believed in.
 func (h *chaosHistory) siblingNote(handles []*chaosGrant, g *chaosGrant, now time.Time) string {
 	for _, o := range handles {
-		if o != g && o.node == g.node && !o.resignAt.IsZero() && errors.Is(o.cause, coordinator.ErrReleased) && o.resignAt.Before(g.beliefEnd(now)) {
-			return fmt.Sprintf(" [shared grant: handle acquired at %s on %s resigned at %s while handle acquired at %s still believed]",
-				h.ms(o.acquired), o.nodeName, h.ms(o.resignAt), h.ms(g.acquired))
+		if o != g && o.node == g.node && !o.releaseAt.IsZero() && errors.Is(o.cause, coordinator.ErrReleased) && o.releaseAt.Before(g.beliefEnd(now)) {
+			return fmt.Sprintf(" [shared grant: handle acquired at %s on %s released at %s while handle acquired at %s still believed]",
+				h.ms(o.acquired), o.nodeName, h.ms(o.releaseAt), h.ms(g.acquired))
 		}
 	}
 	return ""
@@ -229,7 +229,7 @@ func (h *chaosHistory) check(now time.Time, settle time.Duration) (violations []
 	h.checkWritesLocked(bad, &st)
 
 	// I3: a holder on a node no fault touched during its whole belief
-	// window (plus settle after each heal) loses its lease only by Resign
+	// window (plus settle after each heal) loses its lease only by Release
 	// or Shutdown.
 	for _, g := range h.grants {
 		if g.ended.IsZero() || errors.Is(g.cause, coordinator.ErrReleased) || errors.Is(g.cause, coordinator.ErrShutdown) {
@@ -278,7 +278,7 @@ func (h *chaosHistory) groupLocked(now time.Time, causes map[string]int) map[cha
 }
 
 // checkHoldersLocked checks that each grant has one holder (I1) and that
-// no Campaign returned a stale token (I2). h.mu is held.
+// no Acquire returned a stale token (I2). h.mu is held.
 func (h *chaosHistory) checkHoldersLocked(byKey map[chaosGrantKey]*chaosGrantWin, now time.Time, bad func(string, ...any)) {
 	// I1, second half: at most one holder (node and session) per (name, token).
 	for _, w := range byKey {
@@ -289,7 +289,7 @@ func (h *chaosHistory) checkHoldersLocked(byKey map[chaosGrantKey]*chaosGrantWin
 		}
 	}
 
-	// I2, per handle: no Campaign returns a token lower than one already
+	// I2, per handle: no Acquire returns a token lower than one already
 	// returned for the name (a second handle of the same grant has the
 	// same token; a lower one is a stale grant).
 	handles := slices.Clone(h.grants)
@@ -301,7 +301,7 @@ func (h *chaosHistory) checkHoldersLocked(byKey map[chaosGrantKey]*chaosGrantWin
 	maxSeen := map[string]*chaosGrant{}
 	for _, g := range handles {
 		if m := maxSeen[g.name]; m != nil && g.token < m.token {
-			bad("I2: stale grant: Campaign on %s returned %s token %d at %s, after token %d was returned on %s at %s: %s",
+			bad("I2: stale grant: Acquire on %s returned %s token %d at %s, after token %d was returned on %s at %s: %s",
 				g.nodeName, g.name, g.token, h.ms(g.acquired), m.token, m.nodeName, h.ms(m.acquired), h.describe(g, now))
 			continue
 		}

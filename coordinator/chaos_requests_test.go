@@ -14,17 +14,17 @@ import (
 
 // Lease requests that end uncleanly, in TestChaos: workers bound their
 // calls by short deadlines or cancel them midway, call TryAcquire as well
-// as Campaign, and resign with expired contexts; nodes send some forwarded
+// as Acquire, and release with expired contexts; nodes send some forwarded
 // lease commands twice (the copy late, sometimes past the RPC timeout); the
 // "slow-forwards" fault delays one node's traffic to the leader past the
 // RPC timeout, so its requests reach the leader after it gave up. After
 // every seed two more invariants are checked:
 //
 //   - no orphans: once the workers have stopped (every call returned, every
-//     lease resigned), no name is held or queued by anyone within one TTL
+//     lease released), no name is held or queued by anyone within one TTL
 //     (plus the expiry grace a leader change adds) of the faults stopping
 //     and the workers stopping, whichever is later;
-//   - no blocked Campaign: after the faults stop, no Campaign stays blocked
+//   - no blocked Acquire: after the faults stop, no Acquire stays blocked
 //     for more than chaosBlockedLimit while its own node's session holds the
 //     name and no Lease of that node does (a release in flight takes one
 //     round trip);
@@ -35,7 +35,7 @@ import (
 // chaosDupRatio is the share of forwarded commands sent twice.
 const chaosDupRatio = 0.1
 
-// chaosBlockedLimit is how long, once the faults stopped, a Campaign may
+// chaosBlockedLimit is how long, once the faults stopped, an Acquire may
 // stay blocked while its own session holds the name (a release of the
 // node's earlier request is then in flight: one round trip).
 const chaosBlockedLimit = time.Second
@@ -46,9 +46,9 @@ type chaosKey struct {
 	name string
 }
 
-// chaosCall is one Campaign or TryAcquire in flight.
+// chaosCall is one Acquire or TryAcquire in flight.
 type chaosCall struct {
-	campaign  bool
+	wait      bool
 	start     time.Time
 	heldSince time.Time // since when the node's own session holds the name (monitor only)
 	reported  bool
@@ -69,9 +69,9 @@ func newChaosRequests() *chaosRequests {
 }
 
 // begin records a call in flight; the returned func ends it.
-func (q *chaosRequests) begin(node int, name, kind string, campaign bool) func() {
+func (q *chaosRequests) begin(node int, name, kind string, wait bool) func() {
 	k := chaosKey{node, name}
-	call := &chaosCall{campaign: campaign, start: time.Now()}
+	call := &chaosCall{wait: wait, start: time.Now()}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.calls[kind]++
@@ -99,7 +99,7 @@ func (q *chaosRequests) hold(node int, name string, l *coordinator.Lease) {
 	})
 }
 
-// callCtx bounds one Campaign or TryAcquire: mostly the usual bound, but
+// callCtx bounds one Acquire or TryAcquire: mostly the usual bound, but
 // also short deadlines, a cancel midway, an already cancelled context, or
 // a long wait. kind names the choice.
 func callCtx(parent context.Context, rng *rand.Rand) (ctx context.Context, cancel context.CancelFunc, kind string) {
@@ -123,9 +123,9 @@ func callCtx(parent context.Context, rng *rand.Rand) (ctx context.Context, cance
 	return ctx, cancel, "normal"
 }
 
-// resignCtx bounds one Resign: mostly the usual bound, sometimes a short
+// releaseCtx bounds one Release: mostly the usual bound, sometimes a short
 // deadline or an expired context (the release must still be delivered).
-func resignCtx(rng *rand.Rand) (context.Context, context.CancelFunc) {
+func releaseCtx(rng *rand.Rand) (context.Context, context.CancelFunc) {
 	switch p := rng.Float64(); {
 	case p < 0.15:
 		return context.WithTimeout(context.Background(), between(rng, time.Millisecond, 50*time.Millisecond))
@@ -175,7 +175,7 @@ func (r *chaosRun) slowForwards(rng *rand.Rand, victim int) {
 }
 
 // monitorBlocked watches, from after (when the faults stopped) until ctx
-// ends, for Campaigns blocked more than ttl while their node's session
+// ends, for Acquires blocked more than ttl while their node's session
 // holds the name and no Lease of that node does, and for orphans: a name
 // held or queued by a node's current session while that node has no live
 // Lease or call in flight for it, for more than ttl.
@@ -202,14 +202,14 @@ func (r *chaosRun) monitorBlocked(ctx context.Context, after time.Time, ttl time
 			}
 			for call := range calls {
 				switch {
-				case !call.campaign || !own:
+				case !call.wait || !own:
 					call.heldSince = time.Time{}
 				case call.heldSince.IsZero():
 					call.heldSince = now
 				case !call.reported && now.Sub(later(call.heldSince, after)) > chaosBlockedLimit:
 					call.reported = true
 					q.violations = append(q.violations, fmt.Sprintf(
-						"blocked Campaign: node%d's Campaign for %q (started %s) blocked since %s while its own session holds it and no Lease of the node does",
+						"blocked Acquire: node%d's Acquire for %q (started %s) blocked since %s while its own session holds it and no Lease of the node does",
 						k.node, k.name, r.h.ms(call.start), r.h.ms(call.heldSince)))
 				}
 			}

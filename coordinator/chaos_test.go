@@ -21,13 +21,13 @@ import (
 )
 
 // TestChaos runs seeded randomized fault scenarios on a 5-node in-memory
-// cluster while workers on every node campaign for named leases and write
+// cluster while workers on every node acquire named leases and write
 // to a fenced register, and every node owns some of the 16 shards through
 // its Config.Shards.Handler and writes to each owned shard's fenced register (see
 // chaos_shards_test.go). Lease calls are also cut short, cancelled and
 // duplicated (see chaos_requests_test.go). It then checks the recorded
 // history for I1–I4 on leases and shards, I6 on shards after the last
-// heal, and that no lease request leaves an orphan or a blocked Campaign.
+// heal, and that no lease request leaves an orphan or a blocked Acquire.
 // Each seed is a subtest "seed=S"; a failing seed is replayed with the
 // command it logs.
 //
@@ -37,15 +37,15 @@ var (
 	chaosSeedsFlag = flag.Int("chaos.seeds", 0, "number of TestChaos seeds (default 8, 4 under -race, 2 with -short; env HOLDFAST_CHAOS_SEEDS)")
 	chaosSeedFlag  = flag.Uint64("chaos.seed", 0, "run only this TestChaos seed")
 	// chaosExclusive changes the workload, not the checks: with it, two
-	// workers of one node never campaign for the same name at once, so no
+	// workers of one node never acquire the same name at once, so no
 	// node ever holds two handles of one grant.
-	chaosExclusive = flag.Bool("chaos.exclusive", false, "TestChaos workers of one node never campaign for the same lease name at once")
+	chaosExclusive = flag.Bool("chaos.exclusive", false, "TestChaos workers of one node never acquire the same lease name at once")
 )
 
 const (
 	chaosNodes       = 5
 	chaosFaultTime   = 7 * time.Second // how long faults are injected per seed
-	chaosOpTimeout   = 2 * time.Second // bound of every Campaign / Resign of a worker
+	chaosOpTimeout   = 2 * time.Second // bound of every Acquire / Release of a worker
 	chaosZombieWait  = 2 * time.Second // how long a zombie waits for a newer token to reach the register
 	chaosZombieRatio = 0.4
 )
@@ -178,7 +178,7 @@ type chaosRun struct {
 	workers []int
 	// incarnation[i] counts starts of node i, to seed its workers.
 	incarnation []int
-	errors      atomic.Int64 // Campaign errors other than shutdown/timeouts, for the summary
+	errors      atomic.Int64 // Acquire errors other than shutdown/timeouts, for the summary
 	// busy[i][name] is held by the worker of node i using name (only with
 	// -chaos.exclusive).
 	busy [][]sync.Mutex
@@ -272,7 +272,7 @@ func runChaosSeed(t *testing.T, seed uint64) (chaosStats, chaosShardStats) {
 		r.monitorBlocked(monCtx, driven, cfg.Session.TTL)
 	}()
 	recovered, i6 := r.waitShardsOwned(formed)
-	// Let the workers run on for a TTL without faults, so that a Campaign
+	// Let the workers run on for a TTL without faults, so that an Acquire
 	// blocked behind its own session's grant would show.
 	pace(context.Background(), max(cfg.Session.TTL-time.Since(formed), 0))
 	r.stopWorkers()
@@ -304,7 +304,7 @@ func runChaosSeed(t *testing.T, seed uint64) (chaosStats, chaosShardStats) {
 // report logs the seed's statistics and fails it on violations.
 func (r *chaosRun) report(violations []string, st chaosStats, sst chaosShardStats) {
 	t, seed, replay := r.t, r.seed, r.replay(r.seed)
-	t.Logf("seed %d (t0 %s): %d grants (%d handles, causes %v); correct writes %d accepted, %d fenced late; zombie writes %d, %d rejected, %d skipped; campaign errors %d; workers/node %v; faults %d: %s",
+	t.Logf("seed %d (t0 %s): %d grants (%d handles, causes %v); correct writes %d accepted, %d fenced late; zombie writes %d, %d rejected, %d skipped; acquire errors %d; workers/node %v; faults %d: %s",
 		seed, r.h.t0.Format("15:04:05.000"), st.grants, st.handles, st.causes, st.writesAccepted, st.lateFenced,
 		st.zombieWrites, st.zombieRejected, st.zombieSkipped, r.errors.Load(), r.workers,
 		len(st.faults), strings.Join(st.faults, " "))
@@ -361,7 +361,7 @@ func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
 }
 
 // work is one worker on node i while incarnation c runs: it campaigns,
-// holds and writes, resigns, and now and then writes once more as a zombie.
+// holds and writes, releases, and now and then writes once more as a zombie.
 func (r *chaosRun) work(i int, c *coordinator.Coordinator, rng *rand.Rand) {
 	nodeName := r.cl.Node(i).Name
 	for r.ctx.Err() == nil && r.cl.Node(i).C() == c {
@@ -375,7 +375,7 @@ func (r *chaosRun) work(i int, c *coordinator.Coordinator, rng *rand.Rand) {
 				continue
 			}
 		}
-		if !r.campaign(i, c, nodeName, name, rng) {
+		if !r.acquireOne(i, c, nodeName, name, rng) {
 			if *chaosExclusive {
 				r.busy[i][ni].Unlock()
 			}
@@ -390,9 +390,9 @@ func (r *chaosRun) work(i int, c *coordinator.Coordinator, rng *rand.Rand) {
 	}
 }
 
-// campaign runs one Campaign, hold and (maybe) zombie write; it reports
+// acquireOne runs one Acquire, hold and (maybe) zombie write; it reports
 // false when the worker must stop.
-func (r *chaosRun) campaign(i int, c *coordinator.Coordinator, nodeName, name string, rng *rand.Rand) bool {
+func (r *chaosRun) acquireOne(i int, c *coordinator.Coordinator, nodeName, name string, rng *rand.Rand) bool {
 	opCtx, cancel, kind := callCtx(r.ctx, rng)
 	try := rng.Float64() < 0.2
 	if try {
@@ -440,15 +440,15 @@ func (r *chaosRun) campaign(i int, c *coordinator.Coordinator, nodeName, name st
 }
 
 // hold writes under l for a random time, each write after a passing
-// Checkpoint, then resigns; it returns when the lease ended.
+// Checkpoint, then releases; it returns when the lease ended.
 func (r *chaosRun) hold(l *coordinator.Lease, g *chaosGrant, rng *rand.Rand) {
 	holdFor := time.NewTimer(between(rng, 50*time.Millisecond, 800*time.Millisecond)) // scenario pacing
 	defer holdFor.Stop()
 	tick := time.NewTicker(between(rng, 20*time.Millisecond, 80*time.Millisecond)) // scenario pacing
 	defer tick.Stop()
-	resign := func() {
-		r.h.resigning(g, time.Now())
-		ctx, cancel := resignCtx(rng)
+	release := func() {
+		r.h.releasing(g, time.Now())
+		ctx, cancel := releaseCtx(rng)
 		defer cancel()
 		_ = l.Release(ctx) // the local belief ends first whatever the outcome
 	}
@@ -460,7 +460,7 @@ func (r *chaosRun) hold(l *coordinator.Lease, g *chaosGrant, rng *rand.Rand) {
 		return true
 	}
 	if !write() {
-		resign()
+		release()
 		return
 	}
 	for {
@@ -468,14 +468,14 @@ func (r *chaosRun) hold(l *coordinator.Lease, g *chaosGrant, rng *rand.Rand) {
 		case <-l.Done():
 			return
 		case <-r.ctx.Done():
-			resign()
+			release()
 			return
 		case <-holdFor.C:
-			resign()
+			release()
 			return
 		case <-tick.C:
 			if !write() {
-				resign()
+				release()
 				return
 			}
 		}

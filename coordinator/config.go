@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"github.com/holdfast-go/holdfast/internal/walog"
 	"log/slog"
 	"math"
 	"time"
@@ -14,7 +13,9 @@ import (
 	"github.com/holdfast-go/holdfast/internal/cluster"
 	"github.com/holdfast-go/holdfast/internal/keyring"
 	"github.com/holdfast-go/holdfast/internal/raftnode"
+	"github.com/holdfast-go/holdfast/internal/session"
 	"github.com/holdfast-go/holdfast/internal/tlsfiles"
+	"github.com/holdfast-go/holdfast/internal/walog"
 	"github.com/holdfast-go/holdfast/transport"
 )
 
@@ -29,13 +30,36 @@ const (
 	GossipLocal
 )
 
-// RaftConfig is Config.Raft: raft's timeouts (HeartbeatTimeout,
-// ElectionTimeout, LeaderLeaseTimeout no longer than HeartbeatTimeout,
-// CommitTimeout), log compaction (SnapshotThreshold, TrailingLogs) and the
-// write-ahead log's segment size (LogSegmentSize, 0: 8 MiB). The session
-// TTL (Config.Session.TTL) must be at least three times the election and
-// heartbeat timeouts.
-type RaftConfig = raftnode.Timing
+// RaftConfig is Config.Raft: raft's timeouts, log compaction and the
+// write-ahead log's segment size. The session TTL (Config.Session.TTL) must
+// be at least three times the election and heartbeat timeouts.
+type RaftConfig struct {
+	// HeartbeatTimeout is how long a follower waits without contact from the
+	// leader before it starts an election.
+	HeartbeatTimeout time.Duration
+	// ElectionTimeout is how long a candidate waits before a new election.
+	ElectionTimeout time.Duration
+	// LeaderLeaseTimeout is how long a leader stays leader without contact
+	// from a quorum. It must not exceed HeartbeatTimeout.
+	LeaderLeaseTimeout time.Duration
+	// CommitTimeout bounds how long an idle leader waits before it sends
+	// heartbeats carrying the commit index.
+	CommitTimeout time.Duration
+	// SnapshotThreshold is how many log entries raft keeps before it takes
+	// a snapshot.
+	SnapshotThreshold uint64
+	// TrailingLogs is how many log entries are kept after a snapshot.
+	TrailingLogs uint64
+	// LogSegmentSize is the size of the write-ahead log's segment files,
+	// each preallocated to it (0: 8 MiB; at least 64 KiB otherwise).
+	// Smaller segments are compacted sooner and reserve less disk; a disk
+	// that fills is noticed at the next segment.
+	LogSegmentSize int64
+}
+
+// part is the raft node's timing (internal/raftnode); the two structs have
+// the same fields, so a field added to one alone fails to compile here.
+func (r RaftConfig) part() raftnode.Timing { return raftnode.Timing(r) }
 
 // Config configures a Coordinator. Start from DefaultConfig or
 // DefaultLocalConfig and set the node's own fields. New copies the Config
@@ -228,11 +252,10 @@ func (c *Config) validate() error {
 		check(c.GossipAddr == "", "GossipAddr", "must be set"),
 		check(c.RPCAddr == "", "RPCAddr", "must be set"),
 		c.checkAddrs(),
-		configErr(c.Cluster.CheckSize(c.DataDir != "")),
+		configErr(c.Cluster.part().CheckSize(c.DataDir != "")),
 		check(sh.Count <= 0 || sh.Count > 1<<20, "Shards.Count", "is %d; must be between 1 and %d", sh.Count, 1<<20),
 		check(math.IsNaN(sh.Weight) || math.IsInf(sh.Weight, 0) || sh.Weight < 0, "Shards.Weight", "is %v; must be a finite number >= 0", sh.Weight),
 		check(sh.Epsilon < 0 || sh.Epsilon >= 1 || math.IsNaN(sh.Epsilon), "Shards.Epsilon", "is %v; must be in [0, 1)", sh.Epsilon),
-		check(sh.MaxMoves < 0, "Shards.MaxMoves", "is %d; must be >= 0", sh.MaxMoves),
 		check(math.IsNaN(sh.Capacity) || math.IsInf(sh.Capacity, 0) || sh.Capacity < 0, "Shards.Capacity", "is %v; must be a finite number >= 0", sh.Capacity),
 		check(sh.Capacity != 0 && sh.Weight != 0 && sh.Capacity != sh.Weight, "Shards.Capacity",
 			"is %v but Shards.Weight is %v; they are one setting: set one of them", sh.Capacity, sh.Weight),
@@ -244,7 +267,7 @@ func (c *Config) validate() error {
 		configErr(cluster.CheckAdvertise("AdvertiseGossipAddr", c.AdvertiseGossipAddr, true)),
 		c.validateTimings(),
 		configErr(keyring.CheckKeys(c.Gossip.Keys)),
-		configErr(tlsfiles.Check(c.TLS, c.Insecure, c.NodeName)),
+		configErr(tlsfiles.Check(c.TLS.part(), c.Insecure, c.NodeName)),
 	)
 }
 
@@ -253,7 +276,7 @@ func (c *Config) validateTimings() error {
 	r, s, sh := c.Raft, c.Session, c.Shards
 	election := max(r.ElectionTimeout, r.HeartbeatTimeout)
 	return cmp.Or(
-		configErr(r.Check()),
+		configErr(r.part().Check()),
 		check(s.TTL < 3*election, "Session.TTL",
 			"is %v; must be at least 3 × the raft election/heartbeat timeout (%v) so a leader change does not expire sessions", s.TTL, 3*election),
 		check(s.MaxClockDrift < 0 || s.MaxClockDrift >= 0.5, "Session.MaxClockDrift", "is %v; must be in [0, 0.5)", s.MaxClockDrift),
@@ -263,9 +286,27 @@ func (c *Config) validateTimings() error {
 		check(sh.DrainTimeout <= 0, "Shards.DrainTimeout", "must be positive"),
 		check(sh.JoinStabilization < 0, "Shards.JoinStabilization", "must not be negative"),
 		check(sh.RebalanceDelay <= 0, "Shards.RebalanceDelay", "must be positive"),
-		configErr(c.Cluster.CheckTimings(c.RPCTimeout)),
+		configErr(c.Cluster.part().CheckTimings(c.RPCTimeout)),
 		check(c.RPCTimeout <= 0, "RPCTimeout", "must be positive"),
 		check(c.ShutdownWithoutLeader < 0, "ShutdownWithoutLeader", "is %v; must not be negative (0: %v)", c.ShutdownWithoutLeader, DefaultShutdownWithoutLeader),
-		configErr(r.CheckSnapshot()),
+		configErr(r.part().CheckSnapshot()),
 	)
+}
+
+// Clock measures how long this node may still believe in its leases. Now
+// returns the time elapsed since an arbitrary fixed origin; it never goes
+// back, and it must keep counting while the machine is suspended: a holder
+// that resumes from suspend must see that the time its session had left is
+// gone, as the raft leader does. Config.Clock replaces the default (tests
+// use it to jump time).
+type Clock = session.Clock
+
+// SystemClock returns the clock holdfast uses when Config.Clock is nil: on
+// Linux CLOCK_BOOTTIME, on macOS CLOCK_MONOTONIC (both count suspended
+// time); elsewhere Go's monotonic clock, which may not count it.
+func SystemClock() Clock { return session.SystemClock() }
+
+// clockStep is how often a belief deadline re-reads the clock.
+func (c *Coordinator) clockStep() time.Duration {
+	return min(c.cfg.Session.LeaseMargin/2, 250*time.Millisecond)
 }

@@ -6,11 +6,66 @@ import (
 	"github.com/holdfast-go/holdfast/internal/cluster"
 )
 
-// ClusterConfig is Config.Cluster: forming a cluster (BootstrapExpect,
-// BootstrapPromiseTTL) and keeping its voters (Voters: 1, 3 or 5;
-// ServerStabilization before a promotion, DeadServerStabilization before a
-// failed voter is replaced, ReconcileInterval).
-type ClusterConfig = cluster.Config
+// ClusterConfig is Config.Cluster: forming a cluster and keeping its
+// voters.
+type ClusterConfig struct {
+	// BootstrapExpect is the number of voter-eligible nodes that must see
+	// each other before a new cluster is bootstrapped; 0 means never
+	// bootstrap, only join an existing cluster. At most Voters.
+	BootstrapExpect int
+	// Voters is the number of voters the cluster keeps: 1, 3 or 5. A voter
+	// that fails keeps its vote until a healthy eligible node has been
+	// promoted in its place; with no such node it stays a voter.
+	Voters int
+	// ServerStabilization is how long a non-voter must be healthy before it
+	// is promoted to voter.
+	ServerStabilization time.Duration
+	// DeadServerStabilization is how long gossip must report a voter dead,
+	// or autopilot find it unhealthy, before it counts as down and a
+	// replacement is promoted; it is removed only after that promotion. A
+	// voter whose keepalives or stats answers reached the leader within
+	// that time is not down, whatever gossip says.
+	DeadServerStabilization time.Duration
+	// ReconcileInterval is how often the leader reconciles gossip members
+	// with the raft configuration (it also reacts to membership events).
+	ReconcileInterval time.Duration
+	// BootstrapPromiseTTL is how long a node, once it has promised to join a
+	// bootstrap proposal, refuses any other proposal.
+	BootstrapPromiseTTL time.Duration
+	// TokenFloor is read only when a new cluster is created: its first
+	// fencing token is above both TokenFloor and the creating leader's wall
+	// clock in microseconds. Give it the highest token the fenced resources
+	// hold (holdfastctl token-floor reads it from a ledger's SQLite file)
+	// when a cluster is created again after every data dir was lost, so that
+	// its holders are never fenced out by the earlier incarnation's tokens
+	// and the earlier incarnation's paused holders never win. 0: the clock
+	// alone. At most 2^62 (fsm.MaxTokenBase). A running cluster ignores it.
+	TokenFloor uint64
+	// LeaveCluster names a cluster this node's data dir may belong to and
+	// that the node is to leave: when the data dir records that cluster, New
+	// moves its raft state and node identity aside (into a directory named
+	// left-<cluster>-<time> in the data dir) and the node starts as a new
+	// node, free to join the cluster its Join seeds belong to. A data dir of
+	// any other cluster is left alone, so the setting is harmless once the
+	// node has left. New refuses a data dir of another cluster than the
+	// seeds' and names this setting.
+	LeaveCluster string
+	// ReplicaFeed keeps the nodes without a DataDir out of the raft
+	// configuration: each pulls the replicated state (the applied commands
+	// with their raft indexes, or a snapshot) from a voter-eligible member
+	// of the raft group, chosen by rendezvous hashing of its name, the
+	// leader last (package feed), so the raft leader replicates only to the
+	// voters and the voter-eligible standbys. Reads, Sync, keepalives and
+	// proposals behave as on a raft non-voter. Off: every node joins raft
+	// (diskless ones as non-voters fed by the leader). Every node of a
+	// cluster must be given the same value.
+	ReplicaFeed bool
+}
+
+// part is the configuration of the formation part (internal/cluster); the
+// two structs have the same fields, so a field added to one alone fails to
+// compile here.
+func (c ClusterConfig) part() cluster.Config { return cluster.Config(c) }
 
 // SessionConfig is Config.Session: the timing every lease, permit and shard
 // lease of a node rests on.
@@ -77,8 +132,9 @@ type ShardConfig struct {
 	// shards back and forth).
 	JoinStabilization time.Duration
 	// MaxMoves is the most rebalancing handoffs in flight at once; 0
-	// means max(1, Count/16). Grants of free shards and the handoffs of a
-	// drained node are not limited.
+	// means max(1, Count/16) and a negative value means no limit, as for
+	// shardown.Params.MaxMovesInFlight. Grants of free shards and the
+	// handoffs of a drained node are not limited.
 	MaxMoves int
 	// Epsilon is the balance slack: every node owns within
 	// ceil(S·w/W·(1+ε)) shards. 0 means 0.05.

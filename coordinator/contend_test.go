@@ -41,7 +41,7 @@ func checkWindows(t *testing.T, ws []window) {
 }
 
 // TestContendersTakeTurns runs 8 contenders on 3 nodes, each acquiring and
-// resigning 50 times: no two belief windows overlap, tokens strictly
+// releasing 50 times: no two belief windows overlap, tokens strictly
 // increase, every contender is served every time.
 func TestContendersTakeTurns(t *testing.T) {
 	t.Parallel()
@@ -76,12 +76,12 @@ func TestContendersTakeTurns(t *testing.T) {
 					t.Logf("contender %d round %d: %v (keepalives stalled)", i, r, err)
 				}
 				tok := l.Token()
-				// Resign cancels the local belief before the release commits;
+				// Release cancels the local belief before the release commits;
 				// the window ends at that cancellation.
 				err = l.Release(ctx)
 				end := coordinator.LeaseEndedAt(l)
 				if err != nil {
-					t.Errorf("contender %d resign: %v", i, err)
+					t.Errorf("contender %d release: %v", i, err)
 				}
 				mu.Lock()
 				ws = append(ws, window{contender: i, token: tok, start: start, end: end, cause: l.Err()})
@@ -99,7 +99,7 @@ func TestContendersTakeTurns(t *testing.T) {
 	checkWindows(t, ws)
 	for _, w := range ws {
 		if w.cause != coordinator.ErrReleased {
-			t.Errorf("contender %d token %d ended with %v, want ErrResigned", w.contender, w.token, w.cause)
+			t.Errorf("contender %d token %d ended with %v, want ErrReleased", w.contender, w.token, w.cause)
 		}
 	}
 	t.Logf("%d grants, tokens %d..%d", len(ws), ws[0].token, ws[len(ws)-1].token)

@@ -3,11 +3,11 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
-
-	"github.com/hashicorp/raft"
+	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/cluster"
@@ -29,13 +29,12 @@ type Coordinator struct {
 	log *slog.Logger
 	id  string // raft server ID: the node identity, see loadIdentity
 	// clusterFile records the cluster this node belongs to in its data dir
-	// (identity.go).
+	// (leaveCluster, recordOlderDataDir).
 	clusterFile *raftnode.ClusterFile
 
 	fsm        *fsm.FSM
 	trans      *transport.Transport
 	node       *raftnode.Node // raft host: stores, futures, propose/forward
-	raft       *raft.Raft     // node.Raft()
 	members    *membership.Membership
 	cluster    *cluster.Cluster // formation, membership of the raft group, autopilot
 	metrics    *metrics
@@ -49,7 +48,7 @@ type Coordinator struct {
 	sessions   *session.Client // keeps this node in a session
 	clock      Clock           // measures beliefs (Config.Clock or SystemClock)
 
-	leases *leases.Part // this node's leases and semaphore permits
+	leases *leases.Manager // this node's leases and semaphore permits
 
 	spawnMu  sync.Mutex
 	spawnOff bool
@@ -58,8 +57,8 @@ type Coordinator struct {
 	leaderCh chan bool            // raft's NotifyCh
 	noLeader raftnode.LeaderWatch // since when no raft leader is known
 
-	gossipKeys *keyring.Keyring   // cluster-wide gossip key rotation (gossipkeys.go)
-	tlsReload  *tlsfiles.Reloader // follows the TLS files; nil without TLS (tlsconfig.go)
+	gossipKeys *keyring.Keyring   // cluster-wide gossip key rotation (security.go)
+	tlsReload  *tlsfiles.Reloader // follows the TLS files; nil without TLS (security.go)
 	tlsMetrics tlsfiles.Metrics   // counts TLS reloads
 
 	ctx      context.Context // ends when Shutdown or Close begins
@@ -159,7 +158,7 @@ func (c *Coordinator) start() error {
 	c.spawn(func() { c.lessor.ConfirmLoop(c.ctx) })
 	c.spawn(func() { c.sessions.Run(c.sessCtx) })
 	c.shards.Start()
-	c.spawn(func() { c.noLeader.Run(c.ctx, c.raft) })
+	c.spawn(func() { c.noLeader.Run(c.ctx, c.node.Raft()) })
 	if c.feedReplica() {
 		c.startFeed()
 	}
@@ -260,12 +259,12 @@ func (c *Coordinator) closeSession(ctx context.Context, commit bool) error {
 	c.sessCancel(ErrShutdown)
 	c.leases.EndAll(ErrShutdown)
 	c.shards.End(ErrShutdown)
-	if s == nil || c.raft == nil || !commit {
+	if s == nil || c.node == nil || !commit {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.RPCTimeout)
 	defer cancel()
-	_, err := c.node.Apply(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: s.ID()}})
+	_, err := c.node.Commit(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: s.ID()}})
 	return err
 }
 
@@ -309,4 +308,70 @@ func (c *Coordinator) closeAll() error {
 		c.metrics.unregister()
 	}
 	return errors.Join(errs...)
+}
+
+// leaveCluster applies Config.Cluster.LeaveCluster: when the data dir
+// belongs to that cluster, its raft state, node identity, cluster record and
+// gossip keyring are moved aside, and the node starts as a new one.
+func (c *Coordinator) leaveCluster() error {
+	id := c.cfg.Cluster.LeaveCluster
+	moved, err := raftnode.LeaveCluster(c.cfg.DataDir, id, time.Now(), keyring.FileName)
+	if err != nil {
+		return err
+	}
+	if moved != "" {
+		c.log.Warn("left the cluster the data dir belonged to (Config.Cluster.LeaveCluster): its raft state and identity are moved aside; "+
+			"this node starts as a new node", "cluster", id, "moved_to", moved)
+	}
+	return nil
+}
+
+// recordOlderDataDir records the cluster of a data dir written before the
+// data dir recorded it, once raft has restored its snapshot: from the
+// replica, else from the InitCluster in its raft log. Until then such a
+// node gossiped no cluster ID until its log was replayed.
+func (c *Coordinator) recordOlderDataDir() {
+	if c.clusterFile.ID() != "" || c.cfg.DataDir == "" || !c.node.HasState() {
+		return
+	}
+	cl := c.fsm.View().Cluster()
+	if cl.ID == "" {
+		if init, ok := c.node.FindInit(); ok {
+			cl.ID, cl.Created = init.ClusterID, init.Created
+		}
+	}
+	if cl.ID == "" {
+		return // not initialised yet: recorded once the replica shows it
+	}
+	if err := (clusterRecord{c.clusterFile}).Set(cl.ID, cl.Created); err != nil {
+		c.log.Warn("recording the data dir's cluster failed", "cluster", cl.ID, "error", err)
+		return
+	}
+	c.log.Info("recorded the cluster of a data dir written by an earlier release", "cluster", cl.ID)
+}
+
+// ForeignClusterError is New's refusal of a data dir that belongs to
+// another cluster than the one its Join seeds belong to. It wraps
+// ErrForeignCluster.
+type ForeignClusterError struct {
+	// DataDir is the node's data dir; Cluster the cluster it belongs to.
+	DataDir, Cluster string
+	// SeedsCluster is the cluster of Member, a member of the seeds' pool.
+	SeedsCluster, Member string
+}
+
+func (e *ForeignClusterError) Error() string {
+	return fmt.Sprintf("%v: DataDir %s belongs to cluster %s, but %s, a member of the Join seeds' pool, belongs to cluster %s. "+
+		"To make this node leave cluster %s and join %s as a new node, set Config.Cluster.LeaveCluster to %q "+
+		"(its raft state and identity are moved aside); or give Join the seeds of cluster %s",
+		ErrForeignCluster, e.DataDir, e.Cluster, e.Member, e.SeedsCluster, e.Cluster, e.SeedsCluster, e.Cluster, e.Cluster)
+}
+
+// Unwrap makes errors.Is(err, ErrForeignCluster) true.
+func (e *ForeignClusterError) Unwrap() error { return ErrForeignCluster }
+
+// foreignClusterErr is New's error for a data dir of another cluster than
+// the seeds'.
+func foreignClusterErr(dataDir string, fe *cluster.ForeignClusterError) error {
+	return &ForeignClusterError{DataDir: dataDir, Cluster: fe.Ours, SeedsCluster: fe.Theirs, Member: fe.Member}
 }

@@ -55,7 +55,7 @@
 //
 // Who holds something is always a Holder (node, identity, address, session,
 // token), read from the local replica: Holder(name) for a lease,
-// Semaphore(name) for a semaphore's permits, Owner(shard) for a shard. The
+// SemaphoreHolders(name) for a semaphore's permits, Owner(shard) for a shard. The
 // word "leader" on its own means the raft leader (RaftLeader, ErrNoLeader,
 // NoLeaderSince); the node an election chose is the lease's holder.
 //

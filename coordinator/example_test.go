@@ -71,7 +71,7 @@ func ExampleCoordinator_Owner() {
 
 	s := c.ShardFor([]byte("user:42"))
 	fmt.Println("user:42 is in shard", s, "of", c.Shards())
-	for tab := range c.Watch(ctx) { // wait until the shard has an owner
+	for tab := range c.WatchTable(ctx) { // wait until the shard has an owner
 		if o, ok := tab.Owner(s); ok {
 			fmt.Println("owner:", o.Node, "token > 0:", o.Token > 0)
 			break

@@ -1,9 +1,13 @@
 package coordinator
 
 import (
+	"context"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/leases"
 	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -54,16 +58,16 @@ func (c *Coordinator) KeepAliveNow() error {
 // Config returns the node's configuration.
 func (c *Coordinator) Config() Config { return c.cfg }
 
-// LeaseEndedAt returns when this node ended the lease itself (resign,
+// LeaseEndedAt returns when this node ended the lease itself (release,
 // loss noticed, shutdown), or the zero time.
 func LeaseEndedAt(l *Lease) time.Time { return l.endedAt() }
 
 // Snapshot makes raft take a snapshot now.
-func (c *Coordinator) Snapshot() error { return c.raft.Snapshot().Error() }
+func (c *Coordinator) Snapshot() error { return c.node.Raft().Snapshot().Error() }
 
 // LastSnapshotIndex is the index of the latest snapshot this node has
 // (taken or installed).
-func (c *Coordinator) LastSnapshotIndex() string { return c.raft.Stats()["last_snapshot_index"] }
+func (c *Coordinator) LastSnapshotIndex() string { return c.node.Raft().Stats()["last_snapshot_index"] }
 
 // ShardLeaseEnd returns when a shard lease's belief ended: the instant this
 // node ended it, or its session's deadline if it lapsed with the session.
@@ -97,3 +101,82 @@ func (c *Coordinator) SetForwardDuplicator(dup func() (time.Duration, bool)) {
 // DuplicatesSent counts the duplicated forwards whose call has returned
 // (delivered and answered, refused, or timed out).
 func (c *Coordinator) DuplicatesSent() int64 { return c.node.DupsSent() }
+
+// Names the black-box tests use that are not exported.
+var ErrRejected = wire.ErrRejected
+
+// ForceAddNonvoter adds the node id at rpcAddr to this leader's raft
+// configuration as a non-voter without any admission check, as a leader of
+// an earlier release did with a node that gossiped no cluster ID.
+func (c *Coordinator) ForceAddNonvoter(id, rpcAddr string) error {
+	return c.node.Raft().AddNonvoter(raft.ServerID(id), transport.RaftAddress(rpcAddr, id), 0, c.cfg.RPCTimeout).Error()
+}
+
+// RaftServers lists the raft IDs of this node's raft configuration.
+func (c *Coordinator) RaftServers() []string {
+	var out []string
+	for _, s := range c.node.Servers() {
+		out = append(out, string(s.ID))
+	}
+	return out
+}
+
+// HasSession reports whether this node's replica holds session id.
+func (c *Coordinator) HasSession(id string) bool {
+	_, ok := c.fsm.View().Session(id)
+	return ok
+}
+
+// SessionsOfNode returns the IDs of the sessions the local replica shows
+// for the node with the given raft ID.
+func (c *Coordinator) SessionsOfNode(nodeID string) []string {
+	var ids []string
+	for _, s := range c.fsm.View().Sessions() {
+		if s.NodeID == nodeID {
+			ids = append(ids, s.ID)
+		}
+	}
+	return ids
+}
+
+// PauseLessor installs a hook that the lessor calls at the start of each
+// pass of its loop and as each keepalive reaches it (nil: none): a test
+// blocks in it to freeze the lessor.
+func (c *Coordinator) PauseLessor(hold func()) { c.lessor.SetPauseHook(hold) }
+
+// LessorStalls is how many stalls this node's lessor detected.
+func (c *Coordinator) LessorStalls() int {
+	n, _ := c.lessor.Stalls()
+	return n
+}
+
+// WatchSemaphore calls f with the named semaphore's holders in every view
+// the local replica publishes (views published faster than f runs may be
+// skipped), until ctx ends.
+func (c *Coordinator) WatchSemaphore(ctx context.Context, name string, f func(index uint64, holders []fsm.SemHolder)) {
+	for {
+		v := c.fsm.View()
+		s, _ := v.Semaphore(name)
+		f(v.Index(), s.Holders)
+		select {
+		case <-ctx.Done():
+			return
+		case <-v.Changed():
+		}
+	}
+}
+
+// SemaphoreWaiters returns the requests queued for the named semaphore in
+// the local replica.
+func (c *Coordinator) SemaphoreWaiters(name string) []fsm.Waiter {
+	s, _ := c.fsm.View().Semaphore(name)
+	return s.Waiters
+}
+
+// CommitPermitRelease commits the release of p's request without ending
+// p's local belief (as a late settlement or another replica's view of it
+// would), so the permit's watcher must notice it.
+func (c *Coordinator) CommitPermitRelease(ctx context.Context, p *Permit) error {
+	_, err := c.commitRetry(ctx, leases.Semaphore.ReleaseCmd(p.Name(), p.g.SessionID(), p.g.Request(), p.Token()))
+	return err
+}

@@ -3,8 +3,6 @@ package coordinator
 import (
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/holdfast-go/holdfast/internal/feed"
 	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/membership"
@@ -38,10 +36,10 @@ func (c *Coordinator) registerFeed(d *wire.Dispatcher) {
 // heartbeat now and then: one missed is no reason to send hundreds of
 // replicas elsewhere.)
 func (c *Coordinator) feedServing() bool {
-	if c.cfg.DataDir == "" || c.raft.LastIndex() == 0 || c.fsm.View().Cluster().ID == "" {
+	if c.cfg.DataDir == "" || c.node.Raft().LastIndex() == 0 || c.fsm.View().Cluster().ID == "" {
 		return false
 	}
-	return c.raft.State() == raft.Leader || time.Since(c.raft.LastContact()) < feedContactTimeouts*c.cfg.Raft.HeartbeatTimeout
+	return c.node.Leading() || time.Since(c.node.Raft().LastContact()) < feedContactTimeouts*c.cfg.Raft.HeartbeatTimeout
 }
 
 // feedContactTimeouts is how many heartbeat timeouts a follower may go
@@ -63,7 +61,7 @@ func (c *Coordinator) startFeed() {
 		},
 		RPCTimeout: c.cfg.RPCTimeout,
 		Log:        c.log,
-		InRaft:     func() bool { return c.raft.LastIndex() > 0 },
+		InRaft:     func() bool { return c.node.Raft().LastIndex() > 0 },
 	})
 	c.spawn(func() { cl.Run(c.ctx) })
 }

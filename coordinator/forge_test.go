@@ -177,7 +177,7 @@ func TestForgedApplyRefused(t *testing.T) {
 		})
 		// A barrier through a genuine lease: once every node sees it, the
 		// forged command, had it been accepted, would have been applied.
-		campaignOnce(t, cl, follower(cl, leader), "barrier-"+tc.name)
+		acquireOnce(t, cl, follower(cl, leader), "barrier-"+tc.name)
 		for _, n := range cl.Running() {
 			if n.C().HasSession(session) {
 				t.Fatalf("%s: %s's replica has the forged session", tc.name, n.Name)

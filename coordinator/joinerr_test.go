@@ -11,6 +11,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/coordinator"
 	"github.com/holdfast-go/holdfast/holdfasttest"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // TestJoinMistakesWarnWithHint starts a node whose join address is a
@@ -44,7 +45,7 @@ func TestJoinMistakesWarnWithHint(t *testing.T) {
 			defer c.Close()
 			const msg = "cannot join the gossip pool"
 			var recs []slog.Record
-			waitUntil(t, "two join failures reported", formTimeout, func() error {
+			testkit.Eventually(t, "two join failures reported", formTimeout, func() error {
 				if recs = logs.withPrefix(msg); len(recs) < 2 {
 					return fmt.Errorf("%d reported", len(recs))
 				}

@@ -2,9 +2,13 @@ package coordinator
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leases"
+	"github.com/holdfast-go/holdfast/internal/session"
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
@@ -22,18 +26,13 @@ type Lease struct {
 // Name returns the lease's name.
 func (l *Lease) Name() string { return l.g.Name() }
 
-// Release ends the lease: the local context is cancelled first (at once,
-// whatever ctx), then the release is committed and the lease passes to the
-// next waiter. Release returns once the release has committed, so it is
-// linearizable: after it returns, a Sync on any node followed by Holder
-// reads the name free (or held by the next holder), and any node's
-// Acquire or TryAcquire finds it released, as after etcd's Unlock. A
-// release sent to a leader that loses office is sent again to the next
-// one as soon as this node learns of the change. The release is always
-// delivered: if ctx ends before it commits, Release returns ctx's error
-// and the node goes on delivering it in the background for as long as its
-// session lives (the session's end releases the lease anyway). It returns
-// nil if the lease had already ended.
+// Release ends the lease: its context is cancelled at once, and Release
+// returns once the release has committed, so afterwards every node's Sync
+// then Holder, and every node's Acquire or TryAcquire, finds the name
+// released or held by the next waiter (as after etcd's Unlock). If ctx
+// ends first, Release returns ctx's error and the release is still
+// delivered in the background. It returns nil if the lease had already
+// ended.
 func (l *Lease) Release(ctx context.Context) error { return l.g.Release(ctx) }
 
 // ReleaseBeforeCommit ends the lease as Release does but returns earlier:
@@ -87,25 +86,28 @@ func (c *Coordinator) acquire(ctx context.Context, name string, wait bool, opts 
 			return nil, err
 		}
 	}
-	g, err := c.leases.Acquire(ctx, leases.Request{Kind: leases.Leader, Name: name, Wait: wait, Value: o.value})
+	g, err := c.leases.Acquire(ctx, leases.Request{Kind: leases.Lease, Name: name, Wait: wait, Value: o.value})
 	if err != nil {
 		return nil, err
 	}
-	return &Lease{belief: *beliefOf(g), g: g}, nil
+	return &Lease{belief: c.grantBelief(g), g: g}, nil
 }
 
-// applyRetry applies an idempotent command (see leases.Retry).
-func (c *Coordinator) applyRetry(ctx context.Context, cmd fsm.Command) (wire.ApplyResult, error) {
-	return leases.Retry(ctx, cmd, c.node.Apply, leaseErrors(), c.log)
-}
-
-// Observe streams the holder of the named lease: the current one first,
-// then every change (a zero Holder when nobody holds it; a holder's new
-// Value is a change too). Changes may be
-// coalesced, but the latest is never dropped. The channel closes when ctx
-// ends or the node shuts down.
-func (c *Coordinator) Observe(ctx context.Context, name string) <-chan Holder {
+// WatchHolder streams Holder(name), the holder of the named lease: the
+// current one first, then every change (a zero Holder when nobody holds
+// it; a holder's new Value is a change too). Changes may be coalesced, but
+// the latest is never dropped. The channel closes when ctx ends or the node
+// shuts down.
+func (c *Coordinator) WatchHolder(ctx context.Context, name string) <-chan Holder {
 	return observe(c, ctx, name, toHolder)
+}
+
+// Observe is WatchHolder under its earlier name (etcd's).
+//
+// Deprecated: use WatchHolder, named like every watch for the read it
+// streams.
+func (c *Coordinator) Observe(ctx context.Context, name string) <-chan Holder {
+	return c.WatchHolder(ctx, name)
 }
 
 // observe streams the holders of the lease name, converted by conv, from a
@@ -119,3 +121,183 @@ func observe[T any](c *Coordinator, ctx context.Context, name string, conv func(
 }
 
 func toHolder(h leases.Holder) Holder { return Holder(h) }
+
+// Holder is who holds something the cluster grants, as a replica shows
+// it: a named lease (Holder, Leases, Observe), a semaphore permit
+// (Semaphore) or a shard (Owner, ShardTable). Its Token is the fencing
+// token of that grant. The zero Holder means nobody.
+type Holder struct {
+	// Node is the holding node's name (Config.NodeName).
+	Node string
+	// NodeID is the holding node's identity, also its raft server ID.
+	NodeID string
+	// Addr is where applications reach the holding node: its
+	// Config.ServiceAddr, or its RPC address when that is empty.
+	Addr string
+	// Session is the holding node's session.
+	Session string
+	// Token is the fencing token of the grant.
+	Token uint64
+	// Value is the holder value of a lease's grant ("" for none, and for
+	// permits and shards): what its holder attached with WithValue or
+	// Lease.SetValue, such as the address where it serves.
+	Value string
+}
+
+// MaxValueLength is the longest holder value, in bytes.
+const MaxValueLength = fsm.MaxValueLength
+
+// ErrInvalidValue is wrapped by the error of WithValue and Lease.SetValue
+// for a holder value longer than MaxValueLength or not valid UTF-8.
+var ErrInvalidValue = errors.New("holdfast: invalid holder value")
+
+// An AcquireOption tunes Acquire and TryAcquire.
+type AcquireOption interface{ apply(*acquireOpts) }
+
+type acquireOpts struct {
+	value string
+	err   error
+}
+
+type optionFunc func(*acquireOpts)
+
+func (f optionFunc) apply(o *acquireOpts) { f(o) }
+
+// WithValue attaches value to the lease's grant: every replica shows it in
+// the grant's Holder (Holder, Observe, Leases, the admin /v1/leases and
+// holdfastctl leases), so that the holder can publish where it serves or
+// what it runs, as etcd's Campaign value or Consul's lock value. A waiter's
+// value is kept in the queue and shown once it is granted. At most
+// MaxValueLength bytes of UTF-8; anything else fails the acquire with
+// ErrInvalidValue before it is sent. Lease.SetValue changes it later.
+func WithValue(value string) AcquireOption {
+	return optionFunc(func(o *acquireOpts) {
+		o.value = value
+		o.err = checkValue(value)
+	})
+}
+
+// acquireOptions applies opts.
+func acquireOptions(opts []AcquireOption) (acquireOpts, error) {
+	var o acquireOpts
+	for _, opt := range opts {
+		opt.apply(&o)
+		if o.err != nil {
+			return o, o.err
+		}
+	}
+	return o, nil
+}
+
+// checkValue wraps a holder value's fault in ErrInvalidValue.
+func checkValue(value string) error {
+	switch {
+	case len(value) > MaxValueLength:
+		return fmt.Errorf("%w: %d bytes; at most %d", ErrInvalidValue, len(value), MaxValueLength)
+	case fsm.CheckValue(value) != nil:
+		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidValue)
+	}
+	return nil
+}
+
+// Value returns the lease's holder value: the one WithValue gave the
+// acquire, or the last one SetValue committed ("" for none).
+func (l *Lease) Value() string { return l.g.Value() }
+
+// SetValue changes the lease's holder value without a new grant: the
+// token stays the same, and every replica then shows the new value with
+// the holder (etcd's Proclaim). It returns once the change has committed,
+// so a Sync then Holder on any node reads it. It fails with an error
+// wrapping ErrLeaseLost once the lease has ended (this node's belief, or
+// the cluster's state: another holder, a forced release), with
+// ErrInvalidValue for a value that is too long or not UTF-8, or with ctx's
+// error (the change may still commit; a later SetValue wins over it). Of
+// concurrent calls, the one that numbered its change last wins.
+func (l *Lease) SetValue(ctx context.Context, value string) error {
+	if err := checkValue(value); err != nil {
+		return err
+	}
+	return l.g.SetValue(ctx, value)
+}
+
+// sessionNow returns nil when this node holds a live session, and
+// otherwise why not (Ready's error, wrapping ErrNotReady), naming call: a
+// TryAcquire or TryAcquireSemaphore fails at once then, as its doc
+// promises, instead of waiting for a session that may be minutes away (a
+// cluster not formed yet, no quorum).
+func (c *Coordinator) sessionNow(call string) error {
+	if s, _ := c.currentSession(); s != nil {
+		return nil
+	}
+	err := c.Ready()
+	if err == nil {
+		return nil // a session opened meanwhile
+	}
+	return fmt.Errorf("%w: %s does not wait for a session", err, call)
+}
+
+//go:generate go run ../internal/grantgen
+
+// belief is what leases, shard leases and permits share: a token and
+// a context that ends the moment this node stops believing it holds the
+// grant. Lease, Permit and ShardLease each declare its exported methods
+// with their own doc, in grantmethods_gen.go (written by
+// internal/grantgen); the belief's timing lives in life.
+type belief struct {
+	token  uint64
+	life   *session.Belief // and the session the grant was made to
+	margin time.Duration   // Config.Session.LeaseMargin, for Checkpoint
+}
+
+// Token returns the fencing token of this grant: larger than every token
+// granted before it for this lease name or shard, across leader changes and
+// restarts.
+func (b *belief) Token() uint64 { return b.token }
+
+// Done returns a channel closed when the lease ends.
+func (b *belief) Done() <-chan struct{} { return b.life.Context().Done() }
+
+// Context returns a context cancelled when the lease ends; context.Cause
+// says why (ErrReleased, ErrRevoked, ErrSessionExpired, ErrLeaseLost,
+// ErrShutdown).
+func (b *belief) Context() context.Context { return b.life.Context() }
+
+// Err returns nil while the lease is held, then why it ended. It reads
+// the clock, so a holder resumed from suspend sees the lease ended at once.
+func (b *belief) Err() error {
+	b.life.Observe()
+	return b.life.Cause()
+}
+
+// Remaining returns how long this node may still believe it holds the
+// lease if no further keepalive is answered (0 once it ended).
+func (b *belief) Remaining() time.Duration { return b.life.Observe() }
+
+// errReleasedHere is Checkpoint's error once this node released the
+// grant itself.
+var errReleasedHere = fmt.Errorf("%w by this node", ErrReleased)
+
+// Checkpoint returns nil if the lease is held with at least the margin
+// left. Call it before every side effect; it fails with an error wrapping
+// ErrReleased ("lease released by this node") after this node's Release,
+// ErrLeaseLost once the lease ended otherwise, or an *ExpiringError
+// (ErrLeaseExpiring) that says how much time is left when less than the
+// margin is.
+func (b *belief) Checkpoint() error {
+	r := b.life.Observe()
+	if err := b.life.Cause(); err == ErrReleased {
+		return errReleasedHere // this node's own Release: not a loss
+	} else if errors.Is(err, ErrReleased) {
+		return err // released at an operator's request; the cause says so
+	} else if err != nil {
+		return wire.Wrap(ErrLeaseLost, err)
+	}
+	if r < b.margin {
+		return &ExpiringError{Remaining: r, Margin: b.margin}
+	}
+	return nil
+}
+
+// endedAt returns when the belief ended by this node's own action, or the
+// zero time (see session.Belief.EndedAt).
+func (b *belief) endedAt() time.Time { return b.life.EndedAt() }

@@ -101,7 +101,7 @@ func TestSemaphoreHistoryLinearizable(t *testing.T) {
 			refused: func(err error) bool { return errors.Is(err, coordinator.ErrSemaphoreFull) },
 			read: func(c *coordinator.Coordinator, name string) []lincheck.Holder {
 				var hs []lincheck.Holder
-				for _, h := range c.Semaphore(name) {
+				for _, h := range c.SemaphoreHolders(name) {
 					hs = append(hs, lincheck.Holder{Client: h.Node, Token: h.Token})
 				}
 				return hs

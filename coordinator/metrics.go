@@ -1,9 +1,7 @@
 package coordinator
 
 import (
-	"errors"
 	"log/slog"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -20,36 +18,30 @@ const kindShard = "shard" // the "kind" label of shard leases in the lease metri
 // handed to it through its options, and the lease families the parts share
 // by their "kind" label. docs/METRICS.md lists every metric.
 type metrics struct {
-	raft                  *raftnode.Metrics
-	cluster               *cluster.Metrics
-	session               *session.Metrics
-	leases                *leases.Metrics
-	shards                *shards.Metrics
-	acquireWait, holdTime *prometheus.HistogramVec // by kind
-	leasesEnded           *prometheus.CounterVec   // by kind and reason
-	reg                   prometheus.Registerer
-	registered            []prometheus.Collector
+	raft        *raftnode.Metrics
+	cluster     *cluster.Metrics
+	session     *session.Metrics
+	leases      *leases.Metrics
+	shards      *shards.Metrics
+	acquireWait *prometheus.HistogramVec // by kind
+	ends        *session.EndMetrics      // grants' ends and hold times, by kind
+	reg         prometheus.Registerer
+	registered  []prometheus.Collector
 }
 
 func newMetrics() *metrics {
 	m := &metrics{raft: raftnode.NewMetrics(), cluster: cluster.NewMetrics(), session: session.NewMetrics(),
 		acquireWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "holdfast_lease_acquire_wait_seconds",
-			Help:    "Leader leases: from Campaign/TryAcquire to the grant. Shard leases: how long the shard was seen free before this node's grant.",
+			Help:    "Leases and permits: from Acquire/TryAcquire (AcquireSemaphore/TryAcquireSemaphore) to the grant. Shard leases: how long the shard was seen free before this node's grant.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}, []string{"kind"}),
-		holdTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "holdfast_lease_hold_seconds",
-			Help: "How long this node believed it held a lease, observed when the lease ends.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 12)}, []string{"kind"}),
-		leasesEnded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holdfast_leases_lost_total",
-			Help: "Leases this node stopped holding, by kind and reason (expired, revoked, resigned, shutdown, lost)."}, []string{"kind", "reason"}),
+		ends: session.NewEndMetrics(leases.Lease.String(), kindShard, kindSemaphore),
 	}
 	wait := map[string]prometheus.ObserverVec{} // the acquire wait family curried per kind
-	for _, kind := range []string{leases.Leader.String(), kindShard, kindSemaphore} {
+	for _, kind := range []string{leases.Lease.String(), kindShard, kindSemaphore} {
 		wait[kind] = m.acquireWait.MustCurryWith(prometheus.Labels{"kind": kind})
-		for _, reason := range []string{"expired", "revoked", "resigned", "shutdown", "lost"} {
-			m.leasesEnded.WithLabelValues(kind, reason)
-		}
 	}
-	m.leases = leases.NewMetrics(map[leases.Kind]prometheus.ObserverVec{leases.Leader: wait[leases.Leader.String()],
-		leases.Semaphore: wait[kindSemaphore]})
+	m.leases = leases.NewMetrics(map[leases.Kind]prometheus.ObserverVec{leases.Lease: wait[leases.Lease.String()],
+		leases.Semaphore: wait[kindSemaphore]}, m.ends)
 	m.shards = shards.NewMetrics(wait[kindShard].WithLabelValues())
 	return m
 }
@@ -61,7 +53,7 @@ func (m *metrics) register(log *slog.Logger, reg prometheus.Registerer, more ...
 	if m.reg = reg; reg == nil {
 		return
 	}
-	for _, cols := range [][]prometheus.Collector{{m.acquireWait, m.holdTime, m.leasesEnded}, more, m.raft.Collectors(),
+	for _, cols := range [][]prometheus.Collector{{m.acquireWait}, m.ends.Collectors(), more, m.raft.Collectors(),
 		m.cluster.Collectors(), m.session.Collectors(), m.leases.Collectors(), m.shards.Collectors()} {
 		for _, col := range cols {
 			if err := reg.Register(col); err != nil {
@@ -78,23 +70,4 @@ func (m *metrics) unregister() {
 	for _, col := range m.registered {
 		m.reg.Unregister(col)
 	}
-}
-
-// leaseEnded counts a lease's end by reason and observes its hold time.
-func (m *metrics) leaseEnded(kind string, start time.Time, cause error) {
-	m.holdTime.WithLabelValues(kind).Observe(time.Since(start).Seconds())
-	m.leasesEnded.WithLabelValues(kind, endReason(cause)).Inc()
-}
-
-// endReason names why a lease ended: the first of these causes it wraps.
-func endReason(cause error) string {
-	for _, r := range []struct {
-		err    error
-		reason string
-	}{{ErrReleased, "resigned"}, {ErrRevoked, "revoked"}, {ErrShutdown, "shutdown"}, {ErrSessionExpired, "expired"}} {
-		if errors.Is(cause, r.err) {
-			return r.reason
-		}
-	}
-	return "lost"
 }

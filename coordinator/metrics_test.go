@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -115,7 +116,7 @@ func TestMetricsScenario(t *testing.T) {
 	waitMetric(t, cl, regs, "holdfast_raft_state", map[string]string{"state": "leader"}, "on one node",
 		func(v float64) bool { return v == 1 })
 
-	// Acquire and resign a leader lease on a follower.
+	// Acquire and release a leader lease on a follower.
 	i := (leader.Index + 1) % 3
 	c, reg := cl.Node(i).C(), regs[i]
 	one := []*prometheus.Registry{reg}
@@ -127,7 +128,7 @@ func TestMetricsScenario(t *testing.T) {
 	}
 	leaderKind := map[string]string{"kind": "leader"}
 	if v := metricValue(t, reg, "holdfast_leases_held", leaderKind); v != 1 {
-		t.Errorf("leases held after Campaign: %v, want 1", v)
+		t.Errorf("leases held after Acquire: %v, want 1", v)
 	}
 	if v := metricValue(t, reg, "holdfast_lease_acquire_wait_seconds", leaderKind); v != 1 {
 		t.Errorf("acquire wait observations: %v, want 1", v)
@@ -137,7 +138,7 @@ func TestMetricsScenario(t *testing.T) {
 	}
 	waitMetric(t, cl, one, "holdfast_leases_held", leaderKind, "back to 0", func(v float64) bool { return v == 0 })
 	waitMetric(t, cl, one, "holdfast_leases_lost_total", map[string]string{"kind": "leader", "reason": "resigned"},
-		"counts the resign", func(v float64) bool { return v == 1 })
+		"counts the release", func(v float64) bool { return v == 1 })
 
 	// A forced expiry: pause a follower holding a lease and shards.
 	if _, err := c.Acquire(ctx, "metrics"); err != nil {
@@ -214,5 +215,67 @@ func TestMetricsSharedAndNilRegisterer(t *testing.T) {
 	cl.WaitFormed(formTimeout)
 	if n, err := testutil.GatherAndCount(shared, "holdfast_raft_term"); err != nil || n != 1 {
 		t.Fatalf("shared registry: %d series of holdfast_raft_term, %v", n, err)
+	}
+}
+
+// scrapingRegisterer collects every collector the moment it is registered:
+// the earliest a scrape could read it. A panic while collecting (a
+// collector reading a part that does not exist yet) is recorded.
+type scrapingRegisterer struct {
+	*prometheus.Registry
+	mu     sync.Mutex
+	panics []string
+}
+
+func (r *scrapingRegisterer) Register(c prometheus.Collector) error {
+	if err := r.Registry.Register(c); err != nil {
+		return err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r.mu.Lock()
+			r.panics = append(r.panics, fmt.Sprint(p))
+			r.mu.Unlock()
+		}
+	}()
+	ch := make(chan prometheus.Metric, 1024) // more than any collector of ours yields
+	c.Collect(ch)
+	close(ch)
+	for m := range ch {
+		var out dto.Metric
+		if err := m.Write(&out); err != nil { // a GaugeFunc reads its value here
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *scrapingRegisterer) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := r.Register(c); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// TestMetricsScrapedDuringNew: a scrape that comes while New is still
+// building the node (right as each collector is registered) reads every
+// collector without meeting a part that does not exist yet.
+func TestMetricsScrapedDuringNew(t *testing.T) {
+	t.Parallel()
+	reg := &scrapingRegisterer{Registry: prometheus.NewRegistry()}
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1, Voters: 1, InMemory: true,
+		Configure: func(_ int, c *coordinator.Config) {
+			c.Shards.Count = 4
+			c.Registerer = reg
+		}})
+	cl.WaitFormed(formTimeout)
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	for _, p := range reg.panics {
+		t.Errorf("collecting a collector as it was registered panicked: %s", p)
+	}
+	if n, err := reg.Gather(); err != nil || len(n) == 0 {
+		t.Fatalf("gathered %d families, %v", len(n), err)
 	}
 }

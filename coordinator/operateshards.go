@@ -97,7 +97,7 @@ func (c *Coordinator) placeableSession(v *fsm.View, name string) (fsm.Session, b
 
 // commitPin commits an OpShardPin on this node, the leader.
 func (c *Coordinator) commitPin(ctx context.Context, cmd fsm.PinCmd) error {
-	_, err := c.node.ApplyLocal(ctx, mustEncode(fsm.Command{Op: fsm.OpShardPin, Pin: &cmd}))
+	_, err := c.node.CommitAsLeader(ctx, mustEncode(fsm.Command{Op: fsm.OpShardPin, Pin: &cmd}))
 	return err
 }
 

@@ -55,7 +55,7 @@ func lateAnswers(cl *holdfasttest.Cluster, leader, n *holdfasttest.Node, d time.
 }
 
 // acquiredWithin polls TryAcquire of name on c until it succeeds (the lease
-// is then resigned) or timeout passes.
+// is then released) or timeout passes.
 func acquiredWithin(c *coordinator.Coordinator, name string, timeout time.Duration) error {
 	var last error
 	err := holdfasttest.Poll(timeout, func() error {
@@ -121,9 +121,9 @@ func TestTimedOutForwardedTryAcquireLeavesNoOrphanGrant(t *testing.T) {
 	}
 }
 
-// TestAcquireNotBlockedBehindOrphanedQueueEntry: a Campaign that timed
+// TestAcquireNotBlockedBehindOrphanedQueueEntry: an Acquire that timed
 // out after the leader queued it leaves a queue entry behind; a later
-// Campaign on the same node must get the lease when it comes to the node,
+// Acquire on the same node must get the lease when it comes to the node,
 // not wait for ever while its own session holds it.
 func TestAcquireNotBlockedBehindOrphanedQueueEntry(t *testing.T) {
 	t.Parallel()
@@ -142,9 +142,9 @@ func TestAcquireNotBlockedBehindOrphanedQueueEntry(t *testing.T) {
 	cancelShort()
 	heal()
 	if err == nil {
-		t.Fatal("Campaign of a held lease succeeded")
+		t.Fatal("Acquire of a held lease succeeded")
 	}
-	t.Logf("first Campaign: %v", err)
+	t.Logf("first Acquire: %v", err)
 	ttl := leader.Config.Session.TTL
 	sid := f.C().SessionID()
 	queuedFor := func() (uint64, bool) {
@@ -156,7 +156,7 @@ func TestAcquireNotBlockedBehindOrphanedQueueEntry(t *testing.T) {
 		return 0, false
 	}
 	orphan, queued := queuedFor()
-	t.Logf("after the first Campaign: queued %v (request %d)", queued, orphan)
+	t.Logf("after the first Acquire: queued %v (request %d)", queued, orphan)
 	got := make(chan error, 1)
 	go func() {
 		l, err := f.C().Acquire(ctx, "q")
@@ -165,7 +165,7 @@ func TestAcquireNotBlockedBehindOrphanedQueueEntry(t *testing.T) {
 		}
 		got <- err
 	}()
-	// The lease must come to the second Campaign's request, not to the
+	// The lease must come to the second Acquire's request, not to the
 	// first one's: wait until the queue shows that request for the node.
 	if err := holdfasttest.Poll(3*ttl, func() error {
 		if r, ok := queuedFor(); !ok || r == orphan {
@@ -173,7 +173,7 @@ func TestAcquireNotBlockedBehindOrphanedQueueEntry(t *testing.T) {
 		}
 		return nil
 	}); err != nil {
-		t.Fatalf("the second Campaign never took the place of the first one's queue entry (request %d) in 3 × TTL: %v", orphan, err)
+		t.Fatalf("the second Acquire never took the place of the first one's queue entry (request %d) in 3 × TTL: %v", orphan, err)
 	}
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -185,12 +185,12 @@ func TestAcquireNotBlockedBehindOrphanedQueueEntry(t *testing.T) {
 		}
 	case <-time.After(3 * ttl):
 		h, _ := f.C().Holder("q")
-		t.Fatalf("the second Campaign is still blocked 3 × TTL after the lease was resigned; holder %+v (its own session %s)",
+		t.Fatalf("the second Acquire is still blocked 3 × TTL after the lease was released; holder %+v (its own session %s)",
 			h, f.C().SessionID())
 	}
 }
 
-// TestReleaseWithCancelledContextReleasesOnFollower: Resign ends the local
+// TestReleaseWithCancelledContextReleasesOnFollower: Release ends the local
 // belief at once and must still deliver the release when its context is
 // already cancelled.
 func TestReleaseWithCancelledContextReleasesOnFollower(t *testing.T) {
@@ -207,12 +207,12 @@ func TestReleaseWithCancelledContextReleasesOnFollower(t *testing.T) {
 	done, stop := context.WithCancel(context.Background())
 	stop()
 	err = l.Release(done)
-	t.Logf("Resign with a cancelled context: %v", err)
+	t.Logf("Release with a cancelled context: %v", err)
 	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Resign with a cancelled context returned %v, want an error wrapping context.Canceled", err)
+		t.Fatalf("Release with a cancelled context returned %v, want an error wrapping context.Canceled", err)
 	}
 	if !errors.Is(l.Err(), coordinator.ErrReleased) {
-		t.Fatalf("the local belief did not end at Resign: %v", l.Err())
+		t.Fatalf("the local belief did not end at Release: %v", l.Err())
 	}
 	ttl := leader.Config.Session.TTL
 	if err := acquiredWithin(other.C(), "r", 3*ttl); err != nil {
@@ -289,7 +289,7 @@ func TestLateCopiesOfGivenUpRequestsChangeNothing(t *testing.T) {
 	defer f.C().SetForwardDuplicator(nil)
 	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
 	if _, err := f.C().Acquire(short, "dup"); err == nil {
-		t.Fatal("Campaign of a held lease succeeded")
+		t.Fatal("Acquire of a held lease succeeded")
 	}
 	cancelShort()
 	got := make(chan *coordinator.Lease, 1)
@@ -301,7 +301,7 @@ func TestLateCopiesOfGivenUpRequestsChangeNothing(t *testing.T) {
 		got <- l
 	}()
 	sid := f.C().SessionID()
-	cl.WaitFor("the second Campaign queued", formTimeout, func() error {
+	cl.WaitFor("the second Acquire queued", formTimeout, func() error {
 		for _, w := range leader.C().LeaseWaiters("dup") {
 			if w.Session == sid {
 				return nil

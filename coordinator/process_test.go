@@ -124,7 +124,7 @@ func runChild() int {
 
 	l, err := c.Acquire(ctx, childLease)
 	if err != nil {
-		return fail("campaign: %v", err)
+		return fail("acquire: %v", err)
 	}
 	token := l.Token()
 	say("leased %d", token)
@@ -392,7 +392,7 @@ func TestSIGSTOPHolderIsFenced(t *testing.T) {
 	})
 	stoppedAt := monoNow()
 
-	// The next holder: Campaign returns once the leader has expired the
+	// The next holder: Acquire returns once the leader has expired the
 	// child's session and granted the lease.
 	l, err := parent.Acquire(ctx, childLease)
 	if err != nil {

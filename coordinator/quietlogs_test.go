@@ -12,6 +12,7 @@ import (
 	"github.com/holdfast-go/holdfast/coordinator"
 	"github.com/holdfast-go/holdfast/holdfasttest"
 	"github.com/holdfast-go/holdfast/internal/logbridge"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -84,7 +85,7 @@ func TestBootstrapWaitsQuietlyForStartingMember(t *testing.T) {
 	}
 
 	var recs []slog.Record
-	waitUntil(t, "a bootstrap proposal to b", formTimeout, func() error {
+	testkit.Eventually(t, "a bootstrap proposal to b", formTimeout, func() error {
 		if recs = logs.withPrefix("bootstrap proposal"); len(recs) < 2 {
 			return fmt.Errorf("%d records", len(recs))
 		}
@@ -96,22 +97,6 @@ func TestBootstrapWaitsQuietlyForStartingMember(t *testing.T) {
 		}
 	}
 	t.Logf("%d proposals deferred, first: %s", len(recs), recs[0].Message)
-}
-
-// waitUntil polls cond until it returns nil, failing the test at timeout.
-func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %v", what, timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not synchronisation
-	}
 }
 
 // TestDeadPeerHeartbeatErrorsLoggedOnce kills a follower: raft on the
@@ -135,7 +120,7 @@ func TestDeadPeerHeartbeatErrorsLoggedOnce(t *testing.T) {
 
 	const msg = "failed to heartbeat to"
 	var recs []slog.Record
-	waitUntil(t, "ten failed heartbeats to the dead follower", formTimeout, func() error {
+	testkit.Eventually(t, "ten failed heartbeats to the dead follower", formTimeout, func() error {
 		if recs = logs[leader.Index].withPrefix(msg); len(recs) < 10 {
 			return fmt.Errorf("%d failed heartbeats logged", len(recs))
 		}

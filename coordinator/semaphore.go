@@ -75,12 +75,18 @@ func (c *Coordinator) TryAcquireSemaphore(ctx context.Context, name string, limi
 	return c.acquireSem(ctx, name, limit, false)
 }
 
-// Semaphore returns the holders of the named semaphore's permits, in grant
-// (token) order, from the local replica (which may lag the leader by a
-// little); nil when nobody holds one.
-func (c *Coordinator) Semaphore(name string) []Holder {
+// SemaphoreHolders returns the holders of the named semaphore's permits, in
+// grant (token) order, from the local replica (which may lag the leader by
+// a little); nil when nobody holds one.
+func (c *Coordinator) SemaphoreHolders(name string) []Holder {
 	return leases.SemHolders(c.fsm.View(), name, toHolder)
 }
+
+// Semaphore is SemaphoreHolders under its earlier name.
+//
+// Deprecated: use SemaphoreHolders, named for what it returns as Holder
+// and Owner are.
+func (c *Coordinator) Semaphore(name string) []Holder { return c.SemaphoreHolders(name) }
 
 func (c *Coordinator) acquireSem(ctx context.Context, name string, limit int, wait bool) (*Permit, error) {
 	if !wait {
@@ -92,5 +98,30 @@ func (c *Coordinator) acquireSem(ctx context.Context, name string, limit int, wa
 	if err != nil {
 		return nil, leases.SemError(err, ErrSemaphoreFull, ErrSemaphoreLimit)
 	}
-	return &Permit{belief: *beliefOf(g), g: g}, nil
+	return &Permit{belief: c.grantBelief(g), g: g}, nil
+}
+
+// SemaphoreInfo describes one semaphore in use, as a replica shows it.
+type SemaphoreInfo struct {
+	// Name is the semaphore's name; Limit its number of permits, fixed by
+	// the first acquire while it was free.
+	Name  string
+	Limit int
+	// Holders hold its permits, in grant (token) order.
+	Holders []Holder
+	// Waiters is the number of requests queued for a permit.
+	Waiters int
+}
+
+// Semaphores lists every semaphore with a holder or a waiter from the
+// local replica, sorted by name (see Semaphore for one name's holders).
+func (c *Coordinator) Semaphores() []SemaphoreInfo {
+	v := c.fsm.View()
+	sems := v.Semaphores()
+	out := make([]SemaphoreInfo, 0, len(sems))
+	for _, s := range sems {
+		out = append(out, SemaphoreInfo{Name: s.Name, Limit: int(s.Limit), Holders: leases.SemHolders(v, s.Name, toHolder),
+			Waiters: len(s.Waiters)})
+	}
+	return out
 }

@@ -25,7 +25,7 @@ func ExampleCoordinator_AcquireSemaphore() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("holders:", len(c.Semaphore("workers")), "tokens increase:", p2.Token() > p1.Token())
+	fmt.Println("holders:", len(c.SemaphoreHolders("workers")), "tokens increase:", p2.Token() > p1.Token())
 	_, err = c.TryAcquireSemaphore(ctx, "workers", 2)
 	fmt.Println("third permit free:", !errors.Is(err, coordinator.ErrSemaphoreFull))
 	if err := p1.Release(ctx); err != nil {
@@ -35,7 +35,7 @@ func ExampleCoordinator_AcquireSemaphore() {
 	if err := c.Sync(ctx); err != nil {
 		panic(err)
 	}
-	fmt.Println("after release: holders:", len(c.Semaphore("workers")), "permit error:", p1.Err())
+	fmt.Println("after release: holders:", len(c.SemaphoreHolders("workers")), "permit error:", p1.Err())
 	_ = p2.Release(ctx)
 	// Output:
 	// holders: 2 tokens increase: true

@@ -98,7 +98,7 @@ func TestSemaphoreCluster(t *testing.T) {
 	if err := c.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if hs := c.Semaphore(name); len(hs) != 2 || hs[0].Node != a.NodeName() || hs[1].Token != pb.Token() {
+	if hs := c.SemaphoreHolders(name); len(hs) != 2 || hs[0].Node != a.NodeName() || hs[1].Token != pb.Token() {
 		t.Fatalf("Semaphore: %+v", hs)
 	}
 
@@ -238,7 +238,7 @@ func TestSemaphoreCancelledAcquireHoldsNothing(t *testing.T) {
 	if err := c.Sync(ctx); err != nil { // the replica may lag this node's release
 		t.Fatal(err)
 	}
-	if hs := c.Semaphore("s"); len(hs) != 0 {
+	if hs := c.SemaphoreHolders("s"); len(hs) != 0 {
 		t.Fatalf("after the release, the semaphore is held by %+v", hs)
 	}
 }
@@ -326,7 +326,7 @@ func TestTimedOutForwardedSemaphoreAcquireLeavesNoPermit(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("another node could not take the permit within 3 × TTL after a timed-out acquire: %v (last %v); holders %+v (follower's session %s)",
-			err, last, leader.C().Semaphore("orphan"), f.C().SessionID())
+			err, last, leader.C().SemaphoreHolders("orphan"), f.C().SessionID())
 	}
 }
 

@@ -47,7 +47,7 @@ func (l *ShardLease) ReportLoad(load float64) {
 	if l.Context().Err() != nil {
 		return
 	}
-	l.c.loads.meter.Observe(uint32(l.Shard()), load, time.Now())
+	l.loads.meter.Observe(uint32(l.Shard()), load, time.Now())
 }
 
 // recordLocalLoads is the local path of a keepalive this node, the leader,

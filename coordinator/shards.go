@@ -2,10 +2,14 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/shards"
 	"github.com/holdfast-go/holdfast/internal/viewstream"
+	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/shardown"
 )
 
@@ -90,17 +94,23 @@ func (t *ShardTable) Len() int { return t.v.ShardCount() }
 // Coordinator.Owner).
 func (t *ShardTable) Owner(s ShardID) (Holder, bool) { return ownerIn(t.v, s) }
 
-// Watch delivers the shard table: the current version first, then every
-// new version. A slow reader may miss intermediate versions but always
-// receives the latest. The channel closes when ctx ends or the node shuts
-// down.
-func (c *Coordinator) Watch(ctx context.Context) <-chan *ShardTable {
+// WatchTable streams Table(), the shard table: the current version first,
+// then every new version. A slow reader may miss intermediate versions but
+// always receives the latest. The channel closes when ctx ends or the node
+// shuts down.
+func (c *Coordinator) WatchTable(ctx context.Context) <-chan *ShardTable {
 	ch := make(chan *ShardTable, 1)
 	if !c.spawn(func() { c.watch(ctx, ch) }) {
 		close(ch)
 	}
 	return ch
 }
+
+// Watch is WatchTable under its earlier name.
+//
+// Deprecated: use WatchTable, named like every watch for the read it
+// streams.
+func (c *Coordinator) Watch(ctx context.Context) <-chan *ShardTable { return c.WatchTable(ctx) }
 
 func (c *Coordinator) watch(ctx context.Context, ch chan *ShardTable) {
 	streamViews(ctx, c, ch, func(v *fsm.View) (*ShardTable, uint64, bool) {
@@ -139,4 +149,169 @@ func (c *Coordinator) Undrain(ctx context.Context) error {
 		return fmt.Errorf("%w: Undrain: this node never owns shards (Config.Shards.NoShards)", ErrOperationRefused)
 	}
 	return c.shards.SetDrained(ctx, false)
+}
+
+// ShardHandler is told about this node's shard leases. Both methods are
+// called from goroutines of their own; they may block, but must return
+// once their context ends.
+type ShardHandler interface {
+	// Acquire is called when this node starts owning a shard. ctx is the
+	// lease's context: it ends the moment the lease ends (handoff, loss,
+	// shutdown). Acquire may return at once or run the shard's work until
+	// ctx ends.
+	Acquire(ctx context.Context, l *ShardLease)
+	// Release is called when the leader asks this node to hand the shard
+	// off, while the lease is still held: drain in-flight work, then
+	// return. ctx ends after Config.Shards.DrainTimeout or when the lease's
+	// belief ends, whichever comes first. When Release returns, the lease
+	// ends (cause ErrRevoked) and the release is committed; an error is
+	// logged and changes nothing else.
+	Release(ctx context.Context, l *ShardLease) error
+}
+
+// HandlerFuncs adapts two functions to a ShardHandler; a nil function is a
+// no-op.
+// It is a ShardPreparer; with PrepareFunc nil its moves are not prepared.
+type HandlerFuncs struct {
+	AcquireFunc func(ctx context.Context, l *ShardLease)
+	ReleaseFunc func(ctx context.Context, l *ShardLease) error
+	PrepareFunc func(ctx context.Context, s ShardID, from Holder) error
+}
+
+// Prepare calls PrepareFunc, if set.
+func (h HandlerFuncs) Prepare(ctx context.Context, s ShardID, from Holder) error {
+	if h.PrepareFunc != nil {
+		return h.PrepareFunc(ctx, s, from)
+	}
+	return nil
+}
+
+// Acquire calls AcquireFunc, if set.
+func (h HandlerFuncs) Acquire(ctx context.Context, l *ShardLease) {
+	if h.AcquireFunc != nil {
+		h.AcquireFunc(ctx, l)
+	}
+}
+
+// Release calls ReleaseFunc, if set.
+func (h HandlerFuncs) Release(ctx context.Context, l *ShardLease) error {
+	if h.ReleaseFunc != nil {
+		return h.ReleaseFunc(ctx, l)
+	}
+	return nil
+}
+
+// ShardLease is this node's ownership of one shard. Like a Lease, its
+// context ends the moment this node's belief ends: at its session's
+// holder-side deadline, when the shard is handed off (ErrRevoked), when
+// the replica shows another owner, or on Shutdown. Once the leader revokes
+// the shard, keepalives no longer extend it.
+type ShardLease struct {
+	belief
+	l     *shards.Lease
+	view  func() *fsm.View // the local replica (NextOwner)
+	loads *shardLoads      // this node's load meter (ReportLoad)
+}
+
+// Shard returns the shard this lease owns.
+func (l *ShardLease) Shard() ShardID { return l.l.Shard() }
+
+// Revoked returns a channel closed once the leader has asked this node to
+// hand the shard off; the lease still holds until the handoff ends it.
+func (l *ShardLease) Revoked() <-chan struct{} { return l.l.Revoked() }
+
+// wrapShardLease makes the ShardLease of a lease the shard manager started
+// (the manager reports its end: shardLeaseEnded).
+func (c *Coordinator) wrapShardLease(l *shards.Lease) *ShardLease {
+	return &ShardLease{belief: belief{token: l.Token(), life: l.Belief(), margin: c.cfg.Session.LeaseMargin}, l: l,
+		view: c.fsm.View, loads: c.loads}
+}
+
+// shardLeaseEnded counts a shard lease's end in the metrics.
+func (c *Coordinator) shardLeaseEnded(l *ShardLease, cause error) {
+	c.metrics.ends.Ended(kindShard, l.life.Start(), cause)
+	c.loads.meter.Forget(uint32(l.Shard()))
+}
+
+// balancerOptions wires a leader term's balancer to this node.
+func (c *Coordinator) balancerOptions() shards.BalancerOptions {
+	o := shards.BalancerOptions{
+		View: c.fsm.View,
+		Apply: func(ctx context.Context, cmd fsm.Command) (shards.Applied, error) {
+			res, err := c.node.CommitAsLeader(ctx, mustEncode(cmd))
+			return shards.Applied{Index: res.Index, Count: res.Count}, err
+		},
+		Expiring:          c.lessor.ExpiringOrDue,
+		Heard:             c.lessor.Answered,
+		HeardChanged:      c.lessor.AnsweredChanged,
+		Log:               c.log,
+		Metrics:           c.metrics.shards,
+		SessionTTL:        c.cfg.Session.TTL,
+		ExpiryGrace:       c.cfg.Session.ExpiryGrace,
+		JoinStabilization: c.cfg.Shards.JoinStabilization,
+		RebalanceDelay:    c.cfg.Shards.RebalanceDelay,
+		ReconcileInterval: c.cfg.Cluster.ReconcileInterval,
+		MaxMoves:          maxMoves(c.cfg.Shards.MaxMoves),
+		Epsilon:           c.cfg.Shards.Epsilon,
+		Loads:             c.balancerLoads,
+		Report:            c.loads.plan.Store,
+		Previews:          c.loads.previews,
+		LoadRatio:         c.cfg.Shards.LoadRatio,
+		LoadMoves:         c.cfg.Shards.LoadMoves,
+	}
+	c.prepareOptions(&o)
+	return o
+}
+
+// maxMoves is ShardConfig.MaxMoves as the balancer takes it: a negative
+// value (no limit, as in shardown.Params) becomes the largest budget.
+func maxMoves(n int) int {
+	if n < 0 {
+		return math.MaxInt
+	}
+	return n
+}
+
+// newShardManager wires the owner side of shard ownership to this node.
+func (c *Coordinator) newShardManager() *shards.Manager[*ShardLease] {
+	addr := c.serviceAddr()
+	// Without a handler there is nothing to call: no goroutine per grant.
+	var acquire func(context.Context, *ShardLease)
+	var release func(context.Context, *ShardLease) error
+	if h := c.cfg.Shards.Handler; h != nil {
+		acquire, release = h.Acquire, h.Release
+	}
+	return shards.NewManager(shards.Options[*ShardLease]{
+		View:    c.fsm.View,
+		Session: c.currentSession,
+		Commit: func(ctx context.Context, cmd fsm.Command) error {
+			_, err := c.commitRetry(ctx, cmd)
+			return err
+		},
+		IsNoSession:    func(err error) bool { return errors.Is(err, wire.ErrNoSession) },
+		Stop:           c.ctx.Done(),
+		Wrap:           c.wrapShardLease,
+		Acquire:        acquire,
+		Release:        release,
+		Ended:          c.shardLeaseEnded,
+		DrainTimeout:   c.cfg.Shards.DrainTimeout,
+		Prepare:        c.managerPrepare(),
+		PrepareTimeout: c.prepareTimeout(),
+		NodeID:         c.id,
+		Addr:           addr,
+		Weight:         max(c.cfg.Shards.Weight, c.cfg.Shards.Capacity), // one of them is 0 or both are equal
+		SessionTTL:     c.cfg.Session.TTL,
+		Errors:         shards.Errors{Lost: ErrLeaseLost, Revoked: ErrRevoked, Shutdown: ErrShutdown, Abandoned: ErrMoveAbandoned},
+		Log:            c.log,
+		Metrics:        c.metrics.shards,
+	})
+}
+
+// serviceAddr is the address this node's holders show: Config.ServiceAddr,
+// or the RPC address when that is empty.
+func (c *Coordinator) serviceAddr() string {
+	if c.cfg.ServiceAddr != "" {
+		return c.cfg.ServiceAddr
+	}
+	return c.trans.Addr()
 }

@@ -96,6 +96,7 @@ func (s *simRun) linOnce(c *coordinator.Coordinator, w *simLinWorker, rng *rand.
 	ctx, cancel := context.WithTimeout(r.ctx, between(rng, time.Second, 3*time.Second))
 	l, err := acquire(ctx, simLinName)
 	cancel()
+	s.tr.event("lin %s %v %s: token %d err %v", w.name, kind, simLinName, simToken(l, err), err)
 	switch {
 	case err == nil:
 		call.End(lincheck.Output{Token: l.Token()})
@@ -104,7 +105,11 @@ func (s *simRun) linOnce(c *coordinator.Coordinator, w *simLinWorker, rng *rand.
 		return
 	default:
 		call.Fail()
-		s.lin.Settle(w.name, call)
+		// What the failed call may have been granted ends at some time
+		// after its call: released by the node once it gave up, or with
+		// the node's session, which may lapse (a partitioned node) before
+		// the call returns.
+		s.lin.SettleSince(w.name, call, 0)
 		w.hush()
 		return
 	}
@@ -112,6 +117,7 @@ func (s *simRun) linOnce(c *coordinator.Coordinator, w *simLinWorker, rng *rand.
 	// belief ends (the cluster may grant it again just after), not when the
 	// worker looks.
 	context.AfterFunc(l.Context(), func() {
+		s.tr.event("lin %s end %s token %d: %v", w.name, simLinName, l.Token(), l.Err())
 		if !errors.Is(l.Err(), coordinator.ErrReleased) {
 			s.lin.Lost(w.name, simLinName, w.name, l.Token())
 		}
@@ -123,8 +129,10 @@ func (s *simRun) linOnce(c *coordinator.Coordinator, w *simLinWorker, rng *rand.
 	}
 	rel := s.lin.Begin(w.name, lincheck.Input{Kind: lincheck.Release, Name: simLinName, Client: w.name, Token: l.Token()})
 	ctx, cancel = context.WithTimeout(context.Background(), between(rng, 300*time.Millisecond, 1500*time.Millisecond))
+	s.tr.event("lin %s release %s token %d", w.name, simLinName, l.Token())
 	err = l.Release(ctx)
 	cancel()
+	s.tr.event("lin %s released %s token %d: %v", w.name, simLinName, l.Token(), err)
 	if err != nil {
 		rel.Fail()
 		w.hush()
@@ -182,12 +190,22 @@ func (s *simRun) linCheck(dir string) (string, lincheck.Stats) {
 	msg := fmt.Sprintf("I11: the history of %s is not linearizable (%v); visualization: %s\n%s",
 		simLinName, st, path, lincheck.Explain(model, info, ops))
 	if !*simLinStrict {
-		// About 3 seeds in 100 are rejected, and which ones changes from run
-		// to run; until the cause (the model's view of a node's sessions, or
-		// the engine) is known, a rejection is reported, not failed.
+		// Until a failed acquire's grant was allowed to end with a lapsed
+		// session (SettleSince), about 3 seeds in 100 were rejected, by the
+		// recorder's bound and not the engine; none of 80 since. A
+		// rejection is reported, not failed, until a long run has shown the
+		// model holds everywhere.
 		s.t.Logf("seed %d: %s", s.seed, msg)
 		s.linRejected = true
 		return "", st
 	}
 	return msg, st
+}
+
+// simToken is l's token, 0 without a lease.
+func simToken(l *coordinator.Lease, err error) uint64 {
+	if err != nil || l == nil {
+		return 0
+	}
+	return l.Token()
 }

@@ -1,10 +1,16 @@
 package coordinator
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/holdfast-go/holdfast/internal/cluster"
+	"github.com/holdfast-go/holdfast/internal/leases"
 	"github.com/holdfast-go/holdfast/internal/raftnode"
+	"github.com/holdfast-go/holdfast/internal/storehealth"
+	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/transport"
 )
 
@@ -54,7 +60,7 @@ type NodeInfo struct {
 }
 
 // RaftState returns this node's current raft role.
-func (c *Coordinator) RaftState() RaftState { return raftnode.StateOf(c.raft.State()) }
+func (c *Coordinator) RaftState() RaftState { return c.node.State() }
 
 // RaftLeader returns the current raft leader as this node knows it, and
 // false when no leader is known.
@@ -103,4 +109,193 @@ func (c *Coordinator) ClusterCreated() (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return time.UnixMicro(us).UTC(), true
+}
+
+// LeaseInfo describes one held named lease, as a replica shows it.
+type LeaseInfo struct {
+	// Name is the lease's name.
+	Name string
+	// Holder is who holds it, with the token of its grant.
+	Holder Holder
+	// Waiters is the number of sessions queued for the lease.
+	Waiters int
+}
+
+// Leases lists every held named lease from the local replica, sorted by
+// name.
+func (c *Coordinator) Leases() []LeaseInfo {
+	return leases.List(c.fsm.View(), func(name string, h leases.Holder, waiters int) LeaseInfo {
+		return LeaseInfo{Name: name, Holder: Holder(h), Waiters: waiters}
+	})
+}
+
+// ShardState is a shard's place in its ownership cycle.
+type ShardState string
+
+// The shard states.
+const (
+	ShardFree     ShardState = "free"
+	ShardOwned    ShardState = "owned"
+	ShardRevoking ShardState = "revoking"
+)
+
+// ShardInfo describes one shard in a table version.
+type ShardInfo struct {
+	// Shard is the shard described.
+	Shard ShardID
+	// State is where the shard is in its ownership cycle.
+	State ShardState
+	// Owner is who owns the shard, unless State is ShardFree; Owner.Token is
+	// the token of the current grant, or of the last one when the shard is
+	// free (the other fields are then empty).
+	Owner Holder
+}
+
+// Table returns the current version of the shard table from the local
+// replica (an empty table before the cluster exists).
+func (c *Coordinator) Table() *ShardTable { return &ShardTable{v: c.fsm.View()} }
+
+// Shard describes shard s in this version; ok is false when s is out of
+// range.
+func (t *ShardTable) Shard(s ShardID) (ShardInfo, bool) {
+	sh, ok := t.v.Shard(uint32(s))
+	if !ok {
+		return ShardInfo{}, false
+	}
+	info := ShardInfo{Shard: s, State: ShardState(sh.State.String())}
+	info.Owner, _ = ownerIn(t.v, s) // the owning session, if any
+	info.Owner.Token = sh.Token
+	return info, true
+}
+
+// SessionInfo describes this node's current session.
+type SessionInfo struct {
+	ID string
+	// Remaining is how long this node may still believe in the session
+	// without another answered keepalive.
+	Remaining time.Duration
+	Drained   bool
+}
+
+// Session returns this node's live session; ok is false while it has none.
+func (c *Coordinator) Session() (SessionInfo, bool) {
+	s, _ := c.currentSession()
+	if s == nil {
+		return SessionInfo{}, false
+	}
+	info := SessionInfo{ID: s.ID(), Remaining: s.Remaining()}
+	if fs, ok := c.fsm.View().Session(s.ID()); ok {
+		info.Drained = fs.Drained
+	}
+	return info, true
+}
+
+// ErrNotReady is wrapped by Ready's error.
+var ErrNotReady = errors.New("holdfast: not ready")
+
+// Ready returns nil when this node is a member of a formed cluster that
+// has a raft leader and this node holds a live session; otherwise an error
+// wrapping ErrNotReady that says what is missing.
+func (c *Coordinator) Ready() error {
+	switch {
+	case c.closing():
+		return wire.Wrap(ErrNotReady, ErrShutdown)
+	case c.fsm.View().Cluster().ID == "":
+		return fmt.Errorf("%w: not a member of a formed cluster yet (%s)", ErrNotReady, c.Formation().Progress)
+	}
+	if _, ok := c.RaftLeader(); !ok {
+		return fmt.Errorf("%w: no raft leader known", ErrNotReady)
+	}
+	if _, ok := c.Session(); !ok {
+		return fmt.Errorf("%w: no live session", ErrNotReady)
+	}
+	return nil
+}
+
+// GroupHealth is the raft group's health as the leader's autopilot last
+// judged it (Known, Leader, Age, FailureTolerance, Voters, Wanted); its
+// Degraded method reports whether the group needs attention. The leader
+// hands its judgement to every member of the raft configuration, so
+// followers and non-voters report the leader's figures.
+type GroupHealth = cluster.GroupHealth
+
+// VoterHealth is one voter's health in a GroupHealth.
+type VoterHealth = cluster.VoterHealth
+
+// StorageHealth is this node's raft storage (its log, term and vote on
+// disk): fine (the zero value), or failing since a time, with the operation
+// and the error (and Failed when only a restart helps). See
+// GroupHealth.Storage.
+type StorageHealth = storehealth.Health
+
+// Health returns the group's health as this node last learned it, and
+// this node's own raft storage (see GroupHealth).
+func (c *Coordinator) Health() GroupHealth {
+	g := c.cluster.GroupHealth()
+	if c.node != nil {
+		g.Storage = c.node.StorageHealth()
+	}
+	return g
+}
+
+// Sync returns once this node's replica has applied every command the
+// raft leader had committed when Sync was called, as confirmed by a quorum
+// of voters: a read of Owner, Table, Leases or Session after Sync returns
+// reflects every write committed before the call (what etcd's
+// linearizable reads and ZooKeeper's sync() give). It costs a round trip
+// to the leader and a confirmation round with the voters (shared with
+// concurrent keepalives and Syncs). Without a leader, or with a leader
+// that cannot confirm its leadership (it lost its quorum), Sync keeps
+// retrying until ctx ends and then returns an error wrapping ctx's error
+// and the last failure (ErrNoLeader, or a network error);
+// ErrShutdown once the node is shutting down.
+func (c *Coordinator) Sync(ctx context.Context) error { return c.reads().Sync(ctx) }
+
+// reads is the consistent-read path over this node's raft, replica and
+// lessor (see raftnode.Reads).
+func (c *Coordinator) reads() raftnode.Reads {
+	return raftnode.Reads{Node: c.node, Replica: c.fsm, Confirm: c.lessor.ConfirmedCommit}
+}
+
+// NoLeaderSince returns, while this node knows no raft leader, since when
+// (on this node's clock) it has known none, and true; its replica may then
+// be stale (Owner, Table and Leases show the state as of the last leader it
+// heard from). It returns false while a leader is known.
+func (c *Coordinator) NoLeaderSince() (time.Time, bool) {
+	_, known := c.RaftLeader()
+	return c.noLeader.Since(known)
+}
+
+// FormationLogInterval is how often a node that is not yet a member of a
+// formed cluster logs its progress (see Formation) when nothing changes; a
+// change is logged at once.
+const FormationLogInterval = 5 * time.Second
+
+// Formation describes how far this node is in forming or joining a
+// cluster, as Coordinator.Formation reports it: whether it is formed, the
+// bootstrap expectation, the candidates seen and a one-line progress.
+type Formation = cluster.Formation
+
+// Formation reports how far this node is in forming or joining a
+// cluster. It reads gossip and the local replica only.
+func (c *Coordinator) Formation() Formation { return c.cluster.Formation() }
+
+// WaitReady blocks until Ready returns nil, and returns nil then; or until
+// ctx ends or the node shuts down, and returns Ready's last error.
+func (c *Coordinator) WaitReady(ctx context.Context) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := c.Ready()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (%w)", err, ctx.Err())
+		case <-c.ctx.Done():
+			return wire.Wrap(ErrNotReady, ErrShutdown)
+		case <-tick.C:
+		}
+	}
 }

@@ -3,25 +3,13 @@ package coordinator_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/holdfast-go/holdfast/coordinator"
 	"github.com/holdfast-go/holdfast/holdfasttest"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
-
-// jumpClock is the system clock plus an offset a test can move forward, as
-// a suspend of the machine does.
-type jumpClock struct {
-	base   coordinator.Clock
-	offset atomic.Int64
-}
-
-func (j *jumpClock) Now() time.Duration { return j.base.Now() + time.Duration(j.offset.Load()) }
-
-// jump moves the clock d forward at once.
-func (j *jumpClock) jump(d time.Duration) { j.offset.Add(int64(d)) }
 
 // TestSuspendedHolderSeesLeaseEnded: a holder whose machine was suspended
 // for longer than the TTL (its clock jumps, Go's timers do not) must see
@@ -29,7 +17,7 @@ func (j *jumpClock) jump(d time.Duration) { j.offset.Add(int64(d)) }
 // fails at once and the contexts end.
 func TestSuspendedHolderSeesLeaseEnded(t *testing.T) {
 	t.Parallel()
-	clk := &jumpClock{base: coordinator.SystemClock()}
+	clk := testkit.NewJumpClock(coordinator.SystemClock())
 	const holder = 1
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true, Configure: func(i int, c *coordinator.Config) {
 		if i == holder {
@@ -54,7 +42,7 @@ func TestSuspendedHolderSeesLeaseEnded(t *testing.T) {
 	if err := l.Checkpoint(); err != nil {
 		t.Fatalf("fresh lease fails its checkpoint: %v", err)
 	}
-	clk.jump(cl.Node(holder).Config.Session.TTL + time.Second)
+	clk.Advance(cl.Node(holder).Config.Session.TTL + time.Second)
 	// No timer has fired yet: the checks must read the clock themselves.
 	if err := l.Checkpoint(); !errors.Is(err, coordinator.ErrLeaseLost) {
 		t.Fatalf("Checkpoint after a suspend longer than the TTL: %v, want ErrLeaseLost", err)
@@ -82,7 +70,7 @@ func TestSuspendedHolderSeesLeaseEnded(t *testing.T) {
 // belief's timer reads the clock again on its own).
 func TestSuspendedHolderContextEndsWithoutACall(t *testing.T) {
 	t.Parallel()
-	clk := &jumpClock{base: coordinator.SystemClock()}
+	clk := testkit.NewJumpClock(coordinator.SystemClock())
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1, Configure: func(_ int, c *coordinator.Config) { c.Clock = clk }})
 	cl.WaitFormed(formTimeout)
 	c := cl.Node(0).C()
@@ -92,7 +80,7 @@ func TestSuspendedHolderContextEndsWithoutACall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk.jump(cl.Node(0).Config.Session.TTL + time.Second)
+	clk.Advance(cl.Node(0).Config.Session.TTL + time.Second)
 	select {
 	case <-l.Done():
 	case <-ctx.Done():

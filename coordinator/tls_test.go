@@ -18,8 +18,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holdfast-go/holdfast/certs"
 	"github.com/holdfast-go/holdfast/coordinator"
@@ -41,16 +45,16 @@ func tlsRefusals(cl *holdfasttest.Cluster, skip ...*holdfasttest.Node) transport
 	return sum
 }
 
-// campaignOnce takes and resigns a lease from node n (a follower forwards
+// acquireOnce takes and releases a lease from node n (a follower forwards
 // it to the leader over RPC) and checks that every node of the cluster
 // (the running nodes but outsiders) sees the holder.
-func campaignOnce(t *testing.T, cl *holdfasttest.Cluster, n *holdfasttest.Node, name string, outsiders ...*holdfasttest.Node) {
+func acquireOnce(t *testing.T, cl *holdfasttest.Cluster, n *holdfasttest.Node, name string, outsiders ...*holdfasttest.Node) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
 	l, err := n.C().Acquire(ctx, name)
 	if err != nil {
-		t.Fatalf("Campaign on %s: %v", n.Name, err)
+		t.Fatalf("Acquire on %s: %v", n.Name, err)
 	}
 	if err := l.Checkpoint(); err != nil {
 		t.Fatalf("fresh lease fails its checkpoint: %v", err)
@@ -64,7 +68,7 @@ func campaignOnce(t *testing.T, cl *holdfasttest.Cluster, n *holdfasttest.Node, 
 		})
 	}
 	if err := l.Release(ctx); err != nil {
-		t.Fatalf("Resign: %v", err)
+		t.Fatalf("Release: %v", err)
 	}
 }
 
@@ -96,7 +100,7 @@ func TestTLSClusterFormsAndLeases(t *testing.T) {
 	if v := leader.C().Voters(); len(v) != 3 {
 		t.Fatalf("voters %v, want 3", v)
 	}
-	campaignOnce(t, cl, follower(cl, leader), "tls-lease")
+	acquireOnce(t, cl, follower(cl, leader), "tls-lease")
 	if st := tlsRefusals(cl); st.TLSHandshakeFailures+st.WrongPeerName+st.PlaintextRefused+st.PlaintextFallbacks != 0 {
 		t.Fatalf("refusals among nodes with good certificates: %+v", st)
 	}
@@ -156,7 +160,7 @@ func testOtherCANode(t *testing.T, keyed bool) {
 		}
 		return nil
 	})
-	campaignOnce(t, cl, follower(cl, leader, intruder), "still-works", intruder)
+	acquireOnce(t, cl, follower(cl, leader, intruder), "still-works", intruder)
 	inConfig()
 	if id, idx := ic.ClusterID(), ic.AppliedIndex(); id != "" || idx != 0 {
 		t.Fatalf("intruder learned cluster %q, applied index %d", id, idx)
@@ -314,7 +318,7 @@ func TestTLSPlaintextNodeRefused(t *testing.T) {
 	if id, idx := pc.ClusterID(), pc.AppliedIndex(); id != "" || idx != 0 {
 		t.Fatalf("plaintext node learned cluster %q, applied index %d", id, idx)
 	}
-	campaignOnce(t, cl, follower(cl, leader, plain), "still-works", plain)
+	acquireOnce(t, cl, follower(cl, leader, plain), "still-works", plain)
 }
 
 // TestTLSMigration runs a cluster whose nodes have TLS without requiring
@@ -333,7 +337,7 @@ func TestTLSMigration(t *testing.T) {
 	plain := cl.Add()
 	cl.WaitFormed(formTimeout)
 	cl.WaitFor("all caught up", formTimeout, cl.CaughtUp)
-	campaignOnce(t, cl, plain, "from-plaintext")
+	acquireOnce(t, cl, plain, "from-plaintext")
 	if st := tlsRefusals(cl, plain); st.PlaintextFallbacks == 0 || st.WrongPeerName+st.PlaintextRefused != 0 {
 		t.Fatalf("cluster stats %+v, want fallbacks and no refusals", st)
 	}
@@ -460,5 +464,155 @@ func TestTLSConfigErrors(t *testing.T) {
 				t.Fatalf("New = %v; want an ErrInvalidConfig naming %s (%q)", err, tc.field, tc.detail)
 			}
 		})
+	}
+}
+
+// TestHealthyTLSClusterCountsNoRefusals: a healthy three-node TLS cluster
+// on loopback under load (every node acquiring and releasing leases and
+// calling Sync, so keepalives, forwards and confirmation rounds run all the
+// time) for 30 s counts no refused connection or frame on any node: a
+// refusal counter (holdfast_transport_refused_total, and its alert) must
+// mean a stranger or a misconfiguration, never the cluster's own traffic.
+func TestHealthyTLSClusterCountsNoRefusals(t *testing.T) {
+	t.Parallel()
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, TLS: true})
+	cl.WaitFormed(formTimeout)
+	waitSessions(t, cl)
+	nodes := cl.Running()
+	before := refusalsOf(nodes)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	var ops, syncs atomic.Int64
+	for i, n := range nodes {
+		c := n.C()
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				l, err := c.Acquire(ctx, fmt.Sprintf("quiet-%d", i%2))
+				if err != nil {
+					continue
+				}
+				_ = l.Release(ctx)
+				ops.Add(1)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if c.Sync(ctx) == nil {
+					syncs.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatal(ctx.Err())
+	}
+	after := refusalsOf(nodes)
+	t.Logf("30 s of load: %d acquire+release, %d Syncs", ops.Load(), syncs.Load())
+	for i, n := range nodes {
+		if after[i] != before[i] {
+			t.Errorf("%s counted refusals among healthy nodes: before %+v, after %+v", n.Name, before[i], after[i])
+		}
+	}
+}
+
+// refusalsOf returns each node's transport counters of refused input
+// (InboundConns, a gauge, cleared).
+func refusalsOf(nodes []*holdfasttest.Node) []transport.Stats {
+	out := make([]transport.Stats, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.C().TransportStats()
+		out[i].InboundConns = 0
+	}
+	return out
+}
+
+// replaceFile writes b to path by renaming a temporary file over it.
+func replaceFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	tmp := filepath.Join(filepath.Dir(path), ".tmp-"+filepath.Base(path))
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// serialOf returns the serial of the first certificate in certPEM.
+func serialOf(t *testing.T, certPEM []byte) string {
+	t.Helper()
+	blk, _ := pem.Decode(certPEM)
+	if blk == nil {
+		t.Fatal("no PEM block")
+	}
+	c, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.SerialNumber.String()
+}
+
+// TestTLSCertificateReload replaces node0's certificate files with a new
+// certificate of the same CA: new handshakes present it without a restart,
+// and the node keeps serving leases. Then it writes a broken certificate:
+// the reload fails, is counted, and the node keeps the last good one.
+func TestTLSCertificateReload(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, TLS: true, Configure: func(i int, c *coordinator.Config) {
+		c.TLS.ReloadInterval = 50 * time.Millisecond
+		if i == 0 {
+			c.Registerer = reg
+		}
+	}})
+	cl.WaitFormed(formTimeout)
+	n := cl.Node(0)
+	probePEM, probeKey, err := cl.CA.NodeCert("probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe, err := tls.X509KeyPair(probePEM, probeKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	presented := func() string {
+		c := dialTLS(t, n.C().RPCAddr(), probe, cl.CA.Pool(), nil)
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].SerialNumber.String()
+	}
+	old := presented()
+
+	certPEM, keyPEM, err := cl.CA.NodeCert(n.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := serialOf(t, certPEM)
+	replaceFile(t, n.Config.TLS.KeyFile, keyPEM)
+	replaceFile(t, n.Config.TLS.CertFile, certPEM)
+	cl.WaitFor("the new certificate presented", formTimeout, func() error {
+		if got := presented(); got != want {
+			return fmt.Errorf("%w: serial %s (old %s), want %s", holdfasttest.ErrNotYet, got, old, want)
+		}
+		return nil
+	})
+	if v := metricValue(t, reg, "holdfast_tls_reloads_total", map[string]string{"result": "ok"}); v < 1 {
+		t.Errorf("reloads ok = %v, want at least 1", v)
+	}
+	acquireOnce(t, cl, n, "after-reload")
+
+	replaceFile(t, n.Config.TLS.CertFile, []byte("not a certificate\n"))
+	cl.WaitFor("the failed reload counted", formTimeout, func() error {
+		if metricValue(t, reg, "holdfast_tls_reloads_total", map[string]string{"result": "error"}) < 1 {
+			return holdfasttest.ErrNotYet
+		}
+		return nil
+	})
+	if got := presented(); got != want {
+		t.Errorf("after a broken certificate file, the node presents serial %s, want the last good one %s", got, want)
 	}
 }

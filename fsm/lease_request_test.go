@@ -165,7 +165,7 @@ func (n *leaseNet) step(choice int, node, name string, wait bool) {
 		if r := n.nextRq[s]; r > 0 {
 			n.queue = append(n.queue, leave(s, n.nameOf[s], r))
 		}
-	case 3: // release what the session holds, as Resign does
+	case 3: // release what the session holds, as Release does
 		if h, tok, req, ok := n.a.f.View().Grant(name); ok && h == s {
 			n.queue = append(n.queue, Command{Op: OpRelease, Lease: &LeaseCmd{Name: name, Session: s, Request: req, Token: tok}})
 		}

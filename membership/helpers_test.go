@@ -102,24 +102,6 @@ func join(t *testing.T, m *Membership, seeds ...*Membership) {
 	}
 }
 
-// waitFor polls cond until it returns nil or waitTimeout passes.
-func waitFor(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %v", what, err)
-		}
-		<-tick.C
-	}
-}
-
 // memberIs checks that m sees name in state st.
 func memberIs(m *Membership, name string, st State) error {
 	mb, ok := m.Member(name)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // testKey returns a key of n bytes filled with b.
@@ -76,7 +78,7 @@ func TestEncryptedPool(t *testing.T) {
 	b := startNode(t, "b", withKeys(key))
 	join(t, b, a)
 	pool := []*Membership{a, b}
-	waitFor(t, "a and b", func() error { return allAlive(pool, "a", "b") })
+	testkit.Eventually(t, "a and b", waitTimeout, func() error { return allAlive(pool, "a", "b") })
 
 	plain := startNode(t, "plain")
 	wrong := startNode(t, "wrong", withKeys(testKey(8, 32)))
@@ -99,7 +101,7 @@ func TestEncryptedPool(t *testing.T) {
 	}
 	join(t, good2, b)
 	all := append(pool, good2)
-	waitFor(t, "good2 in the pool", func() error {
+	testkit.Eventually(t, "good2 in the pool", waitTimeout, func() error {
 		if err := absent(all, "plain", "wrong", "good"); err != nil {
 			t.Fatal(err)
 		}
@@ -189,11 +191,11 @@ func TestKeyRotation(t *testing.T) {
 	for _, m := range nodes[1:] {
 		join(t, m, nodes[0])
 	}
-	waitFor(t, "convergence", func() error { return allAlive(nodes, names...) })
+	testkit.Eventually(t, "convergence", waitTimeout, func() error { return allAlive(nodes, names...) })
 	since := sinceOf(nodes)
 	steady := func(step string) {
 		t.Helper()
-		waitFor(t, "all alive after "+step, func() error { return allAlive(nodes, names...) })
+		testkit.Eventually(t, "all alive after "+step, waitTimeout, func() error { return allAlive(nodes, names...) })
 		if got := sinceOf(nodes); got != since {
 			t.Fatalf("after %s a member changed state: %v, was %v", step, got, since)
 		}
@@ -211,7 +213,7 @@ func TestKeyRotation(t *testing.T) {
 	each("use", (*Membership).UseKey, newKey)
 	joiner := startNode(t, "joiner", withKeys(newKey))
 	join(t, joiner, nodes[1])
-	waitFor(t, "the new-key node in the pool", func() error {
+	testkit.Eventually(t, "the new-key node in the pool", waitTimeout, func() error {
 		return allAlive(append(nodes, joiner), append(names, "joiner")...)
 	})
 	nodes, names = append(nodes, joiner), append(names, "joiner")
@@ -226,7 +228,7 @@ func TestKeyRotation(t *testing.T) {
 	}
 	late := startNode(t, "late", withKeys(newKey))
 	join(t, late, nodes[2])
-	waitFor(t, "late in the pool", func() error {
+	testkit.Eventually(t, "late in the pool", waitTimeout, func() error {
 		if err := absent(nodes, "stale"); err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 func startCluster(t *testing.T, names ...string) []*Membership {
@@ -19,7 +21,7 @@ func startCluster(t *testing.T, names ...string) []*Membership {
 	for _, m := range nodes[1:] {
 		join(t, m, nodes[0])
 	}
-	waitFor(t, "convergence", func() error { return allAlive(nodes, names...) })
+	testkit.Eventually(t, "convergence", waitTimeout, func() error { return allAlive(nodes, names...) })
 	return nodes
 }
 
@@ -33,7 +35,7 @@ func TestJoinSetMetaAndEvents(t *testing.T) {
 	}
 	join(t, nodes[1], nodes[0])
 	join(t, nodes[2], nodes[1])
-	waitFor(t, "convergence", func() error { return allAlive(nodes, names...) })
+	testkit.Eventually(t, "convergence", waitTimeout, func() error { return allAlive(nodes, names...) })
 
 	for _, m := range nodes {
 		for _, o := range nodes {
@@ -51,7 +53,7 @@ func TestJoinSetMetaAndEvents(t *testing.T) {
 	}
 	for i, r := range recs {
 		for _, n := range names {
-			waitFor(t, fmt.Sprintf("%s: join event for %s", names[i], n), func() error { return r.has(Join, n, nil) })
+			testkit.Eventually(t, fmt.Sprintf("%s: join event for %s", names[i], n), waitTimeout, func() error { return r.has(Join, n, nil) })
 		}
 	}
 
@@ -66,7 +68,7 @@ func TestJoinSetMetaAndEvents(t *testing.T) {
 		t.Errorf("Local().Meta.ClusterID = %q", got)
 	}
 	for i, m := range nodes {
-		waitFor(t, names[i]+" sees the new meta", func() error {
+		testkit.Eventually(t, names[i]+" sees the new meta", waitTimeout, func() error {
 			if mb, _ := m.Member("n1"); mb.Meta.ClusterID != "c1" {
 				return fmt.Errorf("meta %+v", mb.Meta)
 			}
@@ -74,7 +76,7 @@ func TestJoinSetMetaAndEvents(t *testing.T) {
 		})
 	}
 	for i, r := range recs[1:] {
-		waitFor(t, names[i+1]+": update event", func() error {
+		testkit.Eventually(t, names[i+1]+": update event", waitTimeout, func() error {
 			return r.has(Update, "n1", func(mb Member) bool { return mb.Meta.ClusterID == "c1" })
 		})
 	}
@@ -95,9 +97,9 @@ func TestLeave(t *testing.T) {
 		t.Error(err)
 	}
 	for _, m := range nodes[:2] {
-		waitFor(t, "n3 left", func() error { return memberIs(m, "n3", Left) })
+		testkit.Eventually(t, "n3 left", waitTimeout, func() error { return memberIs(m, "n3", Left) })
 	}
-	waitFor(t, "leave event", func() error { return rec.has(Leave, "n3", nil) })
+	testkit.Eventually(t, "leave event", waitTimeout, func() error { return rec.has(Leave, "n3", nil) })
 	if err := rec.has(Fail, "n3", nil); err == nil {
 		t.Log("n3 was reported failed before its leave notice arrived")
 	}
@@ -120,9 +122,9 @@ func TestFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range nodes[:2] {
-		waitFor(t, "n3 failed", func() error { return memberIs(m, "n3", Failed) })
+		testkit.Eventually(t, "n3 failed", waitTimeout, func() error { return memberIs(m, "n3", Failed) })
 	}
-	waitFor(t, "fail event", func() error { return rec.has(Fail, "n3", nil) })
+	testkit.Eventually(t, "fail event", waitTimeout, func() error { return rec.has(Fail, "n3", nil) })
 	if err := memberIs(nodes[0], "n2", Alive); err != nil {
 		t.Error(err)
 	}
@@ -141,7 +143,7 @@ func TestDeadNameReclaimedAtNewAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range nodes[:2] {
-		waitFor(t, "n3 failed", func() error { return memberIs(m, "n3", Failed) })
+		testkit.Eventually(t, "n3 failed", waitTimeout, func() error { return memberIs(m, "n3", Failed) })
 	}
 	back := startNode(t, "n3")
 	if back.Addr() == old {
@@ -152,7 +154,7 @@ func TestDeadNameReclaimedAtNewAddress(t *testing.T) {
 	// returns, but the seed's member table is updated from memberlist's
 	// event delegate afterwards: wait for it as for the others.
 	for _, m := range nodes[:2] {
-		waitFor(t, "n3 alive at its new address", func() error {
+		testkit.Eventually(t, "n3 alive at its new address", waitTimeout, func() error {
 			if err := memberIs(m, "n3", Alive); err != nil {
 				return err
 			}
@@ -184,7 +186,7 @@ func TestDuplicateName(t *testing.T) {
 	n3 := startNode(t, "n3")
 	join(t, n3, nodes[1])
 	all := append(nodes, n3)
-	waitFor(t, "convergence", func() error { return allAlive(all, "n1", "n2", "n3") })
+	testkit.Eventually(t, "convergence", waitTimeout, func() error { return allAlive(all, "n1", "n2", "n3") })
 	for _, m := range all {
 		if mb, _ := m.Member("n1"); mb.Addr != orig {
 			t.Errorf("%s sees n1 at %s, want %s", m.Local().Name, mb.Addr, orig)
@@ -206,7 +208,7 @@ func TestAcceptRefusesForeignCluster(t *testing.T) {
 	a := startNode(t, "a", func(c *Config) { c.Accept = accept; c.Meta.ClusterID = "c1" })
 	b := startNode(t, "b", func(c *Config) { c.Meta.ClusterID = "c1" })
 	join(t, b, a)
-	waitFor(t, "a and b", func() error { return allAlive([]*Membership{a, b}, "a", "b") })
+	testkit.Eventually(t, "a and b", waitTimeout, func() error { return allAlive([]*Membership{a, b}, "a", "b") })
 
 	f := startNode(t, "foreign", func(c *Config) { c.Meta.ClusterID = "other" })
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
@@ -216,8 +218,8 @@ func TestAcceptRefusesForeignCluster(t *testing.T) {
 	}
 	// b accepts anyone, so news of the foreign node reaches a through b.
 	join(t, f, b)
-	waitFor(t, "b sees foreign", func() error { return memberIs(b, "foreign", Alive) })
-	waitFor(t, "a refuses gossip about foreign", func() error {
+	testkit.Eventually(t, "b sees foreign", waitTimeout, func() error { return memberIs(b, "foreign", Alive) })
+	testkit.Eventually(t, "a refuses gossip about foreign", waitTimeout, func() error {
 		if refused.Load() < 3 {
 			return fmt.Errorf("%d refusals", refused.Load())
 		}
@@ -245,7 +247,7 @@ func TestSlowConsumerDoesNotBlockGossip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "zones", func() error {
+	testkit.Eventually(t, "zones", waitTimeout, func() error {
 		for _, m := range nodes {
 			for i, o := range nodes {
 				if mb, _ := m.Member(o.Local().Name); mb.Meta.Zone != fmt.Sprintf("z%d", i) {

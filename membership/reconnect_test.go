@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holdfast-go/holdfast/internal/testkit"
 	"github.com/holdfast-go/holdfast/transport/memnet"
 )
 
@@ -54,7 +55,7 @@ func TestHealedNodeBackAlive(t *testing.T) {
 			join(t, b, a)
 			join(t, c, a)
 			nodes := []*Membership{a, b, c}
-			waitFor(t, "three alive", func() error { return allAlive(nodes, "a", "b", "c") })
+			testkit.Eventually(t, "three alive", waitTimeout, func() error { return allAlive(nodes, "a", "b", "c") })
 			n.Isolate("c")
 			hold := func() error {
 				for _, err := range []error{failedFor(a, "c", tc.dead), failedFor(b, "c", tc.dead),
@@ -74,7 +75,7 @@ func TestHealedNodeBackAlive(t *testing.T) {
 			}
 			healed := time.Now()
 			n.Heal()
-			waitFor(t, "three alive after the heal", func() error { return allAlive(nodes, "a", "b", "c") })
+			testkit.Eventually(t, "three alive after the heal", waitTimeout, func() error { return allAlive(nodes, "a", "b", "c") })
 			t.Logf("profile %s: healed node alive in every member list %v after the heal",
 				tc.profile, time.Since(healed).Round(time.Millisecond))
 		})

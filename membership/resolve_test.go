@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // fakeDNS is a LookupHost over a fixed table that records the names asked.
@@ -90,7 +92,7 @@ func TestJoinDNSNameJoinsEveryAddress(t *testing.T) {
 		t.Errorf("looked up %v, want [%s]", dns.asked, name)
 	}
 	all := append([]*Membership{joiner}, islands...)
-	waitFor(t, "one pool of four", func() error { return allAlive(all, "j1", "n0", "n1", "n2") })
+	testkit.Eventually(t, "one pool of four", waitTimeout, func() error { return allAlive(all, "j1", "n0", "n1", "n2") })
 }
 
 // TestJoinSkipsSelfAndReportsLookups checks the other outcomes of
@@ -128,5 +130,5 @@ func TestJoinSkipsSelfAndReportsLookups(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("Join(unresolvable, reachable) = %d, %v; want 1, nil", n, err)
 	}
-	waitFor(t, "a1 and b1 in one pool", func() error { return allAlive([]*Membership{a, b}, "a1", "b1") })
+	testkit.Eventually(t, "a1 and b1 in one pool", waitTimeout, func() error { return allAlive([]*Membership{a, b}, "a1", "b1") })
 }

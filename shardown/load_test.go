@@ -278,4 +278,3 @@ func TestLoadBudgetGrowsWithDistance(t *testing.T) {
 		t.Fatalf("moves per call near %d, far %d: want more when further from balance", got[0], got[1])
 	}
 }
-

@@ -28,8 +28,11 @@ type Member struct {
 	// Weight is the member's relative capacity. Zero means 1; negative,
 	// NaN and infinite weights are rejected.
 	Weight float64
-	// Zone is carried but not used by this version of the planner (see
-	// the package documentation).
+	// Zone names the member's failure domain, for a caller that keeps it
+	// with the member. Nothing reads it yet: this version of Plan places
+	// shards without regard to zones (see the package documentation), and
+	// the coordinator leaves it empty (a node's Config.Zone is gossiped
+	// and shown in Members).
 	Zone string
 	// JoinedAt is the logical time (for example the raft index) at which
 	// the member's session was created, in the same unit as Params.Now.

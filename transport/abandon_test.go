@@ -6,6 +6,9 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // gatedNetwork is TCP whose dialled connections block every Read until
@@ -62,17 +65,17 @@ func TestCancelledCallAbandonsNoHandshake(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
 	go func() { errc <- cli.Call(ctx, srv.Addr(), "echo", "x", nil) }()
-	waitFor(t, "the handshake under way", func() bool { return srv.Stats().InboundConns == 1 })
+	testkit.Eventually(t, "the handshake under way", 10*time.Second, testkit.Holds(func() bool { return srv.Stats().InboundConns == 1 }))
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Call = %v, want context.Canceled", err)
 	}
 	close(gate.open)
-	waitFor(t, "the connection pooled", func() bool {
+	testkit.Eventually(t, "the connection pooled", 10*time.Second, testkit.Holds(func() bool {
 		cli.mu.Lock()
 		defer cli.mu.Unlock()
 		return len(cli.idle[srv.Addr()]) == 1
-	})
+	}))
 	var out string
 	if err := cli.Call(t.Context(), srv.Addr(), "echo", "y", &out); err != nil || out != "y" {
 		t.Fatalf("Call after the abandoned one = %q, %v", out, err)

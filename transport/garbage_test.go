@@ -9,6 +9,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // sendRaw dials addr, writes payload and waits (bounded) for the server to
@@ -126,7 +128,7 @@ func TestHandshakeTimeout(t *testing.T) {
 			t.Fatalf("read = %v, want EOF", err)
 		}
 	}
-	waitFor(t, "handshake timeouts counted", func() bool { return srv.Stats().BadHandshakes >= 2 })
+	testkit.Eventually(t, "handshake timeouts counted", 10*time.Second, testkit.Holds(func() bool { return srv.Stats().BadHandshakes >= 2 }))
 }
 
 func TestMaxInboundConns(t *testing.T) {
@@ -144,7 +146,7 @@ func TestMaxInboundConns(t *testing.T) {
 		}
 		held = append(held, c)
 	}
-	waitFor(t, "two inbound conns", func() bool { return srv.Stats().InboundConns == 2 })
+	testkit.Eventually(t, "two inbound conns", 10*time.Second, testkit.Holds(func() bool { return srv.Stats().InboundConns == 2 }))
 	extra, err := net.Dial("tcp", srv.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +162,7 @@ func TestMaxInboundConns(t *testing.T) {
 	// Freeing a slot lets RPC through again.
 	_ = held[0].Close()
 	held = held[1:]
-	waitFor(t, "slot freed", func() bool { return srv.Stats().InboundConns == 1 })
+	testkit.Eventually(t, "slot freed", 10*time.Second, testkit.Holds(func() bool { return srv.Stats().InboundConns == 1 }))
 	cli := newTestTransport(t, "cli", nil)
 	if err := cli.Call(context.Background(), srv.Addr(), "echo", 1, nil); err != nil {
 		t.Fatal(err)

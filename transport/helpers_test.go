@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 )
@@ -66,15 +65,3 @@ var echo = HandlerFunc(func(ctx context.Context, method string, body []byte) ([]
 	}
 	return nil, &RemoteError{Code: "unknown_method", Message: method}
 })
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}

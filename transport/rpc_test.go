@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 type pingReq struct {
@@ -209,7 +211,7 @@ func TestCallFrameTooLarge(t *testing.T) {
 	if err := cli2.Call(context.Background(), srv.Addr(), "echo", big, nil); err == nil {
 		t.Fatal("oversized request accepted")
 	}
-	waitFor(t, "oversized frame counted", func() bool { return srv.Stats().OversizedFrames >= 1 })
+	testkit.Eventually(t, "oversized frame counted", 10*time.Second, testkit.Holds(func() bool { return srv.Stats().OversizedFrames >= 1 }))
 }
 
 func TestCloseIdempotentAndReleases(t *testing.T) {

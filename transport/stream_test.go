@@ -8,6 +8,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // newRaftTransport builds raft's real NetworkTransport over tr's stream layer.
@@ -101,7 +103,7 @@ func TestRaftWrongTargetRefused(t *testing.T) {
 	if n, err := c.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("Read after refused handshake = %d, %v; want EOF", n, err)
 	}
-	waitFor(t, "wrong target counted", func() bool { return b.Stats().WrongTarget >= 2 })
+	testkit.Eventually(t, "wrong target counted", 10*time.Second, testkit.Holds(func() bool { return b.Stats().WrongTarget >= 2 }))
 
 	// The right ID still works, and so does an address without ID.
 	for _, addr := range []raft.ServerAddress{RaftAddress(b.Addr(), "b"), RaftAddress(b.Addr(), "")} {
@@ -182,7 +184,7 @@ func TestRaftConnNotAcceptedIsClosed(t *testing.T) {
 	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("Read = %v, want EOF", err)
 	}
-	waitFor(t, "inbound slot released", func() bool { return a.Stats().InboundConns == 0 })
+	testkit.Eventually(t, "inbound slot released", 10*time.Second, testkit.Holds(func() bool { return a.Stats().InboundConns == 0 }))
 }
 
 // TestRaftResolverFollowsMovedNode: a raft address naming a node's old
@@ -221,7 +223,7 @@ func TestRaftResolverFollowsMovedNode(t *testing.T) {
 	if err := vote(RaftAddress("127.0.0.1:1", "x"), "x"); err == nil {
 		t.Fatal("a vote request for x answered by c")
 	}
-	waitFor(t, "c to count the wrong target", func() bool { return c.Stats().WrongTarget > before })
+	testkit.Eventually(t, "c to count the wrong target", 10*time.Second, testkit.Holds(func() bool { return c.Stats().WrongTarget > before }))
 	a.SetRaftResolver(nil) // raft's pooled connection to b may still serve stale: not dialled again
 	if err := vote(RaftAddress("127.0.0.1:2", "b"), "b"); err == nil {
 		t.Fatal("a vote request to another stale address of b succeeded after the resolver was removed")

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/holdfast-go/holdfast/certs"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 func newCA(t *testing.T, name string) *certs.CA {
@@ -135,7 +136,7 @@ func TestTLSRaftAndRPC(t *testing.T) {
 	if err := appendEntries(na, b.Addr(), "id-c"); err == nil {
 		t.Fatal("AppendEntries for another node ID succeeded")
 	}
-	waitFor(t, "wrong target counted", func() bool { return b.Stats().WrongTarget >= 1 })
+	testkit.Eventually(t, "wrong target counted", 10*time.Second, testkit.Holds(func() bool { return b.Stats().WrongTarget >= 1 }))
 	for _, tr := range []*Transport{a, b} {
 		if st := tr.Stats(); st.TLSHandshakeFailures+st.WrongPeerName+st.PlaintextRefused+st.PlaintextFallbacks != 0 {
 			t.Fatalf("refusals between good peers: %+v", st)
@@ -170,7 +171,7 @@ func TestTLSOtherCARefused(t *testing.T) {
 	if err := appendEntries(n2, srv.Addr(), "id-s"); err == nil {
 		t.Fatal("AppendEntries with another CA's certificate succeeded")
 	}
-	waitFor(t, "server counts refused handshakes", func() bool { return srv.Stats().TLSHandshakeFailures >= 4 })
+	testkit.Eventually(t, "server counts refused handshakes", 10*time.Second, testkit.Holds(func() bool { return srv.Stats().TLSHandshakeFailures >= 4 }))
 	// The server still serves good peers.
 	good := newTestTransport(t, "id-g", nil, tlsNode(t, ca, "good", true, nil, nil))
 	if err := good.Call(t.Context(), srv.Addr(), "echo", 1, nil); err != nil {
@@ -219,7 +220,7 @@ func TestTLSWrongPeerNameRefused(t *testing.T) {
 		expectEOF(t, c)
 		_ = c.Close()
 	}
-	waitFor(t, "server counts wrong names", func() bool { return srv.Stats().WrongPeerName >= 3 })
+	testkit.Eventually(t, "server counts wrong names", 10*time.Second, testkit.Holds(func() bool { return srv.Stats().WrongPeerName >= 3 }))
 
 	// A Transport cannot be configured with a certificate naming another node.
 	_, err := New(Config{BindAddr: "127.0.0.1:0", TLS: &TLS{NodeName: "cli", Certificate: mallory, CAs: ca.Pool()}})
@@ -256,7 +257,7 @@ func TestTLSRequiredRefusesPlaintext(t *testing.T) {
 	}
 	expectEOF(t, c)
 	_ = c.Close()
-	waitFor(t, "plaintext refusals counted", func() bool { return srv.Stats().PlaintextRefused >= 2 })
+	testkit.Eventually(t, "plaintext refusals counted", 10*time.Second, testkit.Holds(func() bool { return srv.Stats().PlaintextRefused >= 2 }))
 
 	// A client that requires TLS does not fall back to plaintext.
 	cli := newTestTransport(t, "id-c", nil, tlsNode(t, ca, "cli", true, nil, nil))
@@ -317,10 +318,10 @@ func TestTLSHandshakeTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectEOF(t, c)
-	waitFor(t, "timeout counted", func() bool {
+	testkit.Eventually(t, "timeout counted", 10*time.Second, testkit.Holds(func() bool {
 		st := srv.Stats()
 		return st.TLSHandshakeFailures == 1 && st.InboundConns == 0
-	})
+	}))
 }
 
 func TestTLSConfigValidation(t *testing.T) {
@@ -355,7 +356,7 @@ func TestTLSCallCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
 	go func() { errc <- cli.Call(ctx, srv.Addr(), "block", nil, nil) }()
-	waitFor(t, "call in flight", func() bool { return srv.Stats().InboundConns == 1 })
+	testkit.Eventually(t, "call in flight", 10*time.Second, testkit.Holds(func() bool { return srv.Stats().InboundConns == 1 }))
 	cancel()
 	select {
 	case err := <-errc:

@@ -119,7 +119,7 @@ func (d *demo) move(ctx context.Context) error {
 	auditorMoved := d.auditor.Node != d.victim.name
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	tables := c.Watch(wctx)
+	tables := c.WatchTable(wctx)
 	tick := time.NewTicker(50 * time.Millisecond) // the auditor lease is not in the shard table
 	defer tick.Stop()
 	for len(d.moved) < len(d.frozen) || !auditorMoved {

@@ -6,17 +6,19 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/membership"
 )
 
 // freshGroup builds nodes named names on one fake network, each seeing
 // all of them in gossip as fresh voter-eligible members.
-func freshGroup(t *testing.T, clk *fakeClock, net *fakeNet, names ...string) map[string]*testNode {
+func freshGroup(t *testing.T, clk *testkit.Clock, net *fakeNet, names ...string) map[string]*testNode {
 	t.Helper()
 	var ms []membership.Member
 	for _, n := range names {
@@ -44,7 +46,7 @@ func runProposal(n *testNode) (proposed bool, err error) {
 // bootstrap raft with the identical configuration, once; a second round
 // finds them formed and bootstraps nobody again.
 func TestBootstrapFormsExactlyOnce(t *testing.T) {
-	clk, net := newFakeClock(), newFakeNet()
+	clk, net := testkit.NewClock(time.Unix(1_000_000, 0)), newFakeNet()
 	nodes := freshGroup(t, clk, net, "c", "a", "b", "d") // d is beyond BootstrapExpect
 	for _, name := range []string{"b", "c", "d"} {
 		if proposed, _ := runProposal(nodes[name]); proposed {
@@ -101,7 +103,7 @@ func TestBootstrapFormsExactlyOnce(t *testing.T) {
 // got, so those members can promise the next proposal; once the other
 // promise lapses (BootstrapPromiseTTL), the proposal succeeds.
 func TestBootstrapRefusalAborts(t *testing.T) {
-	clk, net := newFakeClock(), newFakeNet()
+	clk, net := testkit.NewClock(time.Unix(1_000_000, 0)), newFakeNet()
 	nodes := freshGroup(t, clk, net, "a", "b", "c")
 	other := wire.BootProposal{ID: "other", By: "z", Servers: []wire.BootServer{{Name: "c", ID: "id-c", Addr: addrOf("c")}}}
 	if reason := nodes["c"].boot.promise(other); reason != "" {
@@ -138,7 +140,7 @@ func TestBootstrapRefusalAborts(t *testing.T) {
 // not promise (or has released) is refused and bootstraps nothing; a
 // prepare naming this node with another identity is refused.
 func TestBootstrapCommitNeedsPromise(t *testing.T) {
-	clk, net := newFakeClock(), newFakeNet()
+	clk, net := testkit.NewClock(time.Unix(1_000_000, 0)), newFakeNet()
 	nodes := freshGroup(t, clk, net, "a", "b", "c")
 	p := wire.BootProposal{ID: "p1", By: "a", Servers: []wire.BootServer{
 		{Name: "a", ID: "id-a", Addr: addrOf("a")}, {Name: "b", ID: "id-b", Addr: addrOf("b")}}}
@@ -168,7 +170,7 @@ func TestBootstrapCommitNeedsPromise(t *testing.T) {
 // BootstrapPromiseTTL to gather may have lapsed at a member; the proposer
 // aborts rather than bootstrap.
 func TestBootstrapLatePromisesAbort(t *testing.T) {
-	clk, net := newFakeClock(), newFakeNet()
+	clk, net := testkit.NewClock(time.Unix(1_000_000, 0)), newFakeNet()
 	nodes := freshGroup(t, clk, net, "a", "b", "c")
 	net.onCall = func(_, method string) {
 		if method == wire.MethodBootstrapPrepare {
@@ -191,7 +193,7 @@ func TestBootstrapLatePromisesAbort(t *testing.T) {
 // TestBootstrapNotWhenClusterSeen: a fresh node that sees a formed cluster
 // in gossip joins it instead of bootstrapping.
 func TestBootstrapNotWhenClusterSeen(t *testing.T) {
-	clk, net := newFakeClock(), newFakeNet()
+	clk, net := testkit.NewClock(time.Unix(1_000_000, 0)), newFakeNet()
 	nodes := freshGroup(t, clk, net, "a", "b", "c")
 	ms := nodes["a"].members.Members()
 	nodes["a"].members.set(append(ms, member("x", membership.Alive, true, "formed"))...)
@@ -208,7 +210,7 @@ func TestBootstrapNotWhenClusterSeen(t *testing.T) {
 // then on, and the first leader's InitCluster uses it. A node outside the
 // set records nothing.
 func TestBootstrapRecordsClusterID(t *testing.T) {
-	clk, net := newFakeClock(), newFakeNet()
+	clk, net := testkit.NewClock(time.Unix(1_000_000, 0)), newFakeNet()
 	nodes := freshGroup(t, clk, net, "a", "b", "c", "d")
 	if proposed, err := runProposal(nodes["a"]); !proposed || err != nil {
 		t.Fatalf("proposed %v, %v", proposed, err)
@@ -240,7 +242,7 @@ func TestBootstrapRecordsClusterID(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	nodes["b"].InitCluster(ctx)
-	if init.ClusterID != id || init.Created != clk.Now().UnixMicro() {
-		t.Errorf("InitCluster %+v; want cluster %s created at %d", init, id, clk.Now().UnixMicro())
+	if init.ClusterID != id || init.Created != clk.Time().UnixMicro() {
+		t.Errorf("InitCluster %+v; want cluster %s created at %d", init, id, clk.Time().UnixMicro())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holdfast-go/holdfast/internal/testkit"
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
@@ -68,7 +69,7 @@ func TestConfigChecks(t *testing.T) {
 // 2 × ReconcileInterval + RPCTimeout; degraded with an unhealthy voter or
 // fewer voters than wanted; the judging leader's row marked.
 func TestGroupHealth(t *testing.T) {
-	clk, net := newFakeClock(), newFakeNet()
+	clk, net := testkit.NewClock(time.Unix(1_000_000, 0)), newFakeNet()
 	n := newTestNode(t, "a", net, clk, func(o *Options) { o.ReconcileInterval, o.RPCTimeout = time.Second, time.Second })
 	if g := n.GroupHealth(); g.Known || g.Wanted != 3 || !g.Degraded() {
 		t.Fatalf("before any report: %+v, want unknown, 3 wanted, degraded", g)

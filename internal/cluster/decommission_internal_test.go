@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 	autopilot "github.com/hashicorp/raft-autopilot"
 
+	"github.com/holdfast-go/holdfast/internal/testkit"
 	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
@@ -75,7 +76,7 @@ func TestPlanLeave(t *testing.T) {
 // node is alive in gossip and on the fake network.
 func leaveGroup(t *testing.T, spare bool) (leader, follower *testNode) {
 	t.Helper()
-	net, clk := newFakeNet(), newFakeClock()
+	net, clk := newFakeNet(), testkit.NewClock(time.Unix(1_000_000, 0))
 	leader = newTestNode(t, "a", net, clk, nil)
 	follower = newTestNode(t, "b", net, clk, nil)
 	leaderOf(leader, "a", "b", "c")
@@ -92,7 +93,7 @@ func leaveGroup(t *testing.T, spare bool) (leader, follower *testNode) {
 		ms = append(ms, member(n, membership.Alive, true, ""))
 		st.Servers[raft.ServerID("id-"+n)] = &autopilot.ServerState{
 			Server: autopilot.Server{ID: raft.ServerID("id-" + n), NodeType: autopilot.NodeVoter, NodeStatus: autopilot.NodeAlive},
-			Health: autopilot.ServerHealth{Healthy: true, StableSince: clk.Now().Add(-time.Hour)},
+			Health: autopilot.ServerHealth{Healthy: true, StableSince: clk.Time().Add(-time.Hour)},
 		}
 	}
 	leader.members.set(ms...)
@@ -155,7 +156,7 @@ func TestLeaveThroughTheLeader(t *testing.T) {
 // TestLeaveRetriesUntilALeaderIsKnown: with no leader known, Leave retries
 // until its context ends and says no leader was known.
 func TestLeaveRetriesUntilALeaderIsKnown(t *testing.T) {
-	n := newTestNode(t, "b", newFakeNet(), newFakeClock(), nil)
+	n := newTestNode(t, "b", newFakeNet(), testkit.NewClock(time.Unix(1_000_000, 0)), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	if _, err := n.Leave(ctx, false, false); !errors.Is(err, wire.ErrNoLeader) || !errors.Is(err, context.DeadlineExceeded) {
@@ -192,7 +193,7 @@ func TestPromoterReplacesALeavingVoter(t *testing.T) {
 // suffrage, once it proves its identity there; an unverified one keeps the
 // old address.
 func TestReconcileMovesARestartedMember(t *testing.T) {
-	net, clk := newFakeNet(), newFakeClock()
+	net, clk := newFakeNet(), testkit.NewClock(time.Unix(1_000_000, 0))
 	n := newTestNode(t, "a", net, clk, func(o *Options) { o.TLS = true })
 	for _, name := range []string{"b", "nv"} { // they answer the identity check at their new addresses
 		newTestNode(t, name, net, clk, nil)
@@ -231,7 +232,7 @@ func TestReconcileMovesARestartedMember(t *testing.T) {
 // claiming an ID; a failed member, a member of another cluster and an ID
 // claimed by two live members give none.
 func TestRPCAddrOf(t *testing.T) {
-	n := newTestNode(t, "a", newFakeNet(), newFakeClock(), nil)
+	n := newTestNode(t, "a", newFakeNet(), testkit.NewClock(time.Unix(1_000_000, 0)), nil)
 	twin := member("twin", membership.Alive, true, "")
 	twin.Meta.NodeID = "id-b"
 	foreign := member("f", membership.Alive, true, "other")

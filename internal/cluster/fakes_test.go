@@ -11,32 +11,13 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leaktest"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
 
 func TestMain(m *testing.M) { leaktest.VerifyTestMain(m, 5*time.Second) }
-
-// fakeClock is a clock that moves only when told to.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_000_000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // future is an answered raft future.
 type future struct {
@@ -306,7 +287,7 @@ type testNode struct {
 
 // newTestNode builds the part of node name (raft ID id-<name>) on net,
 // with the given clock; edit adjusts the options. Close is registered.
-func newTestNode(t *testing.T, name string, net *fakeNet, clk *fakeClock, edit func(*Options)) *testNode {
+func newTestNode(t *testing.T, name string, net *fakeNet, clk *testkit.Clock, edit func(*Options)) *testNode {
 	t.Helper()
 	n := &testNode{raft: &fakeRaft{state: raft.Follower}, members: &fakeMembers{events: make(chan membership.Event)}, heard: &fakeHeard{}}
 	f := fsm.New()
@@ -324,7 +305,7 @@ func newTestNode(t *testing.T, name string, net *fakeNet, clk *fakeClock, edit f
 			ids++
 			return name + "-" + string(rune('0'+ids))
 		},
-		Now: clk.Now,
+		Now: clk.Time,
 	}
 	if edit != nil {
 		edit(&o)

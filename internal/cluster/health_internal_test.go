@@ -11,6 +11,7 @@ import (
 	autopilot "github.com/hashicorp/raft-autopilot"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/holdfast-go/holdfast/internal/testkit"
 	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/membership"
 )
@@ -19,7 +20,7 @@ import (
 // leader of its current term or a later one, never one from a deposed
 // leader; a leader hands out only its own verdict of the current term.
 func TestHealthFromCurrentLeaderOnly(t *testing.T) {
-	clk, net := newFakeClock(), newFakeNet()
+	clk, net := testkit.NewClock(time.Unix(1_000_000, 0)), newFakeNet()
 	lead := newTestNode(t, "a", net, clk, nil)
 	follower := newTestNode(t, "b", net, clk, nil)
 	lead.raft.term, follower.raft.term = 5, 5
@@ -43,7 +44,7 @@ func TestHealthFromCurrentLeaderOnly(t *testing.T) {
 	if err := net.Call(context.Background(), addrOf("b"), wire.MethodStats, wire.StatsRequest{Health: rep}, &reply); err != nil {
 		t.Fatal(err)
 	}
-	if got, at, ok := follower.Health(); !ok || got.Leader != "id-a" || !at.Equal(clk.Now()) {
+	if got, at, ok := follower.Health(); !ok || got.Leader != "id-a" || !at.Equal(clk.Time()) {
 		t.Fatalf("follower's health: %+v at %v (%v), want a's verdict now", got, at, ok)
 	}
 	// A deposed leader's verdict (older term) is ignored.
@@ -66,7 +67,7 @@ func TestHealthFromCurrentLeaderOnly(t *testing.T) {
 // a Lead) all end when Close returns (the package's leak check fails the
 // run otherwise), and Lead after Close does not start autopilot.
 func TestLoopsJoinedOnClose(t *testing.T) {
-	n := newTestNode(t, "a", newFakeNet(), newFakeClock(), func(o *Options) {
+	n := newTestNode(t, "a", newFakeNet(), testkit.NewClock(time.Unix(1_000_000, 0)), func(o *Options) {
 		o.Join = []string{"seed:1"}
 		o.ReconcileInterval = time.Millisecond
 	})
@@ -85,7 +86,7 @@ func TestLoopsJoinedOnClose(t *testing.T) {
 	n.Close()
 	wg.Wait()
 	n.Lead(context.Background()) // after Close: returns at once
-	dup := newTestNode(t, "b", newFakeNet(), newFakeClock(), func(o *Options) { o.Join = []string{"seed:1"} })
+	dup := newTestNode(t, "b", newFakeNet(), testkit.NewClock(time.Unix(1_000_000, 0)), func(o *Options) { o.Join = []string{"seed:1"} })
 	dup.members.joinErr = membership.ErrDuplicateName
 	if err := dup.Join(context.Background(), dup.members); !errors.Is(err, membership.ErrDuplicateName) {
 		t.Errorf("duplicate name: %v, want ErrDuplicateName", err)

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holdfast-go/holdfast/internal/testkit"
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
@@ -13,7 +14,7 @@ import (
 // killed it used to show the last "3 of 3 healthy" for up to
 // 2 × ReconcileInterval), and says why.
 func TestGroupHealthUnknownWithoutLeader(t *testing.T) {
-	clk := newFakeClock()
+	clk := testkit.NewClock(time.Unix(1_000_000, 0))
 	n := newTestNode(t, "b", newFakeNet(), clk, func(o *Options) { o.ReconcileInterval = 10 * time.Second })
 	if g := n.GroupHealth(); g.Known || g.Unknown != "no raft leader known" {
 		t.Fatalf("before any judgement, no leader: %+v", g)

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/membership"
 )
@@ -19,7 +20,7 @@ import (
 // first message on; members of its own cluster, or of none, are accepted,
 // and a node of no cluster accepts everyone.
 func TestAcceptForeignCluster(t *testing.T) {
-	n := newTestNode(t, "a", newFakeNet(), newFakeClock(), nil)
+	n := newTestNode(t, "a", newFakeNet(), testkit.NewClock(time.Unix(1_000_000, 0)), nil)
 	if err := n.Accept(member("b", membership.Alive, true, "B")); err != nil {
 		t.Fatalf("no cluster yet: %v", err)
 	}
@@ -44,7 +45,7 @@ func TestAcceptForeignCluster(t *testing.T) {
 // TestJoinForeignClusterFails: a first join that the seeds' cluster
 // refuses fails Join (so New fails) instead of being retried.
 func TestJoinForeignClusterFails(t *testing.T) {
-	n := newTestNode(t, "a", newFakeNet(), newFakeClock(), func(o *Options) { o.Join = []string{"seed:1"} })
+	n := newTestNode(t, "a", newFakeNet(), testkit.NewClock(time.Unix(1_000_000, 0)), func(o *Options) { o.Join = []string{"seed:1"} })
 	m := &fakeMembers{events: make(chan membership.Event),
 		joinErr: fmt.Errorf("membership: join seed:1: %w", &ForeignClusterError{Ours: "B", Theirs: "A", Member: "s"})}
 	if err := n.Join(context.Background(), m); !errors.Is(err, wire.ErrForeignCluster) {
@@ -56,7 +57,7 @@ func TestJoinForeignClusterFails(t *testing.T) {
 // records it with its incarnation and gossips it.
 func TestClusterIDLoopRecords(t *testing.T) {
 	f := fsm.New()
-	n := newTestNode(t, "a", newFakeNet(), newFakeClock(), func(o *Options) {
+	n := newTestNode(t, "a", newFakeNet(), testkit.NewClock(time.Unix(1_000_000, 0)), func(o *Options) {
 		o.View, o.Config.BootstrapExpect = f.View, 0
 	})
 	n.Start()

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 	autopilot "github.com/hashicorp/raft-autopilot"
 
+	"github.com/holdfast-go/holdfast/internal/testkit"
 	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
@@ -28,7 +30,7 @@ func leaderOf(n *testNode, voters ...string) {
 // belongs to another cluster, or is already in the configuration; a
 // follower adds nobody.
 func TestReconcileAddsLiveMembersOnly(t *testing.T) {
-	net, clk := newFakeNet(), newFakeClock()
+	net, clk := newFakeNet(), testkit.NewClock(time.Unix(1_000_000, 0))
 	n := newTestNode(t, "a", net, clk, nil)
 	for _, name := range []string{"new", "nv", "x"} {
 		newTestNode(t, name, net, clk, nil)
@@ -55,7 +57,7 @@ func TestReconcileAddsLiveMembersOnly(t *testing.T) {
 // TLS is added only while plaintext is allowed.
 func TestReconcileAdmitsOnlyVerifiedMembers(t *testing.T) {
 	for _, require := range []bool{false, true} {
-		net, clk := newFakeNet(), newFakeClock()
+		net, clk := newFakeNet(), testkit.NewClock(time.Unix(1_000_000, 0))
 		n := newTestNode(t, "a", net, clk, func(o *Options) { o.TLS, o.RequireTLS = true, require })
 		for _, name := range []string{"good", "bad", "plain"} {
 			newTestNode(t, name, net, clk, nil)
@@ -84,7 +86,7 @@ func TestReconcileAdmitsOnlyVerifiedMembers(t *testing.T) {
 // answers for another node; a member of an earlier release, which does not
 // know the method, is added as before.
 func TestReconcileAsksIdentity(t *testing.T) {
-	net, clk := newFakeNet(), newFakeClock()
+	net, clk := newFakeNet(), testkit.NewClock(time.Unix(1_000_000, 0))
 	n := newTestNode(t, "a", net, clk, nil)
 	if err := n.o.Record.Set("ours", 0); err != nil {
 		t.Fatal(err)
@@ -139,7 +141,7 @@ func TestShutdownPlan(t *testing.T) {
 		{"non-voter", false, raft.Nonvoter, []string{"b", "c"}, []string{"b", "c"}, ShutdownSteps{Quorum: true, RemoveSelf: true}},
 		{"not in the configuration", false, -1, []string{"b", "c"}, []string{"b", "c"}, ShutdownSteps{Quorum: true}},
 	} {
-		n := newTestNode(t, "a", newFakeNet(), newFakeClock(), nil)
+		n := newTestNode(t, "a", newFakeNet(), testkit.NewClock(time.Unix(1_000_000, 0)), nil)
 		leaderOf(n, tc.voters...)
 		if tc.self >= 0 {
 			n.raft.servers = append(n.raft.servers, raft.Server{ID: "id-a", Suffrage: tc.self, Address: transport.RaftAddress(addrOf("a"), "id-a")})
@@ -169,13 +171,13 @@ func TestShutdownPlan(t *testing.T) {
 // reaching the leader, and then the removal filter lets it go only while
 // the configuration holds a voter beyond Voters.
 func TestLeftMemberRemoved(t *testing.T) {
-	clk := newFakeClock()
+	clk := testkit.NewClock(time.Unix(1_000_000, 0))
 	n := newTestNode(t, "a", newFakeNet(), clk, nil)
 	leaderOf(n, "a", "b", "c", "gone")
 	n.raft.servers = append(n.raft.servers, raft.Server{ID: "id-nvgone", Suffrage: raft.Nonvoter})
 	left := func(name string) membership.Member {
 		m := member(name, membership.Left, true, "")
-		m.Since = clk.Now()
+		m.Since = clk.Time()
 		return m
 	}
 	n.members.set(member("a", membership.Alive, true, ""), member("b", membership.Alive, true, ""),
@@ -199,7 +201,7 @@ func TestLeftMemberRemoved(t *testing.T) {
 	if got, want := removals(), []raft.ServerID{"id-nvgone", "id-gone"}; !slices.Equal(got, want) {
 		t.Errorf("left for DeadServerStabilization: removed %v, want %v (four voters, Voters 3: the left voter may go)", got, want)
 	}
-	n.heard.NoteHeard("id-gone", clk.Now())
+	n.heard.NoteHeard("id-gone", clk.Time())
 	if got, want := removals(), []raft.ServerID{"id-nvgone"}; !slices.Equal(got, want) {
 		t.Errorf("left but heard from: removed %v, want %v", got, want)
 	}
@@ -226,7 +228,7 @@ func failedServers(known map[raft.ServerID]*autopilot.Server, servers []raft.Ser
 // TestMembersSuffrage: each gossip member carries its place in the raft
 // configuration (voter, non-voter, or none); Voters lists the voters.
 func TestMembersSuffrage(t *testing.T) {
-	n := newTestNode(t, "a", newFakeNet(), newFakeClock(), nil)
+	n := newTestNode(t, "a", newFakeNet(), testkit.NewClock(time.Unix(1_000_000, 0)), nil)
 	leaderOf(n, "a")
 	n.raft.servers = append(n.raft.servers, raft.Server{ID: "id-b", Suffrage: raft.Nonvoter})
 	n.members.set(member("a", membership.Alive, true, ""), member("b", membership.Alive, true, ""),

@@ -8,12 +8,14 @@ import (
 
 	"github.com/hashicorp/raft"
 	autopilot "github.com/hashicorp/raft-autopilot"
+
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // fakeGroup is a raft configuration and autopilot state built by hand for
 // the promoter, with a fake clock.
 type fakeGroup struct {
-	clk     *fakeClock
+	clk     *testkit.Clock
 	now     time.Time // when the group was built: StableSince is relative to it
 	state   *autopilot.State
 	servers []raft.Server
@@ -25,8 +27,8 @@ const (
 )
 
 func newFakeGroup() *fakeGroup {
-	clk := newFakeClock()
-	return &fakeGroup{clk: clk, now: clk.Now(), state: &autopilot.State{Servers: map[raft.ServerID]*autopilot.ServerState{}}}
+	clk := testkit.NewClock(time.Unix(1_000_000, 0))
+	return &fakeGroup{clk: clk, now: clk.Time(), state: &autopilot.State{Servers: map[raft.ServerID]*autopilot.ServerState{}}}
 }
 
 // add puts a server in both the raft configuration and the state. role is
@@ -55,7 +57,7 @@ func (g *fakeGroup) add(id, role, status, zone string, healthy bool, since time.
 }
 
 func (g *fakeGroup) promoter(voters int) *promoter {
-	return &promoter{voters: voters, dead: testDead, now: g.clk.Now,
+	return &promoter{voters: voters, dead: testDead, now: g.clk.Time,
 		servers: func() []raft.Server { return g.servers }}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 	autopilot "github.com/hashicorp/raft-autopilot"
 
+	"github.com/holdfast-go/holdfast/internal/testkit"
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
@@ -17,12 +18,12 @@ import (
 // DeadServerStabilization and it must not have reached the leader over RPC
 // for as long before autopilot may count it failed.
 func TestGossipFailedVoterKeptWhileHeard(t *testing.T) {
-	clk := newFakeClock()
+	clk := testkit.NewClock(time.Unix(1_000_000, 0))
 	n := newTestNode(t, "leader", newFakeNet(), clk, nil)
 	d := &pilotDelegate{cl: n.Cluster}
 	member := func(since time.Duration) membership.Member {
 		return membership.Member{Name: "n1", Meta: membership.Meta{NodeID: "id1"},
-			State: membership.Failed, Since: clk.Now().Add(-since)}
+			State: membership.Failed, Since: clk.Time().Add(-since)}
 	}
 	cases := []struct {
 		name   string
@@ -38,7 +39,7 @@ func TestGossipFailedVoterKeptWhileHeard(t *testing.T) {
 	for _, tc := range cases {
 		n.heard.heard = nil
 		if tc.heard >= 0 {
-			n.heard.NoteHeard("id1", clk.Now().Add(-tc.heard))
+			n.heard.NoteHeard("id1", clk.Time().Add(-tc.heard))
 		}
 		if got := d.failed(member(tc.failed)); got != tc.want {
 			t.Errorf("%s: failed = %v, want %v", tc.name, got, tc.want)
@@ -50,7 +51,7 @@ func TestGossipFailedVoterKeptWhileHeard(t *testing.T) {
 // is recorded as heard (so gossip alone cannot fail it) and reports its
 // progress; one that does not answer is unhealthy at once (no contact).
 func TestStatsPollProvesReach(t *testing.T) {
-	clk, net := newFakeClock(), newFakeNet()
+	clk, net := testkit.NewClock(time.Unix(1_000_000, 0)), newFakeNet()
 	lead := newTestNode(t, "a", net, clk, nil)
 	newTestNode(t, "b", net, clk, nil)
 	net.down[addrOf("c")] = true
@@ -59,10 +60,10 @@ func TestStatsPollProvesReach(t *testing.T) {
 		"id-c": {ID: "id-c", Address: transport.RaftAddress(addrOf("c"), "id-c")},
 	}
 	stats := (&pilotDelegate{cl: lead.Cluster}).FetchServerStats(context.Background(), servers)
-	if !lead.heard.HeardWithin("id-b", time.Second, clk.Now()) {
+	if !lead.heard.HeardWithin("id-b", time.Second, clk.Time()) {
 		t.Error("b answered the stats poll but is not recorded as heard")
 	}
-	if lead.heard.HeardWithin("id-c", time.Second, clk.Now()) {
+	if lead.heard.HeardWithin("id-c", time.Second, clk.Time()) {
 		t.Error("c did not answer but is recorded as heard")
 	}
 	if st := stats["id-c"]; st == nil || st.LastContact >= 0 {
@@ -77,12 +78,12 @@ func TestStatsPollProvesReach(t *testing.T) {
 // once, failed only once failed() holds, members of a foreign cluster are
 // not known, and members without a data dir are never voter candidates.
 func TestKnownServers(t *testing.T) {
-	clk := newFakeClock()
+	clk := testkit.NewClock(time.Unix(1_000_000, 0))
 	n := newTestNode(t, "a", newFakeNet(), clk, nil)
 	failedLong := member("f", membership.Failed, true, "")
-	failedLong.Since = clk.Now().Add(-2 * testDead)
+	failedLong.Since = clk.Time().Add(-2 * testDead)
 	failedShort := member("s", membership.Failed, true, "")
-	failedShort.Since = clk.Now().Add(-testDead / 2)
+	failedShort.Since = clk.Time().Add(-testDead / 2)
 	n.members.set(member("a", membership.Alive, true, ""), member("l", membership.Left, true, ""),
 		failedLong, failedShort, member("x", membership.Alive, true, "other"), member("nv", membership.Alive, false, ""))
 	known := (&pilotDelegate{cl: n.Cluster}).KnownServers()

@@ -6,7 +6,8 @@
 // rank (the building blocks of ranks 0 and 1 may also import each other):
 //
 //  0. leaf helpers: internal/codec, internal/atomicfile, internal/logbridge,
-//     internal/netns, internal/leaktest, internal/pause, internal/walog
+//     internal/netns, internal/leaktest, internal/pause, internal/walog,
+//     internal/testkit (the tests' clock and poll)
 //  1. the public building blocks: fsm, membership, transport (and
 //     transport/memnet), shardown, fence, certs
 //  2. internal/wire, the protocol every part may speak

@@ -18,7 +18,7 @@ func rank(pkg string) int {
 	const top = 7
 	switch pkg {
 	case "internal/codec", "internal/atomicfile", "internal/logbridge", "internal/netns", "internal/leaktest", "internal/pause",
-		"internal/walog", "internal/lincheck", "internal/disktest", "internal/storetest", "internal/storehealth", "internal/errline":
+		"internal/walog", "internal/lincheck", "internal/disktest", "internal/storetest", "internal/storehealth", "internal/errline", "internal/testkit":
 		return 0
 	case "fsm", "membership", "transport", "transport/memnet", "shardown", "fence", "certs":
 		return 1

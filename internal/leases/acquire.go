@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/holdfast-go/holdfast/internal/session"
 	"github.com/holdfast-go/holdfast/internal/wire"
@@ -11,7 +12,7 @@ import (
 
 // Grant is this node's handle on one grant: a lease or a permit.
 type Grant struct {
-	p      *Part
+	p      *Manager
 	kind   Kind
 	name   string
 	limit  int
@@ -19,13 +20,13 @@ type Grant struct {
 	token  uint64
 	index  uint64 // the raft index at which the grant was seen
 	sess   *session.Session
-	belief Belief
+	belief *session.Belief
 	slot   chan struct{} // the local slot of a lease name; see Acquire
 	value  valueState    // the holder value (value.go)
 }
 
-// Belief returns this node's belief in the grant (made by Options.Believe).
-func (g *Grant) Belief() Belief { return g.belief }
+// Belief returns this node's belief in the grant: its context, its end.
+func (g *Grant) Belief() *session.Belief { return g.belief }
 
 // Name returns the lease's or semaphore's name.
 func (g *Grant) Name() string { return g.name }
@@ -43,10 +44,10 @@ func (g *Grant) SessionID() string { return g.sess.ID() }
 func (g *Grant) Request() uint64 { return g.req }
 
 // end ends the belief with cause; it reports whether this call ended it.
-func (g *Grant) end(cause error) bool { return g.belief.End(cause) }
+func (g *Grant) end(cause error) bool { return g.belief.End(cause, time.Time{}, nil) }
 
 // Release gives the grant up: the belief ends first (cause
-// Errors.Resigned, at once, whatever ctx), then the release is committed,
+// wire.ErrReleased, at once, whatever ctx), then the release is committed,
 // and Release returns once it has: every later read index (a Sync on any
 // node) and every later acquire, by any node, finds the grant released.
 // A release forwarded to a leader that loses office is sent again to the
@@ -54,12 +55,12 @@ func (g *Grant) end(cause error) bool { return g.belief.End(cause) }
 // always delivered: if ctx ends before it commits, Release returns an
 // error wrapping ctx's and the release goes on in the background for as
 // long as the session lives (the session's end frees the grant anyway). It
-// returns nil if the grant had already ended, and Errors.Shutdown (the
+// returns nil if the grant had already ended, and wire.ErrShutdown (the
 // session's close frees the grant) once the node shuts down.
 func (g *Grant) Release(ctx context.Context) error { return g.release(ctx, false) }
 
 // ReleaseBeforeCommit gives the grant up as Release does, but (with
-// Options.Submit) returns as soon as raft on the leader has taken the
+// Proposer.Accept) returns as soon as raft on the leader has taken the
 // release in, before it commits: it is ordered before every later command
 // of this node, and nothing more. Other nodes may still see the grant held
 // after it returned, and if the leader loses office before the commit the
@@ -68,11 +69,11 @@ func (g *Grant) Release(ctx context.Context) error { return g.release(ctx, false
 func (g *Grant) ReleaseBeforeCommit(ctx context.Context) error { return g.release(ctx, true) }
 
 func (g *Grant) release(ctx context.Context, early bool) error {
-	return g.releaseWith(ctx, early, g.p.o.Errors.Resigned)
+	return g.releaseWith(ctx, early, wire.ErrReleased)
 }
 
 // releaseWith is release with the belief's cause (one wrapping
-// Errors.Resigned).
+// wire.ErrReleased).
 func (g *Grant) releaseWith(ctx context.Context, early bool, cause error) error {
 	if !g.end(cause) {
 		return nil
@@ -90,7 +91,7 @@ func (g *Grant) releaseWith(ctx context.Context, early bool, cause error) error 
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, g.p.o.Errors.Shutdown):
+	case errors.Is(err, wire.ErrShutdown):
 		return err
 	case g.kind == Semaphore:
 		return fmt.Errorf("holdfast: release permit of %q: the release goes on in the background: %w", g.name, err)
@@ -104,13 +105,13 @@ func (g *Grant) releaseWith(ctx context.Context, early bool, cause error) error 
 // request waits, it asks again with the next session. If ctx ends while
 // the request may have been committed, the request is settled in the
 // background, so a cancelled call never leaves a grant held.
-func (p *Part) Acquire(ctx context.Context, r Request) (*Grant, error) {
+func (p *Manager) Acquire(ctx context.Context, r Request) (*Grant, error) {
 	if err := r.validate(); err != nil {
 		return nil, err
 	}
 	start := p.o.Now()
 	var slot chan struct{}
-	if r.Kind == Leader {
+	if r.Kind == Lease {
 		// One local contender per name at a time: the cluster sees one
 		// session per node, so two local callers must not share one grant.
 		slot = p.localSlot(r.Name)
@@ -132,7 +133,7 @@ func (p *Part) Acquire(ctx context.Context, r Request) (*Grant, error) {
 		context.AfterFunc(ctx, func() {
 			// After a Release the slot stays taken until the release is
 			// applied, so the next local acquire cannot find the old grant.
-			if !errors.Is(context.Cause(ctx), p.o.Errors.Resigned) {
+			if !errors.Is(context.Cause(ctx), wire.ErrReleased) {
 				<-slot
 			}
 		})
@@ -141,7 +142,7 @@ func (p *Part) Acquire(ctx context.Context, r Request) (*Grant, error) {
 }
 
 // localSlot returns the per-name semaphore local contenders queue on.
-func (p *Part) localSlot(name string) chan struct{} {
+func (p *Manager) localSlot(name string) chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ch, ok := p.slots[name]
@@ -153,14 +154,14 @@ func (p *Part) localSlot(name string) chan struct{} {
 }
 
 // takeSlot takes slot, waiting for it if wait (until ctx ends or the part
-// closes), else failing at once with Errors.Held.
-func (p *Part) takeSlot(ctx context.Context, slot chan struct{}, wait bool) error {
+// closes), else failing at once with wire.ErrLeaseHeld.
+func (p *Manager) takeSlot(ctx context.Context, slot chan struct{}, wait bool) error {
 	if !wait {
 		select {
 		case slot <- struct{}{}:
 			return nil
 		default:
-			return fmt.Errorf("%w (by this node)", p.o.Errors.Held)
+			return fmt.Errorf("%w (by this node)", wire.ErrLeaseHeld)
 		}
 	}
 	select {
@@ -169,31 +170,31 @@ func (p *Part) takeSlot(ctx context.Context, slot chan struct{}, wait bool) erro
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-p.ctx.Done():
-		return p.o.Errors.Shutdown
+		return wire.ErrShutdown
 	}
 }
 
 // acquire asks for r until it is granted or fails, once per session.
-func (p *Part) acquire(ctx context.Context, r Request) (*Grant, error) {
+func (p *Manager) acquire(ctx context.Context, r Request) (*Grant, error) {
 	for {
 		s, req, err := p.o.NextRequest(ctx)
 		if err != nil {
 			return nil, err
 		}
-		res, err := p.o.ProposeRetry(ctx, r.Kind.acquireCmd(r, s.ID(), req))
+		res, err := p.retry(ctx, r.Kind.acquireCmd(r, s.ID(), req))
 		switch {
-		case errors.Is(err, p.o.Errors.NoSession):
+		case errors.Is(err, wire.ErrNoSession):
 			s.End(session.ErrExpired) // the cluster no longer has the session
 			continue
 		case err != nil:
-			if p.mayHaveCommitted(err) && !errors.Is(err, p.o.Errors.Shutdown) {
+			if p.mayHaveCommitted(err) && !errors.Is(err, wire.ErrShutdown) {
 				// The leader may have granted or queued it after all.
 				p.settle(r.Kind, s, r.Name, req, 0, opAcquire)
 			}
 			return nil, err
 		case res.Stale:
 			continue // an earlier attempt of this request was refused: ask anew
-		case r.Kind == Leader && !res.Queued && res.Holder == s.ID() && res.Request != req:
+		case r.Kind == Lease && !res.Queued && res.Holder == s.ID() && res.Request != req:
 			// An earlier request of this session still holds the lease (a
 			// Release whose release has not committed yet, or a given-up
 			// acquire): release that request, then ask again.
@@ -228,7 +229,7 @@ func (p *Part) acquire(ctx context.Context, r Request) (*Grant, error) {
 // grant of the same session. If ctx ends first, the request is settled in
 // the background (it leaves the queue, or releases a grant that came too
 // late) and ctx's error is returned at once.
-func (p *Part) waitGrant(ctx context.Context, r Request, s *session.Session, req, after uint64) (*Grant, error) {
+func (p *Manager) waitGrant(ctx context.Context, r Request, s *session.Session, req, after uint64) (*Grant, error) {
 	lead := make(chan wire.WaitGrantReply, 1)
 	if p.o.AskLeader != nil {
 		actx, stop := context.WithCancel(ctx)
@@ -258,7 +259,7 @@ func (p *Part) waitGrant(ctx context.Context, r Request, s *session.Session, req
 // watch loop. A grant to a session whose belief has already ended is
 // refused (errSessionEnded): an acquire never returns a grant that is
 // already over.
-func (p *Part) newGrant(r Request, s *session.Session, token, req, index uint64) (*Grant, error) {
+func (p *Manager) newGrant(r Request, s *session.Session, token, req, index uint64) (*Grant, error) {
 	if s.Context().Err() != nil {
 		return nil, errSessionEnded
 	}
@@ -267,10 +268,11 @@ func (p *Part) newGrant(r Request, s *session.Session, token, req, index uint64)
 	if r.Kind == Semaphore {
 		g.limit = r.Limit
 	}
-	g.belief = p.o.Believe(s, r.Kind, token, index)
+	g.belief = session.NewBelief(s)
+	p.o.Metrics.followEnd(r.Kind, g.belief)
 	if !p.register(g) {
-		g.end(p.o.Errors.Shutdown)
-		return nil, p.o.Errors.Shutdown
+		g.end(wire.ErrShutdown)
+		return nil, wire.ErrShutdown
 	}
 	return g, nil
 }

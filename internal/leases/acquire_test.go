@@ -11,6 +11,7 @@ import (
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leaktest"
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -41,14 +42,14 @@ func (h *harness) acquire(r Request) *Grant {
 }
 
 // A second local caller for a lease name this node holds neither proposes
-// nor disturbs the holder: TryAcquire fails at once, Campaign waits for the
+// nor disturbs the holder: TryAcquire fails at once, Acquire waits for the
 // holder's release.
 func TestOneLocalContenderPerLeaseName(t *testing.T) {
 	h := newHarness(t)
-	a := h.acquire(req(Leader, "x", true))
+	a := h.acquire(req(Lease, "x", true))
 	proposed := h.count(fsm.OpAcquire)
 
-	_, err := h.part.Acquire(context.Background(), req(Leader, "x", false))
+	_, err := h.part.Acquire(context.Background(), req(Lease, "x", false))
 	if !errors.Is(err, errHeld) || !strings.Contains(err.Error(), "by this node") {
 		t.Fatalf("TryAcquire of a name held locally: %v, want errHeld (by this node)", err)
 	}
@@ -63,9 +64,9 @@ func TestOneLocalContenderPerLeaseName(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 		defer cancel()
-		g, err := h.part.Acquire(ctx, req(Leader, "x", true))
+		g, err := h.part.Acquire(ctx, req(Lease, "x", true))
 		if err != nil {
-			t.Errorf("second Campaign: %v", err)
+			t.Errorf("second Acquire: %v", err)
 		}
 		got <- g
 	}()
@@ -128,7 +129,7 @@ func TestSemaphoreSharesThePath(t *testing.T) {
 		}
 		got <- g
 	}()
-	poll(t, "the third acquire queues", func() error {
+	testkit.Eventually(t, "the third acquire queues", waitFor, func() error {
 		if s, _ := h.fsm.View().Semaphore("s"); len(s.Waiters) != 1 {
 			return fmt.Errorf("waiters %v", s.Waiters)
 		}
@@ -153,7 +154,7 @@ func TestSemaphoreSharesThePath(t *testing.T) {
 // When the cluster no longer has the session, the acquire ends this node's
 // belief in it and asks again under the next session.
 func TestNoSessionAsksAgainWithNextSession(t *testing.T) {
-	for _, k := range []Kind{Leader, Semaphore} {
+	for _, k := range []Kind{Lease, Semaphore} {
 		t.Run(k.String(), func(t *testing.T) {
 			h := newHarness(t)
 			gone := h.session()
@@ -181,11 +182,11 @@ func TestNoSessionAsksAgainWithNextSession(t *testing.T) {
 // acquires, also a caller waiting for the local slot.
 func TestCloseEndsGrantsAndRefusesNew(t *testing.T) {
 	h := newHarness(t)
-	l := h.acquire(req(Leader, "x", true))
+	l := h.acquire(req(Lease, "x", true))
 	p := h.acquire(req(Semaphore, "s", true))
 	waiting := make(chan error, 1)
 	go func() {
-		_, err := h.part.Acquire(context.Background(), req(Leader, "x", true))
+		_, err := h.part.Acquire(context.Background(), req(Lease, "x", true))
 		waiting <- err
 	}()
 	h.part.Close()
@@ -206,8 +207,8 @@ func TestCloseEndsGrantsAndRefusesNew(t *testing.T) {
 func TestInvalidRequestsProposeNothing(t *testing.T) {
 	h := newHarness(t)
 	for _, r := range []Request{
-		{Kind: Leader, Name: ""},
-		{Kind: Leader, Name: strings.Repeat("n", fsm.MaxNameLength+1)},
+		{Kind: Lease, Name: ""},
+		{Kind: Lease, Name: strings.Repeat("n", fsm.MaxNameLength+1)},
 		{Kind: Semaphore, Name: "s", Limit: 0},
 		{Kind: Semaphore, Name: "s", Limit: fsm.MaxSemLimit + 1},
 	} {

@@ -10,12 +10,17 @@
 // local slot (a node holds a lease name once, but may hold several permits
 // of one semaphore).
 //
-// The part holds no pointer to the coordinator. It takes what it needs
-// through Options: the local replica's views, a proposer (one attempt, and
-// one that retries while an outcome is unknown), request numbering on this
-// node's current session, the error values it returns and recognises, and
-// its metrics. A grant's belief (its context, token and deadline) comes from
-// the coordinator through Options.Believe.
+// The part holds no pointer to the coordinator, and a request flows one
+// way: the coordinator calls in, and nothing calls back. It takes what it
+// needs through Options: the local replica's views, a Proposer (Commit, and
+// Accept for early releases; *raftnode.Node satisfies it), request
+// numbering on this node's current session, and its metrics. It retries a
+// commit whose outcome is unknown itself (Retry), builds each grant's
+// belief (a session.Belief, as internal/shards does for shard leases) and
+// returns the protocol's errors (wire.ErrShutdown, wire.ErrLeaseHeld,
+// wire.ErrNoSession, wire.ErrRejected; wire.ErrReleased and
+// wire.ErrLeaseLost as the causes of a grant's end), which the coordinator
+// exports under the same names.
 //
 // # Granted on the leader's answer
 //
@@ -38,7 +43,7 @@
 //     was granted at: a replica that has not applied it yet shows the old
 //     holder (or none), which must not end the belief. Once the replica is
 //     past that index, a view that shows another holder, or none, ends the
-//     belief with Errors.Lost as for any other grant.
+//     belief with wire.ErrLeaseLost as for any other grant.
 //
 // A queued request learns of its grant from the local replica, or from the
 // leader (Options.AskLeader, answered by ServeWait), whichever shows it
@@ -76,7 +81,7 @@
 //
 // # Releases before their commit
 //
-// With Options.Submit, ReleaseBeforeCommit returns as soon as raft on the
+// With Proposer.Accept, ReleaseBeforeCommit returns as soon as raft on the
 // leader has taken the release in, without waiting for its commit: on the
 // leader at once, on a follower when the leader answers the forwarded
 // release (wire.ApplyRequest.Accept). What it promises, and what it does

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // errNotLeading is the Check's answer while no term runs.
@@ -57,7 +58,7 @@ func (h *harness) runElection(name string, fails int) *elected {
 			if fail {
 				return grantTerm{}, errUnknown
 			}
-			g, err := h.part.Acquire(ctx, Request{Kind: Leader, Name: name, Wait: true})
+			g, err := h.part.Acquire(ctx, Request{Kind: Lease, Name: name, Wait: true})
 			return grantTerm{g}, err
 		},
 		OnStartedLeading: func(ctx context.Context, l grantTerm) {
@@ -138,7 +139,7 @@ func (el *elected) result(t *testing.T) error {
 // acquires the lease again with a larger token. When Run's context ends,
 // the term ends, the lease is released, OnStoppedLeading is called once
 // more, and Run returns nil.
-func TestElectionCampaignsAgainAfterLoss(t *testing.T) {
+func TestElectionAcquiresAgainAfterLoss(t *testing.T) {
 	h := newHarness(t)
 	el := h.runElection("x", 0)
 	first := el.nextTerm(t)
@@ -146,7 +147,7 @@ func TestElectionCampaignsAgainAfterLoss(t *testing.T) {
 		t.Fatalf("Ready during a term: %v", err)
 	}
 	g := first.lease
-	h.commit(Leader.ReleaseCmd(g.Name(), g.SessionID(), g.Request(), g.Token()))
+	h.commit(Lease.ReleaseCmd(g.Name(), g.SessionID(), g.Request(), g.Token()))
 	if cause := el.nextStop(t); !errors.Is(cause, errLost) {
 		t.Fatalf("OnStoppedLeading(%v), want errLost", cause)
 	}
@@ -171,7 +172,7 @@ func TestElectionCampaignsAgainAfterLoss(t *testing.T) {
 	if second.ctx.Err() == nil {
 		t.Fatal("the term's context did not end with Run's")
 	}
-	if err := free(h.fsm.View(), Leader, "x"); err != nil {
+	if err := free(h.fsm.View(), Lease, "x"); err != nil {
 		t.Fatalf("the lease was not released when Run's context ended: %v", err)
 	}
 	if err := el.check.Ready(errNotLeading); !errors.Is(err, errNotLeading) {
@@ -187,7 +188,7 @@ func TestElectionReportsNewLeaders(t *testing.T) {
 	h.other("o")
 	h.commit(fsm.Command{Op: fsm.OpAcquire, Lease: &fsm.LeaseCmd{Name: "x", Session: "o", Request: 1}})
 	el := h.runElection("x", 0)
-	poll(t, "OnNewLeader reports the other node", func() error {
+	testkit.Eventually(t, "OnNewLeader reports the other node", waitFor, func() error {
 		el.mu.Lock()
 		defer el.mu.Unlock()
 		if len(el.leaders) != 1 || el.leaders[0].Node != "n-o" {
@@ -198,9 +199,9 @@ func TestElectionReportsNewLeaders(t *testing.T) {
 	if err := el.check.Ready(errNotLeading); !errors.Is(err, errNotLeading) {
 		t.Fatalf("Ready while another node leads: %v, want errNotLeading", err)
 	}
-	h.commit(Leader.ReleaseCmd("x", "o", 1, 0))
+	h.commit(Lease.ReleaseCmd("x", "o", 1, 0))
 	tm := el.nextTerm(t)
-	poll(t, "OnNewLeader reports this node", func() error {
+	testkit.Eventually(t, "OnNewLeader reports this node", waitFor, func() error {
 		el.mu.Lock()
 		defer el.mu.Unlock()
 		if len(el.leaders) != 2 || el.leaders[1].Session != tm.lease.SessionID() || el.leaders[1].Token != tm.lease.Token() {
@@ -251,7 +252,7 @@ func TestElectionReportsItselfBeforeItsReplica(t *testing.T) {
 	e := &Election[grantTerm]{
 		Name: "y",
 		Acquire: func(ctx context.Context) (grantTerm, error) {
-			g, err := h.part.Acquire(ctx, Request{Kind: Leader, Name: "y", Wait: true})
+			g, err := h.part.Acquire(ctx, Request{Kind: Lease, Name: "y", Wait: true})
 			return grantTerm{g}, err
 		},
 		OnStartedLeading: func(ctx context.Context, l grantTerm) { started <- l; <-ctx.Done() },
@@ -293,7 +294,7 @@ func TestElectionReportsItselfBeforeItsReplica(t *testing.T) {
 	case <-time.After(waitFor):
 		t.Fatal("no term started")
 	}
-	poll(t, "OnNewLeader reports this node without a view showing it", func() error {
+	testkit.Eventually(t, "OnNewLeader reports this node without a view showing it", waitFor, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(got) != 1 || got[0].Node != "self" || got[0].Token != l.Token() {
@@ -304,7 +305,7 @@ func TestElectionReportsItselfBeforeItsReplica(t *testing.T) {
 	views <- Holder{Node: "self", Session: l.SessionID(), Token: l.Token()} // the replica catches up
 	views <- Holder{Node: "old", Token: l.Token() - 1}                      // a stale view
 	views <- Holder{Node: "next", Token: l.Token() + 1}                     // the next holder
-	poll(t, "OnNewLeader reports the next holder once, after this node", func() error {
+	testkit.Eventually(t, "OnNewLeader reports the next holder once, after this node", waitFor, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(got) != 2 || got[1].Node != "next" {

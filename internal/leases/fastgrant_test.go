@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
@@ -108,7 +109,7 @@ func TestQueuedRequestTakesTheLeadersAnswer(t *testing.T) {
 				}
 				got <- g
 			}()
-			poll(t, "the request queued on the leader", func() error {
+			testkit.Eventually(t, "the request queued on the leader", waitFor, func() error {
 				v := h.lead.View()
 				if l, ok := v.Lease("x"); ok && len(l.Waiters) == 1 {
 					return nil

@@ -15,19 +15,18 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/holdfast-go/holdfast/fsm"
-	"github.com/holdfast-go/holdfast/internal/pause"
 	"github.com/holdfast-go/holdfast/internal/session"
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // The error values the part is given in these tests.
 var (
-	errShutdown  = errors.New("test: shutdown")
-	errRejected  = errors.New("test: rejected")
-	errNoSession = errors.New("test: no session")
-	errHeld      = errors.New("test: held")
-	errResigned  = errors.New("test: resigned")
-	errLost      = errors.New("test: lost")
+	errShutdown  = wire.ErrShutdown
+	errRejected  = wire.ErrRejected
+	errNoSession = wire.ErrNoSession
+	errHeld      = wire.ErrLeaseHeld
+	errResigned  = wire.ErrReleased
+	errLost      = wire.ErrLeaseLost
 	// errUnknown is a failure whose outcome is unknown (a lost answer).
 	errUnknown = errors.New("test: outcome unknown")
 )
@@ -45,7 +44,7 @@ const (
 	cancelAfter              // apply it, then cancel the caller's context (see harness.cancel)
 )
 
-// harness is a Part over fake neighbours: a real fsm.FSM the fake
+// harness is a Manager over fake neighbours: a real fsm.FSM the fake
 // proposer applies commands to in order (the leader's), the local replica
 // (fsm, another fsm.FSM that applies the same log, at once unless the
 // harness lags), real sessions numbered by the harness, and real session
@@ -54,9 +53,10 @@ type harness struct {
 	t    *testing.T
 	fsm  *fsm.FSM // the local replica the part reads
 	lead *fsm.FSM // the leader's replica, whose results the proposer answers
-	part *Part
+	part *Manager
 	reg  *prometheus.Registry
 	m    *Metrics
+	ends *session.EndMetrics // the grants' ends, which m counts
 	wait *prometheus.HistogramVec
 
 	mu       sync.Mutex
@@ -75,7 +75,7 @@ type harness struct {
 	fault func(cmd fsm.Command) fault
 	// cancel is the caller context's cancel used by cancelAfter.
 	cancel context.CancelFunc
-	// leader, if set, is the fake leader Options.Submit hands releases to
+	// leader, if set, is the fake leader Proposer.Accept hands releases to
 	// (nil: this node does not lead; see submit_test.go).
 	leader *fakeLeader
 	// changed is closed (and replaced) by changeLeader: raft reporting a
@@ -88,23 +88,18 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{t: t, fsm: fsm.New(), lead: fsm.New(), reg: prometheus.NewRegistry(), changed: make(chan struct{})}
+	h.ends = session.NewEndMetrics(Lease.String(), Semaphore.String())
 	h.wait = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "acquire_wait"}, []string{"kind"})
 	h.m = NewMetrics(map[Kind]prometheus.ObserverVec{
-		Leader:    h.wait.MustCurryWith(prometheus.Labels{"kind": Leader.String()}),
+		Lease:     h.wait.MustCurryWith(prometheus.Labels{"kind": Lease.String()}),
 		Semaphore: h.wait.MustCurryWith(prometheus.Labels{"kind": Semaphore.String()}),
-	})
+	}, h.ends)
 	h.newSession()
 	h.part = New(Options{
-		View:        h.fsm.View,
-		NextRequest: h.nextRequest,
-		Believe: func(s *session.Session, _ Kind, _, _ uint64) Belief {
-			return testBelief{session.NewBelief(s)}
-		},
+		View:           h.fsm.View,
+		NextRequest:    h.nextRequest,
 		AskLeader:      h.askLeader,
-		Propose:        h.propose,
-		Submit:         h.submit,
-		ProposeRetry:   h.proposeRetry,
-		Errors:         Errors{Shutdown: errShutdown, Rejected: errRejected, NoSession: errNoSession, Held: errHeld, Resigned: errResigned, Lost: errLost},
+		Proposer:       harnessProposer{h},
 		AttemptTimeout: time.Second,
 		LeaderChanged:  h.leaderChanged,
 		Metrics:        h.m,
@@ -120,10 +115,17 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
-// testBelief is a real session belief as the part sees it.
-type testBelief struct{ *session.Belief }
+// harnessProposer is the part's Proposer over the harness: Commit is
+// propose, Accept is submit.
+type harnessProposer struct{ h *harness }
 
-func (b testBelief) End(cause error) bool { return b.Belief.End(cause, time.Time{}, nil) }
+func (p harnessProposer) Commit(ctx context.Context, cmd fsm.Command) (Result, error) {
+	return p.h.propose(ctx, cmd)
+}
+
+func (p harnessProposer) Accept(ctx context.Context, cmd fsm.Command) (func(context.Context) (Result, error), error) {
+	return p.h.submit(ctx, cmd)
+}
 
 // newSession opens a session in the replica and makes it this node's
 // current one; the caller ends the previous one (every session ends at
@@ -267,20 +269,6 @@ func (h *harness) propose(ctx context.Context, cmd fsm.Command) (Result, error) 
 	return res, fmt.Errorf("%w: %w", errRejected, r.Err)
 }
 
-// proposeRetry retries propose while the outcome is unknown, as the
-// coordinator's applyRetry does.
-func (h *harness) proposeRetry(ctx context.Context, cmd fsm.Command) (Result, error) {
-	for {
-		res, err := h.propose(ctx, cmd)
-		if !errors.Is(err, errUnknown) || ctx.Err() != nil {
-			return res, err
-		}
-		if !pause.For(ctx, time.Millisecond) {
-			return res, err
-		}
-	}
-}
-
 // count returns how many commands with op were proposed.
 func (h *harness) count(op fsm.Op) int {
 	h.mu.Lock()
@@ -321,23 +309,6 @@ func (h *harness) waits(k Kind) uint64 {
 		h.t.Fatal(err)
 	}
 	return m.GetHistogram().GetSampleCount()
-}
-
-// poll waits until cond returns nil, failing the test with its last error
-// after waitFor.
-func poll(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // ended waits until g's belief ends and returns its cause.

@@ -6,20 +6,22 @@ import (
 	"github.com/holdfast-go/holdfast/fsm"
 )
 
-// Kind is what a grant is: a named leader lease or a permit of a named
+// Kind is what a grant is: a named lease or a permit of a named
 // semaphore. Everything the two do differently is a method of Kind.
 type Kind uint8
 
 const (
-	// Leader is a named leader lease: one holder at a time, and one local
+	// Lease is a named lease: one holder at a time, and one local
 	// contender per name.
-	Leader Kind = iota + 1
+	Lease Kind = iota + 1
 	// Semaphore is one of the permits of a named semaphore; a node may hold
 	// several permits of one semaphore (one per acquire).
 	Semaphore
 )
 
-// String returns the kind's "kind" label in the lease metrics.
+// String returns the kind's "kind" label in the lease metrics: "leader"
+// for a named lease (the label value predates the word "lease" for it and
+// is kept, as dashboards select on it), "semaphore" for a permit.
 func (k Kind) String() string {
 	if k == Semaphore {
 		return "semaphore"
@@ -70,7 +72,8 @@ const (
 	opRelease
 )
 
-// label is the "op" label of the settlement metric.
+// label is the "op" label of the settlement metric ("resign" is a lease's
+// release: the label value is kept, as dashboards select on it).
 func (k Kind) label(o op) string {
 	switch {
 	case k == Semaphore && o == opAcquire:

@@ -29,14 +29,14 @@ const (
 // leaderWaitFor) has passed, ctx ends, or the part ends. The view's index is
 // at or past the grant's, and the view still shows the grant, so the asker
 // may start its belief from it as from the leader's answer to an acquire.
-func (p *Part) ServeWait(ctx context.Context, r wire.WaitGrantRequest) (wire.WaitGrantReply, error) {
+func (p *Manager) ServeWait(ctx context.Context, r wire.WaitGrantRequest) (wire.WaitGrantReply, error) {
 	select {
 	case p.served <- struct{}{}:
 		defer func() { <-p.served }()
 	default:
 		return wire.WaitGrantReply{}, wire.ErrBusy
 	}
-	k := Leader
+	k := Lease
 	if r.Semaphore {
 		k = Semaphore
 	}
@@ -63,7 +63,7 @@ func (p *Part) ServeWait(ctx context.Context, r wire.WaitGrantRequest) (wire.Wai
 // askLeader asks the leader (Options.AskLeader) for the grant of request req
 // of session s, queued at index after, until it is granted (sent on got),
 // an ask fails, or ctx ends.
-func (p *Part) askLeader(ctx context.Context, r Request, s *session.Session, req, after uint64, got chan<- wire.WaitGrantReply) {
+func (p *Manager) askLeader(ctx context.Context, r Request, s *session.Session, req, after uint64, got chan<- wire.WaitGrantReply) {
 	ask := wire.WaitGrantRequest{Semaphore: r.Kind == Semaphore, Name: r.Name, Session: s.ID(), Request: req,
 		After: after, WaitNanos: int64(leaderWaitFor)}
 	for ctx.Err() == nil {

@@ -13,39 +13,27 @@ import (
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
-// Belief is this node's belief in one grant (made by Options.Believe): a
-// context that ends the moment the node stops believing it holds the
-// grant. Its methods must be safe for concurrent use.
-type Belief interface {
-	// Context ends when the belief ends; its cause says why.
-	Context() context.Context
-	// End ends the belief with cause now; it reports whether this call
-	// ended it.
-	End(cause error) bool
-}
-
 // Result is what a committed acquire or release returned: the raft index
 // it was applied at, the holder's token, session and answered request
 // after an acquire, whether it queued the request (Queued) or found it
 // given up or superseded (Stale).
 type Result = wire.ApplyResult
 
-// Errors are the error values the part returns and recognises in the
-// proposer's errors (matched with errors.Is).
-type Errors struct {
-	// Shutdown: the node is shutting down (returned, and recognised).
-	Shutdown error
-	// Rejected: the state machine refused the command (recognised).
-	Rejected error
-	// NoSession: the cluster no longer has the session (recognised).
-	NoSession error
-	// Held: the lease is held by another session (recognised), and the
-	// refusal of a TryAcquire while a local caller holds the name.
-	Held error
-	// Resigned: the cause of a grant its holder gave up.
-	Resigned error
-	// Lost: the cause of a grant the replica no longer shows.
-	Lost error
+// Proposer proposes commands to raft; *raftnode.Node satisfies it. Its
+// methods must be safe for concurrent use.
+type Proposer interface {
+	// Commit commits cmd once (locally or forwarded to the leader) and
+	// returns once it has committed; an error other than a refusal may
+	// leave the outcome unknown.
+	Commit(ctx context.Context, cmd fsm.Command) (Result, error)
+	// Accept hands cmd to raft on the leader and returns once the leader
+	// has taken it in, ahead of every command this node proposes or
+	// forwards later, without waiting for the commit
+	// (Grant.ReleaseBeforeCommit). wait, if not nil, delivers the commit's
+	// outcome as Commit would; nil means nothing follows the commit and the
+	// part watches its replica for it. After an error the command may or
+	// may not have been taken in.
+	Accept(ctx context.Context, cmd fsm.Command) (wait func(context.Context) (Result, error), err error)
 }
 
 // Options are the part's dependencies.
@@ -56,36 +44,25 @@ type Options struct {
 	// NextRequest waits for this node's current session and numbers a new
 	// request on it; it fails without numbering anything once ctx has
 	// ended. If nil, the part numbers requests itself on the sessions
-	// WaitSession returns.
+	// Sessions awaits.
 	NextRequest func(ctx context.Context) (*session.Session, uint64, error)
-	// WaitSession blocks until this node has a live session (used only
-	// when NextRequest is nil).
-	WaitSession func(ctx context.Context) (*session.Session, error)
-	// Believe starts this node's belief in a grant of kind to session s,
-	// seen in the replica at index. Required.
-	Believe func(s *session.Session, kind Kind, token, index uint64) Belief
-	// Propose commits cmd once (locally or forwarded to the leader); an
-	// error other than a refusal may leave the outcome unknown. Required.
-	Propose func(ctx context.Context, cmd fsm.Command) (Result, error)
-	// Submit, if set, hands cmd to raft on the leader and returns once the
-	// leader has taken it in, ahead of every command this node proposes or
-	// forwards later, without waiting for the commit
-	// (Grant.ReleaseBeforeCommit). wait, if not nil, delivers the commit's
-	// outcome as Propose would; nil means nothing follows the commit and
-	// the part watches its replica for it. After an error the command may
-	// or may not have been taken in. Nil Submit: every release waits for
-	// its commit.
-	Submit func(ctx context.Context, cmd fsm.Command) (wait func(context.Context) (Result, error), err error)
-	// ProposeRetry commits cmd, retrying while its outcome is unknown, until
-	// it commits, is refused, or ctx ends. Required.
-	ProposeRetry func(ctx context.Context, cmd fsm.Command) (Result, error)
+	// Sessions keeps this node in a session (*session.Client); its Await,
+	// until Stop is closed, gives the session a request is numbered on
+	// (used only when NextRequest is nil).
+	Sessions interface {
+		Await(ctx context.Context, stop <-chan struct{}) (*session.Session, error)
+	}
+	// Stop, once closed, ends the wait for a session (the node shuts
+	// down).
+	Stop <-chan struct{}
+	// Proposer commits the part's commands; the part retries a commit
+	// whose outcome is unknown itself (Retry). Required.
+	Proposer Proposer
 	// AskLeader asks the raft leader, over wire.MethodWaitGrant, for the
 	// grant of a queued request (see ServeWait); it fails at once when this
 	// node leads or no leader is known. Nil: a queued request watches the
 	// local replica only.
 	AskLeader func(ctx context.Context, r wire.WaitGrantRequest) (wire.WaitGrantReply, error)
-	// Errors are the error values to return and recognise.
-	Errors Errors
 	// AttemptTimeout bounds each settlement attempt.
 	AttemptTimeout time.Duration
 	// LeaderChanged returns a channel closed when raft next reports a
@@ -101,9 +78,9 @@ type Options struct {
 	Metrics *Metrics
 }
 
-// Part holds this node's grants of leases and permits. All methods are
+// Manager holds this node's grants of leases and permits. All methods are
 // safe for concurrent use.
-type Part struct {
+type Manager struct {
 	o      Options
 	ctx    context.Context // ends at EndAll (or Close)
 	cancel context.CancelFunc
@@ -120,17 +97,17 @@ type Part struct {
 }
 
 // New returns the part and starts its watch loop; Close stops it.
-func New(o Options) *Part {
+func New(o Options) *Manager {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if o.NextRequest == nil {
-		o.NextRequest = numbered(o.WaitSession)
+		o.NextRequest = numbered(func(ctx context.Context) (*session.Session, error) { return o.Sessions.Await(ctx, o.Stop) })
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	p := &Part{o: o, kick: make(chan struct{}, 1), served: make(chan struct{}, maxServedWaits), grants: map[*Grant]struct{}{}, slots: map[string]chan struct{}{}}
+	p := &Manager{o: o, kick: make(chan struct{}, 1), served: make(chan struct{}, maxServedWaits), grants: map[*Grant]struct{}{}, slots: map[string]chan struct{}{}}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	o.Metrics.bind(p)
 	p.spawn(p.watchLoop)
@@ -139,7 +116,7 @@ func New(o Options) *Part {
 
 // spawn runs f in a goroutine Close joins; it reports false (and does not
 // run f) once Close has begun.
-func (p *Part) spawn(f func()) bool {
+func (p *Manager) spawn(f func()) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -154,9 +131,9 @@ func (p *Part) spawn(f func()) bool {
 }
 
 // EndAll ends every grant with cause, stops the watch loop and refuses
-// new grants (an acquire then fails with Errors.Shutdown, at once if it
+// new grants (an acquire then fails with wire.ErrShutdown, at once if it
 // waits for its local slot). Settlements go on until Close.
-func (p *Part) EndAll(cause error) {
+func (p *Manager) EndAll(cause error) {
 	p.cancel()
 	p.mu.Lock()
 	all := make([]*Grant, 0, len(p.grants))
@@ -170,19 +147,19 @@ func (p *Part) EndAll(cause error) {
 	}
 }
 
-// Close ends every grant with Errors.Shutdown, stops the watch loop and
+// Close ends every grant with wire.ErrShutdown, stops the watch loop and
 // waits for it and for every settlement (which end with their session or
-// once the proposer answers Errors.Shutdown). It is safe to call twice.
-func (p *Part) Close() {
+// once the proposer answers wire.ErrShutdown). It is safe to call twice.
+func (p *Manager) Close() {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
-	p.EndAll(p.o.Errors.Shutdown)
+	p.EndAll(wire.ErrShutdown)
 	p.wg.Wait()
 }
 
 // Held returns how many grants of kind this node holds now.
-func (p *Part) Held(kind Kind) int {
+func (p *Manager) Held(kind Kind) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0
@@ -196,7 +173,7 @@ func (p *Part) Held(kind Kind) int {
 
 // register adds g to the grants the watch loop checks; it reports false
 // once EndAll has run.
-func (p *Part) register(g *Grant) bool {
+func (p *Manager) register(g *Grant) bool {
 	p.mu.Lock()
 	if p.grants == nil {
 		p.mu.Unlock()
@@ -212,7 +189,7 @@ func (p *Part) register(g *Grant) bool {
 	return true
 }
 
-func (p *Part) forget(g *Grant) {
+func (p *Manager) forget(g *Grant) {
 	p.mu.Lock()
 	delete(p.grants, g)
 	p.mu.Unlock()
@@ -221,7 +198,7 @@ func (p *Part) forget(g *Grant) {
 // watchLoop ends every grant the replica, at or past the index the grant
 // was seen at, no longer shows with the same token (it was released, freed
 // with an expired session, or granted to another session).
-func (p *Part) watchLoop() {
+func (p *Manager) watchLoop() {
 	for {
 		v := p.o.View()
 		p.mu.Lock()
@@ -236,7 +213,7 @@ func (p *Part) watchLoop() {
 		}
 		p.mu.Unlock()
 		for _, g := range lost {
-			g.end(p.o.Errors.Lost)
+			g.end(wire.ErrLeaseLost)
 		}
 		select {
 		case <-p.ctx.Done():

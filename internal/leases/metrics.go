@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/holdfast-go/holdfast/internal/session"
 )
 
 // Metrics are the part's collectors: the settlements, the leader leases
@@ -14,26 +16,30 @@ import (
 // caller registers Collectors. A nil (or zero) *Metrics records nothing.
 type Metrics struct {
 	wait        map[Kind]prometheus.ObserverVec
+	ends        *session.EndMetrics
 	settlements *prometheus.CounterVec
-	part        atomic.Pointer[Part]
+	part        atomic.Pointer[Manager]
 	collectors  []prometheus.Collector
 }
 
 // NewMetrics makes the part's collectors. wait holds, by kind, the acquire
 // wait histogram curried to that kind (no label left), whose series
-// appears at its first observation; a kind missing is not observed.
-func NewMetrics(wait map[Kind]prometheus.ObserverVec) *Metrics {
-	m := &Metrics{wait: wait, settlements: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holdfast_lease_settlements_total",
-		Help: "Lease requests this node settled in the background after their caller stopped waiting (acquire: a cancelled Campaign or TryAcquire; resign: a release Resign could not deliver in time; sem-acquire and sem-release: the same for semaphore permits)."},
+// appears at its first observation; a kind missing is not observed. ends
+// (shared with the other parts that hold grants, and registered by the
+// caller) counts every grant's end under its kind's label (nil: not
+// counted).
+func NewMetrics(wait map[Kind]prometheus.ObserverVec, ends *session.EndMetrics) *Metrics {
+	m := &Metrics{wait: wait, ends: ends, settlements: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holdfast_lease_settlements_total",
+		Help: "Lease requests this node settled in the background after their caller stopped waiting (acquire: a cancelled Acquire or TryAcquire; resign: a lease release Release could not deliver in time; sem-acquire and sem-release: the same for semaphore permits)."},
 		[]string{"op"})}
 	for _, op := range []string{"acquire", "resign", "sem-acquire", "sem-release"} {
 		m.settlements.WithLabelValues(op)
 	}
 	held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "holdfast_leases_held",
-		Help: "Leases this node holds now, by kind.", ConstLabels: prometheus.Labels{"kind": Leader.String()}},
+		Help: "Leases this node holds now, by kind.", ConstLabels: prometheus.Labels{"kind": Lease.String()}},
 		func() float64 {
 			if p := m.part.Load(); p != nil {
-				return float64(p.Held(Leader))
+				return float64(p.Held(Lease))
 			}
 			return 0
 		})
@@ -58,6 +64,14 @@ func (m *Metrics) waited(k Kind, d time.Duration) {
 	m.wait[k].WithLabelValues().Observe(d.Seconds())
 }
 
+// followEnd counts the end of a grant of kind k, believed by b, once it
+// ends.
+func (m *Metrics) followEnd(k Kind, b *session.Belief) {
+	if m != nil {
+		m.ends.Follow(k.String(), b)
+	}
+}
+
 // settled counts one settlement of op label.
 func (m *Metrics) settled(label string) {
 	if m != nil && m.settlements != nil {
@@ -66,7 +80,7 @@ func (m *Metrics) settled(label string) {
 }
 
 // bind makes the held gauge read p.
-func (m *Metrics) bind(p *Part) {
+func (m *Metrics) bind(p *Manager) {
 	if m != nil {
 		m.part.Store(p)
 	}

@@ -10,21 +10,22 @@ import (
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/pause"
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
-// Retry commits cmd with propose, retrying with backoff while its outcome
+// Retry commits cmd with commit, retrying with backoff while its outcome
 // is unknown (the leader was lost mid-commit, a connection broke), until it
-// commits, is refused (e.Rejected, e.NoSession, e.Held), the node shuts
-// down (e.Shutdown) or ctx ends. Use it for idempotent commands only (ones
+// commits, is refused (wire.ErrRejected, wire.ErrNoSession,
+// wire.ErrLeaseHeld), the node shuts down (wire.ErrShutdown) or ctx ends. Use it for idempotent commands only (ones
 // that carry their session and request ID): a retry of a command that did
 // commit is answered the same way, so an acquire never mints two tokens.
-func Retry(ctx context.Context, cmd fsm.Command, propose func(context.Context, fsm.Command) (Result, error),
-	e Errors, log *slog.Logger) (Result, error) {
+func Retry(ctx context.Context, cmd fsm.Command, commit func(context.Context, fsm.Command) (Result, error),
+	log *slog.Logger) (Result, error) {
 	backoff := 20 * time.Millisecond
 	for {
-		res, err := propose(ctx, cmd)
-		if err == nil || errors.Is(err, e.Rejected) || errors.Is(err, e.NoSession) ||
-			errors.Is(err, e.Held) || errors.Is(err, e.Shutdown) || ctx.Err() != nil {
+		res, err := commit(ctx, cmd)
+		if err == nil || errors.Is(err, wire.ErrRejected) || errors.Is(err, wire.ErrNoSession) ||
+			errors.Is(err, wire.ErrLeaseHeld) || errors.Is(err, wire.ErrShutdown) || ctx.Err() != nil {
 			return res, err
 		}
 		log.Debug("command outcome unknown; retrying", "op", cmd.Op.String(), "error", err)
@@ -33,6 +34,11 @@ func Retry(ctx context.Context, cmd fsm.Command, propose func(context.Context, f
 		}
 		backoff = min(2*backoff, time.Second)
 	}
+}
+
+// retry commits cmd through the part's proposer with Retry.
+func (p *Manager) retry(ctx context.Context, cmd fsm.Command) (Result, error) {
+	return Retry(ctx, cmd, p.o.Proposer.Commit, p.o.Log)
 }
 
 // numbered returns a NextRequest over waitSession: it waits for this

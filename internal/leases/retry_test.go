@@ -15,7 +15,6 @@ import (
 // a refusal.
 func TestRetryStopsAtCommitOrRefusal(t *testing.T) {
 	h := newHarness(t)
-	errs := Errors{Shutdown: errShutdown, Rejected: errRejected, NoSession: errNoSession, Held: errHeld}
 	log := slog.New(slog.DiscardHandler)
 	dropped := 0
 	h.setFault(func(fsm.Command) fault {
@@ -28,16 +27,16 @@ func TestRetryStopsAtCommitOrRefusal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 	s := h.session()
-	cmd := Leader.acquireCmd(Request{Kind: Leader, Name: "x"}, s.ID(), 1)
-	if _, err := Retry(ctx, cmd, h.propose, errs, log); err != nil {
+	cmd := Lease.acquireCmd(Request{Kind: Lease, Name: "x"}, s.ID(), 1)
+	if _, err := Retry(ctx, cmd, h.propose, log); err != nil {
 		t.Fatalf("Retry after two lost attempts: %v", err)
 	}
 	if n := h.count(fsm.OpAcquire); n != 3 {
 		t.Fatalf("Retry proposed %d times, want 3 (two lost, one committed)", n)
 	}
 	h.other("o")
-	refused := Leader.acquireCmd(Request{Kind: Leader, Name: "x"}, "o", 1)
-	if _, err := Retry(ctx, refused, h.propose, errs, log); !errors.Is(err, errHeld) {
+	refused := Lease.acquireCmd(Request{Kind: Lease, Name: "x"}, "o", 1)
+	if _, err := Retry(ctx, refused, h.propose, log); !errors.Is(err, errHeld) {
 		t.Fatalf("Retry of a refused acquire: %v, want errHeld", err)
 	}
 	if n := h.count(fsm.OpAcquire); n != 4 {

@@ -8,6 +8,7 @@ import (
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/pause"
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // Settlement (see the package doc) runs in the background on a goroutine
@@ -20,15 +21,14 @@ const settleMaxBackoff = 250 * time.Millisecond
 
 // mayHaveCommitted reports whether a command that failed with err may
 // still have been (or still be) applied.
-func (p *Part) mayHaveCommitted(err error) bool {
-	e := p.o.Errors
-	return err != nil && !errors.Is(err, e.Rejected) && !errors.Is(err, e.NoSession) && !errors.Is(err, e.Held)
+func (p *Manager) mayHaveCommitted(err error) bool {
+	return err != nil && !errors.Is(err, wire.ErrRejected) && !errors.Is(err, wire.ErrNoSession) && !errors.Is(err, wire.ErrLeaseHeld)
 }
 
 // settle gives request req of session s for name up in the background
 // (token: only that grant, or 0 for whatever the request holds); o labels
 // the metric.
-func (p *Part) settle(k Kind, s *session.Session, name string, req, token uint64, o op) {
+func (p *Manager) settle(k Kind, s *session.Session, name string, req, token uint64, o op) {
 	p.o.Metrics.settled(k.label(o))
 	cmd := k.ReleaseCmd(name, s.ID(), req, token)
 	if !p.spawn(func() { p.settleLoop(s, cmd, name, req) }) {
@@ -39,7 +39,7 @@ func (p *Part) settle(k Kind, s *session.Session, name string, req, token uint64
 // settleLoop commits the give-up cmd, retrying with backoff while its
 // outcome is unknown, until it commits, the session ends, or the part ends
 // (EndAll or Close).
-func (p *Part) settleLoop(s *session.Session, cmd fsm.Command, name string, req uint64) {
+func (p *Manager) settleLoop(s *session.Session, cmd fsm.Command, name string, req uint64) {
 	p.settling.Add(1)
 	defer p.settling.Add(-1)
 	sctx, stop := context.WithCancel(s.Context())
@@ -48,10 +48,10 @@ func (p *Part) settleLoop(s *session.Session, cmd fsm.Command, name string, req 
 	backoff := 20 * time.Millisecond
 	for {
 		ctx, cancel := context.WithTimeout(sctx, p.o.AttemptTimeout)
-		_, err := p.o.Propose(ctx, cmd)
+		_, err := p.o.Proposer.Commit(ctx, cmd)
 		cancel()
-		if !p.mayHaveCommitted(err) || errors.Is(err, p.o.Errors.Shutdown) || sctx.Err() != nil {
-			if err != nil && !errors.Is(err, p.o.Errors.NoSession) && sctx.Err() == nil {
+		if !p.mayHaveCommitted(err) || errors.Is(err, wire.ErrShutdown) || sctx.Err() != nil {
+			if err != nil && !errors.Is(err, wire.ErrNoSession) && sctx.Err() == nil {
 				p.o.Log.Warn("settling a lease request failed; the session's end releases it", "lease", name, "request", req, "error", err)
 			}
 			return
@@ -67,12 +67,12 @@ func (p *Part) settleLoop(s *session.Session, cmd fsm.Command, name string, req 
 // giveUp releases request req under ctx (retrying while its outcome is
 // unknown); if that is not confirmed before ctx ends, it goes on in the
 // background. It returns the error of the attempt under ctx.
-func (p *Part) giveUp(ctx context.Context, k Kind, s *session.Session, name string, req, token uint64, o op) error {
-	_, err := p.o.ProposeRetry(ctx, k.ReleaseCmd(name, s.ID(), req, token))
-	if p.mayHaveCommitted(err) && !errors.Is(err, p.o.Errors.Shutdown) && s.Context().Err() == nil {
+func (p *Manager) giveUp(ctx context.Context, k Kind, s *session.Session, name string, req, token uint64, o op) error {
+	_, err := p.retry(ctx, k.ReleaseCmd(name, s.ID(), req, token))
+	if p.mayHaveCommitted(err) && !errors.Is(err, wire.ErrShutdown) && s.Context().Err() == nil {
 		p.settle(k, s, name, req, token, o)
 	}
-	if errors.Is(err, p.o.Errors.NoSession) {
+	if errors.Is(err, wire.ErrNoSession) {
 		return nil // the session is gone: so is everything it held
 	}
 	return err

@@ -7,9 +7,10 @@ import (
 	"testing"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
-var kinds = []Kind{Leader, Semaphore}
+var kinds = []Kind{Lease, Semaphore}
 
 func isAcquire(cmd fsm.Command) bool { return cmd.Op == fsm.OpAcquire || cmd.Op == fsm.OpSemAcquire }
 func isRelease(cmd fsm.Command) bool { return cmd.Op == fsm.OpRelease || cmd.Op == fsm.OpSemRelease }
@@ -46,7 +47,7 @@ func TestCancelledAcquireAfterCommitIsSettled(t *testing.T) {
 			if h.count(k.acquireCmd(Request{}, "", 0).Op) != 1 {
 				t.Fatal("the acquire was not proposed once")
 			}
-			poll(t, "the committed grant is released", func() error { return free(h.fsm.View(), k, "x") })
+			testkit.Eventually(t, "the committed grant is released", waitFor, func() error { return free(h.fsm.View(), k, "x") })
 			if got := h.settled(k.label(opAcquire)); got != 1 {
 				t.Fatalf("settlements %q = %v, want 1", k.label(opAcquire), got)
 			}
@@ -83,7 +84,7 @@ func TestCancelledQueuedAcquireLeavesQueue(t *testing.T) {
 				_, err := h.part.Acquire(ctx, req(k, "x", true))
 				errc <- err
 			}()
-			poll(t, "the acquire queues", func() error {
+			testkit.Eventually(t, "the acquire queues", waitFor, func() error {
 				if n := len(waiters(h.fsm.View(), k, "x")); n != 1 {
 					return fmt.Errorf("%d waiters", n)
 				}
@@ -93,7 +94,7 @@ func TestCancelledQueuedAcquireLeavesQueue(t *testing.T) {
 			if err := <-errc; !errors.Is(err, context.Canceled) {
 				t.Fatalf("acquire: %v, want context.Canceled", err)
 			}
-			poll(t, "the queue entry is settled", func() error {
+			testkit.Eventually(t, "the queue entry is settled", waitFor, func() error {
 				if w := waiters(h.fsm.View(), k, "x"); len(w) != 0 {
 					return fmt.Errorf("waiters %v", w)
 				}
@@ -136,7 +137,7 @@ func TestReleaseDeliveredAfterContextEnds(t *testing.T) {
 			if cause := context.Cause(g.Belief().Context()); !errors.Is(cause, errResigned) {
 				t.Fatalf("belief after Release: %v, want errResigned at once", cause)
 			}
-			poll(t, "the release is delivered", func() error { return free(h.fsm.View(), k, "x") })
+			testkit.Eventually(t, "the release is delivered", waitFor, func() error { return free(h.fsm.View(), k, "x") })
 			if got := h.settled(k.label(opRelease)); got != 1 {
 				t.Fatalf("settlements %q = %v, want 1", k.label(opRelease), got)
 			}
@@ -151,7 +152,7 @@ func TestReleaseDeliveredAfterContextEnds(t *testing.T) {
 // ends (the session's end frees everything it held).
 func TestSettlementEndsWithSession(t *testing.T) {
 	h := newHarness(t)
-	g := h.acquire(req(Leader, "x", true))
+	g := h.acquire(req(Lease, "x", true))
 	h.setFault(func(cmd fsm.Command) fault {
 		if isRelease(cmd) {
 			return drop
@@ -163,7 +164,7 @@ func TestSettlementEndsWithSession(t *testing.T) {
 	if err := g.Release(ctx); err == nil {
 		t.Fatal("Release under an ended context reported a delivered release")
 	}
-	poll(t, "the settlement retries", func() error {
+	testkit.Eventually(t, "the settlement retries", waitFor, func() error {
 		if n := h.count(fsm.OpRelease); n < 2 {
 			return fmt.Errorf("%d release attempts", n)
 		}
@@ -173,7 +174,7 @@ func TestSettlementEndsWithSession(t *testing.T) {
 		t.Fatalf("%d settlements in flight, want 1", n)
 	}
 	h.session().End(errShutdown)
-	poll(t, "the settlement ends with its session", func() error {
+	testkit.Eventually(t, "the settlement ends with its session", waitFor, func() error {
 		if n := h.part.settling.Load(); n != 0 {
 			return fmt.Errorf("%d settlements in flight", n)
 		}

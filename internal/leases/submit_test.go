@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
-// fakeLeader stands for raft on the leader behind Options.Submit: it takes
+// fakeLeader stands for raft on the leader behind Proposer.Accept: it takes
 // commands in, in order, and commits them (to the harness's replicas) only
 // when told to, or before the next command proposed through h.propose (a
 // later command of this node comes after them in the log). lose makes the
@@ -149,7 +150,7 @@ func TestReleaseOnLeaderReturnsBeforeCommit(t *testing.T) {
 				t.Fatalf("second release: %v", err)
 			}
 			l.commitAll()
-			poll(t, "the second release commits", func() error { return free(h.fsm.View(), k, "x") })
+			testkit.Eventually(t, "the second release commits", waitFor, func() error { return free(h.fsm.View(), k, "x") })
 			h.wantNoReleaseSettled(k)
 		})
 	}
@@ -170,8 +171,8 @@ func TestReleaseOnLostLeaderIsSettled(t *testing.T) {
 			l.lose = true
 			l.mu.Unlock()
 			l.commitAll()
-			poll(t, "the settled release commits", func() error { return free(h.fsm.View(), k, "x") })
-			poll(t, "the settlement is counted", func() error {
+			testkit.Eventually(t, "the settled release commits", waitFor, func() error { return free(h.fsm.View(), k, "x") })
+			testkit.Eventually(t, "the settlement is counted", waitFor, func() error {
 				if got := h.settled(k.label(opRelease)); got != 1 {
 					return fmt.Errorf("settlements %q = %v, want 1", k.label(opRelease), got)
 				}
@@ -214,7 +215,7 @@ func TestReleaseViaFollowerConfirmedOnReplica(t *testing.T) {
 				t.Fatal("the lagging replica shows the release")
 			}
 			h.catchUp()
-			poll(t, "the follower sees the release", func() error { return free(h.fsm.View(), k, "x") })
+			testkit.Eventually(t, "the follower sees the release", waitFor, func() error { return free(h.fsm.View(), k, "x") })
 			h.part.Close() // joins the follow: it must have ended without settling
 			h.wantNoReleaseSettled(k)
 		})
@@ -236,7 +237,7 @@ func TestReleaseViaFollowerLostIsSettled(t *testing.T) {
 			h.mu.Lock()
 			h.leader = nil // the settlement goes through Propose
 			h.mu.Unlock()
-			poll(t, "the settled release commits", func() error { return free(h.fsm.View(), k, "x") })
+			testkit.Eventually(t, "the settled release commits", waitFor, func() error { return free(h.fsm.View(), k, "x") })
 			if got := h.settled(k.label(opRelease)); got != 1 {
 				t.Fatalf("settlements %q = %v, want 1", k.label(opRelease), got)
 			}
@@ -284,7 +285,7 @@ func TestEarlyReleaseRedeliveredOnLeaderChange(t *testing.T) {
 			h.leader = nil // the settlement goes through Propose
 			h.mu.Unlock()
 			h.changeLeader()
-			poll(t, "the release delivered again commits", func() error { return free(h.fsm.View(), k, "x") })
+			testkit.Eventually(t, "the release delivered again commits", waitFor, func() error { return free(h.fsm.View(), k, "x") })
 			if got := h.settled(k.label(opRelease)); got != 1 {
 				t.Fatalf("settlements %q = %v, want 1", k.label(opRelease), got)
 			}

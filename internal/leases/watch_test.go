@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // A grant the replica no longer shows ends this node's belief with the
@@ -24,7 +25,7 @@ func TestLostInReplicaEndsBelief(t *testing.T) {
 			if err := other.Belief().Context().Err(); err != nil {
 				t.Fatalf("a grant the replica still shows ended: %v", err)
 			}
-			poll(t, "the lost grant is forgotten", func() error {
+			testkit.Eventually(t, "the lost grant is forgotten", waitFor, func() error {
 				if n := h.part.Held(k); n != 1 {
 					return fmt.Errorf("Held = %d, want 1", n)
 				}

@@ -109,6 +109,18 @@ func (r *Recorder) Settle(worker string, failed *Call) {
 	r.ops[c.i].out = Output{Unknown: true}
 }
 
+// SettleSince is Settle for a grant that may have ended before the failed
+// acquire returned: from since on (on the Recorder's clock; not before the
+// acquire's call), as when the session that got it lapsed meanwhile.
+func (r *Recorder) SettleSince(worker string, failed *Call, since int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f := r.ops[failed.i].in
+	c := r.beginLocked(worker, Input{Kind: Settle, Name: f.Name, Client: f.Client, Ref: f.ID})
+	r.ops[c.i].out = Output{Unknown: true}
+	r.ops[c.i].call = max(min(since, r.ops[c.i].call), r.ops[failed.i].call)
+}
+
 // Lost records that the client's grant of name with token ended without a
 // release (its holder saw it end: a lost session): it is dropped at some
 // time from now on.

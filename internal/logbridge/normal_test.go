@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // TestNormalStartNotWarned: raft's "no known peers, aborting election"
@@ -12,8 +14,8 @@ import (
 // heartbeat timeout after a known leader is lost stays a warning.
 func TestNormalStartNotWarned(t *testing.T) {
 	h := &recordLog{}
-	clock := &fakeClock{t: time.Unix(1000, 0)}
-	log := newHCLog(slog.New(h), "raft", nil, clock.now)
+	clock := testkit.NewClock(time.Unix(1000, 0))
+	log := newHCLog(slog.New(h), "raft", nil, clock.Time)
 	log.Warn("no known peers, aborting election")
 	log.Warn("heartbeat timeout reached, starting election", "last-leader-addr", "", "last-leader-id", "")
 	log.Warn("heartbeat timeout reached, starting election", "last-leader-addr", "127.0.0.1:7947", "last-leader-id", "x")

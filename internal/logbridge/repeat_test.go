@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // recordLog is a slog handler that keeps every record.
@@ -47,11 +49,6 @@ func (h *recordLog) levels(msg string) (levels []slog.Level, repeated []int64) {
 	return levels, repeated
 }
 
-// fakeClock is a clock the test moves.
-type fakeClock struct{ t time.Time }
-
-func (c *fakeClock) now() time.Time { return c.t }
-
 // TestRepeatedPeerErrorsLoggedOnce feeds the bridge raft's heartbeat
 // storm for an unreachable peer (as raft logs it: an error per failed
 // heartbeat, with a changing backoff and error): within RepeatWindow only
@@ -60,19 +57,19 @@ func (c *fakeClock) now() time.Time { return c.t }
 // and records naming no peer, are not held back.
 func TestRepeatedPeerErrorsLoggedOnce(t *testing.T) {
 	h := &recordLog{}
-	clk := &fakeClock{t: time.Unix(1000, 0)}
-	hl := newHCLog(slog.New(h), "raft", nil, clk.now)
+	clk := testkit.NewClock(time.Unix(1000, 0))
+	hl := newHCLog(slog.New(h), "raft", nil, clk.Time)
 	const msg = "failed to heartbeat to"
 	for i := range 50 {
 		hl.Error(msg, "peer", "10.0.0.3:7947", "backoff time", time.Duration(i)*time.Millisecond,
 			"error", errors.New("dial tcp 10.0.0.3:7947: connect: connection refused"))
-		clk.t = clk.t.Add(200 * time.Millisecond) // 10 s in all
+		clk.Advance(200 * time.Millisecond) // 10 s in all
 	}
 	hl.Error(msg, "peer", "10.0.0.4:7947", "backoff time", time.Millisecond, "error", errors.New("i/o timeout"))
 	for range 3 {
 		hl.Warn("heartbeat timeout reached, starting election", "last-leader-addr", "10.0.0.9:7947", "last-leader-id", "lost")
 	}
-	clk.t = clk.t.Add(RepeatWindow)
+	clk.Advance(RepeatWindow)
 	hl.Error(msg, "peer", "10.0.0.3:7947", "backoff time", time.Millisecond, "error", errors.New("connection refused"))
 
 	levels, repeated := h.levels(msg)

@@ -3,9 +3,12 @@
 // bbolt log of an older data dir, with the stable store beside it and file
 // snapshots, the data dir locked while open; or in-memory ones), the raft futures in flight (so that
 // closing never waits on a future raft will not answer), and proposing a
-// command: on this node when it leads, otherwise forwarded to the leader
-// over the RPC transport, within the caller's budget. It also serves the
-// leader's side of forwarding, bounded by a number of pending forwards,
+// command in two ways named by what they wait for: Commit (until the
+// command committed) and Accept (until raft on the leader has taken it
+// in), each on this node when it leads, otherwise forwarded to the leader
+// over the RPC transport, within the caller's budget. The leader's duties
+// commit with CommitAsLeader; Forwards serves the leader's side of
+// forwarding with it, bounded by a number of pending forwards,
 // the consistent-read round (Reads: a quorum-confirmed commit index, the
 // last command at or below it, the wait for the replica), the leader's
 // duties per term (FollowLeadership) and since when no leader has been

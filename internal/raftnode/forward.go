@@ -24,10 +24,10 @@ type ForwardOptions struct {
 	// because their budget ran out (nil: not counted).
 	Metrics *Metrics
 	Log     *slog.Logger
-	// Apply commits a command on this node (Node.ApplyLocal).
+	// Apply commits a command on this node (Node.CommitAsLeader).
 	Apply func(ctx context.Context, data []byte) (wire.ApplyResult, error)
 	// Submit hands a command to raft on this node without waiting for its
-	// commit (Node.SubmitData): it answers wire.ApplyRequest.Accept. Nil:
+	// commit (as Node.Accept does on the leader): it answers wire.ApplyRequest.Accept. Nil:
 	// such a command is committed and answered as any other.
 	Submit func(ctx context.Context, data []byte) error
 }
@@ -104,4 +104,16 @@ func (n *Node) maybeDuplicate(addr string, req wire.ApplyRequest) {
 		_ = n.opts.Trans.Call(ctx, addr, wire.MethodApply, req, nil)
 		n.dupsSent.Add(1)
 	})
+}
+
+// Forwards returns the handler of wire.MethodApply on this node: the
+// forwarded commands it serves as leader are committed (CommitAsLeader) or,
+// with Accept, taken in (as Accept does on the leader), at most limit at
+// once (see ServeForwards).
+func (n *Node) Forwards(limit int, m *Metrics, log *slog.Logger) wire.HandlerFunc {
+	return ServeForwards(ForwardOptions{Limit: limit, Metrics: m, Log: log, Apply: n.CommitAsLeader,
+		Submit: func(ctx context.Context, data []byte) error {
+			_, err := n.acceptAsLeader(ctx, data)
+			return err
+		}})
 }

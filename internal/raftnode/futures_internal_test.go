@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/holdfast-go/holdfast/internal/testkit"
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
@@ -73,17 +74,9 @@ func TestFuturesCloseGivesUp(t *testing.T) {
 // waitFutures polls cond (under fs.mu) until it holds, for at most 10 s.
 func waitFutures(t *testing.T, fs *Futures, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.Eventually(t, what, 10*time.Second, testkit.Holds(func() bool {
 		fs.mu.Lock()
-		ok := cond()
-		fs.mu.Unlock()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond) // polling a condition with a deadline
-	}
+		defer fs.mu.Unlock()
+		return cond()
+	}))
 }

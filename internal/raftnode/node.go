@@ -137,8 +137,8 @@ type Node struct {
 	stopped    bool // Stop began: spawn refuses
 	wg         sync.WaitGroup
 	dupForward atomic.Pointer[func() (time.Duration, bool)]
-	submitMu   sync.Mutex                   // orders Submit's hand-offs to raft with lastSubmit
-	lastSubmit atomic.Pointer[PendingApply] // the last command Submit took in
+	submitMu   sync.Mutex                   // orders acceptAsLeader's hand-offs to raft with lastSubmit
+	lastSubmit atomic.Pointer[pendingApply] // the last command acceptAsLeader took in
 	dupsSent   atomic.Int64
 	hint       leaderHint // the leader a replica outside raft was told of (leaderhint.go)
 }

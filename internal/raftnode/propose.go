@@ -14,47 +14,33 @@ import (
 	"github.com/holdfast-go/holdfast/transport"
 )
 
-// ApplyLocal commits data through raft on this node, which must be leader
-// (otherwise a *wire.NotLeaderError). A command the state machine refused
+// CommitAsLeader commits data (an encoded command) through raft on this
+// node, which must lead (otherwise a *wire.NotLeaderError, and nothing was
+// proposed); it is what the leader's duties propose with, and what serving
+// a forwarded command does (Forwards). A command the state machine refused
 // returns an error wrapping wire.ErrRejected (and wire.ErrNoSession or
 // wire.ErrLeaseHeld where they apply, and the state machine's error) along
 // with the result, which still describes the lease for a refused acquire.
-func (n *Node) ApplyLocal(ctx context.Context, data []byte) (wire.ApplyResult, error) {
+func (n *Node) CommitAsLeader(ctx context.Context, data []byte) (wire.ApplyResult, error) {
 	p, err := n.submitLocal(ctx, data)
 	if err != nil {
 		return wire.ApplyResult{}, err
 	}
-	return p.Wait(ctx)
+	return p.wait(ctx)
 }
 
-// Submit proposes cmd on this node, which must lead (otherwise a
-// *wire.NotLeaderError, and nothing was proposed), and returns as soon as
-// raft has taken the command in, without waiting for its commit: raft's
-// leader loop takes proposals one at a time, in order, so every command
-// this node proposes or forwards afterwards comes after it in the log, or
-// (if this node stops leading first) the command fails, which the returned
-// PendingApply reports. Its Wait answers as ApplyLocal does. A read index
-// this node serves waits for its submitted commands (WaitSubmitted), so a
-// Sync it serves, for any node, that starts after Submit returned sees the
-// command if it committed.
-func (n *Node) Submit(ctx context.Context, cmd fsm.Command) (*PendingApply, error) {
-	data, err := fsm.Encode(cmd)
-	if err != nil {
-		return nil, err
-	}
-	return n.submitTracked(ctx, data)
-}
-
-// SubmitData is Submit of an encoded command, whose commit nobody here
-// waits for: the leader's side of a forwarded wire.ApplyRequest.Accept.
-func (n *Node) SubmitData(ctx context.Context, data []byte) error {
-	_, err := n.submitTracked(ctx, data)
-	return err
-}
-
-// submitTracked hands data to raft on this node, which must lead, and
-// makes it the command WaitSubmitted waits for.
-func (n *Node) submitTracked(ctx context.Context, data []byte) (*PendingApply, error) {
+// acceptAsLeader hands data to raft on this node, which must lead
+// (otherwise a *wire.NotLeaderError, and nothing was proposed), and returns
+// as soon as raft has taken the command in, without waiting for its
+// commit: raft's leader loop takes proposals one at a time, in order, so
+// every command this node proposes or forwards afterwards comes after it in
+// the log, or (if this node stops leading first) the command fails, which
+// the returned pendingApply reports. A read index this node serves waits
+// for the commands it took in (WaitSubmitted), so a Sync it serves, for any
+// node, that starts after acceptAsLeader returned sees the command if it
+// committed. It is Accept on the leader, and the leader's side of a
+// forwarded wire.ApplyRequest.Accept.
+func (n *Node) acceptAsLeader(ctx context.Context, data []byte) (*pendingApply, error) {
 	// Under the lock, the last command stored is the last one raft took
 	// in: two concurrent submits cannot store in the other order.
 	n.submitMu.Lock()
@@ -66,23 +52,27 @@ func (n *Node) submitTracked(ctx context.Context, data []byte) (*PendingApply, e
 	return a, err
 }
 
-// Hand proposes cmd and returns once raft on the leader has taken it in,
+// Accept proposes cmd and returns once raft on the leader has taken it in,
 // ahead of every command this node proposes or forwards afterwards,
-// without waiting for its commit. On the leader it is Submit, and wait
-// follows the commit. On another node the command is forwarded once with
+// without waiting for its commit (Commit waits for the commit). On the
+// leader wait follows the commit. On another node the command is forwarded once with
 // wire.ApplyRequest.Accept: wait is then nil, as nothing here follows the
 // commit (a leader that answers only after the commit yields a wait that
 // returns its answer). After an error the command may or may not have been
 // taken in.
-func (n *Node) Hand(ctx context.Context, cmd fsm.Command) (wait func(context.Context) (wire.ApplyResult, error), err error) {
+func (n *Node) Accept(ctx context.Context, cmd fsm.Command) (wait func(context.Context) (wire.ApplyResult, error), err error) {
 	addr, self := n.LeaderRPCAddr()
 	switch {
 	case self:
-		a, err := n.Submit(ctx, cmd)
+		data, err := fsm.Encode(cmd)
 		if err != nil {
 			return nil, err
 		}
-		return a.Wait, nil
+		a, err := n.acceptAsLeader(ctx, data)
+		if err != nil {
+			return nil, err
+		}
+		return a.wait, nil
 	case addr == "":
 		return nil, wire.ErrNoLeader
 	}
@@ -106,7 +96,8 @@ func (n *Node) Hand(ctx context.Context, cmd fsm.Command) (wait func(context.Con
 	return func(context.Context) (wire.ApplyResult, error) { return res, nil }, nil
 }
 
-// WaitSubmitted waits until every command Submit took in before the call
+// WaitSubmitted waits until every command Accept (or a forwarded
+// accept) took in on this leader before the call
 // has been answered (committed or failed), or ctx ends (its error). Raft
 // commits in log order, so waiting for the last one is enough.
 func (n *Node) WaitSubmitted(ctx context.Context) error {
@@ -118,12 +109,12 @@ func (n *Node) WaitSubmitted(ctx context.Context) error {
 	return nil
 }
 
-// PendingApply is a command handed to raft on the leader (Submit), whose
-// commit has not been waited for.
-type PendingApply struct{ p *Pending[raft.ApplyFuture] }
+// pendingApply is a command handed to raft on the leader (acceptAsLeader),
+// whose commit has not been waited for.
+type pendingApply struct{ p *Pending[raft.ApplyFuture] }
 
 // submitLocal hands data to raft on this node, which must lead.
-func (n *Node) submitLocal(ctx context.Context, data []byte) (*PendingApply, error) {
+func (n *Node) submitLocal(ctx context.Context, data []byte) (*pendingApply, error) {
 	if n.raft.State() != raft.Leader {
 		addr, _ := n.LeaderRPCAddr()
 		return nil, &wire.NotLeaderError{Leader: addr}
@@ -139,12 +130,12 @@ func (n *Node) submitLocal(ctx context.Context, data []byte) (*PendingApply, err
 	if err != nil {
 		return nil, err
 	}
-	return &PendingApply{p}, nil
+	return &pendingApply{p}, nil
 }
 
-// Wait waits for the commit (or ctx's end) and returns the state
-// machine's answer, as ApplyLocal does. It is safe for concurrent use.
-func (a *PendingApply) Wait(ctx context.Context) (wire.ApplyResult, error) {
+// wait waits for the commit (or ctx's end) and returns the state
+// machine's answer, as CommitAsLeader does. It is safe for concurrent use.
+func (a *pendingApply) wait(ctx context.Context) (wire.ApplyResult, error) {
 	f, err := a.p.Wait(ctx)
 	if err != nil {
 		if errors.Is(err, raft.ErrNotLeader) {
@@ -165,14 +156,15 @@ func (a *PendingApply) Wait(ctx context.Context) (wire.ApplyResult, error) {
 	return res, wire.Wrap(wire.ErrRejected, r.Err)
 }
 
-// Apply commits cmd, on this node if it leads, otherwise forwarded to the
+// Commit commits cmd and returns once it has committed (Accept returns
+// once the leader has taken it in): on this node if it leads, otherwise forwarded to the
 // leader with what is left of ctx's deadline as its budget. It retries
 // while no leader is known, until ctx ends (an error wrapping
 // wire.ErrNoLeader and ctx's error); a command whose fate is unknown
 // (leader lost mid-commit, or this node learned of a new leader while the
 // forward waited: ErrLeaderChanged) is reported, not retried. It returns
 // wire.ErrShutdown once the host's context has ended.
-func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (wire.ApplyResult, error) {
+func (n *Node) Commit(ctx context.Context, cmd fsm.Command) (wire.ApplyResult, error) {
 	data, err := fsm.Encode(cmd)
 	if err != nil {
 		return wire.ApplyResult{}, err
@@ -185,7 +177,7 @@ func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (wire.ApplyResult, er
 		addr, self := n.LeaderRPCAddr()
 		switch {
 		case self:
-			res, err := n.ApplyLocal(ctx, data)
+			res, err := n.CommitAsLeader(ctx, data)
 			if !errors.Is(err, wire.ErrNotLeader) {
 				return res, err
 			}

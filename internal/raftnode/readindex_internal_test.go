@@ -123,7 +123,7 @@ func TestReadIndexWaitsForSubmitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := &Node{stores: &stores{logs: raft.NewInmemStore()}}
-	n.lastSubmit.Store(&PendingApply{p})
+	n.lastSubmit.Store(&pendingApply{p})
 	confirmed := false
 	r := Reads{Node: n, Replica: fsm.New(), Confirm: func(context.Context, func() uint64) (uint64, error) {
 		confirmed = true

@@ -25,3 +25,12 @@ func StateOf(st raft.RaftState) State {
 	}
 	return StateShutdown
 }
+
+// State returns this node's current raft role.
+func (n *Node) State() State { return StateOf(n.raft.State()) }
+
+// Leading reports whether raft on this node is the leader now.
+func (n *Node) Leading() bool { return n.raft.State() == raft.Leader }
+
+// Term returns raft's current term on this node.
+func (n *Node) Term() uint64 { return n.raft.CurrentTerm() }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
@@ -17,7 +18,7 @@ import (
 // real replica behind a fake raft, and a keepalive answered by keepAlive.
 type clientRig struct {
 	c       *Client
-	clk     *fakeClock
+	clk     *testkit.Clock
 	rep     *replica
 	wg      sync.WaitGroup // Spawn's goroutines
 	ids     atomic.Int64
@@ -33,8 +34,8 @@ type clientRig struct {
 }
 
 func newClientRig(t *testing.T, ttl time.Duration) *clientRig {
-	r := &clientRig{clk: &fakeClock{}, rep: newReplica(), closed: make(chan string, 16)}
-	r.clk.set(time.Hour) // an arbitrary origin
+	r := &clientRig{clk: &testkit.Clock{}, rep: newReplica(), closed: make(chan string, 16)}
+	r.clk.Set(time.Hour) // an arbitrary origin
 	r.c = NewClient(ClientOptions{
 		Clock:       r.clk,
 		Step:        time.Millisecond,
@@ -46,7 +47,7 @@ func newClientRig(t *testing.T, ttl time.Duration) *clientRig {
 		LeaderKnown: func() bool { return true },
 		Create: func(ctx context.Context, id string, gen uint64) (uint64, error) {
 			r.creates.Add(1)
-			r.clk.set(r.clk.Now() + r.createDelay)
+			r.clk.Set(r.clk.Now() + r.createDelay)
 			if r.create != nil {
 				return r.create(ctx, id, gen)
 			}
@@ -127,11 +128,11 @@ func TestOpenBeliefCountsFromSend(t *testing.T) {
 		t.Fatalf("opened session: created %d, sent %v", s.created, s.sent)
 	}
 	b := NewBelief(s)
-	r.clk.set(sentC + span - time.Nanosecond)
+	r.clk.Set(sentC + span - time.Nanosecond)
 	if b.Observe() != time.Nanosecond || b.Cause() != nil {
 		t.Fatalf("belief a nanosecond before its end: %v left, cause %v", b.Observe(), b.Cause())
 	}
-	r.clk.set(sentC + span) // the clock reaches the end (after a suspend, say)
+	r.clk.Set(sentC + span) // the clock reaches the end (after a suspend, say)
 	if b.Observe() != 0 || !errors.Is(b.Cause(), ErrExpired) {
 		t.Fatalf("belief after the clock passed its end: %v left, cause %v", b.Observe(), b.Cause())
 	}
@@ -153,7 +154,7 @@ func TestRenewCountsFromSend(t *testing.T) {
 	defer s.End(context.Canceled)
 	s.Extend(time.Now().Add(time.Second), r.clk.Now()+time.Second)
 	sent, sentC := time.Now(), r.clk.Now()
-	r.clk.set(sentC + 500*time.Millisecond) // the answer arrives later
+	r.clk.Set(sentC + 500*time.Millisecond) // the answer arrives later
 
 	target := r.rep.f.View().Index() + 1 // the leader's replica is one ahead
 	var seen *fsm.View
@@ -205,7 +206,7 @@ func TestRenewLapsesWhileReplicaBehind(t *testing.T) {
 		defer close(done)
 		r.c.renew(s, sent, sentC, r.rep.f.View().Index()+1) // never applied
 	}()
-	r.clk.set(sentC + 2*time.Second) // the belief's deadline passes
+	r.clk.Set(sentC + 2*time.Second) // the belief's deadline passes
 	<-done
 	if called || s.check() {
 		t.Fatalf("belief renewed (Renewing called %v) although the replica never caught up", called)
@@ -227,7 +228,7 @@ func TestKeepAliveLoopEndsOnNoSession(t *testing.T) {
 	stop := r.run()
 	defer stop()
 	var first *Session
-	waitFor(t, "a session", func() bool { first, _ = r.c.Current(); return first != nil })
+	testkit.Eventually(t, "a session", time.Minute, testkit.Holds(func() bool { first, _ = r.c.Current(); return first != nil }))
 	if id := <-r.closed; id != first.ID() {
 		t.Fatalf("closed %s, want the ended session %s", id, first.ID())
 	}
@@ -237,10 +238,10 @@ func TestKeepAliveLoopEndsOnNoSession(t *testing.T) {
 	if n := calls.Load(); n < 3 {
 		t.Fatalf("session ended after %d keepalives, want the third to end it", n)
 	}
-	waitFor(t, "the next session", func() bool {
+	testkit.Eventually(t, "the next session", time.Minute, testkit.Holds(func() bool {
 		s, _ := r.c.Current()
 		return s != nil && s != first
-	})
+	}))
 }
 
 // TestKeepAliveLoopRetriesThenLapses: failed keepalives are retried while
@@ -256,19 +257,19 @@ func TestKeepAliveLoopRetriesThenLapses(t *testing.T) {
 	stop := r.run()
 	defer stop()
 	var first *Session
-	waitFor(t, "a session", func() bool { first, _ = r.c.Current(); return first != nil })
-	waitFor(t, "three keepalive attempts", func() bool { return calls.Load() >= 3 })
+	testkit.Eventually(t, "a session", time.Minute, testkit.Holds(func() bool { first, _ = r.c.Current(); return first != nil }))
+	testkit.Eventually(t, "three keepalive attempts", time.Minute, testkit.Holds(func() bool { return calls.Load() >= 3 }))
 	if !first.check() {
 		t.Fatal("the belief ended before its deadline on the clock")
 	}
-	r.clk.set(r.clk.Now() + time.Hour)
+	r.clk.Set(r.clk.Now() + time.Hour)
 	if id := <-r.closed; id != first.ID() {
 		t.Fatalf("closed %s, want the lapsed session %s", id, first.ID())
 	}
-	waitFor(t, "the next session", func() bool {
+	testkit.Eventually(t, "the next session", time.Minute, testkit.Holds(func() bool {
 		s, _ := r.c.Current()
 		return s != nil && s != first
-	})
+	}))
 }
 
 // TestFailedCreateIsClosed: a create that failed at the caller but may

@@ -5,13 +5,15 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // TestBootTimerSeesAJump: a deadline hours away on the clock fires within a
 // few steps of the clock jumping past it (as after a suspend), and not
 // before.
 func TestBootTimerSeesAJump(t *testing.T) {
-	clk := &fakeClock{}
+	clk := &testkit.Clock{}
 	fired := make(chan struct{})
 	bt := afterBoot(clk, time.Hour, 5*time.Millisecond, func() { close(fired) })
 	defer bt.Stop()
@@ -21,7 +23,7 @@ func TestBootTimerSeesAJump(t *testing.T) {
 		t.Fatal("fired before the clock reached the deadline")
 	case <-time.After(50 * time.Millisecond):
 	}
-	clk.now.Store(int64(2 * time.Hour))
+	clk.Set(2 * time.Hour)
 	select {
 	case <-fired:
 	case <-time.After(time.Minute):
@@ -31,11 +33,11 @@ func TestBootTimerSeesAJump(t *testing.T) {
 
 // TestBootTimerStop: a stopped timer never runs f.
 func TestBootTimerStop(t *testing.T) {
-	clk := &fakeClock{}
+	clk := &testkit.Clock{}
 	ran := make(chan struct{}, 1)
 	bt := afterBoot(clk, time.Hour, time.Millisecond, func() { ran <- struct{}{} })
 	bt.Stop()
-	clk.now.Store(int64(2 * time.Hour))
+	clk.Set(2 * time.Hour)
 	again := afterBoot(clk, 0, time.Millisecond, func() { ran <- struct{}{} }) // due at once
 	<-ran
 	again.Stop()
@@ -68,7 +70,7 @@ var errCapped = errors.New("capped")
 // cap's timer ends the belief even without a read.
 func TestCappedBeliefEndsAfterJump(t *testing.T) {
 	for _, call := range []bool{true, false} {
-		clk := &fakeClock{}
+		clk := &testkit.Clock{}
 		s := New(context.Background(), "s", time.Hour, clk, 5*time.Millisecond)
 		s.Extend(time.Now().Add(time.Hour), 2*time.Hour)
 		b := NewBelief(s)
@@ -77,7 +79,7 @@ func TestCappedBeliefEndsAfterJump(t *testing.T) {
 		if b.Observe(); b.Cause() != nil {
 			t.Fatalf("capped belief ended early: %v", b.Cause())
 		}
-		clk.now.Store(int64(3 * time.Hour))
+		clk.Set(3 * time.Hour)
 		if call {
 			if r := b.Observe(); r != 0 {
 				t.Fatalf("Observe after the cap: %v", r)

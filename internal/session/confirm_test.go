@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // TestConfirmRoundQuorum: a confirmation round succeeds only when a
@@ -100,9 +102,9 @@ func TestKeepAliveWaitsForItsOwnRound(t *testing.T) {
 		}()
 	}
 	send("s1")
-	waitFor(t, "the first round to ask the voters", func() bool { return r.voters.askedCount() == 2 })
+	testkit.Eventually(t, "the first round to ask the voters", time.Minute, testkit.Holds(func() bool { return r.voters.askedCount() == 2 }))
 	send("s2") // arrives while the first round is under way
-	waitFor(t, "the second keepalive to queue", func() bool { return len(r.l.spacedReq) == 1 })
+	testkit.Eventually(t, "the second keepalive to queue", time.Minute, testkit.Holds(func() bool { return len(r.l.spacedReq) == 1 }))
 	select {
 	case a := <-answers:
 		t.Fatalf("keepalive for %s answered (%v) before any voter confirmed", a.id, a.err)
@@ -120,7 +122,7 @@ func TestKeepAliveWaitsForItsOwnRound(t *testing.T) {
 	}
 	// (A voter whose answer to the first round is not in yet when the
 	// second starts is not asked again: at least one is asked anew.)
-	waitFor(t, "the second round to ask the voters", func() bool { return r.voters.askedCount() >= 3 })
+	testkit.Eventually(t, "the second round to ask the voters", time.Minute, testkit.Holds(func() bool { return r.voters.askedCount() >= 3 }))
 	select {
 	case a := <-answers:
 		t.Fatalf("keepalive for %s answered (%v) by the round under way when it arrived", a.id, a.err)
@@ -164,7 +166,7 @@ func TestKeepAliveAcrossDeactivation(t *testing.T) {
 		_, err := r.keepAlive(t, "s1")
 		errc <- err
 	}()
-	waitFor(t, "the round to ask the voters", func() bool { return r.voters.askedCount() == 2 })
+	testkit.Eventually(t, "the round to ask the voters", time.Minute, testkit.Holds(func() bool { return r.voters.askedCount() == 2 }))
 	r.l.Deactivate()
 	r.l.Activate(r.rep.f.View())
 	close(gate)
@@ -201,7 +203,7 @@ func TestExpiryWaitsForKeepAliveInFlight(t *testing.T) {
 			_, err := r.keepAlive(t, "s1")
 			errc <- err
 		}()
-		waitFor(t, "the round to ask the voters", func() bool { return r.voters.askedCount() == 2 })
+		testkit.Eventually(t, "the round to ask the voters", time.Minute, testkit.Holds(func() bool { return r.voters.askedCount() == 2 }))
 		r.wall.advance(2 * time.Second) // the deadline passed mid-round
 		r.step()
 		if !r.rep.has("s1") || r.l.ExpiringOrDue("s1", arrived) {
@@ -259,19 +261,6 @@ func TestConfirmedCommit(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds, failing the test after a generous
-// deadline.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // TestRoundLeavesTheSlowerVoterToAnswer: a round ends once it has its
 // quorum, but the question to the slower voter is not cut off (cutting it
 // could abandon a connection in its TLS handshake, which that voter counts
@@ -296,13 +285,13 @@ func TestRoundLeavesTheSlowerVoterToAnswer(t *testing.T) {
 		t.Fatalf("the slow voter was asked %d times and %d questions were cut off; want 1 and 0", asked, cut)
 	}
 	close(slow)
-	waitFor(t, "the slow voter's answer", func() bool { return !r.l.questionPending("c") })
+	testkit.Eventually(t, "the slow voter's answer", time.Minute, testkit.Holds(func() bool { return !r.l.questionPending("c") }))
 	if err := r.l.confirmRound(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the slow voter asked again", func() bool {
+	testkit.Eventually(t, "the slow voter asked again", time.Minute, testkit.Holds(func() bool {
 		r.voters.mu.Lock()
 		defer r.voters.mu.Unlock()
 		return r.voters.askedOf["addr-c"] == 2
-	})
+	}))
 }

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 type ctxKey struct{}
@@ -19,7 +21,7 @@ var errMine = errors.New("mine")
 func newTestBelief(t *testing.T) (*Belief, *Session) {
 	t.Helper()
 	parent := context.WithValue(context.Background(), ctxKey{}, "v")
-	s := New(parent, "s", time.Hour, &fakeClock{}, time.Hour)
+	s := New(parent, "s", time.Hour, &testkit.Clock{}, time.Hour)
 	t.Cleanup(func() { s.End(ErrExpired) })
 	return NewBelief(s), s
 }

@@ -16,13 +16,6 @@ import (
 
 func TestMain(m *testing.M) { leaktest.VerifyTestMain(m, 5*time.Second) }
 
-// fakeClock is a Clock that only moves when told.
-type fakeClock struct{ now atomic.Int64 }
-
-func (f *fakeClock) Now() time.Duration { return time.Duration(f.now.Load()) }
-
-func (f *fakeClock) set(d time.Duration) { f.now.Store(int64(d)) }
-
 // fakeWall is the leader's wall clock for a Lessor: it only moves when
 // told.
 type fakeWall struct {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 const testStall = time.Second // the stall threshold of these tests (TTL/10)
@@ -113,7 +115,7 @@ func TestLessorRunChecksStallFirst(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	<-activated
 	r.wall.advance(3 * testTTL) // the fake clock jumps: a stall as Run sees it
-	waitFor(t, "Run to detect the stall", func() bool { n, _ := r.l.Stalls(); return n == 1 })
+	testkit.Eventually(t, "Run to detect the stall", time.Minute, testkit.Holds(func() bool { n, _ := r.l.Stalls(); return n == 1 }))
 	if !r.rep.has("s1") || r.expired.Load() != 0 {
 		t.Fatal("Run expired a session before extending its deadline for the stall")
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 const testTTL = 10 * time.Second
@@ -210,13 +212,13 @@ func TestLessorRunFollowsReplica(t *testing.T) {
 		t.Fatalf("deadline of a session found at activation: %v %v", d, ok)
 	}
 	r.rep.create(t, "new", testTTL) // wakes Run through the view
-	waitFor(t, "Run to pick up the new session", func() bool {
+	testkit.Eventually(t, "Run to pick up the new session", time.Minute, testkit.Holds(func() bool {
 		_, ok := r.l.Deadline("new")
 		return ok
-	})
+	}))
 	r.wall.advance(testTTL) // "new" is due, "old" (with grace) is not
 	r.rep.create(t, "wake", 2*testTTL)
-	waitFor(t, "Run to expire the due session", func() bool { return !r.rep.has("new") })
+	testkit.Eventually(t, "Run to expire the due session", time.Minute, testkit.Holds(func() bool { return !r.rep.has("new") }))
 	if !r.rep.has("old") {
 		t.Fatal("Run expired a session still within its grace")
 	}

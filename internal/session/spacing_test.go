@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // TestConfirmSpacingBoundsRounds: with ConfirmSpacing set, the first
@@ -29,7 +31,7 @@ func TestConfirmSpacingBoundsRounds(t *testing.T) {
 	}
 	// The round ends at its quorum; its other question may still be on
 	// its way to the voter.
-	waitFor(t, "the first round to ask both other voters", func() bool { return r.voters.askedCount() == 2 })
+	testkit.Eventually(t, "the first round to ask both other voters", time.Minute, testkit.Holds(func() bool { return r.voters.askedCount() == 2 }))
 	first := r.voters.askedCount()
 	var wg sync.WaitGroup
 	errs := make(chan error, 20)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // BenchmarkLeaseMemory reports the live heap each owned shard costs on the
@@ -49,7 +50,7 @@ func leaseBytes(b *testing.B, n int, acquire func(context.Context, *Lease)) floa
 		r.grant("s", ids[:k]...)
 		ids = ids[k:]
 	}
-	s := session.New(context.Background(), "s", ttl, &fakeClock{}, time.Hour)
+	s := session.New(context.Background(), "s", ttl, &testkit.Clock{}, time.Hour)
 	s.Extend(time.Now().Add(time.Hour), time.Hour)
 	m := NewManager(Options[*Lease]{
 		View:    r.view,
@@ -68,7 +69,7 @@ func leaseBytes(b *testing.B, n int, acquire func(context.Context, *Lease)) floa
 		b.Fatalf("%d leases, want %d", got, n)
 	}
 	if acquire == nil { // wait for any callback goroutines to exit
-		eventually(b, "Acquire callbacks returned", func() bool { return runtime.NumGoroutine() <= g0 })
+		testkit.Eventually(b, "Acquire callbacks returned", 10*time.Second, testkit.Holds(func() bool { return runtime.NumGoroutine() <= g0 }))
 	}
 	after := liveHeap()
 	runtime.KeepAlive(v)

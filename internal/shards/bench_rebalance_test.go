@@ -9,6 +9,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // fleet is several nodes' Managers and a leader's Balancer over one fake
@@ -17,7 +18,7 @@ import (
 type fleet struct {
 	*replica
 	tb     testing.TB
-	clk    *fakeClock
+	clk    *testkit.Clock
 	nodes  []*fleetNode
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -30,7 +31,7 @@ type fleetNode struct {
 }
 
 func newFleet(tb testing.TB, shards int) *fleet {
-	return &fleet{replica: newReplica(tb, shards), tb: tb, clk: &fakeClock{}}
+	return &fleet{replica: newReplica(tb, shards), tb: tb, clk: &testkit.Clock{}}
 }
 
 // add starts a node with a session that stays valid for the whole run.

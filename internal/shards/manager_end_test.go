@@ -7,6 +7,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // TestEndedOncePerLease: the Manager forgets every lease that ends and
@@ -62,7 +63,7 @@ func TestEndedOncePerLease(t *testing.T) {
 	want[2], want[3] = session.ErrExpired, session.ErrExpired
 	s1.End(session.ErrExpired)
 	wait(2)
-	eventually(t, "every lease forgotten", func() bool { leases, _, _ := rig.m.state(); return leases == 0 })
+	testkit.Eventually(t, "every lease forgotten", 10*time.Second, testkit.Holds(func() bool { leases, _, _ := rig.m.state(); return leases == 0 }))
 	rig.open("s2", time.Hour)
 	rig.grant("s2", 4)
 	rig.sync()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 var (
@@ -17,31 +18,13 @@ var (
 	errShutdown = errors.New("shutdown")
 )
 
-// fakeClock is a session.Clock the test moves.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Duration
-}
-
-func (c *fakeClock) Now() time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) set(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = d
-}
-
 // mgrRig is a Manager over a fake replica and a session the test controls;
 // the Manager's value for a lease is the lease itself.
 type mgrRig struct {
 	*replica
 	t        *testing.T
 	m        *Manager[*Lease]
-	clk      *fakeClock
+	clk      *testkit.Clock
 	acquired chan *Lease // every Acquire call
 	released chan *Lease // every Release call
 	release  func(ctx context.Context, l *Lease) error
@@ -54,7 +37,7 @@ type mgrRig struct {
 }
 
 func newMgrRig(t *testing.T, shards int) *mgrRig {
-	rig := &mgrRig{replica: newReplica(t, shards), t: t, clk: &fakeClock{}, changed: make(chan struct{}),
+	rig := &mgrRig{replica: newReplica(t, shards), t: t, clk: &testkit.Clock{}, changed: make(chan struct{}),
 		acquired: make(chan *Lease, 100), released: make(chan *Lease, 100)}
 	rig.m = NewManager(Options[*Lease]{
 		View:    rig.view,
@@ -151,16 +134,5 @@ func ended(t *testing.T, l *Lease) error {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("lease of shard %d did not end in 10s", l.Shard())
 		return nil
-	}
-}
-
-// eventually polls cond for up to 10s.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("not %s after 10s", what)
-		}
-		time.Sleep(time.Millisecond) // polling a condition with a deadline
 	}
 }

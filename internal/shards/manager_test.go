@@ -9,6 +9,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // TestGrantStartsLeaseAcquireOnce: a grant to this node's session in the
@@ -55,7 +56,7 @@ func TestOtherOwnerEndsLease(t *testing.T) {
 	}
 	s, _ := rig.session()
 	rig.m.Sync(granted, s) // an older view still shows the grant
-	eventually(t, "forgotten", func() bool { return rig.m.Count() == 0 })
+	testkit.Eventually(t, "forgotten", 10*time.Second, testkit.Holds(func() bool { return rig.m.Count() == 0 }))
 	rig.none(rig.acquired, "Acquire")
 }
 
@@ -94,11 +95,11 @@ func TestRevokeReleasesThenCommits(t *testing.T) {
 	if err := ended(t, l); !errors.Is(err, errRevoked) {
 		t.Fatalf("lease ended with %v, want Errors.Revoked", err)
 	}
-	eventually(t, "released", func() bool {
+	testkit.Eventually(t, "released", 10*time.Second, testkit.Holds(func() bool {
 		sh, _ := rig.view().Shard(2)
 		_, releasing, _ := rig.m.state()
 		return sh.State == fsm.ShardFree && releasing == 0
-	})
+	}))
 	rig.sync()
 	rig.none(rig.acquired, "Acquire")
 }
@@ -111,7 +112,7 @@ func TestRevokedBeforeBelieved(t *testing.T) {
 	rig.grant("s1", 1)
 	rig.revoke(1)
 	rig.sync()
-	eventually(t, "released", func() bool { sh, _ := rig.view().Shard(1); return sh.State == fsm.ShardFree })
+	testkit.Eventually(t, "released", 10*time.Second, testkit.Holds(func() bool { sh, _ := rig.view().Shard(1); return sh.State == fsm.ShardFree }))
 	rig.none(rig.acquired, "Acquire")
 	rig.none(rig.released, "Release")
 }
@@ -131,7 +132,7 @@ func TestSessionEndEndsEveryLease(t *testing.T) {
 			t.Fatalf("shard %d ended with %v, want the session's cause", l.Shard(), err)
 		}
 	}
-	eventually(t, "no lease", func() bool { return rig.m.Count() == 0 })
+	testkit.Eventually(t, "no lease", 10*time.Second, testkit.Holds(func() bool { return rig.m.Count() == 0 }))
 	rig.open("s2", time.Hour)
 	rig.sync()
 	rig.none(rig.acquired, "Acquire")
@@ -162,11 +163,11 @@ func TestRevokedLeaseBeliefCapped(t *testing.T) {
 	rig.sync()
 	rig.next(rig.released, "Release")
 	s.Extend(time.Now().Add(20*time.Second), 20*time.Second) // a keepalive answered after the revoke
-	rig.clk.set(10*time.Second - time.Millisecond)
+	rig.clk.Set(10*time.Second - time.Millisecond)
 	if left := a.Belief().Observe(); left != time.Millisecond {
 		t.Fatalf("revoked lease has %v left 1ms before the cap, want 1ms", left)
 	}
-	rig.clk.set(10 * time.Second)
+	rig.clk.Set(10 * time.Second)
 	if left := a.Belief().Observe(); left != 0 || !errors.Is(a.Belief().Cause(), errLost) {
 		t.Fatalf("revoked lease at its cap: %v left, cause %v; want ended with Errors.Lost", left, a.Belief().Cause())
 	}
@@ -236,7 +237,7 @@ func TestWaitNoShards(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- rig.m.WaitNoShards(ctx) }()
-	eventually(t, "the lease forgotten", func() bool { leases, _, _ := rig.m.state(); return leases == 0 })
+	testkit.Eventually(t, "the lease forgotten", 10*time.Second, testkit.Holds(func() bool { leases, _, _ := rig.m.state(); return leases == 0 }))
 	select {
 	case err := <-done:
 		t.Fatalf("WaitNoShards returned %v while the release was being committed", err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // prepRig is a manager rig whose node (session "me") prepares shards: each
@@ -160,7 +161,7 @@ func TestManagerPrepareAbandoned(t *testing.T) {
 	rig.m.mu.Unlock()
 	ask(3)
 	c3 := rig.nextCall()
-	eventually(t, "the hold passed", func() bool { rig.sync(); return c3.Err() != nil })
+	testkit.Eventually(t, "the hold passed", 10*time.Second, testkit.Holds(func() bool { rig.sync(); return c3.Err() != nil }))
 	if cause := context.Cause(c3); cause != ErrAbandoned {
 		t.Fatalf("hold passed: cause %v", cause)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // prepCalls records the balancer's prepare calls and answers them when the
@@ -43,7 +44,7 @@ func (p *prepCalls) abandon(_ context.Context, _ string, items []fsm.ShardItem) 
 // to prepare (one call: every move goes to b).
 func (p *prepCalls) waitAsked(t *testing.T) int {
 	t.Helper()
-	eventually(t, "asked", func() bool { n, _ := p.counts(); return n > 0 })
+	testkit.Eventually(t, "asked", 10*time.Second, testkit.Holds(func() bool { n, _ := p.counts(); return n > 0 }))
 	n, _ := p.counts()
 	return n
 }
@@ -83,11 +84,11 @@ func (rig *balancerRig) roundCtx(ctx context.Context, d time.Duration, first boo
 // answered waits until the balancer has the answers of n prepare calls.
 func answered(t *testing.T, rig *balancerRig, n int) {
 	t.Helper()
-	eventually(t, "answered", func() bool {
+	testkit.Eventually(t, "answered", 10*time.Second, testkit.Holds(func() bool {
 		rig.b.prep.mu.Lock()
 		defer rig.b.prep.mu.Unlock()
 		return len(rig.b.prep.done) >= n
-	})
+	}))
 }
 
 // TestBalancerPreparesBeforeRevoking: a planned move is revoked only once
@@ -153,7 +154,7 @@ func TestBalancerAbandonsWhenPlanChanges(t *testing.T) {
 	k := p.waitAsked(t)
 	rig.drain("b")
 	rig.roundCtx(ctx, time.Second, false)
-	eventually(t, "abandoned", func() bool { _, n := p.counts(); return n == k })
+	testkit.Eventually(t, "abandoned", 10*time.Second, testkit.Holds(func() bool { _, n := p.counts(); return n == k }))
 	p.answer <- nil // the late answer of an abandoned prepare changes nothing
 	answered(t, rig, 1)
 	rig.roundCtx(ctx, time.Second, false)
@@ -187,7 +188,7 @@ func TestBalancerPrepareFailureHolds(t *testing.T) {
 		t.Fatalf("asked again before PrepareTimeout")
 	}
 	rig.roundCtx(ctx, time.Millisecond, false)
-	eventually(t, "asked again", func() bool { n, _ := p.counts(); return n == 2*k })
+	testkit.Eventually(t, "asked again", 10*time.Second, testkit.Holds(func() bool { n, _ := p.counts(); return n == 2*k }))
 }
 
 // TestBalancerTermEndCancelsPrepares: the term's end cancels the calls

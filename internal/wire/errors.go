@@ -46,6 +46,19 @@ var (
 	ErrGossipKeyPrimary = errors.New("holdfast: gossip key is a primary key")
 )
 
+// The causes of a grant's end (a lease, a permit, a shard lease), which the
+// engine parts report and the coordinator exports under the same names.
+// They end beliefs on one node and never cross the wire.
+var (
+	// ErrReleased: the holder gave the grant up (Release), or an operator
+	// released it.
+	ErrReleased = errors.New("holdfast: lease released")
+	// ErrLeaseLost: the grant ended for any reason but its release.
+	ErrLeaseLost = errors.New("holdfast: lease lost")
+	// ErrRevoked: this node handed the shard off at the leader's request.
+	ErrRevoked = errors.New("holdfast: shard handed off")
+)
+
 // NotLeaderError is ErrNotLeader with the leader's RPC address, when known.
 type NotLeaderError struct {
 	Leader string

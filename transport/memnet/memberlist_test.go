@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 func startMemberlist(t *testing.T, n *Network, host string) *memberlist.Memberlist {
@@ -63,11 +65,11 @@ func TestMemberlistJoinPauseResume(t *testing.T) {
 			return true
 		}
 	}
-	waitFor(t, 20*time.Second, "3 members everywhere", all(3, ms...))
+	testkit.Eventually(t, "3 members everywhere", 20*time.Second, testkit.Holds(all(3, ms...)))
 
 	n.Pause("g3")
-	waitFor(t, 30*time.Second, "g1 and g2 to mark g3 dead", all(2, ms[0], ms[1]))
+	testkit.Eventually(t, "g1 and g2 to mark g3 dead", 30*time.Second, testkit.Holds(all(2, ms[0], ms[1])))
 
 	n.Resume("g3")
-	waitFor(t, 30*time.Second, "3 members after resume", all(3, ms...))
+	testkit.Eventually(t, "3 members after resume", 30*time.Second, testkit.Holds(all(3, ms...)))
 }

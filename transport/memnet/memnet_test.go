@@ -20,18 +20,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond) // poll interval, not synchronisation
-	}
-}
-
 // pair returns a connected (client on host from, server on host to) pair.
 func pair(t *testing.T, n *Network, from, to string) (client, server net.Conn) {
 	t.Helper()

@@ -11,6 +11,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // streamLayer adapts a memnet listener and node to raft.StreamLayer.
@@ -94,7 +96,7 @@ func TestRaftClusterSurvivesLeaderIsolation(t *testing.T) {
 		n.Close()
 	}()
 	n.SetDelay("", "", 0, 2*time.Millisecond)
-	waitFor(t, 20*time.Second, "a leader", func() bool { return len(leaders(nodes)) == 1 })
+	testkit.Eventually(t, "a leader", 20*time.Second, testkit.Holds(func() bool { return len(leaders(nodes)) == 1 }))
 	old := leaders(nodes)[0]
 	if err := old.r.Apply([]byte("x"), 5*time.Second).Error(); err != nil {
 		t.Fatal(err)
@@ -107,25 +109,25 @@ func TestRaftClusterSurvivesLeaderIsolation(t *testing.T) {
 			rest = append(rest, x)
 		}
 	}
-	waitFor(t, 20*time.Second, "a leader on the majority side", func() bool { return len(leaders(rest)) == 1 })
-	waitFor(t, 20*time.Second, "the isolated leader to step down", func() bool { return old.r.State() != raft.Leader })
+	testkit.Eventually(t, "a leader on the majority side", 20*time.Second, testkit.Holds(func() bool { return len(leaders(rest)) == 1 }))
+	testkit.Eventually(t, "the isolated leader to step down", 20*time.Second, testkit.Holds(func() bool { return old.r.State() != raft.Leader }))
 	leader := leaders(rest)[0]
 	if err := leader.r.Apply([]byte("y"), 5*time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}
 
 	n.Heal()
-	waitFor(t, 20*time.Second, "one leader after heal", func() bool { return len(leaders(nodes)) == 1 })
+	testkit.Eventually(t, "one leader after heal", 20*time.Second, testkit.Holds(func() bool { return len(leaders(nodes)) == 1 }))
 	leader = leaders(nodes)[0]
 	if err := leader.r.Apply([]byte("z"), 5*time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "all replicas to apply 3 entries", func() bool {
+	testkit.Eventually(t, "all replicas to apply 3 entries", 20*time.Second, testkit.Holds(func() bool {
 		for _, x := range nodes {
 			if x.fsm.n.Load() != 3 {
 				return false
 			}
 		}
 		return true
-	})
+	}))
 }
