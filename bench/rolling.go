@@ -78,100 +78,14 @@ func rollingRun(n int, o rollOptions) (rollResult, error) {
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	nodes := make([]*rollNode, n)
-	defer func() {
-		for _, nd := range nodes {
-			if nd != nil && nd.c != nil {
-				nd.c.stop()
-			}
-		}
-	}()
-	spawnNode := func(i int, join string) error {
-		oo := o
-		oo.expect = 0
-		if i < 3 {
-			oo.expect = min(n, 3)
-		}
-		args := []string{"-child", "rolling", "-child-index", strconv.Itoa(i), "-child-n", strconv.Itoa(n),
-			"-child-dir", dir, "-child-join", join, "-child-opts", oo.String()}
-		if nd := nodes[i]; nd != nil {
-			args = append(args, "-child-ports", nd.gossip+","+nd.rpc)
-		}
-		c, err := spawn(args...)
-		if err != nil {
-			return err
-		}
-		addr, err := c.expect("ADDR ", 60*time.Second)
-		if err != nil {
-			return err
-		}
-		g, rpc, _ := strings.Cut(addr, " ")
-		nodes[i] = &rollNode{c: c, gossip: g, rpc: rpc}
-		return nil
-	}
-	start := func(i int, join string) error {
-		if err := spawnNode(i, join); err != nil {
-			return err
-		}
-		_, err := nodes[i].c.expect("READY", 120*time.Second)
-		return err
-	}
-	seeds := func(skip int) string {
-		var out []string
-		for j, nd := range nodes {
-			if j != skip && nd != nil && nd.c != nil {
-				out = append(out, nd.gossip)
-			}
-		}
-		return strings.Join(out, ",")
-	}
-	// The first three bootstrap together; the rest join them.
-	for i := 0; i < min(n, 3); i++ {
-		join := ""
-		if i > 0 {
-			join = nodes[0].gossip
-		}
-		if err := spawnNode(i, join); err != nil {
-			return res, err
-		}
-	}
-	for i := 0; i < min(n, 3); i++ {
-		if _, err := nodes[i].c.expect("READY", 120*time.Second); err != nil {
-			return res, err
-		}
-	}
-	for i := 3; i < n; i++ {
-		if err := start(i, seeds(i)); err != nil {
-			return res, err
-		}
-	}
-	if err := waitRollBalanced(nodes[0].c, n); err != nil {
+	rc := &rollCluster{n: n, o: o, dir: dir, nodes: make([]*rollNode, n)}
+	defer rc.stopAll()
+	if err := rc.form(); err != nil {
 		return res, err
 	}
 	began := time.Now()
-	for i := range nodes {
-		nd := nodes[i]
-		if os.Getenv("ROLL_DEBUG") != "" {
-			nd.c.send("leader")
-			l, _ := nd.c.expect("LEADER ", 10*time.Second)
-			fmt.Fprintf(os.Stderr, "SIGTERM node %d at +%v (raft leader: %s)\n", i, time.Since(began).Round(time.Millisecond), l)
-		}
-		if err := nd.c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			return res, err
-		}
-		if err := waitExit(nd.c, 90*time.Second); err != nil {
-			return res, fmt.Errorf("node %d after SIGTERM: %w", i, err)
-		}
-		nd.c = nil
-		if os.Getenv("ROLL_DEBUG") != "" {
-			fmt.Fprintf(os.Stderr, "node %d exited at +%v\n", i, time.Since(began).Round(time.Millisecond))
-		}
-		if err := start(i, seeds(i)); err != nil {
-			return res, fmt.Errorf("restarting node %d: %w", i, err)
-		}
-		if err := waitRollBalanced(nodes[i].c, n); err != nil {
-			return res, err
-		}
+	if err := rc.roll(began); err != nil {
+		return res, err
 	}
 	res.took = time.Since(began)
 	// The last moves' first writes may follow the balance by a warm-up:
@@ -179,10 +93,7 @@ func rollingRun(n int, o rollOptions) (rollResult, error) {
 	// expiries come a TTL later, after the window).
 	time.Sleep(o.warmup + time.Second)
 	ended := time.Now()
-	for _, nd := range nodes {
-		nd.c.stop()
-		nd.c = nil
-	}
+	rc.stopAll()
 	gaps, stale, err := readGaps(dir, began, ended)
 	if err != nil {
 		return res, err
@@ -194,6 +105,125 @@ func rollingRun(n int, o rollOptions) (rollResult, error) {
 		res.p50, res.p99, res.max = gaps[len(gaps)/2], gaps[min(len(gaps)-1, len(gaps)*99/100)], gaps[len(gaps)-1]
 	}
 	return res, nil
+}
+
+// rollCluster is the child processes of one rolling-restart row.
+type rollCluster struct {
+	n     int
+	o     rollOptions
+	dir   string
+	nodes []*rollNode
+}
+
+// stopAll stops every node still running.
+func (rc *rollCluster) stopAll() {
+	for _, nd := range rc.nodes {
+		if nd != nil && nd.c != nil {
+			nd.c.stop()
+			nd.c = nil
+		}
+	}
+}
+
+// spawnNode starts node i's process (on its earlier ports when it ran
+// before) and waits for its addresses.
+func (rc *rollCluster) spawnNode(i int, join string) error {
+	oo := rc.o
+	oo.expect = 0
+	if i < 3 {
+		oo.expect = min(rc.n, 3)
+	}
+	args := []string{"-child", "rolling", "-child-index", strconv.Itoa(i), "-child-n", strconv.Itoa(rc.n),
+		"-child-dir", rc.dir, "-child-join", join, "-child-opts", oo.String()}
+	if nd := rc.nodes[i]; nd != nil {
+		args = append(args, "-child-ports", nd.gossip+","+nd.rpc)
+	}
+	c, err := spawn(args...)
+	if err != nil {
+		return err
+	}
+	addr, err := c.expect("ADDR ", 60*time.Second)
+	if err != nil {
+		return err
+	}
+	g, rpc, _ := strings.Cut(addr, " ")
+	rc.nodes[i] = &rollNode{c: c, gossip: g, rpc: rpc}
+	return nil
+}
+
+// start spawns node i and waits until it is ready.
+func (rc *rollCluster) start(i int, join string) error {
+	if err := rc.spawnNode(i, join); err != nil {
+		return err
+	}
+	_, err := rc.nodes[i].c.expect("READY", 120*time.Second)
+	return err
+}
+
+// seeds lists the gossip addresses of the running nodes but skip.
+func (rc *rollCluster) seeds(skip int) string {
+	var out []string
+	for j, nd := range rc.nodes {
+		if j != skip && nd != nil && nd.c != nil {
+			out = append(out, nd.gossip)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// form starts the cluster: the first three bootstrap together, the rest
+// join them; it returns once the shards are balanced.
+func (rc *rollCluster) form() error {
+	for i := 0; i < min(rc.n, 3); i++ {
+		join := ""
+		if i > 0 {
+			join = rc.nodes[0].gossip
+		}
+		if err := rc.spawnNode(i, join); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < min(rc.n, 3); i++ {
+		if _, err := rc.nodes[i].c.expect("READY", 120*time.Second); err != nil {
+			return err
+		}
+	}
+	for i := 3; i < rc.n; i++ {
+		if err := rc.start(i, rc.seeds(i)); err != nil {
+			return err
+		}
+	}
+	return waitRollBalanced(rc.nodes[0].c, rc.n)
+}
+
+// roll restarts every node in turn: SIGTERM, wait for its exit, start it
+// again on the same data dir, wait for balance.
+func (rc *rollCluster) roll(began time.Time) error {
+	debug := os.Getenv("ROLL_DEBUG") != ""
+	for i, nd := range rc.nodes {
+		if debug {
+			nd.c.send("leader")
+			l, _ := nd.c.expect("LEADER ", 10*time.Second)
+			fmt.Fprintf(os.Stderr, "SIGTERM node %d at +%v (raft leader: %s)\n", i, time.Since(began).Round(time.Millisecond), l)
+		}
+		if err := nd.c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			return err
+		}
+		if err := waitExit(nd.c, 90*time.Second); err != nil {
+			return fmt.Errorf("node %d after SIGTERM: %w", i, err)
+		}
+		nd.c = nil
+		if debug {
+			fmt.Fprintf(os.Stderr, "node %d exited at +%v\n", i, time.Since(began).Round(time.Millisecond))
+		}
+		if err := rc.start(i, rc.seeds(i)); err != nil {
+			return fmt.Errorf("restarting node %d: %w", i, err)
+		}
+		if err := waitRollBalanced(rc.nodes[i].c, rc.n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // waitExit waits for the child's process to end.

@@ -278,10 +278,18 @@ func TestRoundLeavesTheSlowerVoterToAnswer(t *testing.T) {
 			t.Fatalf("round %d: %v", round, err)
 		}
 	}
+	// A round returns on its quorum (a and b), maybe before the goroutine
+	// asking c has run: wait for c's first question to arrive.
+	testkit.Eventually(t, "the slow voter's question", time.Minute, testkit.Holds(func() bool {
+		r.voters.mu.Lock()
+		defer r.voters.mu.Unlock()
+		return r.voters.askedOf["addr-c"] >= 1
+	}))
 	r.voters.mu.Lock()
 	asked, cut := r.voters.askedOf["addr-c"], r.voters.cut
 	r.voters.mu.Unlock()
 	if asked != 1 || cut != 0 {
+		close(slow)
 		t.Fatalf("the slow voter was asked %d times and %d questions were cut off; want 1 and 0", asked, cut)
 	}
 	close(slow)
