@@ -65,9 +65,7 @@ func simDefaultSeeds() int {
 // default run stays green; -seed S runs one, HOLDFAST_SIM_KNOWN=1 keeps
 // them in the range. A fix removes its seed from here, and the seed stays
 // in the range as its regression test.
-var simKnownFailures = map[uint64]string{
-	155: "I7 orphan: after two restarts without data dir, lease b stays held by node3's current session with no Lease or call of node3 for it; fails about 7 runs in 8",
-}
+var simKnownFailures = map[uint64]string{}
 
 // simChildEnv names, in a child, the seeds it runs: "first:end:stride".
 const simChildEnv = "HOLDFAST_SIM_CHILD"

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/holdfast-go/holdfast/internal/wire"
+	"github.com/holdfast-go/holdfast/transport"
 )
 
 // ErrLeaderChanged: this node learned that another node leads (or none
@@ -17,8 +20,26 @@ var ErrLeaderChanged = errors.New("holdfast: the leader changed while a forwarde
 // gives up with an error wrapping ErrLeaderChanged as soon as raft reports
 // that addr no longer leads: a leader that lost office (cut off, deposed)
 // may never answer, and the new one should hear the request at once, not
-// once the caller's context or the attempt's timeout ends.
+// once the caller's context or the attempt's timeout ends. A leader that
+// answers that it is shutting down (wire.CodeShutdown) has lost office
+// too: while this node runs, that answer is reported as ErrLeaderChanged,
+// never as wire.ErrShutdown, which the callers of Commit and Accept take
+// to mean that this node shuts down (and stop retrying or settling).
 func (n *Node) CallLeader(ctx context.Context, addr, method string, req, resp any) error {
+	return n.leaderGone(n.callLeader(ctx, addr, method, req, resp), method, addr)
+}
+
+// leaderGone maps a leader's shutdown answer (see CallLeader) to an error
+// wrapping ErrLeaderChanged, unless this node is closing too.
+func (n *Node) leaderGone(err error, method, addr string) error {
+	var re *transport.RemoteError
+	if errors.As(err, &re) && re.Code == wire.CodeShutdown && !n.closing() {
+		return fmt.Errorf("%w: %s on %s: the leader is shutting down", ErrLeaderChanged, method, addr)
+	}
+	return err
+}
+
+func (n *Node) callLeader(ctx context.Context, addr, method string, req, resp any) error {
 	if n.opts.LeaderChanged == nil {
 		return n.opts.Trans.Call(ctx, addr, method, req, resp)
 	}

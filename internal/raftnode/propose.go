@@ -162,8 +162,9 @@ func (a *pendingApply) wait(ctx context.Context) (wire.ApplyResult, error) {
 // while no leader is known, until ctx ends (an error wrapping
 // wire.ErrNoLeader and ctx's error); a command whose fate is unknown
 // (leader lost mid-commit, or this node learned of a new leader while the
-// forward waited: ErrLeaderChanged) is reported, not retried. It returns
-// wire.ErrShutdown once the host's context has ended.
+// forward waited, or the leader answered that it shuts down:
+// ErrLeaderChanged) is reported, not retried. It returns wire.ErrShutdown
+// only once this node's host context has ended.
 func (n *Node) Commit(ctx context.Context, cmd fsm.Command) (wire.ApplyResult, error) {
 	data, err := fsm.Encode(cmd)
 	if err != nil {
