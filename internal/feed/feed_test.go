@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holdfast-go/holdfast/internal/testkit"
 	"github.com/holdfast-go/holdfast/transport/memnet"
 )
 
@@ -97,10 +98,8 @@ func TestReplicaCatchesUpBySnapshot(t *testing.T) {
 	a.serving = true
 	g.mu.Unlock()
 	waitSame(t, r, a)
-	deadline := time.Now().Add(10 * time.Second) // counted just after the restore shows
-	for r.client.Snapshots() == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	// counted just after the restore shows
+	testkit.Eventually(t, "a snapshot restored", 10*time.Second, testkit.Holds(func() bool { return r.client.Snapshots() > 0 }))
 	if r.client.Snapshots() != 1 {
 		t.Fatalf("snapshots restored: %d, want 1", r.client.Snapshots())
 	}
@@ -145,13 +144,7 @@ func TestReplicaOnMemnetWithFaults(t *testing.T) {
 // waitServer waits until the replica has pulled from a server and returns it.
 func waitServer(t *testing.T, r *replica) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for r.client.Server() == "" {
-		if time.Now().After(deadline) {
-			t.Fatal("replica never pulled")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.Eventually(t, "the replica's first pull", 10*time.Second, testkit.Holds(func() bool { return r.client.Server() != "" }))
 	return r.client.Server()
 }
 

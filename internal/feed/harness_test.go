@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 	"github.com/holdfast-go/holdfast/transport"
 )
 
@@ -209,16 +210,12 @@ func (r *replica) watch(ctx context.Context) {
 // waitSame waits until r's state encodes exactly as s's.
 func waitSame(t *testing.T, r *replica, s *testServer) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testkit.Eventually(t, "the replica at the server's state", 20*time.Second, func() error {
 		a, _ := r.fsm.EncodeSnapshot()
 		b, _ := s.replica.EncodeSnapshot()
 		if bytes.Equal(a, b) && r.fsm.View().Index() == s.replica.View().Index() {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replica at %d, server %s at %d: not the same state", r.fsm.View().Index(), s.id, s.replica.View().Index())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return fmt.Errorf("replica at %d, server %s at %d: not the same state", r.fsm.View().Index(), s.id, s.replica.View().Index())
+	})
 }
