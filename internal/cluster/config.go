@@ -7,7 +7,7 @@ import (
 	"github.com/holdfast-go/holdfast/fsm"
 )
 
-// Config is the facade's Config.Cluster (ClusterConfig aliases it):
+// Config is the facade's Config.Cluster (ClusterConfig mirrors it field for field and converts to it):
 // forming a cluster and keeping its voters.
 type Config struct {
 	// BootstrapExpect is the number of voter-eligible nodes that must see

@@ -18,7 +18,7 @@ import (
 )
 
 // Timing is raft's timing and log-compaction configuration: the facade's
-// Config.Raft (RaftConfig aliases it).
+// Config.Raft (RaftConfig mirrors it field for field and converts to it).
 type Timing struct {
 	// HeartbeatTimeout is how long a follower waits without contact from the
 	// leader before it starts an election.

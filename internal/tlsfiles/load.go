@@ -14,7 +14,7 @@ import (
 // Source says where the TLS material comes from: each of the CA, the
 // certificate and the key as PEM bytes or as a file path; when both are
 // set, the PEM bytes win. It is the facade's Config.TLS (TLSConfig
-// aliases it).
+// mirrors it field for field and converts to it).
 type Source struct {
 	// CAFile is the path of a PEM file holding the CA certificate(s) that
 	// peers' certificates must chain to.
