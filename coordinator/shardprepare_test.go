@@ -18,15 +18,7 @@ func TestShardsPrepareDrain(t *testing.T) {
 	const shards = 24
 	m := newPrepMonitor()
 	cl := prepCluster(t, 3, shards, m, 0)
-	victim := otherNode(cl, cl.WaitLeader(formTimeout))
-	moved := shardsOf(victim.C(), victim.Name)
-	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
-	defer cancel()
-	if err := victim.C().Drain(ctx); err != nil {
-		t.Fatalf("Drain: %v", err)
-	}
-	m.checkPreparedMoves(t, cl, victim.C(), moved)
-	m.check(t)
+	drainFollowerChecked(t, cl, m)
 }
 
 // TestShardsPrepareTimeout: a next owner whose Prepare never reports
@@ -39,15 +31,7 @@ func TestShardsPrepareTimeout(t *testing.T) {
 	defer close(never)
 	m.gate = func(string) <-chan struct{} { return never }
 	cl := prepCluster(t, 3, shards, m, 200*time.Millisecond)
-	victim := otherNode(cl, cl.WaitLeader(formTimeout))
-	moved := shardsOf(victim.C(), victim.Name)
-	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
-	defer cancel()
-	if err := victim.C().Drain(ctx); err != nil {
-		t.Fatalf("Drain: %v", err)
-	}
-	m.checkPreparedMoves(t, cl, victim.C(), moved)
-	m.check(t)
+	drainFollowerChecked(t, cl, m)
 }
 
 // TestShardsPrepareTargetKilled: while the next owner prepares, it is
@@ -223,5 +207,21 @@ func TestShardsPrepareAbandonedOnUndrain(t *testing.T) {
 	if n, who := m.grantsAfter(before); len(n) != 0 {
 		t.Errorf("grants after the drain began, want none: %v", who)
 	}
+	m.check(t)
+}
+
+// drainFollowerChecked drains a node that is not the raft leader and
+// checks that each of its shards moved through a prepare, with no two
+// nodes believing one shard at once.
+func drainFollowerChecked(t *testing.T, cl *holdfasttest.Cluster, m *prepMonitor) {
+	t.Helper()
+	victim := otherNode(cl, cl.WaitLeader(formTimeout))
+	moved := shardsOf(victim.C(), victim.Name)
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	if err := victim.C().Drain(ctx); err != nil {
+		t.Fatalf("Drain: %v", err)
+	}
+	m.checkPreparedMoves(t, cl, victim.C(), moved)
 	m.check(t)
 }
