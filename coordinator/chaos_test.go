@@ -265,20 +265,7 @@ func runChaosSeed(t *testing.T, seed uint64) (chaosStats, chaosShardStats) {
 	cl.Net.SetLoss(0)
 	cl.WaitFormed(formTimeout)
 	formed := time.Now()
-	monCtx, stopMon := context.WithCancel(context.Background())
-	monDone := make(chan struct{})
-	go func() {
-		defer close(monDone)
-		r.monitorBlocked(monCtx, driven, cfg.Session.TTL)
-	}()
-	recovered, i6 := r.waitShardsOwned(formed)
-	// Let the workers run on for a TTL without faults, so that an Acquire
-	// blocked behind its own session's grant would show.
-	pace(context.Background(), max(cfg.Session.TTL-time.Since(formed), 0))
-	r.stopWorkers()
-	stopMon()
-	<-monDone
-	orphans := r.checkNoOrphans(settle)
+	recovered, i6, orphans := r.recover(formed, driven, cfg.Session.TTL, settle)
 	t.Logf("seed %d: faults for %v, formed again after %v, every shard owned %v later, workers stopped after %v",
 		seed, driven.Sub(r.h.t0).Round(time.Millisecond), formed.Sub(driven).Round(time.Millisecond),
 		recovered.Round(time.Millisecond), time.Since(formed.Add(recovered)).Round(time.Millisecond))
@@ -299,6 +286,26 @@ func runChaosSeed(t *testing.T, seed uint64) (chaosStats, chaosShardStats) {
 	}
 	r.report(violations, st, sst)
 	return st, sst
+}
+
+// recover runs the window after the faults, from formed (the cluster formed
+// again) on: it waits for every shard to be owned (how long it took, and
+// I6's violation if any), lets the workers run on for a TTL without faults
+// while watching for an Acquire blocked behind its own session's grant
+// (faults ended at driven), stops them, and returns the orphans found.
+func (r *chaosRun) recover(formed, driven time.Time, ttl, settle time.Duration) (time.Duration, string, []string) {
+	monCtx, stopMon := context.WithCancel(context.Background())
+	monDone := make(chan struct{})
+	go func() {
+		defer close(monDone)
+		r.monitorBlocked(monCtx, driven, ttl)
+	}()
+	recovered, i6 := r.waitShardsOwned(formed)
+	pace(context.Background(), max(ttl-time.Since(formed), 0))
+	r.stopWorkers()
+	stopMon()
+	<-monDone
+	return recovered, i6, r.checkNoOrphans(settle)
 }
 
 // report logs the seed's statistics and fails it on violations.
