@@ -67,18 +67,7 @@ func (w *LeaderWatch) Run(ctx context.Context, r *raft.Raft) {
 			return
 		case o := <-ch:
 			lo, _ := o.Data.(raft.LeaderObservation)
-			w.mu.Lock()
-			switch {
-			case lo.LeaderID != "":
-				w.since = time.Time{}
-			case w.since.IsZero():
-				w.since = time.Now()
-			}
-			if w.changed != nil {
-				close(w.changed)
-				w.changed = nil
-			}
-			w.mu.Unlock()
+			w.Notify(lo.LeaderID != "")
 		}
 	}
 }
