@@ -52,8 +52,9 @@ func (n *Node) LeaderWithID() (raft.ServerAddress, raft.ServerID) {
 	return h.addr, h.id
 }
 
-// Notify tells whoever waits on Changed that the leader changed (a replica
-// outside raft learned it from its feed), and records whether one is known.
+// Notify tells whoever waits on Changed that the leader changed (seen by
+// the watch's raft observer, or learnt by a replica outside raft from its
+// feed), and records whether one is known.
 func (w *LeaderWatch) Notify(known bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
