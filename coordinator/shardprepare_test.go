@@ -76,6 +76,17 @@ func TestShardsPrepareTargetKilled(t *testing.T) {
 		t.Fatalf("Drain: %v", err)
 	}
 	waitOwned(t, cl, leader.C(), moved)
+	// The table shows the grant before the new owner's handler (the
+	// monitor) sees it: wait for the monitor, then count.
+	cl.WaitFor("the monitor saw every grant", formTimeout, func() error {
+		got, _ := m.grantsAfter(before)
+		for _, s := range meant {
+			if got[s] == 0 {
+				return fmt.Errorf("%w: shard %d not seen granted yet", holdfasttest.ErrNotYet, s)
+			}
+		}
+		return nil
+	})
 	perShard, who := m.grantsAfter(before)
 	for _, s := range moved {
 		if o, ok := leader.C().Owner(s); !ok || o.Node != leader.Name {
