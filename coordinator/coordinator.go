@@ -13,6 +13,7 @@ import (
 	"github.com/holdfast-go/holdfast/internal/cluster"
 	"github.com/holdfast-go/holdfast/internal/keyring"
 	"github.com/holdfast-go/holdfast/internal/leases"
+	"github.com/holdfast-go/holdfast/internal/operator"
 	"github.com/holdfast-go/holdfast/internal/raftnode"
 	"github.com/holdfast-go/holdfast/internal/session"
 	"github.com/holdfast-go/holdfast/internal/shards"
@@ -48,7 +49,8 @@ type Coordinator struct {
 	sessions   *session.Client // keeps this node in a session
 	clock      Clock           // measures beliefs (Config.Clock or SystemClock)
 
-	leases *leases.Manager // this node's leases and semaphore permits
+	leases *leases.Manager    // this node's leases and semaphore permits
+	ops    *operator.Operator // operators' actions (operate.go)
 
 	spawnMu  sync.Mutex
 	spawnOff bool
@@ -152,6 +154,7 @@ func (c *Coordinator) start() error {
 		c.shards.StartDrained() // before the first session: it never owns a shard
 	}
 	c.metrics.register(c.log, c.cfg.Registerer, &c.tlsMetrics) // every part exists: a scrape meets no nil part
+	c.ops = c.newOperator()
 	c.trans.SetHandler(transport.HandlerFunc(c.newDispatcher().ServeRPC))
 	c.spawn(c.leaderLoop)
 	c.cluster.Start()

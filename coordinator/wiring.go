@@ -296,7 +296,7 @@ func (c *Coordinator) newDispatcher() *wire.Dispatcher {
 	d.Handle(wire.MethodRemove, c.node.ServeRemove)
 	d.Handle(wire.MethodSync, c.reads().ServeSync)
 	d.Handle(wire.MethodWaitGrant, wire.Typed(c.leases.ServeWait))
-	d.Handle(wire.MethodOperate, wire.Typed(c.serveOperate))
+	d.Handle(wire.MethodOperate, wire.Typed(c.ops.Serve))
 	c.registerFeed(d)
 	d.Handle(wire.MethodShardPrepare, wire.Typed(c.servePrepare))
 	d.Handle(wire.MethodGossipKeyring, func(_ context.Context, body []byte) ([]byte, error) { return c.gossipKeys.Serve(body) })
