@@ -13,6 +13,7 @@ import (
 	"github.com/holdfast-go/holdfast/internal/cluster"
 	"github.com/holdfast-go/holdfast/internal/keyring"
 	"github.com/holdfast-go/holdfast/internal/leases"
+	"github.com/holdfast-go/holdfast/internal/lifecycle"
 	"github.com/holdfast-go/holdfast/internal/operator"
 	"github.com/holdfast-go/holdfast/internal/raftnode"
 	"github.com/holdfast-go/holdfast/internal/session"
@@ -52,9 +53,8 @@ type Coordinator struct {
 	leases *leases.Manager    // this node's leases and semaphore permits
 	ops    *operator.Operator // operators' actions (operate.go)
 
-	spawnMu  sync.Mutex
-	spawnOff bool
-	futs     raftnode.Futures // raft futures in flight (the node's)
+	loops lifecycle.Group  // the goroutines Shutdown and Close join (spawn)
+	futs  raftnode.Futures // raft futures in flight (the node's)
 
 	leaderCh chan bool            // raft's NotifyCh
 	noLeader raftnode.LeaderWatch // since when no raft leader is known
@@ -65,7 +65,6 @@ type Coordinator struct {
 
 	ctx      context.Context // ends when Shutdown or Close begins
 	cancel   context.CancelCauseFunc
-	wg       sync.WaitGroup
 	stopOnce sync.Once
 	stopErr  error
 	done     chan struct{} // closed once stopped (Done)
@@ -170,19 +169,7 @@ func (c *Coordinator) start() error {
 
 // spawn runs f in a goroutine that Shutdown and Close wait for; it reports
 // false (and does not run f) once closing has begun.
-func (c *Coordinator) spawn(f func()) bool {
-	c.spawnMu.Lock()
-	defer c.spawnMu.Unlock()
-	if c.spawnOff {
-		return false
-	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		f()
-	}()
-	return true
-}
+func (c *Coordinator) spawn(f func()) bool { return c.loops.Go(f) }
 
 // closing reports whether Shutdown or Close has begun.
 func (c *Coordinator) closing() bool { return c.ctx.Err() != nil }
@@ -275,9 +262,7 @@ func (c *Coordinator) closeSession(ctx context.Context, commit bool) error {
 // for every goroutine.
 func (c *Coordinator) closeAll() error {
 	var errs []error
-	c.spawnMu.Lock()
-	c.spawnOff = true
-	c.spawnMu.Unlock()
+	c.loops.Close()
 	if c.leases != nil {
 		c.leases.EndAll(ErrShutdown)
 	}
@@ -300,7 +285,7 @@ func (c *Coordinator) closeAll() error {
 	if c.shards != nil {
 		c.shards.Close()
 	}
-	c.wg.Wait()
+	c.loops.Wait()
 	if c.leases != nil {
 		c.leases.Close()
 	}
