@@ -31,7 +31,7 @@ type Coordinator struct {
 	log *slog.Logger
 	id  string // raft server ID: the node identity, see loadIdentity
 	// clusterFile records the cluster this node belongs to in its data dir
-	// (leaveCluster, recordOlderDataDir).
+	// (leaveCluster, raftnode.Node.RecordOlderDataDir).
 	clusterFile *raftnode.ClusterFile
 
 	fsm        *fsm.FSM
@@ -138,7 +138,7 @@ func (c *Coordinator) start() error {
 	if err := c.startRaft(); err != nil {
 		return err
 	}
-	c.recordOlderDataDir()
+	c.node.RecordOlderDataDir(c.clusterFile, c.cfg.DataDir, c.fsm.View().Cluster(), c.log)
 	c.lessor = c.newLessor() // before the cluster part, which asks it whom it heard
 	c.cluster = c.newCluster()
 	if err := c.startMembership(); err != nil {
@@ -312,30 +312,6 @@ func (c *Coordinator) leaveCluster() error {
 			"this node starts as a new node", "cluster", id, "moved_to", moved)
 	}
 	return nil
-}
-
-// recordOlderDataDir records the cluster of a data dir written before the
-// data dir recorded it, once raft has restored its snapshot: from the
-// replica, else from the InitCluster in its raft log. Until then such a
-// node gossiped no cluster ID until its log was replayed.
-func (c *Coordinator) recordOlderDataDir() {
-	if c.clusterFile.ID() != "" || c.cfg.DataDir == "" || !c.node.HasState() {
-		return
-	}
-	cl := c.fsm.View().Cluster()
-	if cl.ID == "" {
-		if init, ok := c.node.FindInit(); ok {
-			cl.ID, cl.Created = init.ClusterID, init.Created
-		}
-	}
-	if cl.ID == "" {
-		return // not initialised yet: recorded once the replica shows it
-	}
-	if err := (clusterRecord{c.clusterFile}).Set(cl.ID, cl.Created); err != nil {
-		c.log.Warn("recording the data dir's cluster failed", "cluster", cl.ID, "error", err)
-		return
-	}
-	c.log.Info("recorded the cluster of a data dir written by an earlier release", "cluster", cl.ID)
 }
 
 // ForeignClusterError is New's refusal of a data dir that belongs to

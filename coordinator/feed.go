@@ -5,7 +5,6 @@ import (
 
 	"github.com/holdfast-go/holdfast/internal/feed"
 	"github.com/holdfast-go/holdfast/internal/wire"
-	"github.com/holdfast-go/holdfast/membership"
 )
 
 // feedReplica reports whether this node is a replica fed outside raft
@@ -68,14 +67,5 @@ func (c *Coordinator) startFeed() {
 
 // feedServers are the live voter-eligible members of this node's cluster.
 func (c *Coordinator) feedServers() []feed.Peer {
-	ours := c.ClusterID()
-	var out []feed.Peer
-	for _, m := range c.members.Members() {
-		if m.State != membership.Alive || !m.Meta.Voter || m.Meta.NodeID == "" || m.Meta.NodeID == c.id ||
-			(ours != "" && m.Meta.ClusterID != "" && m.Meta.ClusterID != ours) {
-			continue
-		}
-		out = append(out, feed.Peer{ID: m.Meta.NodeID, Addr: m.Meta.RPCAddr})
-	}
-	return out
+	return feed.PeersOf(c.members.Members(), c.id, c.ClusterID())
 }

@@ -83,15 +83,7 @@ func (c *Coordinator) newSessionClient() *session.Client {
 			}
 			return res.Index, err
 		},
-		Generation: func() uint64 {
-			var gen uint64
-			for _, s := range c.fsm.View().Sessions() {
-				if s.NodeID == c.id {
-					gen = max(gen, s.Gen)
-				}
-			}
-			return gen
-		},
+		Generation: func() uint64 { return session.Generation(c.fsm.View(), c.id) },
 		Close: func(ctx context.Context, id string) error {
 			_, err := c.node.Commit(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: id}})
 			return err

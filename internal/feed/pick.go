@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"hash/fnv"
 	"slices"
+
+	"github.com/holdfast-go/holdfast/membership"
 )
 
 // Peer is a node that may serve the feed.
@@ -58,4 +60,19 @@ func mix(x uint64) uint64 {
 	x ^= x >> 27
 	x *= 0x94d049bb133111eb
 	return x ^ x>>31
+}
+
+// PeersOf returns the members that may serve the feed to node self of
+// cluster ours: the live voter-eligible members but self, of cluster
+// ours (or of none known, on either side).
+func PeersOf(members []membership.Member, self, ours string) []Peer {
+	var out []Peer
+	for _, m := range members {
+		if m.State != membership.Alive || !m.Meta.Voter || m.Meta.NodeID == "" || m.Meta.NodeID == self ||
+			(ours != "" && m.Meta.ClusterID != "" && m.Meta.ClusterID != ours) {
+			continue
+		}
+		out = append(out, Peer{ID: m.Meta.NodeID, Addr: m.Meta.RPCAddr})
+	}
+	return out
 }
