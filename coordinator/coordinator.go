@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/cluster"
@@ -31,7 +30,7 @@ type Coordinator struct {
 	log *slog.Logger
 	id  string // raft server ID: the node identity, see loadIdentity
 	// clusterFile records the cluster this node belongs to in its data dir
-	// (leaveCluster, raftnode.Node.RecordOlderDataDir).
+	// (raftnode.PrepareDataDir, raftnode.Node.RecordOlderDataDir).
 	clusterFile *raftnode.ClusterFile
 
 	fsm        *fsm.FSM
@@ -115,21 +114,12 @@ func New(cfg Config) (*Coordinator, error) {
 // start brings up every part in dependency order; on error the caller
 // closes whatever was opened.
 func (c *Coordinator) start() error {
-	if err := c.leaveCluster(); err != nil {
-		return err
-	}
-	ident, err := loadIdentity(c.cfg.DataDir, c.cfg.NodeName, c.cfg.AllowRename)
+	ident, file, err := raftnode.PrepareDataDir(raftnode.DataDirOptions{DataDir: c.cfg.DataDir, NodeName: c.cfg.NodeName,
+		AllowRename: c.cfg.AllowRename, LeaveCluster: c.cfg.Cluster.LeaveCluster, Also: []string{keyring.FileName}, Log: c.log})
 	if err != nil {
-		return err
+		return configErr(err) // a data dir of another name is a NodeName error
 	}
-	if c.clusterFile, err = raftnode.OpenClusterFile(c.cfg.DataDir); err != nil {
-		return err
-	}
-	c.id = ident.ID
-	if ident.RenamedFrom != "" {
-		c.log.Warn("data dir renamed (Config.AllowRename): keeping its identity under this name", "previous_name", ident.RenamedFrom, "id", c.id)
-	}
-	c.log.Info("starting", "id", c.id, "new_identity", ident.Fresh, "voter_eligible", c.cfg.DataDir != "")
+	c.id, c.clusterFile = ident.ID, file
 	picked := cluster.ResolveAdvertise(c.cfg.RPCAddr, &c.cfg.AdvertiseRPCAddr, c.cfg.GossipAddr, &c.cfg.AdvertiseGossipAddr)
 	c.trans, err = c.newTransport()
 	if err != nil {
@@ -212,14 +202,22 @@ func (c *Coordinator) ClusterID() string { return c.cluster.ClusterID() }
 // remaining steps are skipped and the node is closed. It is safe to call more than
 // once; later calls (and a Leave after it) return the first result.
 func (c *Coordinator) Shutdown(ctx context.Context) error {
+	c.stopGracefully(ctx, nil)
+	return c.stopErr
+}
+
+// stopGracefully stops the node as Shutdown does (decommission nil) or as
+// Leave does, unless a stop began first; it reports whether it ran.
+func (c *Coordinator) stopGracefully(ctx context.Context, decommission *LeaveOptions) (ran bool) {
 	c.stopOnce.Do(func() {
+		ran = true
 		c.leaving.Store(true)
-		err := c.leave(ctx, nil)
+		err := c.leave(ctx, decommission)
 		c.cancel(ErrShutdown)
 		c.stopErr = errors.Join(err, c.closeAll())
 		close(c.done)
 	})
-	return c.stopErr
+	return ran
 }
 
 // Close stops the node at once, without leaving: to the others it looks
@@ -296,22 +294,6 @@ func (c *Coordinator) closeAll() error {
 		c.metrics.unregister()
 	}
 	return errors.Join(errs...)
-}
-
-// leaveCluster applies Config.Cluster.LeaveCluster: when the data dir
-// belongs to that cluster, its raft state, node identity, cluster record and
-// gossip keyring are moved aside, and the node starts as a new one.
-func (c *Coordinator) leaveCluster() error {
-	id := c.cfg.Cluster.LeaveCluster
-	moved, err := raftnode.LeaveCluster(c.cfg.DataDir, id, time.Now(), keyring.FileName)
-	if err != nil {
-		return err
-	}
-	if moved != "" {
-		c.log.Warn("left the cluster the data dir belonged to (Config.Cluster.LeaveCluster): its raft state and identity are moved aside; "+
-			"this node starts as a new node", "cluster", id, "moved_to", moved)
-	}
-	return nil
 }
 
 // ForeignClusterError is New's refusal of a data dir that belongs to

@@ -48,16 +48,7 @@ func (c *Coordinator) Leave(ctx context.Context, opts LeaveOptions) error {
 	if _, err := c.cluster.Leave(ctx, opts.Force, true); err != nil { // the check: nothing changes yet
 		return err
 	}
-	ran := false
-	c.stopOnce.Do(func() {
-		ran = true
-		c.leaving.Store(true)
-		err := c.leave(ctx, &opts)
-		c.cancel(ErrShutdown)
-		c.stopErr = errors.Join(err, c.closeAll())
-		close(c.done)
-	})
-	if !ran {
+	if !c.stopGracefully(ctx, &opts) {
 		return ErrShutdown
 	}
 	return c.stopErr

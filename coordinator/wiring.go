@@ -10,6 +10,7 @@ import (
 	"github.com/holdfast-go/holdfast/internal/cluster"
 	"github.com/holdfast-go/holdfast/internal/keyring"
 	"github.com/holdfast-go/holdfast/internal/leases"
+	"github.com/holdfast-go/holdfast/internal/lifecycle"
 	"github.com/holdfast-go/holdfast/internal/raftnode"
 	"github.com/holdfast-go/holdfast/internal/session"
 	"github.com/holdfast-go/holdfast/internal/shards"
@@ -17,18 +18,6 @@ import (
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
-
-// loadIdentity reads (or creates) the node identity in the data dir; a
-// data dir last used under another name is a Config error.
-func loadIdentity(dataDir, name string, allowRename bool) (raftnode.Identity, error) {
-	id, err := raftnode.LoadIdentity(dataDir, name, allowRename)
-	var re *raftnode.RenameError
-	if errors.As(err, &re) {
-		return id, fieldErr("NodeName", "is %q, but DataDir %s holds the identity of node %q; "+
-			"set Config.AllowRename to rename that node, or give this one another DataDir", re.Name, re.DataDir, re.Previous)
-	}
-	return id, err
-}
 
 // startRaft opens the stores and starts the raft instance.
 func (c *Coordinator) startRaft() error {
@@ -308,20 +297,10 @@ func (c *Coordinator) leaderDuties(ctx context.Context) {
 	if !c.node.Barrier(ctx, c.cfg.Raft.CommitTimeout) || !c.cluster.InitCluster(ctx) {
 		return
 	}
-	lessorDone := make(chan struct{})
-	go func() {
-		defer close(lessorDone)
-		c.lessor.Run(ctx)
-	}()
-	defer func() { <-lessorDone }()
-	balancerDone := make(chan struct{})
-	go func() {
-		defer close(balancerDone)
+	lifecycle.Together(ctx, c.lessor.Run, func(ctx context.Context) {
 		defer c.loads.plan.Store(nil) // the report is the leader's only
 		shards.NewBalancer(c.balancerOptions()).Run(ctx)
-	}()
-	defer func() { <-balancerDone }()
-	c.cluster.Lead(ctx) // autopilot and the member reconciler, until ctx ends
+	}, c.cluster.Lead) // the last: autopilot and the member reconciler, until ctx ends
 }
 
 func mustEncode(cmd fsm.Command) []byte {
