@@ -1,8 +1,8 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"time"
 
 	"github.com/holdfast-go/holdfast/internal/cluster"
@@ -73,44 +73,28 @@ func (c *Coordinator) leave(ctx context.Context, decommission *LeaveOptions) err
 		// through the feed stands for the quorum that keeps it.
 		_, plan.Quorum = c.RaftLeader()
 	}
-	d := c.cfg.ShutdownWithoutLeader
-	if d <= 0 {
-		d = DefaultShutdownWithoutLeader
-	}
-	steps := lifecycle.NewSteps(ctx, lifecycle.StepsOptions{Log: c.log, Leaderless: d, NoLeaderSince: c.NoLeaderSince,
-		NoLeaderChanged: c.noLeader.Changed})
-	commit := plan.Quorum || decommission != nil
-	if commit {
-		steps.Committing("handing shards off", c.shards.HandOff, nil)
-		steps.Committing("closing the session", func(ctx context.Context) error { return c.closeSession(ctx, true) },
-			func() { _ = c.closeSession(ctx, false) })
-	} else {
-		// Nothing could commit: stop as a crash would; a leader of a
-		// quorum expires the session and passes its grants on.
-		noQuorum := errors.New("gossip shows no quorum of voters alive")
-		steps.Skip("handing shards off", noQuorum)
-		_ = c.closeSession(ctx, false)
-		steps.Skip("closing the session", noQuorum)
-	}
+	o := lifecycle.StopOptions{StepsOptions: lifecycle.StepsOptions{Log: c.log, NoLeaderSince: c.NoLeaderSince, NoLeaderChanged: c.noLeader.Changed,
+		Leaderless: cmp.Or(max(c.cfg.ShutdownWithoutLeader, 0), DefaultShutdownWithoutLeader)},
+		Commit: plan.Quorum || decommission != nil, HandOff: c.shards.HandOff, CloseSession: c.closeSession}
 	if plan.Transfer {
-		steps.Committing("handing raft leadership over", func(ctx context.Context) error { c.node.TransferLeadership(ctx); return nil }, nil)
+		o.TransferLeadership = c.node.TransferLeadership
 	}
 	switch {
 	case decommission != nil:
-		steps.Committing("leaving the raft configuration (the node stops keeping its place)", func(ctx context.Context) error {
+		o.Decommission = func(ctx context.Context) error {
 			rep, err := c.cluster.Leave(ctx, decommission.Force, false)
 			if err == nil {
 				c.log.Info("left the raft configuration for good", "replaced_by", c.cluster.NameOf(rep.Promoted), "replacement_id", rep.Promoted)
 			}
 			return err
-		}, nil)
+		}
 	case plan.RemoveSelf:
-		steps.Committing("leaving the raft configuration as a non-voter", c.node.RemoveSelf, nil)
+		o.RemoveSelf = c.node.RemoveSelf
 	}
 	if c.members != nil {
-		steps.Failed("leaving gossip", c.members.Leave(ctx))
+		o.LeaveGossip = c.members.Leave
 	}
-	return steps.Done()
+	return lifecycle.Stop(ctx, o)
 }
 
 // DefaultShutdownWithoutLeader is Config.ShutdownWithoutLeader when it is
