@@ -8,7 +8,6 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/cluster"
-	"github.com/holdfast-go/holdfast/internal/keyring"
 	"github.com/holdfast-go/holdfast/internal/leases"
 	"github.com/holdfast-go/holdfast/internal/lifecycle"
 	"github.com/holdfast-go/holdfast/internal/raftnode"
@@ -181,28 +180,14 @@ func (r clusterRecord) Set(id string, incarnation int64) error {
 // duplicate name fails New; other join failures are retried in the
 // background.
 func (c *Coordinator) startMembership() error {
-	store, keys, err := keyring.Open(keyring.FileOptions{DataDir: c.cfg.DataDir, ConfigKeys: c.cfg.Gossip.Keys, Log: c.log})
-	if err != nil {
-		return configErr(err)
-	}
-	// AdvertiseGossipAddr is set by cluster.ResolveAdvertise too when GossipAddr binds every interface.
-	mc := c.cluster.GossipConfig(c.cfg.GossipAddr, c.cfg.AdvertiseGossipAddr, c.cfg.Gossip.Profile == GossipLocal, keys)
-	if gn, ok := c.cfg.Network.(transport.GossipNetwork); ok {
-		t, err := gn.GossipTransport(c.cfg.GossipAddr)
-		if err != nil {
-			return fmt.Errorf("holdfast: GossipAddr: %w", err)
-		}
-		mc.Transport = t
-	}
-	m, err := membership.New(mc)
-	if err != nil {
-		return fmt.Errorf("holdfast: gossip: %w", err)
-	}
-	c.members = m
-	c.gossipKeys = keyring.New(keyring.Options{NodeName: c.cfg.NodeName, Gossip: m, Store: store,
-		Caller: c.trans, Timeout: c.cfg.RPCTimeout, Plaintext: c.cfg.TLS == nil, Log: c.log,
+	gn, _ := c.cfg.Network.(transport.GossipNetwork)
+	m, keys, err := c.cluster.StartGossip(cluster.GossipOptions{Bind: c.cfg.GossipAddr, Advertise: c.cfg.AdvertiseGossipAddr,
+		Local: c.cfg.Gossip.Profile == GossipLocal, DataDir: c.cfg.DataDir, ConfigKeys: c.cfg.Gossip.Keys, Network: gn,
 		Closed: func() error { return context.Cause(c.ctx) }}) // ErrShutdown once closing
-	keyring.LogStart(c.log, keys, c.cfg.TLS != nil)
+	if err != nil {
+		return configErr(err) // a bad keyring names its Config field
+	}
+	c.members, c.gossipKeys = m, keys
 	if err := c.cluster.Join(c.ctx, m); err != nil { // a duplicate name, or another cluster
 		var fe *cluster.ForeignClusterError
 		if errors.As(err, &fe) {
