@@ -96,14 +96,8 @@ type OperationResult struct {
 //
 // A refusal wraps ErrOperationRefused and changes nothing.
 func (c *Coordinator) Operate(ctx context.Context, op Operation) (OperationResult, error) {
-	switch op.Action {
-	case ActionDrain, ActionUndrain, ActionReleaseLease, ActionRemovePeer, ActionPinShard, ActionMoveShard:
-		if op.Target == "" {
-			return OperationResult{}, fmt.Errorf("%w: %s needs a target", ErrOperationRefused, op.Action)
-		}
-	case ActionStepDown, ActionUnpinShard, ActionPlanShards:
-	default:
-		return OperationResult{}, fmt.Errorf("%w: unknown action %q", ErrOperationRefused, op.Action)
+	if msg := operator.Check(op.Action, op.Target); msg != "" {
+		return OperationResult{}, fmt.Errorf("%w: %s", ErrOperationRefused, msg)
 	}
 	if c.closing() {
 		return OperationResult{}, ErrShutdown

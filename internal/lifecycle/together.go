@@ -2,8 +2,10 @@ package lifecycle
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -56,5 +58,26 @@ func (r *Registered) Unregister() {
 	}
 	for _, col := range r.cols {
 		r.reg.Unregister(col)
+	}
+}
+
+// Until calls cond at once and then every interval until it returns nil
+// (Until returns false, nil), ctx ends (false, cond's last error with
+// ctx's in parentheses), or stop is closed (true, cond's last error).
+func Until(ctx context.Context, stop <-chan struct{}, interval time.Duration, cond func() error) (stopped bool, err error) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		err := cond()
+		if err == nil {
+			return false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, fmt.Errorf("%w (%w)", err, ctx.Err())
+		case <-stop:
+			return true, err
+		case <-tick.C:
+		}
 	}
 }

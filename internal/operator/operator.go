@@ -161,3 +161,19 @@ func (p *Operator) askNode(ctx context.Context, m cluster.Member, req wire.Opera
 	err := wire.FromRemote(p.o.Call(ctx, m.RPCAddr, wire.MethodOperate, req, &rep))
 	return rep, err
 }
+
+// Check says what is wrong with an operator's action before it is sent
+// ("" for nothing): an unknown action, or one that needs a target without
+// one.
+func Check(action, target string) string {
+	switch action {
+	case wire.ActionDrain, wire.ActionUndrain, wire.ActionReleaseLease, wire.ActionRemovePeer, wire.ActionShardPin, wire.ActionShardMove:
+		if target == "" {
+			return action + " needs a target"
+		}
+	case wire.ActionStepDown, wire.ActionShardUnpin, wire.ActionShardPlan:
+	default:
+		return fmt.Sprintf("unknown action %q", action)
+	}
+	return ""
+}
