@@ -28,7 +28,7 @@ import (
 type Coordinator struct {
 	cfg Config
 	log *slog.Logger
-	id  string // raft server ID: the node identity, see loadIdentity
+	id  string // raft server ID: the node identity, see raftnode.PrepareDataDir
 	// clusterFile records the cluster this node belongs to in its data dir
 	// (raftnode.PrepareDataDir, raftnode.Node.RecordOlderDataDir).
 	clusterFile *raftnode.ClusterFile

@@ -135,7 +135,7 @@ func (c *Coordinator) newOperator() *operator.Operator {
 		},
 		Leading:            func() bool { return c.RaftState() == StateLeader },
 		TransferLeadership: c.node.TransferLeadership,
-		Members:            c.Members,
+		Members:            c.members.Members,
 		Voters:             c.Voters,
 		NonVoters:          c.NonVoters,
 		NameOf:             c.cluster.NameOf,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/cluster"
+	"github.com/holdfast-go/holdfast/internal/keyring"
 	"github.com/holdfast-go/holdfast/internal/leases"
 	"github.com/holdfast-go/holdfast/internal/lifecycle"
 	"github.com/holdfast-go/holdfast/internal/raftnode"
@@ -181,9 +182,13 @@ func (r clusterRecord) Set(id string, incarnation int64) error {
 // background.
 func (c *Coordinator) startMembership() error {
 	gn, _ := c.cfg.Network.(transport.GossipNetwork)
-	m, keys, err := c.cluster.StartGossip(cluster.GossipOptions{Bind: c.cfg.GossipAddr, Advertise: c.cfg.AdvertiseGossipAddr,
-		Local: c.cfg.Gossip.Profile == GossipLocal, DataDir: c.cfg.DataDir, ConfigKeys: c.cfg.Gossip.Keys, Network: gn,
-		Closed: func() error { return context.Cause(c.ctx) }}) // ErrShutdown once closing
+	gossipConfig := func(keys [][]byte) membership.Config {
+		// AdvertiseGossipAddr is set by cluster.ResolveAdvertise too when GossipAddr binds every interface.
+		return c.cluster.GossipConfig(c.cfg.GossipAddr, c.cfg.AdvertiseGossipAddr, c.cfg.Gossip.Profile == GossipLocal, keys)
+	}
+	m, keys, err := keyring.Start(keyring.FileOptions{DataDir: c.cfg.DataDir, ConfigKeys: c.cfg.Gossip.Keys, Log: c.log}, gossipConfig, gn,
+		keyring.Options{NodeName: c.cfg.NodeName, Caller: c.trans, Timeout: c.cfg.RPCTimeout, Plaintext: c.cfg.TLS == nil, Log: c.log,
+			Closed: func() error { return context.Cause(c.ctx) }}) // ErrShutdown once closing
 	if err != nil {
 		return configErr(err) // a bad keyring names its Config field
 	}

@@ -26,7 +26,7 @@ func (p *Operator) drain(ctx context.Context, req wire.OperateRequest) (wire.Ope
 	if err != nil {
 		return rep, fmt.Errorf("asking %s to %s: %w", m.Name, req.Action, err)
 	}
-	rep.Node, rep.NodeID = m.Name, m.ID
+	rep.Node, rep.NodeID = m.Name, m.Meta.NodeID
 	return rep, nil
 }
 

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
-	"github.com/holdfast-go/holdfast/internal/cluster"
 	"github.com/holdfast-go/holdfast/internal/pause"
 	"github.com/holdfast-go/holdfast/internal/wire"
+	"github.com/holdfast-go/holdfast/membership"
 )
 
 // Options are an Operator's neighbours.
@@ -34,7 +34,7 @@ type Options struct {
 	// TransferLeadership hands raft leadership to another voter.
 	TransferLeadership func(ctx context.Context)
 	// Members lists the gossip members.
-	Members func() []cluster.Member
+	Members func() []membership.Member
 	// Voters and NonVoters list the raft configuration's servers by ID;
 	// NameOf names one ("" when gossip does not know it).
 	Voters, NonVoters func() []string
@@ -141,24 +141,24 @@ func (p *Operator) asLeader(ctx context.Context, req wire.OperateRequest) (wire.
 
 // aliveMember finds the member named target (by name or ID) that gossip
 // shows alive.
-func (p *Operator) aliveMember(target string) (cluster.Member, bool) {
+func (p *Operator) aliveMember(target string) (membership.Member, bool) {
 	for _, m := range p.o.Members() {
-		if (m.Name == target || m.ID == target) && m.State == cluster.MemberAlive {
+		if (m.Name == target || m.Meta.NodeID == target) && m.State == membership.Alive {
 			return m, true
 		}
 	}
-	return cluster.Member{}, false
+	return membership.Member{}, false
 }
 
 // askNode sends req to node m to act on itself (or runs it here when m is
 // this node).
-func (p *Operator) askNode(ctx context.Context, m cluster.Member, req wire.OperateRequest) (wire.OperateReply, error) {
+func (p *Operator) askNode(ctx context.Context, m membership.Member, req wire.OperateRequest) (wire.OperateReply, error) {
 	req.Local = true
-	if m.ID == p.o.ID {
+	if m.Meta.NodeID == p.o.ID {
 		return p.local(ctx, req)
 	}
 	var rep wire.OperateReply
-	err := wire.FromRemote(p.o.Call(ctx, m.RPCAddr, wire.MethodOperate, req, &rep))
+	err := wire.FromRemote(p.o.Call(ctx, m.Meta.RPCAddr, wire.MethodOperate, req, &rep))
 	return rep, err
 }
 

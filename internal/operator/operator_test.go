@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/holdfast-go/holdfast/internal/cluster"
 	"github.com/holdfast-go/holdfast/internal/wire"
+	"github.com/holdfast-go/holdfast/membership"
 )
 
 // leader is a three-voter cluster seen from its leader, n1; n2 is alive,
@@ -19,9 +19,12 @@ func leader(t *testing.T) (*Operator, *Options) {
 	names := map[string]string{"id1": "n1", "id2": "n2", "id3": "n3"}
 	o := &Options{NodeName: "n1", ID: "id1", RPCTimeout: time.Second, Log: slog.New(slog.DiscardHandler),
 		LeaderRPCAddr: func() (string, bool) { return "addr1", true },
-		Members: func() []cluster.Member {
-			return []cluster.Member{{Name: "n1", ID: "id1", State: cluster.MemberAlive}, {Name: "n2", ID: "id2", RPCAddr: "addr2",
-				State: cluster.MemberAlive}, {Name: "n3", ID: "id3", State: cluster.MemberFailed}}
+		Members: func() []membership.Member {
+			member := func(name, id string, state membership.State) membership.Member {
+				return membership.Member{Name: name, State: state, Meta: membership.Meta{NodeID: id, RPCAddr: "addr-" + name}}
+			}
+			return []membership.Member{member("n1", "id1", membership.Alive), member("n2", "id2", membership.Alive),
+				member("n3", "id3", membership.Failed)}
 		},
 		Voters:    func() []string { return []string{"id1", "id2", "id3"} },
 		NonVoters: func() []string { return nil },
