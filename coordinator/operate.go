@@ -50,6 +50,9 @@ type Operation struct {
 	// Shard is the shard of ActionPinShard, ActionUnpinShard and
 	// ActionMoveShard.
 	Shard ShardID
+	// Rule is ActionSetShardRule's rule, "FIRST-LAST:TAG[,TAG...]" (or
+	// "SHARD:TAG..."); Target is then the rule's name.
+	Rule string
 }
 
 // OperationResult is what the raft leader did for an Operation.
@@ -96,11 +99,17 @@ type OperationResult struct {
 //     when it is the leader itself (step it down first), or when gossip
 //     shows it alive (Leave on that node hands its shards off first),
 //     unless op.Force.
+//   - ActionPinShard, ActionUnpinShard, ActionMoveShard, ActionPlanShards:
+//     the operator's shard placement (see each), op.Shard naming the
+//     shard and op.Target the node.
+//   - ActionSetShardRule, ActionClearShardRule: placement rule op.Target
+//     set to op.Rule, or removed.
 //
 // A refusal wraps ErrOperationRefused and changes nothing.
 func (c *Coordinator) Operate(ctx context.Context, op Operation) (OperationResult, error) {
 	switch op.Action {
-	case ActionDrain, ActionUndrain, ActionReleaseLease, ActionRemovePeer, ActionPinShard, ActionMoveShard:
+	case ActionDrain, ActionUndrain, ActionReleaseLease, ActionRemovePeer, ActionPinShard, ActionMoveShard,
+		ActionSetShardRule, ActionClearShardRule:
 		if op.Target == "" {
 			return OperationResult{}, fmt.Errorf("%w: %s needs a target", ErrOperationRefused, op.Action)
 		}
@@ -111,7 +120,7 @@ func (c *Coordinator) Operate(ctx context.Context, op Operation) (OperationResul
 	if c.closing() {
 		return OperationResult{}, ErrShutdown
 	}
-	req := wire.OperateRequest{Action: op.Action, Target: op.Target, Force: op.Force, By: op.By, Via: c.cfg.NodeName, Shard: uint32(op.Shard)}
+	req := wire.OperateRequest{Action: op.Action, Target: op.Target, Force: op.Force, By: op.By, Via: c.cfg.NodeName, Shard: uint32(op.Shard), Rule: op.Rule}
 	for {
 		var rep wire.OperateReply
 		var err error
@@ -176,6 +185,8 @@ func (c *Coordinator) operateAsLeader(ctx context.Context, req wire.OperateReque
 		rep, err = c.leaderRemovePeer(ctx, req)
 	case ActionPinShard, ActionUnpinShard, ActionMoveShard:
 		rep, err = c.leaderShardPlacement(ctx, req)
+	case ActionSetShardRule, ActionClearShardRule:
+		rep, err = c.leaderShardRule(ctx, req)
 	case ActionPlanShards:
 		rep, err = c.leaderShardPlan(ctx)
 	default:
