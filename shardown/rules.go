@@ -83,6 +83,8 @@ type ruleState struct {
 	any    []bool   // the class has a member it allows (eligible or not)
 	tags   []string // each member's tags and zone, to tell when they change
 	was    []int32  // each shard's owner when its rules refuse it (else -1)
+	// Scratch lists of ruleStep, reused from step to step.
+	receivers, donors []int
 }
 
 // setRules sorts the shards into classes for p.Rules and decides which of
@@ -273,8 +275,11 @@ func ParseRule(s string) (Rule, error) {
 // donor above its upper bound (most loaded first) gives one to the least
 // loaded receiver with room that may own it.
 func (st *state) ruleStep() bool {
-	donors := st.ranked(aboveLowerNot)
-	for _, r := range st.ranked(belowLower) {
+	rs := &st.rl
+	rs.donors = st.ranked(aboveLowerNot, rs.donors)
+	rs.receivers = st.ranked(belowLower, rs.receivers)
+	donors := rs.donors
+	for _, r := range rs.receivers {
 		for _, d := range donors {
 			if s := st.firstUnmovedFor(d, r); d != r && s >= 0 {
 				st.apply(s, r, ReasonCount)
@@ -282,8 +287,10 @@ func (st *state) ruleStep() bool {
 			}
 		}
 	}
-	receivers := st.ranked(withRoom)
-	for _, d := range st.ranked(aboveUpper) {
+	rs.receivers = st.ranked(withRoom, rs.receivers)
+	rs.donors = st.ranked(aboveUpper, rs.donors)
+	receivers := rs.receivers
+	for _, d := range rs.donors {
 		for _, r := range receivers {
 			if s := st.firstUnmovedFor(d, r); d != r && s >= 0 {
 				st.apply(s, r, ReasonCount)
@@ -296,9 +303,9 @@ func (st *state) ruleStep() bool {
 
 // ranked returns the pool members of a kind in the order receiver and
 // donor prefer them: receivers by (load+1)/weight ascending, donors by
-// load/weight descending, ties to the lower ID.
-func (st *state) ranked(kind int) []int {
-	var out []int
+// load/weight descending, ties to the lower ID; in buf's array.
+func (st *state) ranked(kind int, buf []int) []int {
+	out := buf[:0]
 	recv := kind == belowLower || kind == withRoom
 	for i := range st.ids {
 		switch {
