@@ -83,6 +83,7 @@ func (h *handler) shards(w http.ResponseWriter, r *http.Request) {
 	}
 	list := buildShards(h.c.Table(), owner, filter)
 	list.Pins = pinRows(h.c)
+	list.Rules = ruleRows(h.c)
 	if since, ok := h.c.NoLeaderSince(); ok {
 		since = since.UTC()
 		list.Stale, list.NoLeaderSince = true, &since

@@ -62,8 +62,13 @@
 //	                           answered once it is owned there (with its token); the balancer may place it
 //	                           again later (pin it to keep it); 409 for a shard pinned to another node
 //	POST /v1/shards/unpin      UnpinShardRequest {"shard"} → OperationResult: the pin (or pending move) is gone
+//	POST /v1/shards/rule       RuleRequest {"name", "rule"} → OperationResult: placement rule NAME ("FIRST-LAST:TAG,..."):
+//	                           only nodes with every tag (Config.Shards.Tags, "zone=ZONE") own those shards; the
+//	                           balancer moves them off other nodes, and leaves unowned what no node passes
+//	                           (plan and status list them); 409 for a range outside the table or a bad tag
+//	POST /v1/shards/unrule     UnruleRequest {"name"} → OperationResult: the rule is gone
 //
-// These eight are carried out by the raft leader (coordinator.Operate),
+// These ten are carried out by the raft leader (coordinator.Operate),
 // which logs each with who asked: the verified client certificate's common
 // name and the remote address, or the remote address alone. A refusal is
 // 409 with the reason, and nothing changed.
@@ -80,12 +85,12 @@
 //
 //	GET /v1/status   Status: this node, its raft role and leader, voters and their health, the group's
 //	                 fault tolerance, members, session, readiness
-//	GET /v1/shards   ShardList: every shard of the current table version, and the pins; ?owner=NAME keeps node NAME's
+//	GET /v1/shards   ShardList: every shard of the current table version, the pins and the rules; ?owner=NAME keeps node NAME's
 //	                 shards, and ?owner= (empty) the free ones; stale and no_leader_since say
 //	                 when the node knows no leader, so the table may be out of date
 //	GET /v1/shards/plan  PlanResult: what the raft leader's balancer would do in its next round, committing
 //	                 nothing: each node's shards, load and target now and after the round, and each move
-//	                 with its reason (free, count, load, pin, drain); asked of the leader through Operate.
+//	                 with its reason (free, count, load, pin, rule, drain), and the shards no node may own; asked of the leader through Operate.
 //	                 On the same table, sessions and load reports, the next round does exactly this
 //	GET /v1/leases   LeaseList: every held named lease, with its holder value
 //	GET /v1/semaphores  SemaphoreList: every semaphore in use, its limit, holders and waiters

@@ -21,6 +21,12 @@ type PlacementRow struct {
 	Moves []PlacementMoveRow `json:"moves"`
 	// Unowned is the number of shards without an owner at the round.
 	Unowned int `json:"unowned"`
+	// Unplaceable are the shards whose placement rules no node passes
+	// (they stay unowned until a node with the tags joins or the rule
+	// changes); UnplaceableWaiting those only a node not eligible yet
+	// passes.
+	Unplaceable        []coordinator.ShardID `json:"unplaceable"`
+	UnplaceableWaiting []coordinator.ShardID `json:"unplaceable_waiting"`
 }
 
 // NodeBalanceRow is one node's line of a PlacementRow.
@@ -50,7 +56,7 @@ type PlacementMoveRow struct {
 	// From and To are session IDs; From is "" for a grant.
 	From string `json:"from"`
 	To   string `json:"to"`
-	// Reason is "free", "count", "load" or "drain".
+	// Reason is "free", "count", "load", "pin", "rule" or "drain".
 	Reason string `json:"reason"`
 }
 
@@ -66,6 +72,7 @@ func placementRow(c *coordinator.Coordinator) *PlacementRow {
 // rowOf is p's schema row.
 func rowOf(p coordinator.Placement) *PlacementRow {
 	row := &PlacementRow{At: p.At.UTC(), ByLoad: p.ByLoad, Unowned: p.Unowned,
+		Unplaceable: orEmpty(p.Unplaceable), UnplaceableWaiting: orEmpty(p.UnplaceableWaiting),
 		Nodes: make([]NodeBalanceRow, len(p.Nodes)), Moves: make([]PlacementMoveRow, len(p.Moves))}
 	for i, n := range p.Nodes {
 		row.Nodes[i] = NodeBalanceRow{Node: n.Node, Session: n.Session, Capacity: n.Capacity, Shards: n.Shards,
@@ -75,4 +82,12 @@ func rowOf(p coordinator.Placement) *PlacementRow {
 		row.Moves[i] = PlacementMoveRow{Shard: m.Shard, From: m.From, To: m.To, Reason: m.Reason}
 	}
 	return row
+}
+
+// orEmpty is s, or an empty list for nil (JSON [] rather than null).
+func orEmpty(s []coordinator.ShardID) []coordinator.ShardID {
+	if s == nil {
+		return []coordinator.ShardID{}
+	}
+	return s
 }

@@ -207,6 +207,9 @@ type ShardList struct {
 	// Pins lists the operators' shard pins and moves under way, sorted by
 	// shard (holdfastctl shards pin, shards move).
 	Pins []PinRow `json:"pins"`
+	// Rules lists the placement rules, sorted by name (holdfastctl shards
+	// rule).
+	Rules []RuleRow `json:"rules"`
 }
 
 // ShardRow describes one shard.

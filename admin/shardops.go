@@ -29,6 +29,31 @@ type PinRow struct {
 	Once  bool   `json:"once"`
 }
 
+// RuleRequest is the body of POST /v1/shards/rule: set the placement rule
+// Name to Rule, "FIRST-LAST:TAG[,TAG...]" (or "SHARD:TAG..."): only nodes
+// carrying every tag (Config.Shards.Tags, and "zone=ZONE") may own those
+// shards.
+type RuleRequest struct {
+	Confirmation
+	Name string `json:"name"`
+	Rule string `json:"rule"`
+}
+
+// UnruleRequest is the body of POST /v1/shards/unrule: remove rule Name.
+type UnruleRequest struct {
+	Confirmation
+	Name string `json:"name"`
+}
+
+// RuleRow is one placement rule in /v1/shards (coordinator.ShardRule):
+// only nodes tagged with every tag of Require may own shards First to Last.
+type RuleRow struct {
+	Name    string   `json:"name"`
+	First   uint32   `json:"first"`
+	Last    uint32   `json:"last"`
+	Require []string `json:"require"`
+}
+
 // PlanResult answers GET /v1/shards/plan: what the raft leader's balancer
 // would do in its next round (nothing is committed), and why. Waiting says
 // why it would not plan now ("" when it would).
@@ -53,6 +78,31 @@ func shardOperations(into map[string]action) {
 	into["/v1/shards/unpin"] = typedAction(func(ctx context.Context, c *coordinator.Coordinator, req UnpinShardRequest) (OperationResult, error) {
 		return operate(ctx, c, coordinator.Operation{Action: coordinator.ActionUnpinShard, Shard: coordinator.ShardID(req.Shard)})
 	})
+	into["/v1/shards/rule"] = typedAction(func(ctx context.Context, c *coordinator.Coordinator, req RuleRequest) (OperationResult, error) {
+		if err := needs("name", req.Name); err != nil {
+			return OperationResult{}, err
+		}
+		if err := needs("rule", req.Rule); err != nil {
+			return OperationResult{}, err
+		}
+		return operate(ctx, c, coordinator.Operation{Action: coordinator.ActionSetShardRule, Target: req.Name, Rule: req.Rule})
+	})
+	into["/v1/shards/unrule"] = typedAction(func(ctx context.Context, c *coordinator.Coordinator, req UnruleRequest) (OperationResult, error) {
+		if err := needs("name", req.Name); err != nil {
+			return OperationResult{}, err
+		}
+		return operate(ctx, c, coordinator.Operation{Action: coordinator.ActionClearShardRule, Target: req.Name})
+	})
+}
+
+// ruleRows lists c's placement rules.
+func ruleRows(c *coordinator.Coordinator) []RuleRow {
+	rules := c.ShardRules()
+	out := make([]RuleRow, len(rules))
+	for i, r := range rules {
+		out[i] = RuleRow{Name: r.Name, First: uint32(r.First), Last: uint32(r.Last), Require: r.Require}
+	}
+	return out
 }
 
 // plan is GET /v1/shards/plan, answered through the raft leader.

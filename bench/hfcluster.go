@@ -30,6 +30,9 @@ type hfOptions struct {
 	// labels, if set, starts each node under pprof labels node=<name>, so
 	// that a CPU profile attributes its goroutines to it.
 	labels bool
+	// byLoad makes balanced wait for the leader's rounds by load to plan
+	// no move (the owners report load) instead of the count bounds.
+	byLoad bool
 }
 
 // hfCluster is a set of in-process holdfast nodes.

@@ -67,7 +67,7 @@ func main() {
 		replicas     = flag.String("replicas", "1,3", "replica counts to compare (etcd members = ZooKeeper servers = holdfast voters)")
 		peers        = flag.String("peers", strings.Join(peerFlags(), ","), "comma-separated systems to compare holdfast with: "+strings.Join(peerFlags(), ", "))
 		rounds       = flag.Int("rounds", 0, "A/B rounds per system (0: 3 with -quick, else 5)")
-		scale        = flag.String("scale", "", "scale curve points as NODESxSHARDS,... (default: 3x1024,9x1024,27x1024 with -quick, else also 64x1024,128x1024,192x1024,256x1024,3x100000,64x100000)")
+		scale        = flag.String("scale", "", "scale curve points as NODESxSHARDS[+load],... (+load: the owners report Zipf shard loads; default: 3x1024,9x1024,27x1024 with -quick, else also 64x1024,128x1024,192x1024,256x1024,3x100000,64x100000)")
 		limit        = flag.Duration("scale-limit", 90*time.Second, "scale curve: the longest each wait (forming, ownership, balance, join, death) may take")
 		cpuprof      = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (the scale curve then does not split idle CPU by node)")
 		idleProf     = flag.String("idle-profile", "", "write each scale point's idle-window CPU profile to this directory as idle-NODESxSHARDS.pprof (read one node with: go tool pprof -tagfocus node=NAME)")
@@ -145,7 +145,7 @@ func main() {
 }
 
 // fullScale is the scale curve of the full run.
-var fullScale = []scaleCase{{3, 1024}, {9, 1024}, {27, 1024}, {64, 1024}, {128, 1024}, {192, 1024}, {256, 1024}, {3, 100_000}, {64, 100_000}}
+var fullScale = []scaleCase{{nodes: 3, shards: 1024}, {nodes: 9, shards: 1024}, {nodes: 27, shards: 1024}, {nodes: 64, shards: 1024}, {nodes: 128, shards: 1024}, {nodes: 192, shards: 1024}, {nodes: 256, shards: 1024}, {nodes: 3, shards: 100_000}, {nodes: 64, shards: 100_000}}
 
 func buildOptions(quick bool, only, replicas string, rounds int, scale string) (*options, error) {
 	o := &options{only: map[string]bool{}, rounds: 5, duration: 3 * time.Second, warmup: 500 * time.Millisecond,
@@ -154,7 +154,7 @@ func buildOptions(quick bool, only, replicas string, rounds int, scale string) (
 	if quick {
 		o.rounds, o.duration, o.warmup, o.failovers, o.handoffs, o.lookupDur, o.window =
 			3, time.Second, 300*time.Millisecond, 3, 8, 250*time.Millisecond, 2*time.Second
-		o.scale = []scaleCase{{3, 1024}, {9, 1024}, {27, 1024}}
+		o.scale = []scaleCase{{nodes: 3, shards: 1024}, {nodes: 9, shards: 1024}, {nodes: 27, shards: 1024}}
 	}
 	if rounds > 0 {
 		o.rounds = rounds
@@ -180,8 +180,10 @@ func buildOptions(quick bool, only, replicas string, rounds int, scale string) (
 		o.scale = nil
 		for _, p := range strings.Split(scale, ",") {
 			var c scaleCase
-			if _, err := fmt.Sscanf(strings.TrimSpace(p), "%dx%d", &c.nodes, &c.shards); err != nil || c.nodes < 3 || c.shards < 1 {
-				return nil, fmt.Errorf("bad -scale point %q: NODESxSHARDS with at least 3 nodes", p)
+			p = strings.TrimSpace(p)
+			p, c.load = strings.CutSuffix(p, "+load")
+			if _, err := fmt.Sscanf(p, "%dx%d", &c.nodes, &c.shards); err != nil || c.nodes < 3 || c.shards < 1 {
+				return nil, fmt.Errorf("bad -scale point %q: NODESxSHARDS[+load] with at least 3 nodes", p)
 			}
 			o.scale = append(o.scale, c)
 		}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,12 +21,27 @@ import (
 )
 
 // scaleCase is one point of the scale curve.
-type scaleCase struct{ nodes, shards int }
+type scaleCase struct {
+	nodes, shards int
+	// load makes every owner report its shards' load (Zipf, s = 1.1) as it
+	// acquires them, so that the leader balances by load: "balanced" is
+	// then a leader round that plans no move, by load.
+	load bool
+}
+
+// String is the point as -scale names it: NODESxSHARDS[+load].
+func (c scaleCase) String() string {
+	if c.load {
+		return fmt.Sprintf("%dx%d+load", c.nodes, c.shards)
+	}
+	return fmt.Sprintf("%dx%d", c.nodes, c.shards)
+}
 
 // scaleRow is what one point measured.
 type scaleRow struct {
 	c                     scaleCase
 	form, owned, balanced time.Duration // from the first node's start
+	dieOwned              time.Duration // from the kill to every shard owned by a running node
 	startCPU              time.Duration // process CPU from start to balanced
 	heapPerNode           float64       // MiB: live heap growth / nodes
 	rss                   float64       // MiB: process VmRSS once balanced
@@ -63,12 +80,21 @@ func runScale(c scaleCase, window, limit time.Duration) (row scaleRow) {
 	heap0 := heapLive()
 	cpu0 := cpuTime()
 	start := time.Now()
+	var loads []float64
+	if c.load {
+		loads = zipf(rand.New(rand.NewPCG(placementSeed, 2)), c.shards, 1.1)
+	}
 	base := func() coordinator.Config {
 		cfg := coordinator.DefaultLocalConfig()
 		cfg.Cluster.ReplicaFeed = replicaFeed
+		if loads != nil {
+			cfg.Shards.Handler = coordinator.HandlerFuncs{AcquireFunc: func(_ context.Context, l *coordinator.ShardLease) {
+				l.ReportLoad(loads[l.Shard()])
+			}}
+		}
 		return cfg
 	}
-	h, err := newHFCluster(hfOptions{voters: 3, shards: c.shards, inMemory: true, labels: true, base: base})
+	h, err := newHFCluster(hfOptions{voters: 3, shards: c.shards, inMemory: true, labels: true, base: base, byLoad: c.load})
 	if err != nil {
 		row.err = err.Error()
 		return row
@@ -83,7 +109,7 @@ func runScale(c scaleCase, window, limit time.Duration) (row scaleRow) {
 			return fail("start", err)
 		}
 	}
-	log.Printf("scale %dx%d: %d nodes started in %s", c.nodes, c.shards, c.nodes, secs(time.Since(start)))
+	log.Printf("scale %s: %d nodes started in %s", c, c.nodes, secs(time.Since(start)))
 	if err := h.waitReady(limit); err != nil {
 		return fail("forming", err)
 	}
@@ -152,6 +178,10 @@ func (h *hfCluster) killOne(limit time.Duration, row *scaleRow) error {
 	sess := h.sessions()
 	t0 := time.Now()
 	h.kill(victim)
+	if err := poll(limit, func() error { _, err := h.ownedByRunning(); return err }); err != nil {
+		return fmt.Errorf("%s: %w", h.progress(), err)
+	}
+	row.dieOwned = time.Since(t0)
 	if err := poll(limit, h.balanced); err != nil {
 		return fmt.Errorf("%s: %w", h.progress(), err)
 	}
@@ -236,7 +266,7 @@ func scaleCurve(w io.Writer, cases []scaleCase, window, limit time.Duration) []s
 	for _, c := range cases {
 		t0 := time.Now()
 		r := runScale(c, window, limit)
-		log.Printf("scale %d nodes × %d shards: done in %v %s", c.nodes, c.shards, time.Since(t0).Round(time.Millisecond), r.err)
+		log.Printf("scale %s: done in %v %s", c, time.Since(t0).Round(time.Millisecond), r.err)
 		rows = append(rows, r)
 	}
 	printScale(w, rows, window, limit)
@@ -251,24 +281,25 @@ func printScale(w io.Writer, rows []scaleRow, window, limit time.Duration) {
 	fmt.Fprintf(w, "\n### Scale curve (holdfast, in-process, in-memory network; %s)\n\n", mode)
 	header := []string{"nodes", "shards", "formed", "all owned", "balanced", "CPU to balance",
 		"heap/node", "RSS (process)", "idle CPU: process", "leader", "other nodes", "unattributed",
-		"join: moves", "join: time", "death: moves", "death: time"}
+		"join: moves", "join: time", "death: moves", "death: re-owned", "death: balanced"}
 	var cells [][]string
 	for _, r := range rows {
 		if r.err != "" {
-			cells = append(cells, []string{fmt.Sprint(r.c.nodes), fmt.Sprint(r.c.shards), "failed: " + strings.ReplaceAll(r.err, "|", "/")})
+			cells = append(cells, []string{fmt.Sprint(r.c.nodes), shardsCell(r.c), "failed: " + strings.ReplaceAll(r.err, "|", "/")})
 			continue
 		}
 		cells = append(cells, []string{
-			fmt.Sprint(r.c.nodes), fmt.Sprint(r.c.shards),
+			fmt.Sprint(r.c.nodes), shardsCell(r.c),
 			secs(r.form), secs(r.owned), secs(r.balanced), secs(r.startCPU),
 			fmt.Sprintf("%.2f MiB", r.heapPerNode), fmt.Sprintf("%.0f MiB", r.rss),
 			pct(r.idleCPU), pct(r.leaderCPU), pct(r.othersCPU), pct(r.unlabelledCPU),
-			movesCell(r.joinMoves, r.joinLost), secs(r.join), movesCell(r.dieMoves, r.dieLost), secs(r.die),
+			movesCell(r.joinMoves, r.joinLost), secs(r.join), movesCell(r.dieMoves, r.dieLost), secs(r.dieOwned), secs(r.die),
 		})
 	}
 	table(w, header, cells)
 	fmt.Fprintf(w, "\nTimes are from the first node's start (formed: every node ready and seen alive; all owned: no free shard;\n"+
-		"balanced: every node within shardown's bounds). Join and death times include the 1 s join stabilization and\n"+
+		"balanced: every node within shardown's bounds; on a +load point, whose owners report Zipf loads (s = 1.1) as they\n"+
+		"acquire, a round of the leader by load that plans no move). Join and death times include the 1 s join stabilization and\n"+
 		"the 3 s session TTL (+ expiry) of DefaultLocalConfig. Idle CPU is percent of one core over a %v window once balanced:\n"+
 		"the whole process (getrusage), then split by the pprof label node=<name> that each node's goroutines inherit from\n"+
 		"its New (leader, the sum of all other nodes, and goroutines started outside any node: timers, the in-memory network).\n"+
@@ -316,4 +347,13 @@ func bendNote(rows []scaleRow) string {
 		return ""
 	}
 	return "Growth between points: " + strings.Join(notes, "; ") + "."
+}
+
+// shardsCell is the shards column: the count, and "+ load" on a point
+// whose owners report load.
+func shardsCell(c scaleCase) string {
+	if c.load {
+		return fmt.Sprintf("%d + load", c.shards)
+	}
+	return fmt.Sprint(c.shards)
 }

@@ -65,35 +65,86 @@ func (h *hfCluster) ownedByLeader() error {
 // a running node, none being handed off, and every running node within
 // its bounds.
 func (h *hfCluster) balanced() error {
+	loads, err := h.ownedByRunning()
+	if err != nil {
+		return err
+	}
+	if h.opts.byLoad {
+		return h.balancedByLoad()
+	}
+	lo, hi := bounds(h.opts.shards, len(loads))
+	for _, l := range loads {
+		if l < lo || l > hi {
+			return fmt.Errorf("%w: a node owns %d, bounds [%d, %d]", errNotYet, l, lo, hi)
+		}
+	}
+	return nil
+}
+
+// balancedByLoad reports nil once the leader's latest round balanced by
+// load over exactly the running nodes, every one of them eligible (a
+// joiner past its join stabilization, a dead node's session gone), and
+// planned no move.
+func (h *hfCluster) balancedByLoad() error {
+	l, err := h.leader()
+	if err != nil {
+		return err
+	}
+	p, ok := l.c.Placement()
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: the leader has not planned yet", errNotYet)
+	case !p.ByLoad:
+		return fmt.Errorf("%w: the leader balances by count (no load reports yet)", errNotYet)
+	case len(p.Moves) > 0:
+		return fmt.Errorf("%w: the leader's latest round started %d moves", errNotYet, len(p.Moves))
+	}
+	planned := map[string]bool{}
+	for _, n := range p.Nodes {
+		planned[n.Node] = n.Eligible
+	}
+	running := h.running()
+	for _, n := range running {
+		if !planned[n.name] {
+			return fmt.Errorf("%w: the leader's latest round did not count %s as eligible", errNotYet, n.name)
+		}
+	}
+	if len(p.Nodes) != len(running) {
+		return fmt.Errorf("%w: the leader's latest round planned over %d nodes, %d run", errNotYet, len(p.Nodes), len(running))
+	}
+	return nil
+}
+
+// ownedByRunning returns each running node's shard count once the
+// leader's table shows every shard owned by a running node and none being
+// handed off.
+func (h *hfCluster) ownedByRunning() (map[string]int, error) {
 	ids := map[string]bool{}
 	for _, n := range h.running() {
 		ids[n.id] = true
 	}
 	t, err := h.leaderTable()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	loads := map[string]int{}
+	for id := range ids {
+		loads[id] = 0
+	}
 	for s := 0; s < t.Len(); s++ {
 		info, _ := t.Shard(coordinator.ShardID(s))
 		if info.State != coordinator.ShardOwned {
-			return fmt.Errorf("%w: shard %d %s", errNotYet, s, info.State)
+			return nil, fmt.Errorf("%w: shard %d %s", errNotYet, s, info.State)
 		}
 		if !ids[info.Owner.NodeID] {
-			return fmt.Errorf("%w: shard %d owned by a dead node", errNotYet, s)
+			return nil, fmt.Errorf("%w: shard %d owned by a dead node", errNotYet, s)
 		}
 		loads[info.Owner.NodeID]++
 	}
 	if t.Len() == 0 {
-		return fmt.Errorf("%w: no table", errNotYet)
+		return nil, fmt.Errorf("%w: no table", errNotYet)
 	}
-	lo, hi := bounds(t.Len(), len(ids))
-	for id := range ids {
-		if l := loads[id]; l < lo || l > hi {
-			return fmt.Errorf("%w: a node owns %d, bounds [%d, %d]", errNotYet, l, lo, hi)
-		}
-	}
-	return nil
+	return loads, nil
 }
 
 // owners returns the leader's table as shard → owner node ID.

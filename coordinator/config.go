@@ -262,6 +262,7 @@ func (c *Config) validate() error {
 		check(math.IsNaN(sh.LoadRatio) || sh.LoadRatio != 0 && (sh.LoadRatio <= 1 || sh.LoadRatio >= 2), "Shards.LoadRatio", "is %v; must be in (1, 2) (0: 1.10)", sh.LoadRatio),
 		check(sh.LoadMoves < 0, "Shards.LoadMoves", "is %d; must be >= 0", sh.LoadMoves),
 		check(sh.LoadHalfLife < 0, "Shards.LoadHalfLife", "must not be negative"),
+		c.checkTags(),
 		check(len(c.ServiceAddr) > 256, "ServiceAddr", "longer than 256 bytes"),
 		configErr(cluster.CheckAdvertise("AdvertiseRPCAddr", c.AdvertiseRPCAddr, false)),
 		configErr(cluster.CheckAdvertise("AdvertiseGossipAddr", c.AdvertiseGossipAddr, true)),

@@ -102,6 +102,13 @@ type ShardConfig struct {
 	// weight 2 carries twice what a node of weight 1 does. Capacity is the
 	// same setting under the name the placement docs use; set one of them.
 	Weight float64
+	// Tags label this node for placement rules (ActionSetShardRule): a
+	// rule lets only nodes carrying all its tags own the shards it
+	// covers. A node with a Config.Zone also carries the tag "zone=ZONE".
+	// Each tag is 1 to 64 bytes of printable ASCII without spaces or
+	// commas; at most 16, the zone's included. They are written into the
+	// node's sessions: a change takes effect at the next start.
+	Tags []string
 	// NoShards makes this node one that never owns a shard (a voter or a
 	// lease-only role): its sessions are created drained, so the leader
 	// gives it none, and Undrain refuses. Status shows it drained.

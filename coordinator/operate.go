@@ -47,6 +47,9 @@ type Operation struct {
 	// Shard is the shard of ActionPinShard, ActionUnpinShard and
 	// ActionMoveShard.
 	Shard ShardID
+	// Rule is ActionSetShardRule's rule, "FIRST-LAST:TAG[,TAG...]" (or
+	// "SHARD:TAG..."); Target is then the rule's name.
+	Rule string
 }
 
 // OperationResult is what the raft leader did for an Operation.
@@ -93,6 +96,11 @@ type OperationResult struct {
 //     when it is the leader itself (step it down first), or when gossip
 //     shows it alive (Leave on that node hands its shards off first),
 //     unless op.Force.
+//   - ActionPinShard, ActionUnpinShard, ActionMoveShard, ActionPlanShards:
+//     the operator's shard placement (see each), op.Shard naming the
+//     shard and op.Target the node.
+//   - ActionSetShardRule, ActionClearShardRule: placement rule op.Target
+//     set to op.Rule, or removed.
 //
 // A refusal wraps ErrOperationRefused and changes nothing.
 func (c *Coordinator) Operate(ctx context.Context, op Operation) (OperationResult, error) {
@@ -102,7 +110,8 @@ func (c *Coordinator) Operate(ctx context.Context, op Operation) (OperationResul
 	if c.closing() {
 		return OperationResult{}, ErrShutdown
 	}
-	req := wire.OperateRequest{Action: op.Action, Target: op.Target, Force: op.Force, By: op.By, Via: c.cfg.NodeName, Shard: uint32(op.Shard)}
+	req := wire.OperateRequest{Action: op.Action, Target: op.Target, Force: op.Force, By: op.By, Via: c.cfg.NodeName, Shard: uint32(op.Shard),
+		Rule: op.Rule}
 	return operationResult(c.ops.Operate(ctx, req))
 }
 
@@ -146,6 +155,7 @@ func (c *Coordinator) newOperator() *operator.Operator {
 		Undrain:            c.Undrain,
 		ReleaseHeld:        c.leases.ReleaseHeld,
 		Placement:          c.leaderShardPlacement,
+		Rule:               c.leaderShardRule,
 		Plan:               c.leaderShardPlan,
 	})
 }

@@ -55,6 +55,9 @@ func (c *Coordinator) leaderShardPlacement(ctx context.Context, req wire.Operate
 	if !ok {
 		return wire.OperateReply{Refused: fmt.Sprintf("no node %q with a live, undrained session that may own shards: holdfastctl members lists the nodes", req.Target)}, nil
 	}
+	if why := refusedByRules(v, req.Shard, sess); why != "" {
+		return wire.OperateReply{Refused: why}, nil
+	}
 	move := req.Action == ActionMoveShard
 	if move && pinned && !pin.Once && pin.Node != req.Target {
 		return wire.OperateReply{Refused: fmt.Sprintf("shard %d is pinned to %s: unpin it first, or pin it to %s", req.Shard, pin.Node, req.Target)}, nil
@@ -148,6 +151,13 @@ func (c *Coordinator) leaderShardPlan(ctx context.Context) (wire.OperateReply, e
 	for _, m := range rep.Moves {
 		plan.Moves = append(plan.Moves, wire.PlanMove{Shard: uint32(m.Shard), From: m.From, To: m.To, Reason: m.Reason})
 	}
+	for _, u := range rep.Unplaceable {
+		if u.Waiting {
+			plan.UnplaceableWaiting = append(plan.UnplaceableWaiting, uint32(u.Shard))
+		} else {
+			plan.Unplaceable = append(plan.Unplaceable, uint32(u.Shard))
+		}
+	}
 	return wire.OperateReply{Plan: plan, Message: fmt.Sprintf("the next round would start %d moves", len(plan.Moves))}, nil
 }
 
@@ -163,6 +173,12 @@ func placementOf(p *wire.PlanReply) *Placement {
 	}
 	for _, m := range p.Moves {
 		out.Moves = append(out.Moves, PlacementMove{Shard: ShardID(m.Shard), From: m.From, To: m.To, Reason: m.Reason})
+	}
+	for _, s := range p.Unplaceable {
+		out.Unplaceable = append(out.Unplaceable, ShardID(s))
+	}
+	for _, s := range p.UnplaceableWaiting {
+		out.UnplaceableWaiting = append(out.UnplaceableWaiting, ShardID(s))
 	}
 	return out
 }

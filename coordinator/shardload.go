@@ -89,6 +89,12 @@ type Placement struct {
 	// Waiting, in a plan (PlanShards), says why the balancer would not
 	// plan now ("" when it would).
 	Waiting string
+	// Unplaceable are the shards whose placement rules (ShardRules) no
+	// node with a session passes: they stay unowned until a node with the
+	// tags joins or the rules change. UnplaceableWaiting are those that
+	// only a node not eligible yet (joining, not heard from) passes: they
+	// go there once it is.
+	Unplaceable, UnplaceableWaiting []ShardID
 }
 
 // NodePlacement is one node's line of a Placement.
@@ -116,8 +122,9 @@ type PlacementMove struct {
 	// From and To are session IDs; From is "" for a grant of a free shard.
 	From, To string
 	// Reason is "free" (the shard had no owner), "count" (a node was
-	// outside its count bounds), "load" (outside the load band) or "drain"
-	// (its owner is drained).
+	// outside its count bounds), "load" (outside the load band), "pin" (an
+	// operator's pin or move), "rule" (its owner lacks the tags its
+	// placement rules require) or "drain" (its owner is drained).
 	Reason string
 }
 
@@ -137,6 +144,13 @@ func (c *Coordinator) Placement() (Placement, bool) {
 	}
 	for i, m := range rep.Moves {
 		p.Moves[i] = PlacementMove{Shard: m.Shard, From: m.From, To: m.To, Reason: m.Reason}
+	}
+	for _, u := range rep.Unplaceable {
+		if u.Waiting {
+			p.UnplaceableWaiting = append(p.UnplaceableWaiting, u.Shard)
+		} else {
+			p.Unplaceable = append(p.Unplaceable, u.Shard)
+		}
 	}
 	return p, true
 }

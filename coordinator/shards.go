@@ -300,6 +300,7 @@ func (c *Coordinator) newShardManager() *shards.Manager[*ShardLease] {
 		NodeID:         c.id,
 		Addr:           addr,
 		Weight:         max(c.cfg.Shards.Weight, c.cfg.Shards.Capacity), // one of them is 0 or both are equal
+		Tags:           c.cfg.placementTags(),
 		SessionTTL:     c.cfg.Session.TTL,
 		Errors:         shards.Errors{Lost: ErrLeaseLost, Revoked: ErrRevoked, Shutdown: ErrShutdown, Abandoned: ErrMoveAbandoned},
 		Log:            c.log,

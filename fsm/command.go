@@ -73,6 +73,9 @@ const (
 	// OpShardPin sets or clears an operator's pin (or one-off move) of a
 	// shard to a node (written under PinCommandVersion).
 	OpShardPin Op = 15
+	// OpShardRule sets or clears a placement rule (written under
+	// RuleCommandVersion).
+	OpShardRule Op = 16
 )
 
 // String returns the operation's name.
@@ -108,6 +111,8 @@ func (o Op) String() string {
 		return "lease-value"
 	case OpShardPin:
 		return "shard-pin"
+	case OpShardRule:
+		return "shard-rule"
 	default:
 		return fmt.Sprintf("op(%d)", uint8(o))
 	}
@@ -123,6 +128,7 @@ type Command struct {
 	Shard   *ShardCmd
 	Sem     *SemCmd
 	Pin     *PinCmd
+	Rule    *RuleCmd
 }
 
 // SessionCmd is the body of OpSessionCreate, OpSessionClose,
@@ -149,6 +155,10 @@ type SessionCmd struct {
 	// older release's log) keeps the create's old meaning: no generation
 	// rule applies.
 	Gen uint64 `msgpack:"gen,omitempty"`
+	// Tags, on create, are the node's placement tags (Config.Shards.Tags
+	// and its zone): a create with tags is written under
+	// RuleCommandVersion.
+	Tags []string `msgpack:"tags,omitempty"`
 }
 
 // LeaseCmd is the body of OpAcquire, OpRelease and OpLeaseValue.
@@ -272,6 +282,11 @@ func Encode(c Command) ([]byte, error) {
 			return nil, fmt.Errorf("%w: %s without body", ErrMalformed, c.Op)
 		}
 		body = c.Pin
+	case OpShardRule:
+		if c.Rule == nil {
+			return nil, fmt.Errorf("%w: %s without body", ErrMalformed, c.Op)
+		}
+		body = c.Rule
 	default:
 		return nil, fmt.Errorf("%w: %d", ErrUnknownOp, c.Op)
 	}
@@ -279,6 +294,8 @@ func Encode(c Command) ([]byte, error) {
 	switch {
 	case c.Op == OpShardPin:
 		buf.WriteByte(PinCommandVersion)
+	case c.carriesRules():
+		buf.WriteByte(RuleCommandVersion)
 	case c.Op == OpInitCluster && c.Init.hasBase():
 		buf.WriteByte(InitCommandVersion)
 	case c.carriesValue():

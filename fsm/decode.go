@@ -37,6 +37,8 @@ func decode(b []byte, items []ShardItem) (Command, error) {
 		return decodeValued(c, body)
 	case b[0] == PinCommandVersion:
 		return decodePin(c, body)
+	case b[0] == RuleCommandVersion:
+		return decodeRuled(c, body)
 	case b[0] != CommandVersion:
 		return Command{}, fmt.Errorf("%w: %d", ErrUnknownVersion, b[0])
 	}
@@ -51,6 +53,9 @@ func decode(b []byte, items []ShardItem) (Command, error) {
 		c.Session = new(SessionCmd)
 		if err := decodeBody(body, c.Session); err != nil {
 			return Command{}, err
+		}
+		if len(c.Session.Tags) > 0 {
+			return Command{}, fmt.Errorf("%w: a session with tags only under version %d", ErrMalformed, RuleCommandVersion)
 		}
 	case OpAcquire, OpRelease:
 		c.Lease = new(LeaseCmd)

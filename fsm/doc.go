@@ -128,6 +128,20 @@
 // SnapshotPinVersion (3), which may also hold holder values; one without
 // under the earlier versions as before; Restore reads all three.
 //
+// # Placement rules and tags
+//
+// OpShardRule sets or clears, by name, an operator's placement rule: only
+// a session carrying every tag the rule requires (Session.Tags, from its
+// create) may own a shard in the rule's range. Apply only keeps the
+// rules; the leader's balancer reads them on every round. At most
+// MaxRules rules exist. An OpShardRule, and a session create with tags,
+// are written under RuleCommandVersion (6) with a msgpack body, so that an
+// earlier release refuses them rather than place shards without them; a
+// create without tags is written as before. A snapshot that holds a rule
+// or a tagged session is written under SnapshotRuleVersion (4), which may
+// also hold pins and holder values; one without under the earlier
+// versions as before; Restore reads all four.
+//
 // # Tokens across incarnations
 //
 // Tokens are one counter (the state's last token), a plain number below

@@ -155,6 +155,8 @@ func apply(st state, index uint64, c Command, changed *[]uint32) (state, Result,
 		return applyLeaseValue(st, c.Lease)
 	case OpShardPin:
 		return applyShardPin(st, index, c.Pin)
+	case OpShardRule:
+		return applyShardRule(st, index, c.Rule)
 	default:
 		return st, Result{}, fmt.Errorf("%w: %d", ErrUnknownOp, c.Op)
 	}
@@ -211,8 +213,10 @@ type wireSnapshot struct {
 	// Semaphores are sorted by name; snapshots written before semaphores
 	// existed lack the field, and an empty list is omitted.
 	Semaphores []Semaphore `msgpack:"semaphores,omitempty"`
-	// Pins are sorted by shard; only under SnapshotPinVersion.
+	// Pins are sorted by shard; only under SnapshotPinVersion or later.
 	Pins []Pin `msgpack:"pins,omitempty"`
+	// Rules are sorted by name; only under SnapshotRuleVersion.
+	Rules []Rule `msgpack:"rules,omitempty"`
 }
 
 // fromWire rebuilds the state, rejecting duplicates and leases whose holder
@@ -244,7 +248,7 @@ func fromWire(w wireSnapshot) (snapshotData, error) {
 		st.Leases[l.Name] = l
 	}
 	for _, s := range st.Sessions {
-		if !validWeight(s.Weight) {
+		if !validWeight(s.Weight) || checkTags("session", s.Tags, false) != nil {
 			return snapshotData{}, fmt.Errorf("%w: session %q has weight %v", ErrMalformed, s.ID, s.Weight)
 		}
 		if !marksSorted(s.Marks) || !marksSorted(s.SemMarks) {
@@ -259,6 +263,9 @@ func fromWire(w wireSnapshot) (snapshotData, error) {
 		return snapshotData{}, err
 	}
 	if err := pinsFromWire(&st, w.Pins); err != nil {
+		return snapshotData{}, err
+	}
+	if err := rulesFromWire(&st, w.Rules); err != nil {
 		return snapshotData{}, err
 	}
 	return snapshotData{Index: w.Index, State: st}, nil
@@ -303,12 +310,18 @@ func decodeSnapshot(b []byte) (snapshotData, error) {
 	if len(b) < 1 {
 		return snapshotData{}, fmt.Errorf("%w: empty snapshot", ErrMalformed)
 	}
-	if b[0] != SnapshotVersion && b[0] != SnapshotValueVersion && b[0] != SnapshotPinVersion {
+	if b[0] != SnapshotVersion && b[0] != SnapshotValueVersion && b[0] != SnapshotPinVersion && b[0] != SnapshotRuleVersion {
 		return snapshotData{}, fmt.Errorf("%w: snapshot version %d", ErrUnknownVersion, b[0])
 	}
 	var w wireSnapshot
 	if err := decodeBody(b[1:], &w); err != nil {
 		return snapshotData{}, err
+	}
+	if ruled := len(w.Rules) > 0 || sessionsTagged(w.Sessions); ruled != (b[0] == SnapshotRuleVersion) {
+		return snapshotData{}, fmt.Errorf("%w: rules and tagged sessions in a version %d snapshot, and only there", ErrMalformed, SnapshotRuleVersion)
+	}
+	if b[0] == SnapshotRuleVersion {
+		return fromWire(w)
 	}
 	if b[0] == SnapshotPinVersion {
 		if len(w.Pins) == 0 {

@@ -51,6 +51,9 @@ func applySessionCreate(st state, index uint64, c *SessionCmd, changed *[]uint32
 		len(c.Addr) > MaxNameLength || !validWeight(c.Weight) {
 		return st, Result{}, fmt.Errorf("%w: session needs a positive TTL, short names and a finite weight >= 0", ErrMalformed)
 	}
+	if err := checkTags("session "+c.ID, c.Tags, false); err != nil {
+		return st, Result{}, err
+	}
 	if _, ok := st.Sessions[c.ID]; ok {
 		return st, Result{Noop: true}, nil
 	}
@@ -59,7 +62,7 @@ func applySessionCreate(st state, index uint64, c *SessionCmd, changed *[]uint32
 	}
 	st.Sessions = cloneMap(st.Sessions)
 	st.Sessions[c.ID] = &Session{ID: c.ID, Node: c.Node, NodeID: c.NodeID, TTLNanos: c.TTLNanos, Created: index,
-		Addr: c.Addr, Weight: c.Weight, Drained: c.Drain, Gen: c.Gen}
+		Addr: c.Addr, Weight: c.Weight, Drained: c.Drain, Gen: c.Gen, Tags: slices.Clone(c.Tags)}
 	return supersede(st, index, c, changed), Result{}, nil
 }
 

@@ -24,6 +24,7 @@ type wireSnapshotOut struct {
 	ShardsIndex uint64      `msgpack:"shards_index"`
 	Semaphores  []Semaphore `msgpack:"semaphores,omitempty"`
 	Pins        []Pin       `msgpack:"pins,omitempty"`
+	Rules       []Rule      `msgpack:"rules,omitempty"`
 }
 
 // wireShards encodes a view's shard table as the msgpack array of Shard
@@ -124,13 +125,16 @@ func writeSnapshot(w io.Writer, d snapshotData) error {
 	v := &View{st: d.State}
 	out := wireSnapshotOut{Index: d.Index, Cluster: d.State.Cluster, LastToken: d.State.LastToken,
 		Sessions: v.Sessions(), Leases: v.Leases(), Shards: wireShards{v}, ShardsIndex: d.State.ShardsIndex,
-		Semaphores: v.Semaphores(), Pins: v.Pins()}
+		Semaphores: v.Semaphores(), Pins: v.Pins(), Rules: v.Rules()}
 	version := byte(SnapshotVersion)
 	if leasesCarryValues(out.Leases) {
 		version = SnapshotValueVersion
 	}
 	if len(out.Pins) > 0 {
 		version = SnapshotPinVersion
+	}
+	if d.State.carriesRules() {
+		version = SnapshotRuleVersion
 	}
 	if _, err := w.Write([]byte{version}); err != nil {
 		return err

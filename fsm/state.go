@@ -65,6 +65,9 @@ type Session struct {
 	// Gen is the session's generation among its node's sessions (0: a
 	// session of an older release's create; see SessionCmd.Gen).
 	Gen uint64 `msgpack:"gen,omitempty"`
+	// Tags are the node's placement tags (SessionCmd.Tags), which rules
+	// require of shard owners. Shared between views: never modify.
+	Tags []string `msgpack:"tags,omitempty"`
 	// Marks are the session's request marks, one per lease name it used,
 	// sorted by name: the highest request ID of its commands for that name.
 	// An acquire at or below its mark that neither holds nor waits is stale
@@ -140,6 +143,8 @@ type state struct {
 	ShardsIndex uint64
 	// Pins are the operators' shard pins (OpShardPin), by shard.
 	Pins map[uint32]Pin
+	// Rules are the operators' placement rules (OpShardRule), by name.
+	Rules []Rule
 	// owned indexes the table by owner (see ownedIndex); it is derived
 	// from Shards, not snapshotted.
 	owned ownedIndex

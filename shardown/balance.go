@@ -33,6 +33,7 @@ type state struct {
 	base     []int32
 	baseLoad []int
 	ls       loadState // planning by load (Params.Load)
+	rl       ruleState // placement rules (Params.Rules)
 }
 
 // resize returns s with length n and every element zero, reusing its
@@ -51,8 +52,12 @@ func resize[T any](s []T, n int) []T {
 // eligibility and computes every pool member's bounds.
 func (st *state) reset(ms []Member, current []string, p Params) {
 	st.setMembers(ms, p)
+	st.rl.setRules(ms, p)
 	n := len(ms)
 	st.base, st.baseLoad = resize(st.base, len(current)), resize(st.baseLoad, n)
+	if st.rl.on {
+		st.rl.was = resize(st.rl.was, len(current))
+	}
 	// Runs of shards with one owner are common, and equal strings that
 	// share their bytes compare in O(1): remember the last owner found.
 	lastID, last := "", int32(-1)
@@ -60,12 +65,27 @@ func (st *state) reset(ms []Member, current []string, p Params) {
 		if id != lastID {
 			lastID, last = id, st.lookup(id)
 		}
-		st.base[s] = last
-		if last >= 0 {
+		st.base[s] = st.refused(s, last)
+		if st.base[s] >= 0 {
 			st.baseLoad[last]++
 		}
 	}
 	st.derive(p)
+}
+
+// refused returns owner, the member index owning shard s, or -1 when the
+// rules refuse it: the plan then treats s as free and moves it with
+// ReasonRule from that owner (kept in rl.was) to one they allow.
+func (st *state) refused(s int, owner int32) int32 {
+	if !st.rl.on {
+		return owner
+	}
+	st.rl.was[s] = -1
+	if owner >= 0 && !st.rl.allows(s, int(owner)) {
+		st.rl.was[s] = owner
+		return -1
+	}
+	return owner
 }
 
 // setMembers indexes ms (sorted by ID) and decides their eligibility.
@@ -109,6 +129,7 @@ func (st *state) derive(p Params) {
 	copy(st.load, st.baseLoad)
 	copy(st.unmoved, st.load)
 	st.moves, st.freeFrom = st.moves[:0], 0
+	st.rl.derive(st.eligible)
 	total := 0.0
 	for i := range st.ids {
 		st.inPool[i] = st.eligible[i] || st.load[i] > 0
@@ -151,14 +172,17 @@ const (
 // and calling Plan again yields the same sequence of moves.
 func (st *state) step() bool {
 	if s := st.firstFree(); s >= 0 {
-		r := st.receiver(anyEligible, -1)
+		r := st.receiver(anyEligible, -1, s)
 		if r < 0 {
 			return false
 		}
 		st.apply(s, r, ReasonFree)
 		return true
 	}
-	r := st.receiver(belowLower, -1)
+	if st.rl.on {
+		return st.ruleStep()
+	}
+	r := st.receiver(belowLower, -1, -1)
 	if r >= 0 {
 		d := st.donor(aboveLowerNot, r)
 		if d >= 0 {
@@ -170,7 +194,7 @@ func (st *state) step() bool {
 	if d < 0 {
 		return false
 	}
-	r = st.receiver(withRoom, d)
+	r = st.receiver(withRoom, d, -1)
 	if r < 0 {
 		return false
 	}
@@ -178,13 +202,14 @@ func (st *state) step() bool {
 	return true
 }
 
-// receiver returns the pool member of the given kind (other than not) with
-// the smallest load after receiving one more shard, relative to weight
-// ((load+1)/weight), ties to the lower ID; -1 if none.
-func (st *state) receiver(kind, not int) int {
+// receiver returns the pool member of the given kind (other than not, and
+// allowed to own shard s unless s is -1) with the smallest load after
+// receiving one more shard, relative to weight ((load+1)/weight), ties to
+// the lower ID; -1 if none.
+func (st *state) receiver(kind, not, s int) int {
 	best := -1
 	for i := range st.ids {
-		if !st.inPool[i] || !st.eligible[i] || i == not ||
+		if !st.inPool[i] || !st.eligible[i] || i == not || s >= 0 && !st.rl.allows(s, i) ||
 			(kind == belowLower && st.load[i] >= st.lower[i]) || (kind == withRoom && st.load[i]+1 > st.upper[i]) {
 			continue
 		}
@@ -213,10 +238,11 @@ func (st *state) donor(kind, not int) int {
 	return best
 }
 
-// firstFree returns the lowest free shard, or -1.
+// firstFree returns the lowest free shard that some eligible member may
+// own, or -1.
 func (st *state) firstFree() int {
 	for ; st.freeFrom < len(st.owner); st.freeFrom++ {
-		if st.owner[st.freeFrom] < 0 {
+		if st.owner[st.freeFrom] < 0 && st.rl.placeable(st.freeFrom) {
 			return st.freeFrom
 		}
 	}
@@ -242,6 +268,11 @@ func (st *state) apply(s, r int, reason string) {
 		from = st.ids[d]
 		st.load[d]--
 		st.unmoved[d]--
+	} else if st.rl.on && st.rl.was[s] >= 0 {
+		from = st.ids[st.rl.was[s]]
+		if reason == ReasonFree {
+			reason = ReasonRule
+		}
 	}
 	st.owner[s] = int32(r)
 	st.moved[s] = true

@@ -3,6 +3,7 @@ package shardown
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -251,4 +252,63 @@ func BenchmarkPlanChanged(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkPlannerRules measures a reused Planner on 100,000 shards over
+// 64 members, half of them tagged "ssd", under a rule giving the first
+// half of the shards to those: "rule-set" plans the first round after the
+// rule appears on a table balanced without it (the moves it starts), and
+// "steady" plans the table the rule's rounds converged to (nothing to
+// do, with PlanChanged after one shard changed).
+func BenchmarkPlannerRules(b *testing.B) {
+	members, table, p := balancedSetup(b, largeShards, 64)
+	for i := range members {
+		if i%2 == 0 {
+			members[i].Tags = []string{"ssd"}
+		}
+	}
+	p.Rules = []Rule{{First: 0, Last: largeShards/2 - 1, Require: []string{"ssd"}}}
+	b.Run("members=64/rule-set", func(b *testing.B) {
+		var pl Planner
+		b.ReportAllocs()
+		moves := 0
+		for b.Loop() {
+			mv, err := pl.Plan(members, table, p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			moves = len(mv)
+		}
+		b.ReportMetric(float64(moves), "moves/op")
+	})
+	ruled := slices.Clone(table)
+	unlimited := p
+	unlimited.MaxMovesInFlight = -1
+	for call := 0; ; call++ {
+		target, mv, err := Plan(members, ruled, unlimited)
+		if err != nil || call > 20 {
+			b.Fatalf("no convergence under the rule: %v", err)
+		}
+		ruled = target
+		if len(mv) == 0 {
+			break
+		}
+	}
+	b.Run("members=64/steady", func(b *testing.B) {
+		var pl Planner
+		if _, err := pl.Plan(members, ruled, p); err != nil {
+			b.Fatal(err)
+		}
+		changed := []ShardID{17}
+		b.ReportAllocs()
+		moves := 0
+		for b.Loop() {
+			mv, err := pl.PlanChanged(members, ruled, changed, p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			moves = len(mv)
+		}
+		b.ReportMetric(float64(moves), "moves/op")
+	})
 }

@@ -138,12 +138,25 @@
 // since its previous call, looks up only those: the same call then takes
 // about 0.2 ms, most of it copying 4 bytes per shard.
 //
+// # Placement rules
+//
+// Params.Rules restrict ranges of shards to members with tags (Rule). A
+// shard's owner that its rules refuse counts as no owner: the shard moves
+// (Reason ReasonRule) to the allowed eligible member a free shard would
+// go to, and the target table shows it unowned until then. A shard no
+// eligible member may own is never granted; Planner.Unplaceable lists
+// such shards, telling apart those that a member not eligible yet would
+// take. Balancing moves only shards their receiver may own, so a table
+// under rules may stay outside the bounds: every move still brings it
+// closer, and planning still ends.
+//
 // # What Plan does not do
 //
 // Plan does not smooth loads: the caller passes smoothed loads (an EWMA)
 // and the band's hysteresis absorbs what noise is left.
-// Zones (Member.Zone) are carried but ignored: this version does not
-// spread a member's shards, or replicas, across zones. Plan does not track
+// Zones (Member.Zone) are read only by rules (see Rule: a shard range
+// may require the tag "zone=Z"); Plan does not spread a member's shards,
+// or replicas, across zones. Plan does not track
 // moves in flight: the caller must not call it with a table that omits a
 // handoff it has already started, or the handoff may be planned twice.
 // Plan does not balance beyond the bounds: choose a smaller ε for a tighter

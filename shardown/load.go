@@ -103,7 +103,10 @@ func (st *state) runLoad(p Params) []Move {
 		if full() {
 			break
 		}
-		r := st.lightest(ls.shard[s])
+		if !st.rl.placeable(int(s)) {
+			continue
+		}
+		r := st.lightest(int(s), ls.shard[s])
 		if r < 0 {
 			break
 		}
@@ -132,12 +135,12 @@ func (st *state) runLoad(p Params) []Move {
 	return st.moves
 }
 
-// lightest returns the eligible member with the smallest (load+l)/weight,
-// ties to the lower ID; -1 if none.
-func (st *state) lightest(l float64) int {
+// lightest returns the eligible member that may own shard s with the
+// smallest (load+l)/weight, ties to the lower ID; -1 if none.
+func (st *state) lightest(s int, l float64) int {
 	best := -1
 	for i := range st.ids {
-		if !st.eligible[i] {
+		if !st.eligible[i] || !st.rl.allows(s, i) {
 			continue
 		}
 		if best < 0 || (st.ls.member[i]+l)*st.weight[best] < (st.ls.member[best]+l)*st.weight[i] {
@@ -259,18 +262,38 @@ func (st *state) ownedLists() {
 // in (0, 2x)). Every move lowers that sum, so balancing ends.
 func (st *state) loadStep() bool {
 	ls := &st.ls
-	r := -1
+	var receivers []int
 	for i := range st.ids {
 		if !st.inPool[i] || !st.eligible[i] || ls.stuck[i] || ls.target[i] <= 0 || ls.member[i] >= ls.target[i] {
 			continue
 		}
-		if r < 0 || ls.member[i]*ls.target[r] < ls.member[r]*ls.target[i] {
-			r = i
+		receivers = append(receivers, i)
+	}
+	slices.SortStableFunc(receivers, func(a, b int) int {
+		x, y := ls.member[a]*ls.target[b], ls.member[b]*ls.target[a]
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	})
+	if !st.rl.on && len(receivers) > 1 {
+		receivers = receivers[:1] // without rules the first receiver takes what any can
+	}
+	for _, r := range receivers {
+		if st.loadStepTo(r) {
+			return true
 		}
 	}
-	if r < 0 {
-		return false
-	}
+	return false
+}
+
+// loadStepTo plans one load move to receiver r, if a donor has a shard
+// for it (see loadStep).
+func (st *state) loadStepTo(r int) bool {
+	ls := &st.ls
 	var donors []int
 	for i := range st.ids {
 		if i != r && st.inPool[i] && ls.target[i] > 0 && ls.member[i] > ls.target[i] && st.unmoved[i] > 0 {
@@ -293,7 +316,7 @@ func (st *state) loadStep() bool {
 		best := -1
 		for _, s := range ls.owned[d] {
 			l := ls.shard[s]
-			if st.moved[s] || int(st.owner[s]) != d || l <= 0 || l >= 2*x {
+			if st.moved[s] || int(st.owner[s]) != d || l <= 0 || l >= 2*x || !st.rl.allows(int(s), r) {
 				continue
 			}
 			if best < 0 || math.Abs(l-x) < math.Abs(ls.shard[best]-x) {

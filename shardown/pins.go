@@ -42,10 +42,10 @@ func (st *state) pinStep(p Params) {
 	slices.SortFunc(pins, func(a, b Pin) int { return int(a.Shard) - int(b.Shard) })
 	for _, pin := range pins {
 		r := st.lookup(pin.Member)
-		if r < 0 || st.hold[r] {
+		s := int(pin.Shard)
+		if r < 0 || st.hold[r] || !st.rl.allows(s, int(r)) {
 			continue
 		}
-		s := int(pin.Shard)
 		if st.owner[s] == r {
 			if !st.moved[s] {
 				st.moved[s] = true

@@ -28,12 +28,13 @@ type Member struct {
 	// Weight is the member's relative capacity. Zero means 1; negative,
 	// NaN and infinite weights are rejected.
 	Weight float64
-	// Zone names the member's failure domain, for a caller that keeps it
-	// with the member. Nothing reads it yet: this version of Plan places
-	// shards without regard to zones (see the package documentation), and
-	// the coordinator leaves it empty (a node's Config.Zone is gossiped
-	// and shown in Members).
+	// Zone names the member's failure domain. Rules read it as the tag
+	// ZoneTag(Zone); nothing else does: Plan does not spread shards across
+	// zones (see the package documentation).
 	Zone string
+	// Tags are the member's labels (such as "ssd" or "role=batch") that
+	// Params.Rules require of the owners of some shards.
+	Tags []string
 	// JoinedAt is the logical time (for example the raft index) at which
 	// the member's session was created, in the same unit as Params.Now.
 	JoinedAt uint64
@@ -106,6 +107,9 @@ type Params struct {
 	// its member first (Reason ReasonPin), and no other move takes it
 	// away. A shard appears at most once.
 	Pins []Pin
+	// Rules restrict the owners of ranges of shards to members with tags
+	// (see Rule); at most MaxRules.
+	Rules []Rule
 }
 
 // withDefaults returns p with zero fields replaced by their defaults and
@@ -146,6 +150,9 @@ func (p Params) withDefaults() (Params, error) {
 	if err := checkPins(p); err != nil {
 		return p, err
 	}
+	if err := checkRules(p); err != nil {
+		return p, err
+	}
 	return p, nil
 }
 
@@ -177,6 +184,9 @@ func normalize(members []Member) ([]Member, error) {
 	ms := slices.Clone(members)
 	for i := range ms {
 		m := &ms[i]
+		if slices.Contains(m.Tags, "") {
+			return nil, fmt.Errorf("%w: member %q has an empty tag", ErrInvalid, m.ID)
+		}
 		if m.ID == "" {
 			return nil, fmt.Errorf("%w: member %d has an empty ID", ErrInvalid, i)
 		}

@@ -41,7 +41,7 @@ func (pl *Planner) Plan(members []Member, current []string, p Params) ([]Move, e
 // from the table of this Planner's previous call (Plan or PlanChanged)
 // at most at those shards. A list may hold a shard that did not change,
 // or one twice. When the previous call failed or there was none, the
-// shard count changed, or the member IDs changed, it reads the whole
+// shard count changed, or the member IDs, their tags or the rules changed, it reads the whole
 // table as Plan does. Otherwise a call costs O(len(changed)) lookups and
 // a copy of a member index per shard, plus the moves: it is how a caller
 // that learns which shards changed (see fsm.View.ShardChanges) keeps
@@ -54,7 +54,7 @@ func (pl *Planner) PlanChanged(members []Member, current []string, changed []Sha
 		return nil, err
 	}
 	ms, err := normalize(members)
-	if err != nil || len(current) != p.Shards || !pl.ready || len(pl.st.base) != p.Shards || !sameIDs(ms, pl.st.ids) {
+	if err != nil || len(current) != p.Shards || !pl.ready || len(pl.st.base) != p.Shards || !sameIDs(ms, pl.st.ids) || !pl.st.rl.same(ms, p.Rules) {
 		return pl.Plan(members, current, p)
 	}
 	for _, s := range changed {
@@ -66,7 +66,7 @@ func (pl *Planner) PlanChanged(members []Member, current []string, changed []Sha
 	st := &pl.st
 	st.setMembers(ms, p)
 	for _, s := range changed {
-		old, now := st.base[s], st.lookup(current[s])
+		old, now := st.base[s], st.refused(int(s), st.lookup(current[s]))
 		if old == now {
 			continue
 		}

@@ -87,6 +87,18 @@ var actions = map[string]acting{
 		request: func(o options) any { return admin.UnpinShardRequest{Confirmation: conf(o), Shard: o.shard} },
 		print:   printOperation,
 	},
+	"shards rule": {
+		path: "/v1/shards/rule", args: []string{"NAME", "RULE"},
+		request: func(o options) any {
+			return admin.RuleRequest{Confirmation: conf(o), Name: o.args[0], Rule: o.args[1]}
+		},
+		print: printOperation,
+	},
+	"shards unrule": {
+		path: "/v1/shards/unrule", args: []string{"NAME"},
+		request: func(o options) any { return admin.UnruleRequest{Confirmation: conf(o), Name: o.args[0]} },
+		print:   printOperation,
+	},
 	"raft remove-peer": {
 		path: "/v1/raft/remove-peer", args: []string{"NODE"},
 		request: func(o options) any {

@@ -33,6 +33,11 @@
 //	shards unpin SHARD  the balancer places SHARD again (POST /v1/shards/unpin)
 //	shards move SHARD NODE  hand SHARD to NODE now, a fenced handoff; returns once NODE owns it, with its
 //	            new token (POST /v1/shards/move). The balancer may move it again later: pin it to keep it.
+//	shards rule NAME FIRST-LAST:TAG[,TAG...]  placement rule NAME: only nodes carrying every TAG
+//	            (Config.Shards.Tags, and zone=Z for a node of zone Z) own shards FIRST to LAST; the
+//	            balancer moves them off other nodes, and leaves unowned what no node passes (POST
+//	            /v1/shards/rule). shards lists the rules after the table.
+//	shards unrule NAME  remove placement rule NAME (POST /v1/shards/unrule)
 //	leases      every held named lease with its holder, token, waiters and holder value (GET /v1/leases)
 //	semaphores  every semaphore in use, its limit, its holders (NODE:TOKEN) and waiters (GET /v1/semaphores)
 //	drain NODE  NODE hands its shards to the others and takes none until undrained (POST /v1/drain)

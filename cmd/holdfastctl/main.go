@@ -52,7 +52,7 @@ var commands = map[string]string{
 
 // shardSubs are the second words of the shards commands; "shards" alone
 // lists the shards.
-var shardSubs = []string{"pin", "unpin", "move", "plan"}
+var shardSubs = []string{"pin", "unpin", "move", "plan", "rule", "unrule"}
 
 // groups are the first words of two-word commands, with their second.
 var groups = map[string]string{"lease": "release", "raft": "step-down|remove-peer"}
@@ -198,7 +198,7 @@ func checkActing(o *options, fs *flag.FlagSet) error {
 	case act && o.confirm == "":
 		return &usageError{fmt.Sprintf("%s changes the cluster: give -confirm NAME, the name of the node at -addr", o.command)}
 	case !act && o.confirm != "" && o.command != "help":
-		return &usageError{"-confirm applies to acting commands only (leave, drain, undrain, lease release, raft step-down, raft remove-peer, shards pin, shards unpin, shards move)"}
+		return &usageError{"-confirm applies to acting commands only (leave, drain, undrain, lease release, raft step-down, raft remove-peer, shards pin, shards unpin, shards move, shards rule, shards unrule)"}
 	case o.force && o.command != "leave" && o.command != "raft remove-peer":
 		return &usageError{"-force applies to leave and raft remove-peer only"}
 	case act && !timeoutSet:
@@ -211,6 +211,7 @@ func checkActing(o *options, fs *flag.FlagSet) error {
 func printUsage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprint(w, `usage: holdfastctl [flags] status|members|shards|shards plan|leases|semaphores
        holdfastctl [flags] -confirm NAME shards pin SHARD NODE | shards unpin SHARD | shards move SHARD NODE
+       holdfastctl [flags] -confirm NAME shards rule NAME FIRST-LAST:TAG[,TAG...] | shards unrule NAME
        holdfastctl [flags] -confirm NAME drain NODE | undrain NODE | lease release LEASE
        holdfastctl [flags] -confirm NAME raft step-down | raft remove-peer [-force] NODE
        holdfastctl [flags] -confirm NAME [-force] leave
@@ -238,6 +239,11 @@ or loopback without TLS). All but leave are carried out by the raft leader, whic
                        with a new token; the holder's node ends its belief first, or, if it does not
                        answer, the leader releases it without it and only the fence stops the old
                        holder's writes
+  shards rule NAME FIRST-LAST:TAG[,TAG...]
+                       placement rule NAME: only nodes with every TAG (Config.Shards.Tags; a node's
+                       zone Z is the tag zone=Z) own shards FIRST to LAST; shards on other nodes move
+                       (fenced handoffs), and shards no node passes stay unowned (shards plan lists them)
+  shards unrule NAME   remove placement rule NAME
   raft step-down       the raft leader hands leadership to another voter
   raft remove-peer NODE
                        take NODE (a name or raft ID) out of the raft configuration, a replacement voter

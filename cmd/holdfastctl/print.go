@@ -56,6 +56,7 @@ func command(t target, o options, stdout io.Writer) error {
 		printShards(tw, v, o.owner)
 		tw.Flush()
 		printPins(stdout, v.Pins)
+		printRules(stdout, v.Rules)
 	case *admin.PlanResult:
 		printPlan(tw, v)
 	case *admin.LeaseList:

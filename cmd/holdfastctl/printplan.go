@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/holdfast-go/holdfast/admin"
+	"github.com/holdfast-go/holdfast/coordinator"
 )
 
 // printPlan prints what the raft leader's balancer would do next round:
@@ -36,6 +38,8 @@ func printPlan(w io.Writer, p *admin.PlanResult) {
 		fmt.Fprintf(w, "%s\t%g\t%d\t%d\t%.4g\t%.4g\t%.4g\t%s\t%s\n", n.Node, n.Capacity, n.Shards, n.PlannedShards, n.Load, n.PlannedLoad,
 			n.Target, ratio, dash(note))
 	}
+	printUnplaceable(w, p.Unplaceable, "shards no node may own under the placement rules (unowned until a node with the tags joins or the rule changes)")
+	printUnplaceable(w, p.UnplaceableWaiting, "shards only a node not eligible yet may own under the placement rules (it takes them once it is)")
 	if len(p.Moves) == 0 {
 		return
 	}
@@ -58,4 +62,32 @@ func printPins(w io.Writer, pins []admin.PinRow) {
 			fmt.Fprintf(w, "shard %d is pinned to %s\n", p.Shard, p.Node)
 		}
 	}
+}
+
+// printRules prints the placement rules after the shard table and pins.
+func printRules(w io.Writer, rules []admin.RuleRow) {
+	for _, r := range rules {
+		fmt.Fprintf(w, "rule %s: shards %d-%d only on nodes tagged %s\n", r.Name, r.First, r.Last, strings.Join(r.Require, ","))
+	}
+}
+
+// printUnplaceable prints a line naming shards (as ranges), if any.
+func printUnplaceable(w io.Writer, shards []coordinator.ShardID, what string) {
+	if len(shards) == 0 {
+		return
+	}
+	var parts []string
+	for i := 0; i < len(shards); {
+		j := i
+		for j+1 < len(shards) && shards[j+1] == shards[j]+1 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, fmt.Sprint(shards[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", shards[i], shards[j]))
+		}
+		i = j + 1
+	}
+	fmt.Fprintf(w, "%d %s: %s\n", len(shards), what, strings.Join(parts, ", "))
 }

@@ -102,7 +102,7 @@ func lazy(name string) bool {
 	switch name {
 	case "holdfast_lease_acquire_wait_seconds", "holdfast_lease_hold_seconds":
 		return true
-	case "holdfast_node_load", "holdfast_node_capacity", "holdfast_node_load_target", "holdfast_balancer_moves_total":
+	case "holdfast_node_load", "holdfast_node_capacity", "holdfast_node_load_target", "holdfast_balancer_moves_total", "holdfast_shards_unplaceable":
 		// Per node and per reason: a series appears once the leader's
 		// balancer has planned (or moved) for it, which a second cluster
 		// may have done before the first.

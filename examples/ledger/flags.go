@@ -35,6 +35,7 @@ type options struct {
 	segmentSize          int64
 	churn                time.Duration
 	ownShards            bool
+	tags, zone           string
 	sec                  secOptions
 }
 
@@ -64,6 +65,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.voters, "voters", 3, "raft voters the cluster keeps: 1, 3 or 5")
 	fs.IntVar(&o.shards, "shards", 16, "shard `count`, fixed when the cluster is created")
 	fs.BoolVar(&o.ownShards, "own-shards", true, "own shards; false: this node never owns one (a voter or lease-only role)")
+	fs.StringVar(&o.tags, "tags", "", "placement `tags` of this node, comma-separated (holdfastctl shards rule NAME FIRST-LAST:TAG gives those shards only to nodes with TAG)")
+	fs.StringVar(&o.zone, "zone", "", "failure-domain `label` (gossiped; placement rules see it as the tag zone=LABEL)")
 	fs.DurationVar(&o.ttl, "ttl", 10*time.Second, "session TTL; below 5s the local timing profile is used")
 	fs.DurationVar(&o.drain, "drain", 0, "bound on a shard's drain at handoff; 0: 5s, or 1s when -ttl is below 5s")
 	fs.DurationVar(&o.interval, "interval", 50*time.Millisecond, "time between appends to each owned shard")
@@ -160,6 +163,10 @@ func clusterConfig(o options) coordinator.Config {
 	}
 	cfg.Shards.Count = o.shards
 	cfg.Shards.NoShards = !o.ownShards
+	if o.tags != "" {
+		cfg.Shards.Tags = strings.Split(o.tags, ",")
+	}
+	cfg.Zone = o.zone
 	cfg.Session.TTL = o.ttl
 	cfg.Session.LeaseMargin = o.ttl / 10
 	cfg.Session.ExpiryGrace = max(o.ttl/5, cfg.Raft.ElectionTimeout, cfg.Raft.HeartbeatTimeout)

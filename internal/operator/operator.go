@@ -53,10 +53,10 @@ type Options struct {
 	// ReleaseHeld releases this node's grant token of lease name with
 	// cause; found is false when this node holds no such grant.
 	ReleaseHeld func(ctx context.Context, name string, token uint64, cause error) (found bool, err error)
-	// Placement carries out a shard pin, unpin or move on this leader;
-	// Plan answers a shard plan.
-	Placement func(ctx context.Context, req wire.OperateRequest) (wire.OperateReply, error)
-	Plan      func(ctx context.Context) (wire.OperateReply, error)
+	// Placement carries out a shard pin, unpin or move on this leader,
+	// Rule sets or clears a placement rule, and Plan answers a shard plan.
+	Placement, Rule func(ctx context.Context, req wire.OperateRequest) (wire.OperateReply, error)
+	Plan            func(ctx context.Context) (wire.OperateReply, error)
 }
 
 // Operator carries out operators' actions (see the package doc).
@@ -122,6 +122,8 @@ func (p *Operator) asLeader(ctx context.Context, req wire.OperateRequest) (wire.
 		rep, err = p.removePeer(ctx, req)
 	case wire.ActionShardPin, wire.ActionShardUnpin, wire.ActionShardMove:
 		rep, err = p.o.Placement(ctx, req)
+	case wire.ActionShardRule, wire.ActionShardUnrule:
+		rep, err = p.o.Rule(ctx, req)
 	case wire.ActionShardPlan:
 		rep, err = p.o.Plan(ctx)
 	default:
@@ -167,7 +169,8 @@ func (p *Operator) askNode(ctx context.Context, m membership.Member, req wire.Op
 // one.
 func Check(action, target string) string {
 	switch action {
-	case wire.ActionDrain, wire.ActionUndrain, wire.ActionReleaseLease, wire.ActionRemovePeer, wire.ActionShardPin, wire.ActionShardMove:
+	case wire.ActionDrain, wire.ActionUndrain, wire.ActionReleaseLease, wire.ActionRemovePeer, wire.ActionShardPin, wire.ActionShardMove,
+		wire.ActionShardRule, wire.ActionShardUnrule:
 		if target == "" {
 			return action + " needs a target"
 		}

@@ -43,6 +43,7 @@ func TestCheck(t *testing.T) {
 		{wire.ActionDrain, "", "drain needs a target"},
 		{wire.ActionStepDown, "", ""},
 		{wire.ActionShardPlan, "", ""},
+		{wire.ActionShardRule, "", "shard-rule needs a target"},
 		{"reboot", "n1", `unknown action "reboot"`},
 	} {
 		if got := Check(tc.action, tc.target); got != tc.want {

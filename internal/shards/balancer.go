@@ -37,6 +37,11 @@ type Balancer struct {
 	loads []float64
 	moves []shardown.Move
 	prep  preparer // planned moves' prepares (prepare.go)
+	// The round's shards that no eligible member may own (and whether one
+	// not eligible yet would take them), and its revokes for that reason.
+	unplaceable []shardown.ShardID
+	waiting     []bool
+	ruleRevokes map[uint32]bool
 }
 
 type revokeTrack struct {
@@ -158,7 +163,7 @@ func (b *Balancer) members(v *fsm.View, now time.Time, first bool) (map[string]s
 		if ready := t.Add(stab); ready.After(now) && (next.IsZero() || ready.Before(next)) {
 			next = ready
 		}
-		out[s.ID] = shardown.Member{ID: s.ID, Weight: s.Weight, JoinedAt: uint64(t.Sub(b.epoch)), Hold: !b.o.Heard(s.ID)}
+		out[s.ID] = shardown.Member{ID: s.ID, Weight: s.Weight, Tags: s.Tags, JoinedAt: uint64(t.Sub(b.epoch)), Hold: !b.o.Heard(s.ID)}
 	}
 	for id := range b.firstSeen {
 		if !seen[id] {
@@ -282,9 +287,9 @@ func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, drained
 			grants = append(grants, fsm.ShardItem{Shard: cur.ID, Session: m.To})
 		case cur.State != fsm.ShardOwned || cur.Owner == m.To:
 		case members[cur.Owner].ID != "":
-			// An operator's pin is not rate-limited; nor is a move whose
-			// target is already preparing (its budget was spent then).
-			if budget > 0 || m.Reason == shardown.ReasonPin || b.preparing(cur.ID, cur.Token, m.To) {
+			// An operator's pin or rule is not rate-limited; nor is a move
+			// whose target is already preparing (its budget was spent then).
+			if budget > 0 || m.Reason == shardown.ReasonPin || m.Reason == shardown.ReasonRule || b.preparing(cur.ID, cur.Token, m.To) {
 				budget--
 				revokes = append(revokes, fsm.ShardItem{Shard: cur.ID, Session: cur.Owner, Token: cur.Token, To: m.To})
 				revoked[cur.ID] = true
@@ -293,6 +298,11 @@ func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, drained
 			revokes = append(revokes, fsm.ShardItem{Shard: cur.ID, Session: cur.Owner, Token: cur.Token, To: m.To})
 			revoked[cur.ID] = true
 		}
+	}
+	if len(members) > 0 {
+		revokes = b.revokeUnplaceable(v, revoked, revokes)
+	} else {
+		b.unplaceable, b.waiting = b.unplaceable[:0], nil
 	}
 	// A drained owner gives up its shards even when nobody can take them.
 	if !drained {

@@ -24,7 +24,23 @@ type PlanReport struct {
 	Moves []PlannedMove
 	// Unowned is the number of shards without an owner at the round.
 	Unowned int
+	// Unplaceable are the shards whose placement rules no eligible member
+	// passes, in shard order: they stay unowned (an owner the rules refuse
+	// is revoked) until a node with the tags joins or the rules change.
+	Unplaceable []Unplaceable
 }
+
+// Unplaceable is a shard that no eligible member may own.
+type Unplaceable struct {
+	Shard ShardID
+	// Waiting says a member that is not eligible yet (joining, not heard
+	// from) passes the shard's rules: it goes there once that member is.
+	Waiting bool
+}
+
+// ReasonRule is the reason of a revoke of a shard whose rules its owner
+// no longer passes, when no member that passes them can take it now.
+const ReasonRule = shardown.ReasonRule
 
 // MemberReport is one member's line of a PlanReport.
 type MemberReport struct {
@@ -58,7 +74,33 @@ func (b *Balancer) params(v *fsm.View, members map[string]shardown.Member, now t
 		p.Load = b.loads
 	}
 	p.Pins = pinsFor(v, members)
+	for _, r := range v.Rules() {
+		p.Rules = append(p.Rules, shardown.Rule{First: ShardID(r.First), Last: ShardID(r.Last), Require: r.Require})
+	}
 	return p
+}
+
+// revokeUnplaceable appends to revokes a revoke (with no target) of every
+// owned shard, not already revoked this round, whose rules no member
+// passes, not even one that is not eligible yet; it records the round's
+// unplaceable shards for the report.
+func (b *Balancer) revokeUnplaceable(v *fsm.View, revoked map[uint32]bool, revokes []fsm.ShardItem) []fsm.ShardItem {
+	if b.ruleRevokes == nil {
+		b.ruleRevokes = map[uint32]bool{}
+	}
+	clear(b.ruleRevokes)
+	un, waiting := b.planner.Unplaceable(b.unplaceable[:0])
+	b.unplaceable, b.waiting = un, waiting
+	for i, s := range un {
+		cur, ok := v.Shard(uint32(s))
+		if !ok || waiting[i] || cur.State != fsm.ShardOwned || revoked[cur.ID] {
+			continue
+		}
+		revokes = append(revokes, fsm.ShardItem{Shard: cur.ID, Session: cur.Owner, Token: cur.Token})
+		revoked[cur.ID] = true
+		b.ruleRevokes[cur.ID] = true
+	}
+	return revokes
 }
 
 // pinsFor resolves v's pins (by node name) to the members' sessions: a
@@ -128,7 +170,11 @@ func (b *Balancer) report(v *fsm.View, now time.Time, grants, revokes []fsm.Shar
 	moves := make([]PlannedMove, 0, len(grants)+len(revokes))
 	add := func(it fsm.ShardItem, from, to string) {
 		r, ok := reason[it.Shard]
-		if !ok {
+		switch {
+		case ok:
+		case b.ruleRevokes[it.Shard]:
+			r = ReasonRule
+		default:
 			r = ReasonDrain
 		}
 		moves = append(moves, PlannedMove{Shard: ShardID(it.Shard), From: from, To: to, Reason: r})
@@ -144,6 +190,9 @@ func (b *Balancer) report(v *fsm.View, now time.Time, grants, revokes []fsm.Shar
 	}
 	bal, byLoad := b.planner.Balance(nil)
 	rep := &PlanReport{At: now, ByLoad: byLoad, Moves: moves, Unowned: b.table.free, Members: make([]MemberReport, len(bal))}
+	for i, s := range b.unplaceable {
+		rep.Unplaceable = append(rep.Unplaceable, Unplaceable{Shard: s, Waiting: b.waiting[i]})
+	}
 	for i, m := range bal {
 		rep.Members[i].MemberBalance = m
 		if s, ok := v.Session(m.ID); ok {

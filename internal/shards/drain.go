@@ -10,10 +10,12 @@ import (
 )
 
 // FillSessionCmd fills the session-creation fields shard assignment uses:
-// the node's address and weight, and whether the session starts drained.
+// the node's address, weight and placement tags, and whether the session
+// starts drained.
 func (m *Manager[W]) FillSessionCmd(cmd *fsm.SessionCmd) {
 	cmd.Addr = m.o.Addr
 	cmd.Weight = m.o.Weight
+	cmd.Tags = m.o.Tags
 	cmd.Drain = m.drained.Load()
 }
 

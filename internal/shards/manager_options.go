@@ -76,9 +76,11 @@ type Options[W any] struct {
 	// NodeID is this node's identity: the shards it owns under any
 	// session are those whose owner has this node ID.
 	NodeID string
-	// Addr and Weight are written into every new session (FillSessionCmd).
+	// Addr, Weight and Tags are written into every new session
+	// (FillSessionCmd).
 	Addr   string
 	Weight float64
+	Tags   []string
 	// SessionTTL bounds HandOff (with DrainTimeout).
 	SessionTTL time.Duration
 

@@ -10,11 +10,12 @@ import (
 // reason, and each node's load, capacity and target as the latest round
 // saw them.
 type balanceMetrics struct {
-	moves  *prometheus.CounterVec
-	latest atomic.Pointer[func() *PlanReport]
-	load   *prometheus.Desc
-	cap    *prometheus.Desc
-	target *prometheus.Desc
+	moves       *prometheus.CounterVec
+	latest      atomic.Pointer[func() *PlanReport]
+	load        *prometheus.Desc
+	cap         *prometheus.Desc
+	target      *prometheus.Desc
+	unplaceable *prometheus.Desc
 }
 
 func newBalanceMetrics() *balanceMetrics {
@@ -27,6 +28,9 @@ func newBalanceMetrics() *balanceMetrics {
 			"Raft leader: each node's shard capacity (Config.Shards.Weight) at the latest planning round.", []string{"node", "session"}, nil),
 		target: prometheus.NewDesc("holdfast_node_load_target",
 			"Raft leader: the load the balancer aims each node at (in the unit of holdfast_node_load).", []string{"node", "session"}, nil),
+		unplaceable: prometheus.NewDesc("holdfast_shards_unplaceable",
+			"Raft leader: shards whose placement rules no eligible node passes at the latest planning round (they stay unowned; waiting=\"true\": a node not eligible yet passes them).",
+			[]string{"waiting"}, nil),
 	}
 }
 
@@ -35,6 +39,7 @@ func (b *balanceMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- b.load
 	ch <- b.cap
 	ch <- b.target
+	ch <- b.unplaceable
 }
 
 // Collect implements prometheus.Collector: the per-node gauges of the
@@ -53,6 +58,14 @@ func (b *balanceMetrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(b.cap, prometheus.GaugeValue, m.Capacity, m.Node, m.ID)
 		ch <- prometheus.MustNewConstMetric(b.target, prometheus.GaugeValue, m.Target, m.Node, m.ID)
 	}
+	waiting := 0
+	for _, u := range rep.Unplaceable {
+		if u.Waiting {
+			waiting++
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(b.unplaceable, prometheus.GaugeValue, float64(len(rep.Unplaceable)-waiting), "false")
+	ch <- prometheus.MustNewConstMetric(b.unplaceable, prometheus.GaugeValue, float64(waiting), "true")
 }
 
 // moved counts one move the balancer started for reason.

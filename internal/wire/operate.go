@@ -35,6 +35,9 @@ type OperateRequest struct {
 	// Shard is the shard of a shard-pin, shard-unpin or shard-move
 	// (Target is then the node, by name).
 	Shard uint32 `msgpack:"shard,omitempty"`
+	// Rule is a shard-rule's rule, "FIRST-LAST:TAG[,TAG...]" (Target is
+	// then the rule's name).
+	Rule string `msgpack:"rule,omitempty"`
 }
 
 // OperateReply answers MethodOperate. Refused is why the action was not

@@ -8,6 +8,10 @@ const (
 	ActionShardUnpin = "shard-unpin"
 	ActionShardMove  = "shard-move"
 	ActionShardPlan  = "shard-plan"
+	// ActionShardRule sets the placement rule named by Target to
+	// OperateRequest.Rule; ActionShardUnrule removes it.
+	ActionShardRule   = "shard-rule"
+	ActionShardUnrule = "shard-unrule"
 )
 
 // PlanReply is the leader's preview of its balancer's next round
@@ -20,6 +24,10 @@ type PlanReply struct {
 	Moves   []PlanMove `msgpack:"moves"`
 	Unowned int        `msgpack:"unowned,omitempty"`
 	Waiting string     `msgpack:"waiting,omitempty"` // why the round would not plan ("" when it would)
+	// Unplaceable are the shards no node may own under the placement
+	// rules; UnplaceableWaiting those only a node not eligible yet may.
+	Unplaceable        []uint32 `msgpack:"unplaceable,omitempty"`
+	UnplaceableWaiting []uint32 `msgpack:"unplaceable_waiting,omitempty"`
 }
 
 // PlanNode is one session's line of a PlanReply.

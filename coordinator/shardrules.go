@@ -1,0 +1,139 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/holdfast-go/holdfast/fsm"
+	"github.com/holdfast-go/holdfast/internal/wire"
+	"github.com/holdfast-go/holdfast/shardown"
+)
+
+// The operator's placement rules (Operation.Action; Operation.Target names
+// the rule).
+const (
+	// ActionSetShardRule sets the placement rule Target to Operation.Rule,
+	// "FIRST-LAST:TAG[,TAG...]": only nodes carrying every tag (see
+	// Config.Shards.Tags) may own the shards FIRST to LAST. It is
+	// committed through raft; the leader's balancer moves shards on nodes
+	// the rule refuses (a fenced handoff, not limited by Shards.MaxMoves)
+	// and leaves unowned the shards no node passes (Status and
+	// holdfast_shards_unplaceable show them) until one with the tags
+	// joins. Setting an existing name replaces the rule.
+	ActionSetShardRule = wire.ActionShardRule
+	// ActionClearShardRule removes the placement rule Target.
+	ActionClearShardRule = wire.ActionShardUnrule
+)
+
+// ShardRule is a placement rule as the replica shows it.
+type ShardRule struct {
+	// Name names the rule.
+	Name string
+	// First and Last bound the shards it covers, inclusive.
+	First, Last ShardID
+	// Require lists the tags an owner must carry.
+	Require []string
+}
+
+// String is the rule as ActionSetShardRule reads it.
+func (r ShardRule) String() string {
+	return shardown.RuleString(shardown.Rule{First: r.First, Last: r.Last, Require: r.Require})
+}
+
+// ShardRules returns the placement rules this node's replica shows, in
+// name order.
+func (c *Coordinator) ShardRules() []ShardRule {
+	rules := c.fsm.View().Rules()
+	out := make([]ShardRule, len(rules))
+	for i, r := range rules {
+		out[i] = ShardRule{Name: r.Name, First: ShardID(r.First), Last: ShardID(r.Last), Require: slices.Clone(r.Require)}
+	}
+	return out
+}
+
+// SetShardRule sets the placement rule name to rule (ActionSetShardRule
+// through Operate).
+func (c *Coordinator) SetShardRule(ctx context.Context, name, rule string) (OperationResult, error) {
+	return c.Operate(ctx, Operation{Action: ActionSetShardRule, Target: name, Rule: rule})
+}
+
+// ClearShardRule removes the placement rule name (ActionClearShardRule
+// through Operate).
+func (c *Coordinator) ClearShardRule(ctx context.Context, name string) (OperationResult, error) {
+	return c.Operate(ctx, Operation{Action: ActionClearShardRule, Target: name})
+}
+
+// leaderShardRule sets or clears a rule on this node, the leader.
+func (c *Coordinator) leaderShardRule(ctx context.Context, req wire.OperateRequest) (wire.OperateReply, error) {
+	cmd := fsm.RuleCmd{Name: req.Target, Clear: req.Action == ActionClearShardRule}
+	if req.Target == "" || len(req.Target) > fsm.MaxNameLength {
+		return wire.OperateReply{Refused: fmt.Sprintf("a rule needs a name of 1 to %d bytes", fsm.MaxNameLength)}, nil
+	}
+	if !cmd.Clear {
+		r, err := shardown.ParseRule(req.Rule)
+		if err != nil {
+			return wire.OperateReply{Refused: err.Error()}, nil
+		}
+		if n := c.fsm.View().ShardCount(); int(r.Last) >= n {
+			return wire.OperateReply{Refused: fmt.Sprintf("rule %s covers shard %d: the cluster has %d shards (0 to %d)", req.Rule, r.Last, n, n-1)}, nil
+		}
+		for _, t := range r.Require {
+			if why := fsm.ValidTag(t); why != "" {
+				return wire.OperateReply{Refused: why}, nil
+			}
+		}
+		cmd.First, cmd.Last, cmd.Require = uint32(r.First), uint32(r.Last), r.Require
+	}
+	res, err := c.node.CommitAsLeader(ctx, mustEncode(fsm.Command{Op: fsm.OpShardRule, Rule: &cmd}))
+	if err != nil {
+		return wire.OperateReply{}, err
+	}
+	switch {
+	case cmd.Clear && res.Count == 0:
+		return wire.OperateReply{Message: fmt.Sprintf("there was no rule %q", cmd.Name)}, nil
+	case cmd.Clear:
+		return wire.OperateReply{Message: fmt.Sprintf("rule %q removed", cmd.Name)}, nil
+	}
+	return wire.OperateReply{Message: fmt.Sprintf("rule %q set: shards %d-%d need %v", cmd.Name, cmd.First, cmd.Last, cmd.Require)}, nil
+}
+
+// refusedByRules says which rule keeps node's session sess from owning
+// shard ("" when none does).
+func refusedByRules(v *fsm.View, shard uint32, sess fsm.Session) string {
+	for _, r := range v.Rules() {
+		if shard < r.First || shard > r.Last {
+			continue
+		}
+		for _, t := range r.Require {
+			if !slices.Contains(sess.Tags, t) {
+				return fmt.Sprintf("rule %q gives shard %d only to nodes tagged %v, and %s lacks %q", r.Name, shard, r.Require, sess.Node, t)
+			}
+		}
+	}
+	return ""
+}
+
+// placementTags are the tags this node's sessions carry: Shards.Tags and
+// its zone's.
+func (c Config) placementTags() []string {
+	tags := slices.Clone(c.Shards.Tags)
+	if z := shardown.ZoneTag(c.Zone); c.Zone != "" && !slices.Contains(tags, z) {
+		tags = append(tags, z)
+	}
+	return tags
+}
+
+// checkTags validates Shards.Tags and the zone's tag.
+func (c Config) checkTags() error {
+	tags := c.placementTags()
+	if len(tags) > fsm.MaxTags {
+		return fieldErr("Shards.Tags", "has %d tags with the zone's; at most %d", len(tags), fsm.MaxTags)
+	}
+	for _, t := range tags {
+		if why := fsm.ValidTag(t); why != "" {
+			return fieldErr("Shards.Tags", "%s", why)
+		}
+	}
+	return nil
+}
