@@ -132,30 +132,26 @@ func operationResult(rep wire.OperateReply, err error) (OperationResult, error) 
 // every part exists when start calls it.
 func (c *Coordinator) newOperator() *operator.Operator {
 	return operator.New(operator.Options{
-		NodeName:      c.cfg.NodeName,
-		ID:            c.id,
-		RPCTimeout:    c.cfg.RPCTimeout,
-		Log:           c.log,
-		Call:          c.trans.Call,
-		LeaderRPCAddr: c.node.LeaderRPCAddr,
+		NodeName:   c.cfg.NodeName,
+		ID:         c.id,
+		RPCTimeout: c.cfg.RPCTimeout,
+		Log:        c.log,
+		Call:       c.trans.Call,
+		Raft:       c.node,
 		RaftLeader: func() (string, string, bool) {
 			l, ok := c.RaftLeader()
 			return l.Name, l.ID, ok
 		},
-		Leading:            func() bool { return c.RaftState() == StateLeader },
-		TransferLeadership: c.node.TransferLeadership,
-		Members:            c.members.Members,
-		Voters:             c.Voters,
-		NonVoters:          c.NonVoters,
-		NameOf:             c.cluster.NameOf,
-		Decommission:       c.cluster.Decommission,
-		View:               c.fsm.View,
-		Commit:             c.commitRetry,
-		Drain:              c.Drain,
-		Undrain:            c.Undrain,
-		ReleaseHeld:        c.leases.ReleaseHeld,
-		Placement:          c.leaderShardPlacement,
-		Rule:               c.leaderShardRule,
-		Plan:               c.leaderShardPlan,
+		Leading:     func() bool { return c.RaftState() == StateLeader },
+		Members:     c.members.Members,
+		Cluster:     c.cluster,
+		View:        c.fsm.View,
+		Commit:      c.commitRetry,
+		Drain:       c.Drain,
+		Undrain:     c.Undrain,
+		ReleaseHeld: c.leases.ReleaseHeld,
+		Placement:   c.leaderShardPlacement,
+		Rule:        c.leaderShardRule,
+		Plan:        c.leaderShardPlan,
 	})
 }

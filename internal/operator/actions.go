@@ -101,10 +101,10 @@ func (p *Operator) releaseLease(ctx context.Context, req wire.OperateRequest) (w
 
 // stepDown hands raft leadership to another voter and names it.
 func (p *Operator) stepDown(ctx context.Context) (wire.OperateReply, error) {
-	if len(p.o.Voters()) < 2 {
+	if len(p.o.Cluster.Voters()) < 2 {
 		return wire.OperateReply{Refused: "no other voter to take over"}, nil
 	}
-	p.o.TransferLeadership(ctx)
+	p.o.Raft.TransferLeadership(ctx)
 	if p.o.Leading() {
 		return wire.OperateReply{}, errors.New("the leadership transfer did not complete (the leader's log says why); this node still leads")
 	}
@@ -130,8 +130,8 @@ func (p *Operator) stepDown(ctx context.Context) (wire.OperateReply, error) {
 func (p *Operator) removePeer(ctx context.Context, req wire.OperateRequest) (wire.OperateReply, error) {
 	var id string
 	var all []string
-	for _, s := range append(p.o.Voters(), p.o.NonVoters()...) {
-		name := p.o.NameOf(s)
+	for _, s := range append(p.o.Cluster.Voters(), p.o.Cluster.NonVoters()...) {
+		name := p.o.Cluster.NameOf(s)
 		all = append(all, cmp.Or(name, s))
 		if s == req.Target || (name != "" && name == req.Target) {
 			id = s
@@ -144,20 +144,20 @@ func (p *Operator) removePeer(ctx context.Context, req wire.OperateRequest) (wir
 		return wire.OperateReply{Refused: fmt.Sprintf("%s is the raft leader: step it down first (holdfastctl raft step-down), "+
 			"or decommission it with holdfastctl leave", req.Target)}, nil
 	}
-	name := cmp.Or(p.o.NameOf(id), id)
+	name := cmp.Or(p.o.Cluster.NameOf(id), id)
 	if _, alive := p.aliveMember(id); alive && !req.Force {
 		return wire.OperateReply{Refused: fmt.Sprintf("%s is alive: decommission it with holdfastctl -addr ITS_ADMIN_ADDRESS -confirm %s leave, "+
 			"which hands its shards off first; remove-peer is for a server that is gone (-force removes it anyway, and the leader "+
 			"adds it back as a non-voter while it stays alive)", name, name)}, nil
 	}
-	lr, err := p.o.Decommission(ctx, wire.LeaveRequest{ID: id, Force: true})
+	lr, err := p.o.Cluster.Decommission(ctx, wire.LeaveRequest{ID: id, Force: true})
 	if errors.Is(err, wire.ErrLeaveRefused) {
 		return wire.OperateReply{Refused: strings.TrimPrefix(err.Error(), wire.ErrLeaveRefused.Error()+": ")}, nil
 	}
 	if err != nil {
 		return wire.OperateReply{}, err
 	}
-	rep := wire.OperateReply{Node: name, NodeID: id, Promoted: cmp.Or(p.o.NameOf(lr.Promoted), lr.Promoted),
+	rep := wire.OperateReply{Node: name, NodeID: id, Promoted: cmp.Or(p.o.Cluster.NameOf(lr.Promoted), lr.Promoted),
 		Message: fmt.Sprintf("removed %s from the raft configuration", name)}
 	if rep.Promoted != "" {
 		rep.Message += "; " + rep.Promoted + " was promoted to voter in its place"

@@ -24,24 +24,17 @@ type Options struct {
 	Log *slog.Logger
 	// Call makes an RPC to the node at addr (the transport's Call).
 	Call func(ctx context.Context, addr, method string, req, resp any) error
-	// LeaderRPCAddr is the raft leader's RPC address, and whether this
-	// node leads.
-	LeaderRPCAddr func() (addr string, self bool)
+	// Raft is this node's raft host.
+	Raft Raft
 	// RaftLeader names the raft leader this node knows (ok false: none).
 	RaftLeader func() (name, id string, ok bool)
 	// Leading reports whether this node is the raft leader.
 	Leading func() bool
-	// TransferLeadership hands raft leadership to another voter.
-	TransferLeadership func(ctx context.Context)
 	// Members lists the gossip members.
 	Members func() []membership.Member
-	// Voters and NonVoters list the raft configuration's servers by ID;
-	// NameOf names one ("" when gossip does not know it).
-	Voters, NonVoters func() []string
-	NameOf            func(id string) string
-	// Decommission takes a server out of the raft configuration (the
-	// cluster part's); a refusal wraps wire.ErrLeaveRefused.
-	Decommission func(ctx context.Context, req wire.LeaveRequest) (wire.LeaveReply, error)
+	// Cluster is the raft configuration's servers, as the cluster part
+	// keeps them.
+	Cluster Cluster
 	// View is the replica's current state.
 	View func() *fsm.View
 	// Commit commits an idempotent command, retrying while its outcome is
@@ -59,6 +52,27 @@ type Options struct {
 	Plan            func(ctx context.Context) (wire.OperateReply, error)
 }
 
+// Raft is what an Operator needs of this node's raft host.
+type Raft interface {
+	// LeaderRPCAddr is the raft leader's RPC address, and whether this
+	// node leads.
+	LeaderRPCAddr() (addr string, self bool)
+	// TransferLeadership hands raft leadership to another voter.
+	TransferLeadership(ctx context.Context)
+}
+
+// Cluster is what an Operator needs of the cluster part.
+type Cluster interface {
+	// Voters and NonVoters list the raft configuration's servers by ID.
+	Voters() []string
+	NonVoters() []string
+	// NameOf names a server ("" when gossip does not know it).
+	NameOf(id string) string
+	// Decommission takes a server out of the raft configuration; a
+	// refusal wraps wire.ErrLeaveRefused.
+	Decommission(ctx context.Context, req wire.LeaveRequest) (wire.LeaveReply, error)
+}
+
 // Operator carries out operators' actions (see the package doc).
 type Operator struct{ o Options }
 
@@ -73,7 +87,7 @@ func (p *Operator) Operate(ctx context.Context, req wire.OperateRequest) (wire.O
 	for {
 		var rep wire.OperateReply
 		var err error
-		addr, self := p.o.LeaderRPCAddr()
+		addr, self := p.o.Raft.LeaderRPCAddr()
 		switch {
 		case self:
 			rep, err = p.asLeader(ctx, req)
@@ -97,8 +111,8 @@ func (p *Operator) Serve(ctx context.Context, req wire.OperateRequest) (wire.Ope
 	if req.Local {
 		return p.local(ctx, req)
 	}
-	if _, self := p.o.LeaderRPCAddr(); !self {
-		addr, _ := p.o.LeaderRPCAddr()
+	if _, self := p.o.Raft.LeaderRPCAddr(); !self {
+		addr, _ := p.o.Raft.LeaderRPCAddr()
 		return wire.OperateReply{}, &wire.NotLeaderError{Leader: addr}
 	}
 	return p.asLeader(ctx, req)

@@ -12,13 +12,35 @@ import (
 	"github.com/holdfast-go/holdfast/membership"
 )
 
+// fakeRaft is this node's raft host: leader at addr when self.
+type fakeRaft struct {
+	addr string
+	self bool
+}
+
+func (r *fakeRaft) LeaderRPCAddr() (string, bool)      { return r.addr, r.self }
+func (r *fakeRaft) TransferLeadership(context.Context) {}
+
+// fakeCluster is a raft configuration of three voters named n1 to n3.
+type fakeCluster struct {
+	decommission func(context.Context, wire.LeaveRequest) (wire.LeaveReply, error)
+}
+
+func (fakeCluster) Voters() []string    { return []string{"id1", "id2", "id3"} }
+func (fakeCluster) NonVoters() []string { return nil }
+func (fakeCluster) NameOf(id string) string {
+	return map[string]string{"id1": "n1", "id2": "n2", "id3": "n3"}[id]
+}
+func (c fakeCluster) Decommission(ctx context.Context, req wire.LeaveRequest) (wire.LeaveReply, error) {
+	return c.decommission(ctx, req)
+}
+
 // leader is a three-voter cluster seen from its leader, n1; n2 is alive,
 // n3 is gone.
 func leader(t *testing.T) (*Operator, *Options) {
 	t.Helper()
-	names := map[string]string{"id1": "n1", "id2": "n2", "id3": "n3"}
 	o := &Options{NodeName: "n1", ID: "id1", RPCTimeout: time.Second, Log: slog.New(slog.DiscardHandler),
-		LeaderRPCAddr: func() (string, bool) { return "addr1", true },
+		Raft: &fakeRaft{addr: "addr1", self: true},
 		Members: func() []membership.Member {
 			member := func(name, id string, state membership.State) membership.Member {
 				return membership.Member{Name: name, State: state, Meta: membership.Meta{NodeID: id, RPCAddr: "addr-" + name}}
@@ -26,9 +48,7 @@ func leader(t *testing.T) (*Operator, *Options) {
 			return []membership.Member{member("n1", "id1", membership.Alive), member("n2", "id2", membership.Alive),
 				member("n3", "id3", membership.Failed)}
 		},
-		Voters:    func() []string { return []string{"id1", "id2", "id3"} },
-		NonVoters: func() []string { return nil },
-		NameOf:    func(id string) string { return names[id] },
+		Cluster: fakeCluster{},
 		Call: func(context.Context, string, string, any, any) error {
 			t.Error("unexpected RPC")
 			return nil
@@ -71,12 +91,12 @@ func TestRemovePeerRefusals(t *testing.T) {
 
 func TestRemovePeerGone(t *testing.T) {
 	p, o := leader(t)
-	o.Decommission = func(_ context.Context, req wire.LeaveRequest) (wire.LeaveReply, error) {
+	o.Cluster = fakeCluster{decommission: func(_ context.Context, req wire.LeaveRequest) (wire.LeaveReply, error) {
 		if req.ID != "id3" || !req.Force {
 			t.Errorf("decommission %+v, want id3 forced", req)
 		}
 		return wire.LeaveReply{}, nil
-	}
+	}}
 	*p = *New(*o)
 	rep, err := p.Serve(context.Background(), wire.OperateRequest{Action: wire.ActionRemovePeer, Target: "n3"})
 	if err != nil || rep.Refused != "" || rep.NodeID != "id3" || rep.Message != "removed n3 from the raft configuration" {
@@ -94,7 +114,7 @@ func TestLocalDrainOfAnotherNodeRefused(t *testing.T) {
 
 func TestServeOnFollowerNamesLeader(t *testing.T) {
 	p, o := leader(t)
-	o.LeaderRPCAddr = func() (string, bool) { return "addr2", false }
+	o.Raft = &fakeRaft{addr: "addr2"}
 	*p = *New(*o)
 	_, err := p.Serve(context.Background(), wire.OperateRequest{Action: wire.ActionStepDown})
 	var nl *wire.NotLeaderError
@@ -105,7 +125,7 @@ func TestServeOnFollowerNamesLeader(t *testing.T) {
 
 func TestOperateWaitsForLeaderUntilCtxEnds(t *testing.T) {
 	p, o := leader(t)
-	o.LeaderRPCAddr = func() (string, bool) { return "", false }
+	o.Raft = &fakeRaft{}
 	*p = *New(*o)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
