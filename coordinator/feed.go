@@ -1,8 +1,6 @@
 package coordinator
 
 import (
-	"time"
-
 	"github.com/holdfast-go/holdfast/internal/feed"
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
@@ -28,22 +26,13 @@ func (c *Coordinator) registerFeed(d *wire.Dispatcher) {
 	d.Handle(feed.Method, wire.Typed(s.Serve))
 }
 
-// feedServing: this node is a voter-eligible member of the raft group of a
-// formed cluster that leads or heard from the leader within
-// feedContactTimeouts heartbeat timeouts, so what it has applied is recent;
-// otherwise replicas move on. (A follower of a loaded machine misses a
-// heartbeat now and then: one missed is no reason to send hundreds of
-// replicas elsewhere.)
+// feedServing: this node is a voter-eligible member of the raft group
+// whose replica is recent (feed.Recent).
 func (c *Coordinator) feedServing() bool {
-	if c.cfg.DataDir == "" || c.node.Raft().LastIndex() == 0 || c.fsm.View().Cluster().ID == "" {
-		return false
-	}
-	return c.node.Leading() || time.Since(c.node.Raft().LastContact()) < feedContactTimeouts*c.cfg.Raft.HeartbeatTimeout
+	r := c.node.Raft()
+	return c.cfg.DataDir != "" && feed.Recent(r.LastIndex(), c.fsm.View().Cluster().ID != "", c.node.Leading(), r.LastContact(),
+		c.cfg.Raft.HeartbeatTimeout)
 }
-
-// feedContactTimeouts is how many heartbeat timeouts a follower may go
-// without hearing from its leader and still serve the feed.
-const feedContactTimeouts = 4
 
 // startFeed keeps this node's replica fed outside raft (feedReplica).
 func (c *Coordinator) startFeed() {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"hash/fnv"
 	"slices"
+	"time"
 
 	"github.com/holdfast-go/holdfast/membership"
 )
@@ -75,4 +76,22 @@ func PeersOf(members []membership.Member, self, ours string) []Peer {
 		out = append(out, Peer{ID: m.Meta.NodeID, Addr: m.Meta.RPCAddr})
 	}
 	return out
+}
+
+// ContactTimeouts is how many heartbeat timeouts a follower may go without
+// hearing from its leader and still serve the feed (Recent).
+const ContactTimeouts = 4
+
+// Recent reports whether a member of the raft group may serve the feed
+// (ServerOptions.Serving): its raft log holds entries (lastIndex > 0) of
+// a formed cluster, and it leads or heard from the leader within
+// ContactTimeouts heartbeat timeouts, so what it has applied is recent;
+// otherwise replicas move on. (A follower of a loaded machine misses a
+// heartbeat now and then: one missed is no reason to send hundreds of
+// replicas elsewhere.)
+func Recent(lastIndex uint64, formed, leading bool, lastContact time.Time, heartbeat time.Duration) bool {
+	if lastIndex == 0 || !formed {
+		return false
+	}
+	return leading || time.Since(lastContact) < ContactTimeouts*heartbeat
 }
