@@ -73,9 +73,10 @@ func (c *Coordinator) leave(ctx context.Context, decommission *LeaveOptions) err
 		// through the feed stands for the quorum that keeps it.
 		_, plan.Quorum = c.RaftLeader()
 	}
-	o := lifecycle.StopOptions{StepsOptions: lifecycle.StepsOptions{Log: c.log, NoLeaderSince: c.NoLeaderSince, NoLeaderChanged: c.noLeader.Changed,
-		Leaderless: cmp.Or(max(c.cfg.ShutdownWithoutLeader, 0), DefaultShutdownWithoutLeader)},
-		Commit: plan.Quorum || decommission != nil, HandOff: c.shards.HandOff, CloseSession: c.closeSession}
+	steps := lifecycle.StepsOptions{Log: c.log, Leaderless: cmp.Or(max(c.cfg.ShutdownWithoutLeader, 0), DefaultShutdownWithoutLeader),
+		NoLeaderSince: c.NoLeaderSince, NoLeaderChanged: c.noLeader.Changed}
+	o := lifecycle.StopOptions{StepsOptions: steps, Commit: plan.Quorum || decommission != nil, HandOff: c.shards.HandOff,
+		CloseSession: c.closeSession}
 	if plan.Transfer {
 		o.TransferLeadership = c.node.TransferLeadership
 	}
