@@ -58,16 +58,11 @@ func (c *Coordinator) recordLocalLoads(id string) {
 	}
 }
 
-// balancerLoads is BalancerOptions.Loads: each shard's load as its owner
-// (for a shard being handed off, the owner handing it off) last reported.
+// balancerLoads is BalancerOptions.Loads: each shard's load as an owner
+// (the current one, or before its first report the one before) last
+// reported.
 func (c *Coordinator) balancerLoads(v *fsm.View, dst []float64) []float64 {
-	return c.loads.book.Loads(v.ShardCount(), func(s uint32) string {
-		sh, _ := v.Shard(s)
-		if sh.State == fsm.ShardOwned || sh.State == fsm.ShardRevoking {
-			return sh.Owner
-		}
-		return ""
-	}, dst)
+	return c.loads.book.Loads(v.ShardCount(), dst)
 }
 
 // Placement is the leader's latest planning round: how each node stood,

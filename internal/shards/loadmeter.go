@@ -122,16 +122,20 @@ func (b *LoadBook) Record(session string, shards []uint32, loads []float32) {
 	}
 }
 
-// Loads returns, in dst (resized to n), each shard's last load reported
-// by the session owner(s) names (the shard's current owner), or -1 when
-// that session has not reported on it: the planner's Params.Load.
-func (b *LoadBook) Loads(n int, owner func(shard uint32) string, dst []float64) []float64 {
+// Loads returns, in dst (resized to n), each shard's last reported load,
+// or -1 for a shard no session has reported on: the planner's
+// Params.Load. The load is the shard's, not its owner's: after a handoff
+// the previous owner's last report stands until the new owner's first
+// replaces it (counting a moved shard as unreported, the mean, until then
+// would make every move change the loads the next round plans on, and at
+// scale the rounds would chase their own moves).
+func (b *LoadBook) Loads(n int, dst []float64) []float64 {
 	dst = slices.Grow(dst[:0], n)[:n]
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for s := range dst {
 		dst[s] = -1
-		if s < len(b.entry) && b.entry[s].session != "" && b.entry[s].session == owner(uint32(s)) {
+		if s < len(b.entry) && b.entry[s].session != "" {
 			dst[s] = b.entry[s].load
 		}
 	}

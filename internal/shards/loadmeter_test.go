@@ -63,15 +63,19 @@ func TestLoadMeterReportsInTurns(t *testing.T) {
 	}
 }
 
-// TestLoadBookOwnersOnly: the book gives a shard's load only as reported
-// by its current owner, -1 otherwise, and ignores bad entries.
-func TestLoadBookOwnersOnly(t *testing.T) {
+// TestLoadBookKeepsAShardsLoadAcrossOwners: the book gives a shard's last
+// reported load whoever reported it (a new owner's report replaces the
+// old owner's, which stands until then), -1 for a shard without a
+// report, and ignores bad entries.
+func TestLoadBookKeepsAShardsLoadAcrossOwners(t *testing.T) {
 	var b LoadBook
 	b.Record("a", []uint32{0, 1, 2, fsm.MaxShards}, []float32{10, 20, float32(math.Inf(1)), 5})
-	b.Record("b", []uint32{1}, []float32{99})
-	owner := func(s uint32) string { return []string{"a", "a", "a", ""}[s] }
-	if got := b.Loads(4, owner, nil); !slices.Equal(got, []float64{10, -1, -1, -1}) {
-		t.Fatalf("loads %v, want [10 -1 -1 -1] (shard 1 last reported by b, not its owner)", got)
+	if got := b.Loads(4, nil); !slices.Equal(got, []float64{10, 20, -1, -1}) {
+		t.Fatalf("loads %v, want [10 20 -1 -1]", got)
+	}
+	b.Record("b", []uint32{1}, []float32{99}) // shard 1 moved to b, which reports
+	if got := b.Loads(4, nil); !slices.Equal(got, []float64{10, 99, -1, -1}) {
+		t.Fatalf("loads %v, want [10 99 -1 -1] (shard 1 as its new owner b reported)", got)
 	}
 }
 
