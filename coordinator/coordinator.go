@@ -7,12 +7,13 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/cluster"
 	"github.com/holdfast-go/holdfast/internal/keyring"
 	"github.com/holdfast-go/holdfast/internal/leases"
+	"github.com/holdfast-go/holdfast/internal/lifecycle"
+	"github.com/holdfast-go/holdfast/internal/operator"
 	"github.com/holdfast-go/holdfast/internal/raftnode"
 	"github.com/holdfast-go/holdfast/internal/session"
 	"github.com/holdfast-go/holdfast/internal/shards"
@@ -27,9 +28,9 @@ import (
 type Coordinator struct {
 	cfg Config
 	log *slog.Logger
-	id  string // raft server ID: the node identity, see loadIdentity
+	id  string // raft server ID: the node identity, see raftnode.PrepareDataDir
 	// clusterFile records the cluster this node belongs to in its data dir
-	// (leaveCluster, recordOlderDataDir).
+	// (raftnode.PrepareDataDir, raftnode.Node.RecordOlderDataDir).
 	clusterFile *raftnode.ClusterFile
 
 	fsm        *fsm.FSM
@@ -48,11 +49,11 @@ type Coordinator struct {
 	sessions   *session.Client // keeps this node in a session
 	clock      Clock           // measures beliefs (Config.Clock or SystemClock)
 
-	leases *leases.Manager // this node's leases and semaphore permits
+	leases *leases.Manager    // this node's leases and semaphore permits
+	ops    *operator.Operator // operators' actions (operate.go)
 
-	spawnMu  sync.Mutex
-	spawnOff bool
-	futs     raftnode.Futures // raft futures in flight (the node's)
+	loops lifecycle.Group  // the goroutines Shutdown and Close join (spawn)
+	futs  raftnode.Futures // raft futures in flight (the node's)
 
 	leaderCh chan bool            // raft's NotifyCh
 	noLeader raftnode.LeaderWatch // since when no raft leader is known
@@ -63,7 +64,6 @@ type Coordinator struct {
 
 	ctx      context.Context // ends when Shutdown or Close begins
 	cancel   context.CancelCauseFunc
-	wg       sync.WaitGroup
 	stopOnce sync.Once
 	stopErr  error
 	done     chan struct{} // closed once stopped (Done)
@@ -114,21 +114,12 @@ func New(cfg Config) (*Coordinator, error) {
 // start brings up every part in dependency order; on error the caller
 // closes whatever was opened.
 func (c *Coordinator) start() error {
-	if err := c.leaveCluster(); err != nil {
-		return err
-	}
-	ident, err := loadIdentity(c.cfg.DataDir, c.cfg.NodeName, c.cfg.AllowRename)
+	ident, file, err := raftnode.PrepareDataDir(raftnode.DataDirOptions{DataDir: c.cfg.DataDir, NodeName: c.cfg.NodeName,
+		AllowRename: c.cfg.AllowRename, LeaveCluster: c.cfg.Cluster.LeaveCluster, Also: []string{keyring.FileName}, Log: c.log})
 	if err != nil {
-		return err
+		return configErr(err) // a data dir of another name is a NodeName error
 	}
-	if c.clusterFile, err = raftnode.OpenClusterFile(c.cfg.DataDir); err != nil {
-		return err
-	}
-	c.id = ident.ID
-	if ident.RenamedFrom != "" {
-		c.log.Warn("data dir renamed (Config.AllowRename): keeping its identity under this name", "previous_name", ident.RenamedFrom, "id", c.id)
-	}
-	c.log.Info("starting", "id", c.id, "new_identity", ident.Fresh, "voter_eligible", c.cfg.DataDir != "")
+	c.id, c.clusterFile = ident.ID, file
 	picked := cluster.ResolveAdvertise(c.cfg.RPCAddr, &c.cfg.AdvertiseRPCAddr, c.cfg.GossipAddr, &c.cfg.AdvertiseGossipAddr)
 	c.trans, err = c.newTransport()
 	if err != nil {
@@ -137,7 +128,7 @@ func (c *Coordinator) start() error {
 	if err := c.startRaft(); err != nil {
 		return err
 	}
-	c.recordOlderDataDir()
+	c.node.RecordOlderDataDir(c.clusterFile, c.cfg.DataDir, c.fsm.View().Cluster(), c.log)
 	c.lessor = c.newLessor() // before the cluster part, which asks it whom it heard
 	c.cluster = c.newCluster()
 	if err := c.startMembership(); err != nil {
@@ -152,6 +143,7 @@ func (c *Coordinator) start() error {
 		c.shards.StartDrained() // before the first session: it never owns a shard
 	}
 	c.metrics.register(c.log, c.cfg.Registerer, &c.tlsMetrics) // every part exists: a scrape meets no nil part
+	c.ops = c.newOperator()
 	c.trans.SetHandler(transport.HandlerFunc(c.newDispatcher().ServeRPC))
 	c.spawn(c.leaderLoop)
 	c.cluster.Start()
@@ -167,19 +159,7 @@ func (c *Coordinator) start() error {
 
 // spawn runs f in a goroutine that Shutdown and Close wait for; it reports
 // false (and does not run f) once closing has begun.
-func (c *Coordinator) spawn(f func()) bool {
-	c.spawnMu.Lock()
-	defer c.spawnMu.Unlock()
-	if c.spawnOff {
-		return false
-	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		f()
-	}()
-	return true
-}
+func (c *Coordinator) spawn(f func()) bool { return c.loops.Go(f) }
 
 // closing reports whether Shutdown or Close has begun.
 func (c *Coordinator) closing() bool { return c.ctx.Err() != nil }
@@ -222,14 +202,22 @@ func (c *Coordinator) ClusterID() string { return c.cluster.ClusterID() }
 // remaining steps are skipped and the node is closed. It is safe to call more than
 // once; later calls (and a Leave after it) return the first result.
 func (c *Coordinator) Shutdown(ctx context.Context) error {
+	c.stopGracefully(ctx, nil)
+	return c.stopErr
+}
+
+// stopGracefully stops the node as Shutdown does (decommission nil) or as
+// Leave does, unless a stop began first; it reports whether it ran.
+func (c *Coordinator) stopGracefully(ctx context.Context, decommission *LeaveOptions) (ran bool) {
 	c.stopOnce.Do(func() {
+		ran = true
 		c.leaving.Store(true)
-		err := c.leave(ctx, nil)
+		err := c.leave(ctx, decommission)
 		c.cancel(ErrShutdown)
 		c.stopErr = errors.Join(err, c.closeAll())
 		close(c.done)
 	})
-	return c.stopErr
+	return ran
 }
 
 // Close stops the node at once, without leaving: to the others it looks
@@ -272,9 +260,7 @@ func (c *Coordinator) closeSession(ctx context.Context, commit bool) error {
 // for every goroutine.
 func (c *Coordinator) closeAll() error {
 	var errs []error
-	c.spawnMu.Lock()
-	c.spawnOff = true
-	c.spawnMu.Unlock()
+	c.loops.Close()
 	if c.leases != nil {
 		c.leases.EndAll(ErrShutdown)
 	}
@@ -297,7 +283,7 @@ func (c *Coordinator) closeAll() error {
 	if c.shards != nil {
 		c.shards.Close()
 	}
-	c.wg.Wait()
+	c.loops.Wait()
 	if c.leases != nil {
 		c.leases.Close()
 	}
@@ -308,46 +294,6 @@ func (c *Coordinator) closeAll() error {
 		c.metrics.unregister()
 	}
 	return errors.Join(errs...)
-}
-
-// leaveCluster applies Config.Cluster.LeaveCluster: when the data dir
-// belongs to that cluster, its raft state, node identity, cluster record and
-// gossip keyring are moved aside, and the node starts as a new one.
-func (c *Coordinator) leaveCluster() error {
-	id := c.cfg.Cluster.LeaveCluster
-	moved, err := raftnode.LeaveCluster(c.cfg.DataDir, id, time.Now(), keyring.FileName)
-	if err != nil {
-		return err
-	}
-	if moved != "" {
-		c.log.Warn("left the cluster the data dir belonged to (Config.Cluster.LeaveCluster): its raft state and identity are moved aside; "+
-			"this node starts as a new node", "cluster", id, "moved_to", moved)
-	}
-	return nil
-}
-
-// recordOlderDataDir records the cluster of a data dir written before the
-// data dir recorded it, once raft has restored its snapshot: from the
-// replica, else from the InitCluster in its raft log. Until then such a
-// node gossiped no cluster ID until its log was replayed.
-func (c *Coordinator) recordOlderDataDir() {
-	if c.clusterFile.ID() != "" || c.cfg.DataDir == "" || !c.node.HasState() {
-		return
-	}
-	cl := c.fsm.View().Cluster()
-	if cl.ID == "" {
-		if init, ok := c.node.FindInit(); ok {
-			cl.ID, cl.Created = init.ClusterID, init.Created
-		}
-	}
-	if cl.ID == "" {
-		return // not initialised yet: recorded once the replica shows it
-	}
-	if err := (clusterRecord{c.clusterFile}).Set(cl.ID, cl.Created); err != nil {
-		c.log.Warn("recording the data dir's cluster failed", "cluster", cl.ID, "error", err)
-		return
-	}
-	c.log.Info("recorded the cluster of a data dir written by an earlier release", "cluster", cl.ID)
 }
 
 // ForeignClusterError is New's refusal of a data dir that belongs to

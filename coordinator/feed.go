@@ -1,11 +1,8 @@
 package coordinator
 
 import (
-	"time"
-
 	"github.com/holdfast-go/holdfast/internal/feed"
 	"github.com/holdfast-go/holdfast/internal/wire"
-	"github.com/holdfast-go/holdfast/membership"
 )
 
 // feedReplica reports whether this node is a replica fed outside raft
@@ -29,22 +26,13 @@ func (c *Coordinator) registerFeed(d *wire.Dispatcher) {
 	d.Handle(feed.Method, wire.Typed(s.Serve))
 }
 
-// feedServing: this node is a voter-eligible member of the raft group of a
-// formed cluster that leads or heard from the leader within
-// feedContactTimeouts heartbeat timeouts, so what it has applied is recent;
-// otherwise replicas move on. (A follower of a loaded machine misses a
-// heartbeat now and then: one missed is no reason to send hundreds of
-// replicas elsewhere.)
+// feedServing: this node is a voter-eligible member of the raft group
+// whose replica is recent (feed.Recent).
 func (c *Coordinator) feedServing() bool {
-	if c.cfg.DataDir == "" || c.node.Raft().LastIndex() == 0 || c.fsm.View().Cluster().ID == "" {
-		return false
-	}
-	return c.node.Leading() || time.Since(c.node.Raft().LastContact()) < feedContactTimeouts*c.cfg.Raft.HeartbeatTimeout
+	r := c.node.Raft()
+	return c.cfg.DataDir != "" && feed.Recent(r.LastIndex(), c.fsm.View().Cluster().ID != "", c.node.Leading(), r.LastContact(),
+		c.cfg.Raft.HeartbeatTimeout)
 }
-
-// feedContactTimeouts is how many heartbeat timeouts a follower may go
-// without hearing from its leader and still serve the feed.
-const feedContactTimeouts = 4
 
 // startFeed keeps this node's replica fed outside raft (feedReplica).
 func (c *Coordinator) startFeed() {
@@ -68,14 +56,5 @@ func (c *Coordinator) startFeed() {
 
 // feedServers are the live voter-eligible members of this node's cluster.
 func (c *Coordinator) feedServers() []feed.Peer {
-	ours := c.ClusterID()
-	var out []feed.Peer
-	for _, m := range c.members.Members() {
-		if m.State != membership.Alive || !m.Meta.Voter || m.Meta.NodeID == "" || m.Meta.NodeID == c.id ||
-			(ours != "" && m.Meta.ClusterID != "" && m.Meta.ClusterID != ours) {
-			continue
-		}
-		out = append(out, feed.Peer{ID: m.Meta.NodeID, Addr: m.Meta.RPCAddr})
-	}
-	return out
+	return feed.PeersOf(c.members.Members(), c.id, c.ClusterID())
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/leases"
 	"github.com/holdfast-go/holdfast/internal/session"
-	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // Lease is a named lease held by this node (one holder per name). Its context is
@@ -273,10 +272,6 @@ func (b *belief) Err() error {
 // lease if no further keepalive is answered (0 once it ended).
 func (b *belief) Remaining() time.Duration { return b.life.Observe() }
 
-// errReleasedHere is Checkpoint's error once this node released the
-// grant itself.
-var errReleasedHere = fmt.Errorf("%w by this node", ErrReleased)
-
 // Checkpoint returns nil if the lease is held with at least the margin
 // left. Call it before every side effect; it fails with an error wrapping
 // ErrReleased ("lease released by this node") after this node's Release,
@@ -284,18 +279,11 @@ var errReleasedHere = fmt.Errorf("%w by this node", ErrReleased)
 // (ErrLeaseExpiring) that says how much time is left when less than the
 // margin is.
 func (b *belief) Checkpoint() error {
-	r := b.life.Observe()
-	if err := b.life.Cause(); err == ErrReleased {
-		return errReleasedHere // this node's own Release: not a loss
-	} else if errors.Is(err, ErrReleased) {
-		return err // released at an operator's request; the cause says so
-	} else if err != nil {
-		return wire.Wrap(ErrLeaseLost, err)
-	}
-	if r < b.margin {
+	r, err := b.life.Check()
+	if err == nil && r < b.margin {
 		return &ExpiringError{Remaining: r, Margin: b.margin}
 	}
-	return nil
+	return err
 }
 
 // endedAt returns when the belief ended by this node's own action, or the

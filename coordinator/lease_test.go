@@ -33,6 +33,9 @@ func TestAcquireReleaseHandsOver(t *testing.T) {
 	if err := la.Checkpoint(); err != nil {
 		t.Fatalf("fresh lease fails its checkpoint: %v", err)
 	}
+	if err := b.WaitReady(ctx); err != nil { // TryAcquire does not wait for a session, and b may not have one yet
+		t.Fatal(err)
+	}
 	if _, err := b.TryAcquire(ctx, "scheduler"); !errors.Is(err, coordinator.ErrLeaseHeld) {
 		t.Fatalf("TryAcquire of a held lease: %v", err)
 	}

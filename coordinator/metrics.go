@@ -7,6 +7,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/internal/cluster"
 	"github.com/holdfast-go/holdfast/internal/leases"
+	"github.com/holdfast-go/holdfast/internal/lifecycle"
 	"github.com/holdfast-go/holdfast/internal/raftnode"
 	"github.com/holdfast-go/holdfast/internal/session"
 	"github.com/holdfast-go/holdfast/internal/shards"
@@ -25,8 +26,7 @@ type metrics struct {
 	shards      *shards.Metrics
 	acquireWait *prometheus.HistogramVec // by kind
 	ends        *session.EndMetrics      // grants' ends and hold times, by kind
-	reg         prometheus.Registerer
-	registered  []prometheus.Collector
+	registered  *lifecycle.Registered    // by register
 }
 
 func newMetrics() *metrics {
@@ -50,24 +50,9 @@ func newMetrics() *metrics {
 // exists, so no scrape meets a part not yet built. A refused collector
 // (another coordinator's, on a shared registry) is logged, then left alone.
 func (m *metrics) register(log *slog.Logger, reg prometheus.Registerer, more ...prometheus.Collector) {
-	if m.reg = reg; reg == nil {
-		return
-	}
-	for _, cols := range [][]prometheus.Collector{{m.acquireWait}, m.ends.Collectors(), more, m.raft.Collectors(),
-		m.cluster.Collectors(), m.session.Collectors(), m.leases.Collectors(), m.shards.Collectors()} {
-		for _, col := range cols {
-			if err := reg.Register(col); err != nil {
-				log.Warn("registering metric", "error", err)
-			} else {
-				m.registered = append(m.registered, col)
-			}
-		}
-	}
+	m.registered = lifecycle.Register(log, reg, []prometheus.Collector{m.acquireWait}, m.ends.Collectors(), more, m.raft.Collectors(),
+		m.cluster.Collectors(), m.session.Collectors(), m.leases.Collectors(), m.shards.Collectors())
 }
 
 // unregister removes the collectors register registered.
-func (m *metrics) unregister() {
-	for _, col := range m.registered {
-		m.reg.Unregister(col)
-	}
-}
+func (m *metrics) unregister() { m.registered.Unregister() }

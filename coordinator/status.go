@@ -8,6 +8,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/internal/cluster"
 	"github.com/holdfast-go/holdfast/internal/leases"
+	"github.com/holdfast-go/holdfast/internal/lifecycle"
 	"github.com/holdfast-go/holdfast/internal/raftnode"
 	"github.com/holdfast-go/holdfast/internal/storehealth"
 	"github.com/holdfast-go/holdfast/internal/wire"
@@ -283,19 +284,8 @@ func (c *Coordinator) Formation() Formation { return c.cluster.Formation() }
 // WaitReady blocks until Ready returns nil, and returns nil then; or until
 // ctx ends or the node shuts down, and returns Ready's last error.
 func (c *Coordinator) WaitReady(ctx context.Context) error {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := c.Ready()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (%w)", err, ctx.Err())
-		case <-c.ctx.Done():
-			return wire.Wrap(ErrNotReady, ErrShutdown)
-		case <-tick.C:
-		}
+	if stopped, err := lifecycle.Until(ctx, c.ctx.Done(), 20*time.Millisecond, c.Ready); !stopped {
+		return err
 	}
+	return wire.Wrap(ErrNotReady, ErrShutdown)
 }

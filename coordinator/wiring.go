@@ -10,6 +10,7 @@ import (
 	"github.com/holdfast-go/holdfast/internal/cluster"
 	"github.com/holdfast-go/holdfast/internal/keyring"
 	"github.com/holdfast-go/holdfast/internal/leases"
+	"github.com/holdfast-go/holdfast/internal/lifecycle"
 	"github.com/holdfast-go/holdfast/internal/raftnode"
 	"github.com/holdfast-go/holdfast/internal/session"
 	"github.com/holdfast-go/holdfast/internal/shards"
@@ -17,18 +18,6 @@ import (
 	"github.com/holdfast-go/holdfast/membership"
 	"github.com/holdfast-go/holdfast/transport"
 )
-
-// loadIdentity reads (or creates) the node identity in the data dir; a
-// data dir last used under another name is a Config error.
-func loadIdentity(dataDir, name string, allowRename bool) (raftnode.Identity, error) {
-	id, err := raftnode.LoadIdentity(dataDir, name, allowRename)
-	var re *raftnode.RenameError
-	if errors.As(err, &re) {
-		return id, fieldErr("NodeName", "is %q, but DataDir %s holds the identity of node %q; "+
-			"set Config.AllowRename to rename that node, or give this one another DataDir", re.Name, re.DataDir, re.Previous)
-	}
-	return id, err
-}
 
 // startRaft opens the stores and starts the raft instance.
 func (c *Coordinator) startRaft() error {
@@ -83,15 +72,7 @@ func (c *Coordinator) newSessionClient() *session.Client {
 			}
 			return res.Index, err
 		},
-		Generation: func() uint64 {
-			var gen uint64
-			for _, s := range c.fsm.View().Sessions() {
-				if s.NodeID == c.id {
-					gen = max(gen, s.Gen)
-				}
-			}
-			return gen
-		},
+		Generation: func() uint64 { return session.Generation(c.fsm.View(), c.id) },
 		Close: func(ctx context.Context, id string) error {
 			_, err := c.node.Commit(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: id}})
 			return err
@@ -200,28 +181,18 @@ func (r clusterRecord) Set(id string, incarnation int64) error {
 // duplicate name fails New; other join failures are retried in the
 // background.
 func (c *Coordinator) startMembership() error {
-	store, keys, err := keyring.Open(keyring.FileOptions{DataDir: c.cfg.DataDir, ConfigKeys: c.cfg.Gossip.Keys, Log: c.log})
+	gn, _ := c.cfg.Network.(transport.GossipNetwork)
+	gossipConfig := func(keys [][]byte) membership.Config {
+		// AdvertiseGossipAddr is set by cluster.ResolveAdvertise too when GossipAddr binds every interface.
+		return c.cluster.GossipConfig(c.cfg.GossipAddr, c.cfg.AdvertiseGossipAddr, c.cfg.Gossip.Profile == GossipLocal, keys)
+	}
+	m, keys, err := keyring.Start(keyring.FileOptions{DataDir: c.cfg.DataDir, ConfigKeys: c.cfg.Gossip.Keys, Log: c.log}, gossipConfig, gn,
+		keyring.Options{NodeName: c.cfg.NodeName, Caller: c.trans, Timeout: c.cfg.RPCTimeout, Plaintext: c.cfg.TLS == nil, Log: c.log,
+			Closed: func() error { return context.Cause(c.ctx) }}) // ErrShutdown once closing
 	if err != nil {
-		return configErr(err)
+		return configErr(err) // a bad keyring names its Config field
 	}
-	// AdvertiseGossipAddr is set by cluster.ResolveAdvertise too when GossipAddr binds every interface.
-	mc := c.cluster.GossipConfig(c.cfg.GossipAddr, c.cfg.AdvertiseGossipAddr, c.cfg.Gossip.Profile == GossipLocal, keys)
-	if gn, ok := c.cfg.Network.(transport.GossipNetwork); ok {
-		t, err := gn.GossipTransport(c.cfg.GossipAddr)
-		if err != nil {
-			return fmt.Errorf("holdfast: GossipAddr: %w", err)
-		}
-		mc.Transport = t
-	}
-	m, err := membership.New(mc)
-	if err != nil {
-		return fmt.Errorf("holdfast: gossip: %w", err)
-	}
-	c.members = m
-	c.gossipKeys = keyring.New(keyring.Options{NodeName: c.cfg.NodeName, Gossip: m, Store: store,
-		Caller: c.trans, Timeout: c.cfg.RPCTimeout, Plaintext: c.cfg.TLS == nil, Log: c.log,
-		Closed: func() error { return context.Cause(c.ctx) }}) // ErrShutdown once closing
-	keyring.LogStart(c.log, keys, c.cfg.TLS != nil)
+	c.members, c.gossipKeys = m, keys
 	if err := c.cluster.Join(c.ctx, m); err != nil { // a duplicate name, or another cluster
 		var fe *cluster.ForeignClusterError
 		if errors.As(err, &fe) {
@@ -296,7 +267,7 @@ func (c *Coordinator) newDispatcher() *wire.Dispatcher {
 	d.Handle(wire.MethodRemove, c.node.ServeRemove)
 	d.Handle(wire.MethodSync, c.reads().ServeSync)
 	d.Handle(wire.MethodWaitGrant, wire.Typed(c.leases.ServeWait))
-	d.Handle(wire.MethodOperate, wire.Typed(c.serveOperate))
+	d.Handle(wire.MethodOperate, wire.Typed(c.ops.Serve))
 	c.registerFeed(d)
 	d.Handle(wire.MethodShardPrepare, wire.Typed(c.servePrepare))
 	d.Handle(wire.MethodGossipKeyring, func(_ context.Context, body []byte) ([]byte, error) { return c.gossipKeys.Serve(body) })
@@ -316,20 +287,10 @@ func (c *Coordinator) leaderDuties(ctx context.Context) {
 	if !c.node.Barrier(ctx, c.cfg.Raft.CommitTimeout) || !c.cluster.InitCluster(ctx) {
 		return
 	}
-	lessorDone := make(chan struct{})
-	go func() {
-		defer close(lessorDone)
-		c.lessor.Run(ctx)
-	}()
-	defer func() { <-lessorDone }()
-	balancerDone := make(chan struct{})
-	go func() {
-		defer close(balancerDone)
+	lifecycle.Together(ctx, c.lessor.Run, func(ctx context.Context) {
 		defer c.loads.plan.Store(nil) // the report is the leader's only
 		shards.NewBalancer(c.balancerOptions()).Run(ctx)
-	}()
-	defer func() { <-balancerDone }()
-	c.cluster.Lead(ctx) // autopilot and the member reconciler, until ctx ends
+	}, c.cluster.Lead) // the last: autopilot and the member reconciler, until ctx ends
 }
 
 func mustEncode(cmd fsm.Command) []byte {

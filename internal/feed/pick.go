@@ -4,6 +4,9 @@ import (
 	"cmp"
 	"hash/fnv"
 	"slices"
+	"time"
+
+	"github.com/holdfast-go/holdfast/membership"
 )
 
 // Peer is a node that may serve the feed.
@@ -58,4 +61,37 @@ func mix(x uint64) uint64 {
 	x ^= x >> 27
 	x *= 0x94d049bb133111eb
 	return x ^ x>>31
+}
+
+// PeersOf returns the members that may serve the feed to node self of
+// cluster ours: the live voter-eligible members but self, of cluster
+// ours (or of none known, on either side).
+func PeersOf(members []membership.Member, self, ours string) []Peer {
+	var out []Peer
+	for _, m := range members {
+		if m.State != membership.Alive || !m.Meta.Voter || m.Meta.NodeID == "" || m.Meta.NodeID == self ||
+			(ours != "" && m.Meta.ClusterID != "" && m.Meta.ClusterID != ours) {
+			continue
+		}
+		out = append(out, Peer{ID: m.Meta.NodeID, Addr: m.Meta.RPCAddr})
+	}
+	return out
+}
+
+// ContactTimeouts is how many heartbeat timeouts a follower may go without
+// hearing from its leader and still serve the feed (Recent).
+const ContactTimeouts = 4
+
+// Recent reports whether a member of the raft group may serve the feed
+// (ServerOptions.Serving): its raft log holds entries (lastIndex > 0) of
+// a formed cluster, and it leads or heard from the leader within
+// ContactTimeouts heartbeat timeouts, so what it has applied is recent;
+// otherwise replicas move on. (A follower of a loaded machine misses a
+// heartbeat now and then: one missed is no reason to send hundreds of
+// replicas elsewhere.)
+func Recent(lastIndex uint64, formed, leading bool, lastContact time.Time, heartbeat time.Duration) bool {
+	if lastIndex == 0 || !formed {
+		return false
+	}
+	return leading || time.Since(lastContact) < ContactTimeouts*heartbeat
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -171,4 +172,31 @@ func fileSafe(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// RecordOlderDataDir records in f the cluster of a data dir written before
+// the data dir recorded it, once raft has restored its snapshot: from
+// replica (the restored state's cluster), else from the InitCluster in
+// the raft log. Until then such a node gossiped no cluster ID until its
+// log was replayed. It does nothing for a data dir that records its
+// cluster, for a node without one (dataDir ""), and for one whose cluster
+// is not initialised yet (recorded once the replica shows it).
+func (n *Node) RecordOlderDataDir(f *ClusterFile, dataDir string, replica fsm.Cluster, log *slog.Logger) {
+	if f.ID() != "" || dataDir == "" || !n.HasState() {
+		return
+	}
+	cl := replica
+	if cl.ID == "" {
+		if init, ok := n.FindInit(); ok {
+			cl.ID, cl.Created = init.ClusterID, init.Created
+		}
+	}
+	if cl.ID == "" {
+		return // not initialised yet: recorded once the replica shows it
+	}
+	if err := f.Record(ClusterRecord{ID: cl.ID, Incarnation: cl.Created}); err != nil {
+		log.Warn("recording the data dir's cluster failed", "cluster", cl.ID, "error", err)
+		return
+	}
+	log.Info("recorded the cluster of a data dir written by an earlier release", "cluster", cl.ID)
 }

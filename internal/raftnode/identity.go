@@ -5,9 +5,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/holdfast-go/holdfast/internal/atomicfile"
 	"github.com/holdfast-go/holdfast/internal/walog"
@@ -43,6 +45,56 @@ type RenameError struct {
 
 func (e *RenameError) Error() string {
 	return fmt.Sprintf("node name is %q, but data dir %s holds the identity of node %q", e.Name, e.DataDir, e.Previous)
+}
+
+// ConfigField names the Config field at fault and says what to do, for
+// the coordinator's ConfigError.
+func (e *RenameError) ConfigField() (field, msg string) {
+	return "NodeName", fmt.Sprintf("is %q, but DataDir %s holds the identity of node %q; "+
+		"set Config.AllowRename to rename that node, or give this one another DataDir", e.Name, e.DataDir, e.Previous)
+}
+
+// DataDirOptions are what PrepareDataDir needs.
+type DataDirOptions struct {
+	// DataDir is the node's data dir ("": none); NodeName its name.
+	DataDir, NodeName string
+	// AllowRename lets a data dir last used under another name keep its
+	// identity under NodeName.
+	AllowRename bool
+	// LeaveCluster, if set, is the cluster the data dir leaves (see
+	// LeaveCluster), moving the files named in Also with it.
+	LeaveCluster string
+	Also         []string
+	// Log is where what was found is logged.
+	Log *slog.Logger
+}
+
+// PrepareDataDir prepares a node's data dir for its start: it leaves
+// o.LeaveCluster (LeaveCluster), loads or creates the node identity
+// (LoadIdentity: a *RenameError for a data dir of another name), opens the
+// cluster record (OpenClusterFile), and logs what it did and found.
+func PrepareDataDir(o DataDirOptions) (Identity, *ClusterFile, error) {
+	moved, err := LeaveCluster(o.DataDir, o.LeaveCluster, time.Now(), o.Also...)
+	if err != nil {
+		return Identity{}, nil, err
+	}
+	if moved != "" {
+		o.Log.Warn("left the cluster the data dir belonged to (Config.Cluster.LeaveCluster): its raft state and identity are moved aside; "+
+			"this node starts as a new node", "cluster", o.LeaveCluster, "moved_to", moved)
+	}
+	ident, err := LoadIdentity(o.DataDir, o.NodeName, o.AllowRename)
+	if err != nil {
+		return ident, nil, err
+	}
+	f, err := OpenClusterFile(o.DataDir)
+	if err != nil {
+		return ident, nil, err
+	}
+	if ident.RenamedFrom != "" {
+		o.Log.Warn("data dir renamed (Config.AllowRename): keeping its identity under this name", "previous_name", ident.RenamedFrom, "id", ident.ID)
+	}
+	o.Log.Info("starting", "id", ident.ID, "new_identity", ident.Fresh, "voter_eligible", o.DataDir != "")
+	return ident, f, nil
 }
 
 // LoadIdentity returns the node's identity: the one stored in dataDir, or a

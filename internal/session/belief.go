@@ -2,7 +2,11 @@ package session
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
+
+	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
 // Belief is the time window of one grant (a leader lease, a shard lease, a
@@ -94,6 +98,28 @@ func (b *Belief) Observe() time.Duration {
 		return 0
 	}
 	return left
+}
+
+// errReleasedHere is Check's error once this node released the grant
+// itself.
+var errReleasedHere = fmt.Errorf("%w by this node", wire.ErrReleased)
+
+// Check observes the belief (Observe: one clock read) and returns how long
+// it has left, with nil while it holds; once it ended, an error wrapping
+// wire.ErrReleased after this node's own release ("released by this
+// node") or the cause of a release at an operator's request, and
+// otherwise wire.ErrLeaseLost wrapping the cause. The caller compares the
+// time left with its margin.
+func (b *Belief) Check() (time.Duration, error) {
+	r := b.Observe()
+	if err := b.Cause(); err == wire.ErrReleased {
+		return r, errReleasedHere // this node's own Release: not a loss
+	} else if errors.Is(err, wire.ErrReleased) {
+		return r, err // released at an operator's request; the cause says so
+	} else if err != nil {
+		return r, wire.Wrap(wire.ErrLeaseLost, err)
+	}
+	return r, nil
 }
 
 // Cancel ends the belief with cause without recording an end time or

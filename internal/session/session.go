@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/holdfast-go/holdfast/fsm"
 )
 
 // Session is this node's current session incarnation as the node believes
@@ -131,4 +133,16 @@ func (s *Session) End(cause error) {
 		s.timer.Stop()
 	}
 	s.mu.Unlock()
+}
+
+// Generation returns the highest generation among the sessions of node
+// nodeID in v (0: none): a ClientOptions.Generation over a replica.
+func Generation(v *fsm.View, nodeID string) uint64 {
+	var gen uint64
+	for _, s := range v.Sessions() {
+		if s.NodeID == nodeID {
+			gen = max(gen, s.Gen)
+		}
+	}
+	return gen
 }
