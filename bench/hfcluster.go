@@ -37,9 +37,10 @@ type hfOptions struct {
 
 // hfCluster is a set of in-process holdfast nodes.
 type hfCluster struct {
-	opts hfOptions
-	dir  string
-	net  *memnet.Network // nil on loopback TCP
+	opts  hfOptions
+	loads []float64 // the shards' reported loads, for diagnostics (nil: none)
+	dir   string
+	net   *memnet.Network // nil on loopback TCP
 
 	mu    sync.Mutex
 	nodes []*hfNode

@@ -100,6 +100,7 @@ func runScale(c scaleCase, window, limit time.Duration) (row scaleRow) {
 		return row
 	}
 	defer h.close()
+	h.loads = loads
 	fail := func(what string, err error) scaleRow {
 		row.err = fmt.Sprintf("%s: %v", what, err)
 		return row

@@ -18,7 +18,64 @@ func (h *hfCluster) progress() string {
 			owned++
 		}
 	}
-	return fmt.Sprintf("%d of %d shards owned", owned, t.Len())
+	out := fmt.Sprintf("%d of %d shards owned", owned, t.Len())
+	if h.opts.byLoad {
+		out += "; " + h.placementNote()
+	}
+	return out
+}
+
+// placementNote sums up the leader's latest round: by load or count, its
+// moves by reason, and the spread of load over target.
+func (h *hfCluster) placementNote() string {
+	l, err := h.leader()
+	if err != nil {
+		return err.Error()
+	}
+	p, ok := l.c.Placement()
+	if !ok {
+		return "no round yet"
+	}
+	reasons := map[string]int{}
+	for _, m := range p.Moves {
+		reasons[m.Reason]++
+	}
+	lo, hi := 0.0, 0.0
+	for i, n := range p.Nodes {
+		if n.Target <= 0 {
+			continue
+		}
+		r := n.Load / n.Target
+		if i == 0 || r < lo {
+			lo = r
+		}
+		hi = max(hi, r)
+	}
+	note := fmt.Sprintf("latest round by load %v: moves %v, load/target %.3f to %.3f over %d nodes", p.ByLoad, reasons, lo, hi, len(p.Nodes))
+	if h.loads == nil {
+		return note
+	}
+	t, err := h.leaderTable()
+	if err != nil {
+		return note
+	}
+	truth, count, revoking := map[string]float64{}, map[string]int{}, map[string]int{}
+	for s := 0; s < t.Len(); s++ {
+		if o, ok := t.Owner(coordinator.ShardID(s)); ok {
+			truth[o.Node] += h.loads[s]
+			count[o.Node]++
+		}
+		if info, _ := t.Shard(coordinator.ShardID(s)); info.State == coordinator.ShardRevoking {
+			revoking[info.Owner.Node]++
+		}
+	}
+	note += fmt.Sprintf("; revoking by owner %v; leader %s", revoking, l.name)
+	for _, n := range p.Nodes {
+		if n.Target > 0 && (n.Load/n.Target == hi || n.Load/n.Target == lo) {
+			note += fmt.Sprintf("; %s: planner load %.1f (%d shards), table %.1f (%d shards), target %.1f", n.Node, n.Load, n.Shards, truth[n.Node], count[n.Node], n.Target)
+		}
+	}
+	return note
 }
 
 // sessions returns each running node's session ID.
