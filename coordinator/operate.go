@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/operator"
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
@@ -150,8 +152,10 @@ func (c *Coordinator) newOperator() *operator.Operator {
 		Drain:       c.Drain,
 		Undrain:     c.Undrain,
 		ReleaseHeld: c.leases.ReleaseHeld,
-		Placement:   c.leaderShardPlacement,
-		Rule:        c.leaderShardRule,
-		Plan:        c.leaderShardPlan,
+		CommitLeader: func(ctx context.Context, cmd fsm.Command) (wire.ApplyResult, error) {
+			return c.node.CommitAsLeader(ctx, mustEncode(cmd))
+		},
+		Expiring: func(id string) bool { return c.lessor.ExpiringOrDue(id, time.Now()) },
+		Plan:     c.leaderShardPlan,
 	})
 }

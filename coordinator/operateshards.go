@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/shards"
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
@@ -33,91 +32,6 @@ const (
 	// (OperationResult.Plan).
 	ActionPlanShards = wire.ActionShardPlan
 )
-
-// leaderShardPlacement carries out a pin, unpin or move on this node, the
-// leader.
-func (c *Coordinator) leaderShardPlacement(ctx context.Context, req wire.OperateRequest) (wire.OperateReply, error) {
-	v := c.fsm.View()
-	if n := v.ShardCount(); int(req.Shard) >= n {
-		return wire.OperateReply{Refused: fmt.Sprintf("shard %d does not exist: the cluster has %d shards (0 to %d)", req.Shard, n, n-1)}, nil
-	}
-	pin, pinned := v.ShardPin(req.Shard)
-	if req.Action == ActionUnpinShard {
-		if !pinned {
-			return wire.OperateReply{Message: fmt.Sprintf("shard %d was not pinned", req.Shard)}, nil
-		}
-		if err := c.commitPin(ctx, fsm.PinCmd{Shard: req.Shard, Clear: true}); err != nil {
-			return wire.OperateReply{}, err
-		}
-		return wire.OperateReply{Node: pin.Node, Message: fmt.Sprintf("shard %d unpinned from %s: the balancer places it", req.Shard, pin.Node)}, nil
-	}
-	sess, ok := c.placeableSession(v, req.Target)
-	if !ok {
-		return wire.OperateReply{Refused: fmt.Sprintf("no node %q with a live, undrained session that may own shards: holdfastctl members lists the nodes", req.Target)}, nil
-	}
-	if why := refusedByRules(v, req.Shard, sess); why != "" {
-		return wire.OperateReply{Refused: why}, nil
-	}
-	move := req.Action == ActionMoveShard
-	if move && pinned && !pin.Once && pin.Node != req.Target {
-		return wire.OperateReply{Refused: fmt.Sprintf("shard %d is pinned to %s: unpin it first, or pin it to %s", req.Shard, pin.Node, req.Target)}, nil
-	}
-	if sh, _ := v.Shard(req.Shard); move && sh.State == fsm.ShardOwned && sh.OwnerNode == req.Target {
-		return wire.OperateReply{Node: req.Target, NodeID: sess.NodeID, Token: sh.Token,
-			Message: fmt.Sprintf("shard %d is already owned by %s (token %d)", req.Shard, req.Target, sh.Token)}, nil
-	}
-	if err := c.commitPin(ctx, fsm.PinCmd{Shard: req.Shard, Node: req.Target, Once: move}); err != nil {
-		return wire.OperateReply{}, err
-	}
-	rep := wire.OperateReply{Node: req.Target, NodeID: sess.NodeID}
-	if !move {
-		rep.Message = fmt.Sprintf("shard %d pinned to %s", req.Shard, req.Target)
-		return rep, nil
-	}
-	sh, err := c.awaitOwned(ctx, req.Shard, req.Target)
-	if err != nil {
-		return wire.OperateReply{}, fmt.Errorf("shard %d is being moved to %s: %w", req.Shard, req.Target, err)
-	}
-	rep.Token, rep.Message = sh.Token, fmt.Sprintf("shard %d moved to %s (token %d)", req.Shard, req.Target, sh.Token)
-	return rep, nil
-}
-
-// placeableSession returns the newest live, undrained session of node
-// name, if it has one.
-func (c *Coordinator) placeableSession(v *fsm.View, name string) (fsm.Session, bool) {
-	var best fsm.Session
-	found := false
-	for _, s := range v.Sessions() {
-		if s.Node != name || s.Drained || c.lessor.ExpiringOrDue(s.ID, time.Now()) {
-			continue
-		}
-		if !found || s.Gen > best.Gen || s.Gen == best.Gen && s.ID > best.ID {
-			best, found = s, true
-		}
-	}
-	return best, found
-}
-
-// commitPin commits an OpShardPin on this node, the leader.
-func (c *Coordinator) commitPin(ctx context.Context, cmd fsm.PinCmd) error {
-	_, err := c.node.CommitAsLeader(ctx, mustEncode(fsm.Command{Op: fsm.OpShardPin, Pin: &cmd}))
-	return err
-}
-
-// awaitOwned waits until this node's replica shows shard owned on node.
-func (c *Coordinator) awaitOwned(ctx context.Context, shard uint32, node string) (fsm.Shard, error) {
-	for {
-		v := c.fsm.View()
-		if sh, _ := v.Shard(shard); sh.State == fsm.ShardOwned && sh.OwnerNode == node {
-			return sh, nil
-		}
-		select {
-		case <-ctx.Done():
-			return fsm.Shard{}, ctx.Err()
-		case <-v.Changed():
-		}
-	}
-}
 
 // leaderShardPlan asks this leader's balancer for its next round.
 func (c *Coordinator) leaderShardPlan(ctx context.Context) (wire.OperateReply, error) {

@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/holdfast-go/holdfast/fsm"
@@ -62,56 +61,6 @@ func (c *Coordinator) SetShardRule(ctx context.Context, name, rule string) (Oper
 // through Operate).
 func (c *Coordinator) ClearShardRule(ctx context.Context, name string) (OperationResult, error) {
 	return c.Operate(ctx, Operation{Action: ActionClearShardRule, Target: name})
-}
-
-// leaderShardRule sets or clears a rule on this node, the leader.
-func (c *Coordinator) leaderShardRule(ctx context.Context, req wire.OperateRequest) (wire.OperateReply, error) {
-	cmd := fsm.RuleCmd{Name: req.Target, Clear: req.Action == ActionClearShardRule}
-	if req.Target == "" || len(req.Target) > fsm.MaxNameLength {
-		return wire.OperateReply{Refused: fmt.Sprintf("a rule needs a name of 1 to %d bytes", fsm.MaxNameLength)}, nil
-	}
-	if !cmd.Clear {
-		r, err := shardown.ParseRule(req.Rule)
-		if err != nil {
-			return wire.OperateReply{Refused: err.Error()}, nil
-		}
-		if n := c.fsm.View().ShardCount(); int(r.Last) >= n {
-			return wire.OperateReply{Refused: fmt.Sprintf("rule %s covers shard %d: the cluster has %d shards (0 to %d)", req.Rule, r.Last, n, n-1)}, nil
-		}
-		for _, t := range r.Require {
-			if why := fsm.ValidTag(t); why != "" {
-				return wire.OperateReply{Refused: why}, nil
-			}
-		}
-		cmd.First, cmd.Last, cmd.Require = uint32(r.First), uint32(r.Last), r.Require
-	}
-	res, err := c.node.CommitAsLeader(ctx, mustEncode(fsm.Command{Op: fsm.OpShardRule, Rule: &cmd}))
-	if err != nil {
-		return wire.OperateReply{}, err
-	}
-	switch {
-	case cmd.Clear && res.Count == 0:
-		return wire.OperateReply{Message: fmt.Sprintf("there was no rule %q", cmd.Name)}, nil
-	case cmd.Clear:
-		return wire.OperateReply{Message: fmt.Sprintf("rule %q removed", cmd.Name)}, nil
-	}
-	return wire.OperateReply{Message: fmt.Sprintf("rule %q set: shards %d-%d need %v", cmd.Name, cmd.First, cmd.Last, cmd.Require)}, nil
-}
-
-// refusedByRules says which rule keeps node's session sess from owning
-// shard ("" when none does).
-func refusedByRules(v *fsm.View, shard uint32, sess fsm.Session) string {
-	for _, r := range v.Rules() {
-		if shard < r.First || shard > r.Last {
-			continue
-		}
-		for _, t := range r.Require {
-			if !slices.Contains(sess.Tags, t) {
-				return fmt.Sprintf("rule %q gives shard %d only to nodes tagged %v, and %s lacks %q", r.Name, shard, r.Require, sess.Node, t)
-			}
-		}
-	}
-	return ""
 }
 
 // placementTags are the tags this node's sessions carry: Shards.Tags and

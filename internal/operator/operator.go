@@ -46,10 +46,14 @@ type Options struct {
 	// ReleaseHeld releases this node's grant token of lease name with
 	// cause; found is false when this node holds no such grant.
 	ReleaseHeld func(ctx context.Context, name string, token uint64, cause error) (found bool, err error)
-	// Placement carries out a shard pin, unpin or move on this leader,
-	// Rule sets or clears a placement rule, and Plan answers a shard plan.
-	Placement, Rule func(ctx context.Context, req wire.OperateRequest) (wire.OperateReply, error)
-	Plan            func(ctx context.Context) (wire.OperateReply, error)
+	// CommitLeader commits cmd on this node, the leader (a shard pin or a
+	// placement rule).
+	CommitLeader func(ctx context.Context, cmd fsm.Command) (wire.ApplyResult, error)
+	// Expiring reports whether the leader is expiring session id (or its
+	// deadline has passed): it may not receive a pinned or moved shard.
+	Expiring func(id string) bool
+	// Plan answers a shard plan (the balancer's preview of its next round).
+	Plan func(ctx context.Context) (wire.OperateReply, error)
 }
 
 // Raft is what an Operator needs of this node's raft host.
@@ -135,9 +139,9 @@ func (p *Operator) asLeader(ctx context.Context, req wire.OperateRequest) (wire.
 	case wire.ActionRemovePeer:
 		rep, err = p.removePeer(ctx, req)
 	case wire.ActionShardPin, wire.ActionShardUnpin, wire.ActionShardMove:
-		rep, err = p.o.Placement(ctx, req)
+		rep, err = p.shardPlacement(ctx, req)
 	case wire.ActionShardRule, wire.ActionShardUnrule:
-		rep, err = p.o.Rule(ctx, req)
+		rep, err = p.shardRule(ctx, req)
 	case wire.ActionShardPlan:
 		rep, err = p.o.Plan(ctx)
 	default:
