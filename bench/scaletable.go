@@ -40,8 +40,11 @@ func (h *hfCluster) placementNote() string {
 	for _, m := range p.Moves {
 		reasons[m.Reason]++
 	}
-	lo, hi := 0.0, 0.0
+	lo, hi, eligible := 0.0, 0.0, 0
 	for i, n := range p.Nodes {
+		if n.Eligible {
+			eligible++
+		}
 		if n.Target <= 0 {
 			continue
 		}
@@ -51,7 +54,7 @@ func (h *hfCluster) placementNote() string {
 		}
 		hi = max(hi, r)
 	}
-	note := fmt.Sprintf("latest round by load %v: moves %v, load/target %.3f to %.3f over %d nodes", p.ByLoad, reasons, lo, hi, len(p.Nodes))
+	note := fmt.Sprintf("latest round by load %v: moves %v, load/target %.3f to %.3f over %d nodes (%d eligible)", p.ByLoad, reasons, lo, hi, len(p.Nodes), eligible)
 	if h.loads == nil {
 		return note
 	}

@@ -42,6 +42,10 @@ type Balancer struct {
 	unplaceable []shardown.ShardID
 	waiting     []bool
 	ruleRevokes map[uint32]bool
+	// The planner's table with the moves under prepare on their targets
+	// (prepare_overlay.go), and whether the last round used one.
+	overlay  []string
+	overlaid bool
 }
 
 type revokeTrack struct {
@@ -248,6 +252,7 @@ func (b *Balancer) commitForced(ctx context.Context, items []fsm.ShardItem) int 
 func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, drained bool, now time.Time) (grants, revokes []fsm.ShardItem) {
 	n := v.ShardCount()
 	current, moved, all := b.table.planInput(v, members)
+	current, all = b.overlayPrepares(v, current, members, all)
 	inflight := 0
 	for _, t := range b.revokes {
 		if _, ok := members[t.owner]; ok {
@@ -299,6 +304,7 @@ func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, drained
 			revoked[cur.ID] = true
 		}
 	}
+	revokes = b.overlaidRevokes(v, moves, revoked, revokes)
 	if len(members) > 0 {
 		revokes = b.revokeUnplaceable(v, revoked, revokes)
 	} else {
@@ -317,32 +323,6 @@ func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, drained
 		return true
 	})
 	return grants, revokes
-}
-
-// maxChunkItems bounds the items per command, and maxChunkBytes their
-// estimated encoded size, so a command stays far below fsm.MaxCommandSize
-// whatever the session IDs' length.
-const (
-	maxChunkItems = 1024
-	maxChunkBytes = fsm.MaxCommandSize / 2
-)
-
-// chunkItems splits items, in order, into commands' worth.
-func chunkItems(items []fsm.ShardItem) [][]fsm.ShardItem {
-	var out [][]fsm.ShardItem
-	start, size := 0, 0
-	for i, it := range items {
-		n := 32 + len(it.Session) + len(it.To) // keys, shard, token and headers at most
-		if i > start && (i-start == maxChunkItems || size+n > maxChunkBytes) {
-			out = append(out, items[start:i])
-			start, size = i, 0
-		}
-		size += n
-	}
-	if start < len(items) {
-		out = append(out, items[start:])
-	}
-	return out
 }
 
 // commit commits items in chunks; a failure is logged and the next round

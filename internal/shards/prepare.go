@@ -26,8 +26,12 @@ type prepMove struct {
 	owner string // the owner's session
 	token uint64 // the owner's grant
 	to    string // the target's session
-	state prepState
-	retry time.Time // when a failed prepare may be asked again
+	// rebalance says the owner could own shards when the move began (a
+	// rebalancing move, not a drained owner's): only those stay the plan's
+	// while they prepare (prepare_overlay.go).
+	rebalance bool
+	state     prepState
+	retry     time.Time // when a failed prepare may be asked again
 }
 
 type prepState uint8
@@ -100,7 +104,8 @@ func (b *Balancer) prepareRound(ctx context.Context, v *fsm.View, members map[st
 		}
 		switch {
 		case pm == nil:
-			b.prep.moves[r.Shard] = &prepMove{owner: r.Session, token: r.Token, to: r.To}
+			_, member := members[r.Session]
+			b.prep.moves[r.Shard] = &prepMove{owner: r.Session, token: r.Token, to: r.To, rebalance: member}
 			ask[r.To] = append(ask[r.To], r)
 		case pm.state == prepReady:
 			pm.state = prepRevoked

@@ -205,3 +205,41 @@ func TestBalancerTermEndCancelsPrepares(t *testing.T) {
 		t.Fatalf("abandoned %d, revoking %v after the term ended", ab, revokingShards(rig.view()))
 	}
 }
+
+// TestBalancerKeepsPreparedMovesWhenThePlanShifts: moves under prepare
+// stay the plan's when the table shifts under them (a new member joins,
+// and a fresh plan would pick other shards and targets): the next round
+// plans around them (c's share comes from the shards not under prepare)
+// and revokes them toward their targets once they are ready.
+func TestBalancerKeepsPreparedMovesWhenThePlanShifts(t *testing.T) {
+	rig, p, ctx := preparedRig(t)
+	rig.roundCtx(ctx, 0, true)
+	k := p.waitAsked(t)
+	p.mu.Lock()
+	toB := append([]fsm.ShardItem(nil), p.asked...)
+	p.mu.Unlock()
+	rig.session("c", ttl, false)
+	rig.roundCtx(ctx, time.Second, false)
+	kept := 0
+	for _, it := range toB {
+		if pm := rig.b.prep.moves[it.Shard]; pm != nil && pm.to == "b" {
+			kept++
+		}
+	}
+	if kept != k {
+		t.Fatalf("%d of %d moves to b still prepared after c joined (round's moves %+v); want all: c's share comes from the rest", kept, k, rig.b.moves)
+	}
+	for range 2 {
+		p.answer <- nil
+	}
+	answered(t, rig, 1)
+	rig.roundCtx(ctx, time.Second, false)
+	toward := map[string]int{}
+	for _, id := range revokingShards(rig.view()) {
+		sh, _ := rig.view().Shard(id)
+		toward[sh.To]++
+	}
+	if toward["b"] != kept {
+		t.Fatalf("revoking toward %v once b answered; want %d toward b (%s)", toward, kept, describe(rig.view()))
+	}
+}
