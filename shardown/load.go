@@ -252,6 +252,7 @@ func (st *state) ownedLists() {
 			ls.owned[o] = append(ls.owned[o], int32(s))
 		}
 	}
+	st.sortOwned()
 }
 
 // loadStep plans one load move and reports whether it found one. The
@@ -313,17 +314,7 @@ func (st *state) loadStepTo(r int) bool {
 	for _, d := range donors {
 		td, tr := ls.target[d], ls.target[r]
 		x := ((ls.member[d]-td)*tr - (ls.member[r]-tr)*td) / (td + tr)
-		best := -1
-		for _, s := range ls.owned[d] {
-			l := ls.shard[s]
-			if st.moved[s] || int(st.owner[s]) != d || l <= 0 || l >= 2*x || !st.rl.allows(int(s), r) {
-				continue
-			}
-			if best < 0 || math.Abs(l-x) < math.Abs(ls.shard[best]-x) {
-				best = int(s)
-			}
-		}
-		if best >= 0 {
+		if best := st.closest(d, r, x); best >= 0 {
 			st.applyLoad(best, r, ReasonLoad)
 			return true
 		}
