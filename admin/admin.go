@@ -158,7 +158,7 @@ func buildStatus(c *coordinator.Coordinator) Status {
 		names[m.ID] = m.Name
 		st.Members = append(st.Members, MemberRow{Name: m.Name, ID: m.ID, RPCAddr: m.RPCAddr,
 			GossipAddr: m.GossipAddr, State: string(m.State), Suffrage: string(m.Suffrage),
-			Eligible: m.Eligible, Zone: m.Zone, ClusterID: m.ClusterID, Since: m.Since.UTC()})
+			Eligible: m.Eligible, Zone: m.Zone, Tags: splitTags(m.Tags), ClusterID: m.ClusterID, Since: m.Since.UTC()})
 	}
 	g := c.Health()
 	st.Group = groupRow(g)
@@ -295,4 +295,12 @@ func writeText(w http.ResponseWriter, code int, body string) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	w.Write([]byte(body))
+}
+
+// splitTags is a comma-separated tag list as a list ([] for none).
+func splitTags(s string) []string {
+	if s == "" {
+		return []string{}
+	}
+	return strings.Split(s, ",")
 }

@@ -170,6 +170,8 @@ type MemberRow struct {
 	// voter.
 	Eligible bool   `json:"eligible"`
 	Zone     string `json:"zone"`
+	// Tags are the member's placement tags (Config.Shards.Tags).
+	Tags []string `json:"tags"`
 	// ClusterID is the cluster the member says it belongs to ("" before it
 	// knows).
 	ClusterID string `json:"cluster_id"`

@@ -106,8 +106,10 @@ type ShardConfig struct {
 	// rule lets only nodes carrying all its tags own the shards it
 	// covers. A node with a Config.Zone also carries the tag "zone=ZONE".
 	// Each tag is 1 to 64 bytes of printable ASCII without spaces or
-	// commas; at most 16, the zone's included. They are written into the
-	// node's sessions: a change takes effect at the next start.
+	// commas; at most 16, the zone's included, and 192 bytes together
+	// (they are also gossiped: Members shows them). They are written into
+	// the node's sessions, which the leader places by: a change takes
+	// effect at the next start.
 	Tags []string
 	// NoShards makes this node one that never owns a shard (a voter or a
 	// lease-only role): its sessions are created drained, so the leader

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/wire"
@@ -73,11 +74,18 @@ func (c Config) placementTags() []string {
 	return tags
 }
 
+// maxGossipedTags bounds Shards.Tags joined by commas, which the node's
+// gossip metadata carries (memberlist allows 512 bytes in all).
+const maxGossipedTags = 192
+
 // checkTags validates Shards.Tags and the zone's tag.
 func (c Config) checkTags() error {
 	tags := c.placementTags()
 	if len(tags) > fsm.MaxTags {
 		return fieldErr("Shards.Tags", "has %d tags with the zone's; at most %d", len(tags), fsm.MaxTags)
+	}
+	if n := len(strings.Join(c.Shards.Tags, ",")); n > maxGossipedTags {
+		return fieldErr("Shards.Tags", "are %d bytes together (comma-separated); at most %d: they are gossiped in the node's metadata", n, maxGossipedTags)
 	}
 	for _, t := range tags {
 		if why := fsm.ValidTag(t); why != "" {

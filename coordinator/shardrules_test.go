@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/holdfast-go/holdfast/coordinator"
@@ -29,7 +30,8 @@ func onlyOn(cl *holdfasttest.Cluster, what, node string, shards ...coordinator.S
 // TestShardsRules over loopback TCP: a placement rule moves its shards to
 // the nodes with its tags (a node's zone counts as the tag zone=Z) with
 // no two beliefs at once; a rule no node passes leaves its shard unowned
-// and the plan says so, until the rule goes; a pin the rules forbid, a
+// and the plan says so, until the rule goes; the tags are gossiped; a pin
+// the rules forbid, a
 // range outside the table and a rule without tags are refused; every
 // node shows the rules.
 func TestShardsRules(t *testing.T) {
@@ -63,6 +65,14 @@ func TestShardsRules(t *testing.T) {
 	if err != nil || !slices.Equal(plan.Unplaceable, []coordinator.ShardID{10}) {
 		t.Fatalf("plan: unplaceable %v (%v), want [10]", plan.Unplaceable, err)
 	}
+	cl.WaitFor("node0's tags gossiped", formTimeout, func() error {
+		for _, m := range c2.Members() {
+			if m.Name == "node0" && m.Tags == "ssd" {
+				return nil
+			}
+		}
+		return fmt.Errorf("%w: node2 does not see node0 tagged ssd", holdfasttest.ErrNotYet)
+	})
 	if got := cl.Node(1).C().ShardRules(); len(got) != 3 || got[0].Name != "eu" || got[1].String() != "0-3:ssd" || got[2].Name != "nobody" {
 		t.Fatalf("node1's rules: %+v", got)
 	}
@@ -94,10 +104,12 @@ func TestShardsRules(t *testing.T) {
 	mon.check(t)
 }
 
-// TestShardsBadTags: a tag with a space, or more tags than a session may
-// carry, is a configuration error naming Shards.Tags.
+// TestShardsBadTags: a tag with a space, more tags than a session may
+// carry, or more bytes than gossip metadata takes, is a configuration
+// error naming Shards.Tags.
 func TestShardsBadTags(t *testing.T) {
-	for _, tags := range [][]string{{"a b"}, {""}, {"a,b"}, make([]string, 17)} {
+	long := strings.Repeat("x", 60)
+	for _, tags := range [][]string{{"a b"}, {""}, {"a,b"}, make([]string, 17), {long + "1", long + "2", long + "3", long + "4"}} {
 		for i := range tags {
 			if len(tags) == 17 {
 				tags[i] = fmt.Sprintf("t%d", i)

@@ -50,7 +50,7 @@ const (
 // Member describes one node as this node sees it: its name, ID (identity
 // and raft server ID), addresses, gossip State and since when (on this
 // node's clock), whether it is voter-Eligible (has a data dir), its
-// Suffrage, ClusterID and Zone.
+// Suffrage, ClusterID, Zone and placement Tags (comma-separated).
 type Member = cluster.Member
 
 // NodeInfo identifies a node.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
@@ -137,6 +138,7 @@ func (c *Coordinator) newCluster() *cluster.Cluster {
 		ID:                   c.id,
 		RPCAddr:              c.trans.Addr(),
 		Zone:                 c.cfg.Zone,
+		Tags:                 strings.Join(c.cfg.Shards.Tags, ","),
 		Eligible:             c.cfg.DataDir != "",
 		Join:                 c.cfg.Join,
 		Config:               c.cfg.Cluster.part(),

@@ -34,6 +34,10 @@ type Meta struct {
 	ClusterID string `msgpack:"cluster"`
 	// Zone is the failure domain the node runs in; it may be empty.
 	Zone string `msgpack:"zone"`
+	// Tags are the node's placement tags, comma-separated ("" for none):
+	// what placement rules require of shard owners. Shown to operators;
+	// the leader reads them from the node's session, not from gossip.
+	Tags string `msgpack:"tags,omitempty"`
 }
 
 // Encode returns the msgpack encoding of m. It fails when the result is

@@ -60,6 +60,7 @@ type Options struct {
 	ID       string // raft server ID of this node
 	RPCAddr  string // the RPC address this node advertises
 	Zone     string
+	Tags     string   // placement tags, comma-separated (gossiped)
 	Eligible bool     // voter-eligible: has a data dir
 	Join     []string // gossip seeds
 
@@ -199,6 +200,7 @@ func (cl *Cluster) LocalMeta() membership.Meta {
 		Voter:     cl.o.Eligible,
 		ClusterID: cl.ClusterID(),
 		Zone:      cl.o.Zone,
+		Tags:      cl.o.Tags,
 	}
 }
 

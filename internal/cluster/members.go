@@ -214,6 +214,7 @@ type Member struct {
 	Suffrage   Suffrage
 	ClusterID  string
 	Zone       string
+	Tags       string // placement tags, comma-separated
 }
 
 // MemberList is Members described as Coordinator.Members shows them.
@@ -228,7 +229,7 @@ func (cl *Cluster) MemberList() []Member {
 		}
 		out = append(out, Member{Name: m.Name, ID: m.Meta.NodeID, RPCAddr: m.Meta.RPCAddr, GossipAddr: m.Addr,
 			State: MemberState(m.State.String()), Since: m.Since, Eligible: m.Meta.Voter, Suffrage: s,
-			ClusterID: m.Meta.ClusterID, Zone: m.Meta.Zone})
+			ClusterID: m.Meta.ClusterID, Zone: m.Meta.Zone, Tags: m.Meta.Tags})
 	}
 	return out
 }
