@@ -23,7 +23,8 @@
 // Commands:
 //
 //	status      the node, its raft role and leader, voters, session, readiness, formation progress (GET /v1/status)
-//	members     every node the answering node's gossip knows of (the members of GET /v1/status)
+//	members     every node the answering node's gossip knows of, with its zone and placement tags (the
+//	            members of GET /v1/status)
 //	shards      every shard with its state, owner and token (GET /v1/shards); a first line
 //	            "STALE: no raft leader known since T" when the answering node knows no leader
 //	shards plan  what the raft leader's balancer would move in its next round and why: per node its

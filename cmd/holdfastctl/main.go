@@ -223,7 +223,7 @@ the application serves (package admin), and acts on it.
 commands (certificates: holdfastctl cert help; a stopped node's data dir: holdfastctl data help;
 the token floor of a database for a new cluster: holdfastctl token-floor -h):
   status      the node, its raft role and leader, voters, session, readiness
-  members     every node the answering node's gossip knows of
+  members     every node the answering node's gossip knows of, with its zone and placement tags
   shards      every shard with its state, owner and token
   leases      every held named lease with its holder, token, waiters and holder value
   semaphores  every semaphore in use with its limit, holders and waiters

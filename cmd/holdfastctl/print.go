@@ -177,16 +177,17 @@ func faultTolerance(g admin.GroupHealth) string {
 	return fmt.Sprintf("%d (%d of %d voters healthy, judged %s)", g.FailureTolerance, g.HealthyVoters, g.Voters, g.JudgedAgo())
 }
 
-// printMembers prints one row per member.
+// printMembers prints one row per member; the placement tags come last,
+// after the columns earlier releases printed.
 func printMembers(w io.Writer, st *admin.Status) {
-	fmt.Fprintln(w, "NAME\tID\tSTATE\tSUFFRAGE\tELIGIBLE\tZONE\tRPC_ADDR\tGOSSIP_ADDR\tSINCE")
+	fmt.Fprintln(w, "NAME\tID\tSTATE\tSUFFRAGE\tELIGIBLE\tZONE\tRPC_ADDR\tGOSSIP_ADDR\tSINCE\tTAGS")
 	for _, m := range st.Members {
 		since := "-"
 		if !m.Since.IsZero() {
 			since = m.Since.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\n", m.Name, m.ID, m.State, m.Suffrage,
-			m.Eligible, dash(m.Zone), m.RPCAddr, m.GossipAddr, since)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\t%s\n", m.Name, m.ID, m.State, m.Suffrage,
+			m.Eligible, dash(m.Zone), m.RPCAddr, m.GossipAddr, since, dash(strings.Join(m.Tags, ",")))
 	}
 }
 

@@ -56,8 +56,11 @@ func decodeStrict(t *testing.T, out string, v any) {
 // them all as voters, is ready and sees every shard owned; node1 holds the
 // lease "cli-lease".
 func settledCluster(t *testing.T) (*holdfasttest.Cluster, *coordinator.Lease) {
-	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, Configure: func(_ int, c *coordinator.Config) {
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, Configure: func(i int, c *coordinator.Config) {
 		c.Shards.Count = 16
+		if i == 2 {
+			c.Shards.Tags = []string{"ssd", "role=batch"}
+		}
 	}})
 	cl.WaitFormed(settle)
 	ctx, cancel := context.WithTimeout(context.Background(), settle)
@@ -147,15 +150,16 @@ func TestCommands(t *testing.T) {
 		out := mustCtl(t, "-addr", addr, "members")
 		for i := range 3 {
 			n := cl.Node(i).C()
-			row := regexp.MustCompile(fmt.Sprintf(`(?m)^node%d +%s +alive +voter +true +- +%s +%s +\S+$`,
-				i, n.ID(), regexp.QuoteMeta(n.RPCAddr()), regexp.QuoteMeta(n.GossipAddr())))
+			tags := map[bool]string{true: "ssd,role=batch", false: "-"}[i == 2]
+			row := regexp.MustCompile(fmt.Sprintf(`(?m)^node%d +%s +alive +voter +true +- +%s +%s +\S+ +%s$`,
+				i, n.ID(), regexp.QuoteMeta(n.RPCAddr()), regexp.QuoteMeta(n.GossipAddr()), regexp.QuoteMeta(tags)))
 			if !row.MatchString(out) {
 				t.Errorf("members lacks the row of node%d:\n%s", i, out)
 			}
 		}
 		var ms []admin.MemberRow
 		decodeStrict(t, mustCtl(t, "members", "-json", "-addr", addr), &ms) // flags after the command
-		if len(ms) != 3 || ms[2].Name != "node2" || ms[2].ID != cl.Node(2).C().ID() {
+		if len(ms) != 3 || ms[2].Name != "node2" || ms[2].ID != cl.Node(2).C().ID() || strings.Join(ms[2].Tags, ",") != "ssd,role=batch" {
 			t.Errorf("members -json: %+v", ms)
 		}
 	})
