@@ -278,21 +278,29 @@ func (st *state) ruleStep() bool {
 	rs := &st.rl
 	rs.donors = st.ranked(aboveLowerNot, rs.donors)
 	rs.receivers = st.ranked(belowLower, rs.receivers)
-	donors := rs.donors
-	for _, r := range rs.receivers {
-		for _, d := range donors {
-			if s := st.firstUnmovedFor(d, r); d != r && s >= 0 {
-				st.apply(s, r, ReasonCount)
-				return true
-			}
-		}
+	if st.movePair(rs.receivers, rs.donors, true) {
+		return true
 	}
-	rs.receivers = st.ranked(withRoom, rs.receivers)
 	rs.donors = st.ranked(aboveUpper, rs.donors)
-	receivers := rs.receivers
-	for _, d := range rs.donors {
-		for _, r := range receivers {
-			if s := st.firstUnmovedFor(d, r); d != r && s >= 0 {
+	rs.receivers = st.ranked(withRoom, rs.receivers)
+	return st.movePair(rs.donors, rs.receivers, false)
+}
+
+// movePair moves one shard between the first pair of distinct members, in
+// outer's order and then inner's, where the donor has an unmoved shard the
+// receiver may own; outer lists the receivers when outerReceives, else the
+// donors.
+func (st *state) movePair(outer, inner []int, outerReceives bool) bool {
+	for _, a := range outer {
+		for _, b := range inner {
+			if a == b {
+				continue
+			}
+			r, d := a, b
+			if !outerReceives {
+				r, d = b, a
+			}
+			if s := st.firstUnmovedFor(d, r); s >= 0 {
 				st.apply(s, r, ReasonCount)
 				return true
 			}
@@ -318,9 +326,8 @@ func (st *state) ranked(kind int, buf []int) []int {
 	}
 	slices.SortStableFunc(out, func(a, b int) int {
 		x, y := float64(st.load[a])*st.weight[b], float64(st.load[b])*st.weight[a]
-		if recv {
-			x, y = float64(st.load[a]+1)*st.weight[b], float64(st.load[b]+1)*st.weight[a]
-			x, y = y, x
+		if recv { // ascending by (load+1)/weight: compare the other way round
+			x, y = float64(st.load[b]+1)*st.weight[a], float64(st.load[a]+1)*st.weight[b]
 		}
 		switch {
 		case x > y:
