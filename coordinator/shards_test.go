@@ -79,7 +79,13 @@ func TestShardsAPI(t *testing.T) {
 	if k := a.ShardFor([]byte("user:42")); k != b.ShardFor([]byte("user:42")) || int(k) >= shards || a.Shards() != shards {
 		t.Fatalf("ShardFor disagrees or out of range: %d %d", k, b.ShardFor([]byte("user:42")))
 	}
-	for _, l := range a.Owned() {
+	// node1's replica answers Owner: Sync first, so that it has applied
+	// every grant committed before node0's shards were read.
+	owned := a.Owned()
+	if err := b.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range owned {
 		o, ok := b.Owner(l.Shard())
 		if !ok || o.Node != a.NodeName() || o.Token != l.Token() || o.Addr != "svc0:80" || o.NodeID != a.ID() {
 			t.Fatalf("node1 sees shard %d as %+v, node0 holds token %d", l.Shard(), o, l.Token())

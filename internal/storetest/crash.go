@@ -92,8 +92,16 @@ func crashFile(ino *inode, rng *rand.Rand, mode CrashMode, done map[*inode]*inod
 	case RandomSubset:
 		kept = func(int) bool { return rng.IntN(2) == 0 }
 	}
-	b := append([]byte(nil), ino.durable...)
-	for i, op := range ino.pending {
+	b := applyOps(append([]byte(nil), ino.durable...), ino.pending, kept)
+	c := &inode{cur: b, durable: append([]byte(nil), b...)}
+	done[ino] = c
+	return c
+}
+
+// applyOps applies to b, in order, the ops that kept selects, and returns
+// the result (b's array, grown where an op needs it).
+func applyOps(b []byte, ops []dataOp, kept func(int) bool) []byte {
+	for i, op := range ops {
 		if !kept(i) {
 			continue
 		}
@@ -104,7 +112,5 @@ func crashFile(ino *inode, rng *rand.Rand, mode CrashMode, done map[*inode]*inod
 		b = setLen(b, max(int64(len(b)), op.off+int64(len(op.data))))
 		copy(b[op.off:], op.data)
 	}
-	c := &inode{cur: b, durable: append([]byte(nil), b...)}
-	done[ino] = c
-	return c
+	return b
 }

@@ -1,0 +1,78 @@
+//go:build linux
+
+package coordinator_test
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
+)
+
+// simStartSeeded starts cmd with the Go runtime's own random source fixed
+// by seed, and at the lowest scheduling priority (the seeds use the CPU
+// the package's other scenarios, which mostly wait on timers, leave).
+//
+// The runtime seeds the source behind map iteration order, select's
+// choice among ready cases, math/rand/v2's global functions and the
+// scheduler's random steal order from the 16 bytes the kernel hands a new
+// program (the auxiliary vector's AT_RANDOM). The child is started traced,
+// so it stops right after exec, before its first instruction; those 16
+// bytes are overwritten with a hash of seed, and the child detached. Two
+// runs of a seed then make the same choices as long as they see the same
+// events in the same order. It reports whether the bytes were set: without
+// ptrace (a sandbox that forbids it) the child runs unseeded.
+func simStartSeeded(cmd *exec.Cmd, seed uint64) (seeded bool, err error) {
+	// ptrace requests must come from the thread that started the child.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Ptrace = true
+	if err := cmd.Start(); err != nil {
+		cmd.SysProcAttr.Ptrace = false
+		if err := cmd.Start(); err != nil {
+			return false, err
+		}
+		_ = syscall.Setpriority(syscall.PRIO_PROCESS, cmd.Process.Pid, 19)
+		return false, nil
+	}
+	pid := cmd.Process.Pid
+	var ws syscall.WaitStatus
+	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
+		_ = cmd.Process.Kill()
+		return false, fmt.Errorf("child %d did not stop after exec (%v, status %v)", pid, err, ws)
+	}
+	seeded = simSetATRandom(pid, seed) == nil
+	_ = syscall.Setpriority(syscall.PRIO_PROCESS, pid, 19)
+	if err := syscall.PtraceDetach(pid); err != nil {
+		_ = cmd.Process.Kill()
+		return false, fmt.Errorf("detach child %d: %w", pid, err)
+	}
+	return seeded, nil
+}
+
+// simSetATRandom overwrites the stopped child's AT_RANDOM bytes with the
+// first 16 bytes of SHA-256(seed).
+func simSetATRandom(pid int, seed uint64) error {
+	const atRandom = 25 // AT_RANDOM in <elf.h>
+	aux, err := os.ReadFile(fmt.Sprintf("/proc/%d/auxv", pid))
+	if err != nil {
+		return err
+	}
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], seed)
+	sum := sha256.Sum256(append([]byte("holdfast-sim-runtime:"), b[:]...))
+	for i := 0; i+16 <= len(aux); i += 16 {
+		if binary.NativeEndian.Uint64(aux[i:]) == atRandom {
+			addr := uintptr(binary.NativeEndian.Uint64(aux[i+8:]))
+			_, err := syscall.PtracePokeData(pid, addr, sum[:16])
+			return err
+		}
+	}
+	return fmt.Errorf("no AT_RANDOM in the auxiliary vector of %d", pid)
+}
