@@ -3,6 +3,7 @@ package coordinator_test
 import (
 	"flag"
 	"os"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -25,6 +26,13 @@ const clusterParallel = 8
 // A test that re-executes the test binary as a child process sets
 // HOLDFAST_CHILD; the child then runs childMain instead of the tests.
 func TestMain(m *testing.M) {
+	if os.Getenv(simChildEnv) != "" {
+		// A TestSimulation child: no heap profile samples, which are drawn
+		// from the runtime's per-thread random source at points that depend
+		// on how many bytes were allocated, and so would shift the choices
+		// (select, timer order) that draw from it after them.
+		runtime.MemProfileRate = 0
+	}
 	if os.Getenv("HOLDFAST_CHILD") != "" && childMain != nil {
 		os.Exit(childMain())
 	}

@@ -38,8 +38,8 @@ type simRun struct {
 	disks  []*simDisk
 	drift  float64 // the clock rate bound the nodes run within
 	brk    string  // a deliberately broken build (-sim.break), "" for none
-	// linRejected: porcupine rejected the lease history (a failure only
-	// with -sim.lin-strict).
+	// linRejected: porcupine rejected the lease history with
+	// -sim.lin-strict=false (otherwise it is a violation).
 	linRejected bool
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -18,8 +19,17 @@ import (
 // is formatted until a seed fails (or the event log is asked for), so a
 // passing seed pays only for keeping the records.
 
-// simLogLevel is the lowest level of the nodes' records the trace keeps.
-const simLogLevel = slog.LevelWarn
+// simLogLevel is the lowest level of the nodes' records the trace keeps:
+// warnings unless HOLDFAST_SIM_LOG names another level (debug, info), to
+// see where two runs of a seed part (HOLDFAST_SIM_EVENTS writes the whole
+// trace beside the event log).
+var simLogLevel = func() slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(os.Getenv("HOLDFAST_SIM_LOG"))); err != nil {
+		return slog.LevelWarn
+	}
+	return l
+}()
 
 // simTraceWindow is how many simulated seconds before a violation the
 // failure message shows, and simTraceLines how many lines at most.
@@ -109,12 +119,15 @@ func (e simEntry) line() string {
 
 // harnessLog is the harness's events in order, one per line: the seed's
 // event log, compared run to run by TestSimulationReplay.
-func (tr *simTrace) harnessLog() string {
+func (tr *simTrace) harnessLog() string { return tr.lines(false) }
+
+// lines formats the harness's events, and the nodes' records too if all.
+func (tr *simTrace) lines(all bool) string {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	var b strings.Builder
 	for _, e := range tr.entries {
-		if e.node == "" {
+		if all || e.node == "" {
 			b.WriteString(e.line())
 			b.WriteByte('\n')
 		}

@@ -187,3 +187,49 @@ func TestVerifyWritesVisualization(t *testing.T) {
 		t.Fatalf("no visualization: %v", err)
 	}
 }
+
+// TestRecorderReplaced: an acquire granted after its client's session was
+// replaced while it waited may have been granted to the old session first;
+// a read during the call that saw that grant (a token the caller never
+// got) is explained, but not a read after the call returned, nor one that
+// shows the old grant as someone else's.
+func TestRecorderReplaced(t *testing.T) {
+	history := func(readAt int64, who string) []porcupine.Operation {
+		var now int64
+		r := NewRecorder(func() int64 { return now })
+		read := func() {
+			now = readAt
+			rd := r.Begin("reader", Input{Kind: Read, Name: "x"})
+			now++
+			rd.End(Output{Holders: []Holder{{Client: who, Token: 5}}})
+		}
+		now = 10
+		call := r.Begin("a", Input{Kind: Acquire, Name: "x", Client: "a"})
+		if readAt < 30 {
+			read()
+		}
+		now = 30
+		call.End(Output{Token: 9})
+		r.Replaced("a", call)
+		if readAt > 30 {
+			read()
+		}
+		return r.Finish(LeaseBounds)
+	}
+	check := func(ops []porcupine.Operation) porcupine.CheckResult {
+		res, _ := Check(LeaseModel(), ops, 10*time.Second)
+		return res
+	}
+	if res := check(history(20, "a")); res != porcupine.Ok {
+		t.Fatalf("a read during the call of the replaced session's grant: %v, want ok", res)
+	}
+	if res := check(history(40, "a")); res != porcupine.Illegal {
+		t.Fatalf("a read after the call returned of a grant older than the one returned: %v, want illegal", res)
+	}
+	if res := check(history(20, "b")); res != porcupine.Illegal {
+		t.Fatalf("a read during the call of another client's grant nobody asked for: %v, want illegal", res)
+	}
+	if s := Count(history(20, "a")); s.Settles != 1 || s.Failed != 2 {
+		t.Fatalf("counts %+v, want the possible grant and its settlement", s)
+	}
+}

@@ -121,6 +121,26 @@ func (r *Recorder) SettleSince(worker string, failed *Call, since int64) {
 	r.ops[c.i].call = max(min(since, r.ops[c.i].call), r.ops[failed.i].call)
 }
 
+// Replaced records, for an acquire that was granted after its client's
+// session was replaced while it waited, what the replaced session may have
+// been granted first: the request may have been committed for the old
+// session, a grant the caller never saw, which ended with that session
+// before the acquire was asked again for the new one. It is an acquire
+// with an unknown outcome over the same span as granted, and its
+// settlement from the acquire's call on (call it once granted has ended).
+func (r *Recorder) Replaced(worker string, granted *Call) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g := r.ops[granted.i]
+	in := Input{Kind: Acquire, Name: g.in.Name, Client: g.in.Client}
+	u := r.beginLocked(worker, in)
+	o := &r.ops[u.i]
+	o.call, o.ret, o.returned, o.out = g.call, g.ret, true, Output{Unknown: true}
+	c := r.beginLocked(worker, Input{Kind: Settle, Name: in.Name, Client: in.Client, Ref: o.in.ID})
+	r.ops[c.i].out = Output{Unknown: true}
+	r.ops[c.i].call = g.call
+}
+
 // Lost records that the client's grant of name with token ended without a
 // release (its holder saw it end: a lost session): it is dropped at some
 // time from now on.
