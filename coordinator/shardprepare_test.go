@@ -148,6 +148,18 @@ func TestShardsPrepareLeaderChange(t *testing.T) {
 		t.Fatalf("Drain: %v", err)
 	}
 	waitOwned(t, cl, tgt.C(), moved)
+	// The table shows the grant before the new owner's handler (the
+	// monitor) sees it: wait for the monitor, then count (counting at
+	// once failed under load with "granted 0 times").
+	cl.WaitFor("the monitor saw every grant", formTimeout, func() error {
+		got, _ := m.grantsAfter(before)
+		for _, s := range moved {
+			if got[s] == 0 {
+				return fmt.Errorf("%w: shard %d not seen granted yet", holdfasttest.ErrNotYet, s)
+			}
+		}
+		return nil
+	})
 	perShard, who := m.grantsAfter(before)
 	for _, s := range moved {
 		if perShard[s] != 1 {
