@@ -201,6 +201,7 @@ func metricSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
 // are described by the same Holder, with the node's name, identity, service
 // address and session, and each grant's own token.
 func TestHolderShape(t *testing.T) {
+	t.Parallel()
 	const addr = "svc.example:8080"
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1, Configure: func(_ int, c *coordinator.Config) {
 		c.ServiceAddr = addr

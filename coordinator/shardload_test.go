@@ -22,6 +22,7 @@ func shardLoad(s coordinator.ShardID) float64 {
 // with every node's load within 10% of its target, and the leader's
 // Placement shows the round by load with each node's load and target.
 func TestShardsBalanceByLoad(t *testing.T) {
+	t.Parallel()
 	const shards = 32
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, Configure: func(i int, c *coordinator.Config) {
 		c.Shards.Count = shards

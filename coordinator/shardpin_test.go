@@ -25,6 +25,7 @@ func ownerNode(c *coordinator.Coordinator, s coordinator.ShardID) (string, uint6
 // the pinned node's restart; the plan shows the pin; an unknown node, a
 // shard out of range and a move of a shard pinned elsewhere are refused.
 func TestShardsPinAndMove(t *testing.T) {
+	t.Parallel()
 	const shards = 12
 	mon := newShardMonitor()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, Configure: func(i int, c *coordinator.Config) {
@@ -115,6 +116,7 @@ func TestShardsPinAndMove(t *testing.T) {
 // TestShardsNoShardsNode: a node with Shards.NoShards owns no shard while
 // the others share them all, and refuses Undrain.
 func TestShardsNoShardsNode(t *testing.T) {
+	t.Parallel()
 	const shards = 12
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, Configure: func(i int, c *coordinator.Config) {
 		c.Shards.Count = shards

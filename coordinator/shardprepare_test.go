@@ -15,6 +15,7 @@ import (
 // prepared it first, the old owner's drain knows the next owner, and no
 // two nodes ever believe one shard at once.
 func TestShardsPrepareDrain(t *testing.T) {
+	t.Parallel()
 	const shards = 24
 	m := newPrepMonitor()
 	cl := prepCluster(t, 3, shards, m, 0)
@@ -25,6 +26,7 @@ func TestShardsPrepareDrain(t *testing.T) {
 // ready holds the move up for PrepareTimeout only; the move then completes
 // as without a prepare, and the grant ends the prepare (not abandoned).
 func TestShardsPrepareTimeout(t *testing.T) {
+	t.Parallel()
 	const shards = 16
 	m := newPrepMonitor()
 	never := make(chan struct{})
@@ -39,6 +41,7 @@ func TestShardsPrepareTimeout(t *testing.T) {
 // is revoked toward a target that did not prepare), they go to the other
 // node once the dead one's session expires, and no shard is granted twice.
 func TestShardsPrepareTargetKilled(t *testing.T) {
+	t.Parallel()
 	const shards = 16
 	m := newPrepMonitor()
 	leader := (*holdfasttest.Node)(nil)
@@ -107,6 +110,7 @@ func TestShardsPrepareTargetKilled(t *testing.T) {
 // once the prepare reports ready the moves complete, each shard granted
 // once.
 func TestShardsPrepareLeaderChange(t *testing.T) {
+	t.Parallel()
 	const shards = 16
 	m := newPrepMonitor()
 	hold := make(chan struct{})
@@ -144,6 +148,18 @@ func TestShardsPrepareLeaderChange(t *testing.T) {
 		t.Fatalf("Drain: %v", err)
 	}
 	waitOwned(t, cl, tgt.C(), moved)
+	// The table shows the grant before the new owner's handler (the
+	// monitor) sees it: wait for the monitor, then count (counting at
+	// once failed under load with "granted 0 times").
+	cl.WaitFor("the monitor saw every grant", formTimeout, func() error {
+		got, _ := m.grantsAfter(before)
+		for _, s := range moved {
+			if got[s] == 0 {
+				return fmt.Errorf("%w: shard %d not seen granted yet", holdfasttest.ErrNotYet, s)
+			}
+		}
+		return nil
+	})
 	perShard, who := m.grantsAfter(before)
 	for _, s := range moved {
 		if perShard[s] != 1 {
@@ -157,6 +173,7 @@ func TestShardsPrepareLeaderChange(t *testing.T) {
 // TestShardsPrepareShutdown: Shutdown of a node whose peers prepare hands
 // every shard off to a node that prepared it, and the audit is clean.
 func TestShardsPrepareShutdown(t *testing.T) {
+	t.Parallel()
 	const shards = 24
 	m := newPrepMonitor()
 	cl := prepCluster(t, 3, shards, m, 0)
@@ -178,6 +195,7 @@ func TestShardsPrepareShutdown(t *testing.T) {
 // (its context ends with ErrMoveAbandoned) and the old owner keeps every
 // shard, none granted again.
 func TestShardsPrepareAbandonedOnUndrain(t *testing.T) {
+	t.Parallel()
 	const shards = 16
 	m := newPrepMonitor()
 	hold := make(chan struct{})

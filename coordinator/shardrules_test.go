@@ -35,6 +35,7 @@ func onlyOn(cl *holdfasttest.Cluster, what, node string, shards ...coordinator.S
 // range outside the table and a rule without tags are refused; every
 // node shows the rules.
 func TestShardsRules(t *testing.T) {
+	t.Parallel()
 	const shards = 12
 	mon := newShardMonitor()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, Configure: func(i int, c *coordinator.Config) {
@@ -108,6 +109,7 @@ func TestShardsRules(t *testing.T) {
 // carry, or more bytes than gossip metadata takes, is a configuration
 // error naming Shards.Tags.
 func TestShardsBadTags(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 60)
 	for _, tags := range [][]string{{"a b"}, {""}, {"a,b"}, make([]string, 17), {long + "1", long + "2", long + "3", long + "4"}} {
 		for i := range tags {

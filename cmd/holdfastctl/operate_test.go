@@ -198,10 +198,16 @@ func TestOperatorCommands(t *testing.T) {
 	victim := alive // neither node0 (the admin endpoint) nor the leader
 	id := victim.C().ID()
 	cl.Kill(victim.Index)
+	// The leader refuses to remove a server its own gossip shows alive:
+	// wait until every running node, the leader among them, sees it dead
+	// (node0 seeing it dead first, the leader still refused on a loaded
+	// machine).
 	cl.WaitFor("the others to see the victim dead", settle, func() error {
-		for _, m := range c0.Members() {
-			if m.ID == id && m.State == coordinator.MemberAlive {
-				return holdfasttest.ErrNotYet
+		for _, n := range cl.Running() {
+			for _, m := range n.C().Members() {
+				if m.ID == id && m.State == coordinator.MemberAlive {
+					return fmt.Errorf("%w: %s sees %s alive", holdfasttest.ErrNotYet, n.Name, victim.Name)
+				}
 			}
 		}
 		return nil

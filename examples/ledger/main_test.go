@@ -13,9 +13,12 @@ import (
 	"github.com/holdfast-go/holdfast/internal/leaktest"
 )
 
-// TestMain fails the run if any goroutine outlives the tests.
+// TestMain fails the run if any goroutine outlives the tests, and removes
+// the binaries they built.
 func TestMain(m *testing.M) {
-	leaktest.VerifyTestMain(m, 10*time.Second)
+	code := leaktest.Run(m, 10*time.Second)
+	removeBuilt()
+	os.Exit(code)
 }
 
 func TestCommandLine(t *testing.T) {

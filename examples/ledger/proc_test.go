@@ -51,22 +51,6 @@ func notYet(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errNotYet, fmt.Sprintf(format, args...))
 }
 
-// buildLedger builds this package's binary into a temporary directory.
-func buildLedger(t *testing.T) string {
-	t.Helper()
-	gotool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("the go tool is not on PATH: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "ledger")
-	start := time.Now()
-	if out, err := exec.Command(gotool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	t.Logf("built the ledger binary in %v", time.Since(start).Round(time.Millisecond))
-	return bin
-}
-
 // event is one line of a process's standard output: a name and key=value
 // pairs.
 type event struct {

@@ -16,20 +16,6 @@ import (
 	"time"
 )
 
-// buildHoldfastctl builds cmd/holdfastctl into a temporary directory.
-func buildHoldfastctl(t *testing.T) string {
-	t.Helper()
-	gotool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("the go tool is not on PATH: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "holdfastctl")
-	if out, err := exec.Command(gotool, "build", "-o", bin, "../../cmd/holdfastctl").CombinedOutput(); err != nil {
-		t.Fatalf("go build holdfastctl: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // runCtl runs holdfastctl and returns its exit status and output.
 func runCtl(t *testing.T, bin string, args ...string) (int, string) {
 	t.Helper()
