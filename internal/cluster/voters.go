@@ -23,7 +23,7 @@ const metaZone = "zone"
 
 func newAutopilot(cl *Cluster) *autopilot.Autopilot {
 	d := &pilotDelegate{cl: cl}
-	return autopilot.New(cl.o.Raft, d,
+	return autopilot.New(checkedRaft{Raft: cl.o.Raft, probe: cl.probeCandidate}, d,
 		autopilot.WithLogger(logbridge.HCLog(cl.log.With("subsystem", "autopilot"), "autopilot", cl.o.Closing)),
 		autopilot.WithPromoter(newPromoter(cl)),
 		autopilot.WithReconcileInterval(cl.o.ReconcileInterval),
