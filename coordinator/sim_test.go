@@ -165,7 +165,7 @@ func simFanOut(t *testing.T, first uint64, n, procs int, mayFail bool) []simResu
 				case err != nil:
 					t.Errorf("seed %d: %v; its output:\n%s", seed, err, simTrim(output, 200_000))
 				case testing.Verbose():
-					t.Logf("seed %d:\n%s", seed, simTrim(output, 4_000))
+					t.Logf("%s", simSeedLine(seed, output))
 				}
 			}
 			rs := simReadResults(t, out)
@@ -242,6 +242,17 @@ func simRunChild(seed uint64, out, tmp string) (seeded bool, output string, err 
 		err = cmd.Wait()
 	}
 	return seeded, buf.String(), err
+}
+
+// simSeedLine is the line of a passing child's verbose output that sums
+// its seed up (simulated time, faults, grants, the history checked).
+func simSeedLine(seed uint64, output string) string {
+	for line := range strings.Lines(output) {
+		if strings.Contains(line, fmt.Sprintf("seed %d: ", seed)) && strings.Contains(line, " simulated, ") {
+			return strings.TrimSpace(line)
+		}
+	}
+	return fmt.Sprintf("seed %d: passed", seed)
 }
 
 // simTrim keeps the last max bytes of s.
