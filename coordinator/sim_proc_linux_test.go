@@ -10,11 +10,14 @@ import (
 	"os/exec"
 	"runtime"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // simStartSeeded starts cmd with the Go runtime's own random source fixed
 // by seed, and at the lowest scheduling priority (the seeds use the CPU
-// the package's other scenarios, which mostly wait on timers, leave).
+// the package's other scenarios, which mostly wait on timers, leave), or
+// with -sim.rt at a real-time one (simRealTime).
 //
 // The runtime seeds the source behind map iteration order, select's
 // choice among ready cases, math/rand/v2's global functions and the
@@ -48,7 +51,9 @@ func simStartSeeded(cmd *exec.Cmd, seed uint64) (seeded bool, err error) {
 		return false, fmt.Errorf("child %d did not stop after exec (%v, status %v)", pid, err, ws)
 	}
 	seeded = simSetATRandom(pid, seed) == nil
-	_ = syscall.Setpriority(syscall.PRIO_PROCESS, pid, 19)
+	if !*simRTFlag || simRealTime(pid) != nil {
+		_ = syscall.Setpriority(syscall.PRIO_PROCESS, pid, 19)
+	}
 	if err := syscall.PtraceDetach(pid); err != nil {
 		_ = cmd.Process.Kill()
 		return false, fmt.Errorf("detach child %d: %w", pid, err)
@@ -75,4 +80,15 @@ func simSetATRandom(pid int, seed uint64) error {
 		}
 	}
 	return fmt.Errorf("no AT_RANDOM in the auxiliary vector of %d", pid)
+}
+
+// simRealTime runs pid under the real-time round-robin policy at the
+// lowest real-time priority (root only): the kernel then never takes its
+// threads off a core for an ordinary process. A goroutine that the Go
+// runtime finds running for 10 ms of wall time is preempted, and a thread
+// taken off its core counts that time too: on a busy machine such
+// preemptions, which reorder the goroutines, are the main thing that parts
+// two runs of a seed. For replays; CI's seeds run at the lowest priority.
+func simRealTime(pid int) error {
+	return unix.SchedSetAttr(pid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_RR, Priority: 1}, 0)
 }

@@ -49,6 +49,7 @@ var (
 	simSeedsFlag = flag.Int("sim.seeds", 0, "TestSimulation: number of seeds (env HOLDFAST_SIM_SEEDS; default simDefaultSeeds)")
 	simBreakFlag = flag.String("sim.break", "", "TestSimulation: a deliberately broken build (margin0, drift; release-unchecked with -tags holdfast_break_release): passes only if some seed fails")
 	simProcsFlag = flag.Int("sim.procs", 0, "TestSimulation: child processes (default: the number of CPUs)")
+	simRTFlag    = flag.Bool("sim.rt", false, "TestSimulation: children at a real-time priority (root, Linux), for replays closer to bit for bit")
 )
 
 // simDefaultSeeds is how many seeds the default run tries (fewer with
