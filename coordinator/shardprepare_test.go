@@ -81,15 +81,7 @@ func TestShardsPrepareTargetKilled(t *testing.T) {
 	waitOwned(t, cl, leader.C(), moved)
 	// The table shows the grant before the new owner's handler (the
 	// monitor) sees it: wait for the monitor, then count.
-	cl.WaitFor("the monitor saw every grant", formTimeout, func() error {
-		got, _ := m.grantsAfter(before)
-		for _, s := range meant {
-			if got[s] == 0 {
-				return fmt.Errorf("%w: shard %d not seen granted yet", holdfasttest.ErrNotYet, s)
-			}
-		}
-		return nil
-	})
+	m.waitGranted(cl, before, meant)
 	perShard, who := m.grantsAfter(before)
 	for _, s := range moved {
 		if o, ok := leader.C().Owner(s); !ok || o.Node != leader.Name {
@@ -151,15 +143,7 @@ func TestShardsPrepareLeaderChange(t *testing.T) {
 	// The table shows the grant before the new owner's handler (the
 	// monitor) sees it: wait for the monitor, then count (counting at
 	// once failed under load with "granted 0 times").
-	cl.WaitFor("the monitor saw every grant", formTimeout, func() error {
-		got, _ := m.grantsAfter(before)
-		for _, s := range moved {
-			if got[s] == 0 {
-				return fmt.Errorf("%w: shard %d not seen granted yet", holdfasttest.ErrNotYet, s)
-			}
-		}
-		return nil
-	})
+	m.waitGranted(cl, before, moved)
 	perShard, who := m.grantsAfter(before)
 	for _, s := range moved {
 		if perShard[s] != 1 {

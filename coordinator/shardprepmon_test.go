@@ -265,3 +265,17 @@ func (m *prepMonitor) abandonedSince(mark int) (n int, all bool) {
 	}
 	return n, all
 }
+
+// waitGranted waits until the monitor has seen each of shards granted
+// since before.
+func (m *prepMonitor) waitGranted(cl *holdfasttest.Cluster, before map[coordinator.ShardID]int, shards []coordinator.ShardID) {
+	cl.WaitFor("the monitor saw every grant", formTimeout, func() error {
+		got, _ := m.grantsAfter(before)
+		for _, s := range shards {
+			if got[s] == 0 {
+				return fmt.Errorf("%w: shard %d not seen granted yet", holdfasttest.ErrNotYet, s)
+			}
+		}
+		return nil
+	})
+}
