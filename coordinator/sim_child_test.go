@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -65,6 +66,10 @@ func simRunChild(seed uint64, out, tmp string) (seeded bool, output string, err 
 	cmd.Env = append(cmd.Env, simChildEnvs...)
 	if tmp != "" {
 		cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+		if os.Getenv("HOLDFAST_SIM_OUT") == "" {
+			// Visualizations outlive the child's TMPDIR (removed with the run).
+			cmd.Env = append(cmd.Env, "HOLDFAST_SIM_OUT="+filepath.Join(os.TempDir(), "holdfast-sim"))
+		}
 	}
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf

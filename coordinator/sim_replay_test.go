@@ -45,7 +45,7 @@ func TestSimulationReplay(t *testing.T) {
 	for _, seed := range seeds {
 		var first simResultLine
 		for i := range runs {
-			rs := simFanOut(t, seed, 1, 1, failing)
+			rs := simFanOut(t, []uint64{seed}, 1, failing)
 			if len(rs) != 1 {
 				t.Fatalf("seed %d run %d: %d results", seed, i, len(rs))
 			}
