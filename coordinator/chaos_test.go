@@ -608,6 +608,7 @@ func (r *chaosRun) fault(rng *rand.Rand, kind string, victim int) {
 		pace(context.Background(), between(rng, 500*time.Millisecond, 3*time.Second))
 		cl.Net.SetDelay("", "", 0, 0)
 		cl.Net.SetLoss(0)
+		pace(context.Background(), maxDelay) // what was sent delayed arrives (see slowForwards)
 		h.healFault(f)
 	case "slow-forwards":
 		r.slowForwards(rng, victim)

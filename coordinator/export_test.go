@@ -121,6 +121,18 @@ func (c *Coordinator) RaftServers() []string {
 	return out
 }
 
+// RaftVoters lists the raft IDs of the voters of this node's raft
+// configuration.
+func (c *Coordinator) RaftVoters() []string {
+	var out []string
+	for _, s := range c.node.Servers() {
+		if s.Suffrage == raft.Voter {
+			out = append(out, string(s.ID))
+		}
+	}
+	return out
+}
+
 // HasSession reports whether this node's replica holds session id.
 func (c *Coordinator) HasSession(id string) bool {
 	_, ok := c.fsm.View().Session(id)

@@ -75,6 +75,8 @@ var simKnownFailures = map[uint64]string{}
 // deterministic test of its own.
 var simRegressionSeeds = []uint64{
 	1667, // I8: a killed candidate promoted (TestPromotionAsksTheCandidateFirst)
+	3529, // the harness: a delay fault "healed" while delayed bytes still held streams up
+	4833, // the harness: a second voter wiped before the first was replaced (a lost quorum)
 }
 
 // simChildEnv names, in a child, the seeds it runs: "first:end:stride".
