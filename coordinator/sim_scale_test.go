@@ -65,6 +65,7 @@ const (
 	simScaleIdle   = 30 * time.Second  // virtual: the idle window
 	simScaleQuiet  = 3 * time.Second   // virtual: no table change for this long is settled
 	simScaleStep   = 50 * time.Millisecond
+	simScaleTrail  = 40 // the most waits a point's trail keeps
 )
 
 // simScaleRow is what one point measured; times are virtual, from the
@@ -105,6 +106,8 @@ type simScale struct {
 	cl       *holdfasttest.Cluster
 	sessions map[string]string // node name → first session ID seen
 	lost     map[string]bool   // nodes whose session ID changed
+	t0       time.Time
+	trail    []string // what each wait waited on, each time it changed
 }
 
 // runSimScale runs one point inside the calling bubble.
@@ -127,8 +130,13 @@ func runSimScale(t *testing.T, n int, prof *scaleProfiler) (row simScaleRow) {
 				c.Raft.LogSegmentSize = 64 << 10 // small segments: an in-memory disk holds them whole
 			}
 		}})
-	s := &simScale{t: t, cl: cl, sessions: map[string]string{}, lost: map[string]bool{}}
 	t0 := time.Now()
+	s := &simScale{t: t, cl: cl, sessions: map[string]string{}, lost: map[string]bool{}, t0: t0}
+	defer func() {
+		if testing.Verbose() || row.err != "" {
+			t.Logf("nodes=%d waited on:\n  %s", n, strings.Join(s.trail, "\n  "))
+		}
+	}()
 	for _, node := range cl.Nodes() {
 		startLabelled(node.Name, func() { cl.Start(node.Index) })
 	}
@@ -170,19 +178,32 @@ func runSimScale(t *testing.T, n int, prof *scaleProfiler) (row simScaleRow) {
 // at most simScaleLimit.
 func (s *simScale) wait(cond func() error) error {
 	deadline := time.Now().Add(simScaleLimit)
+	last := ""
 	for {
 		s.noteSessions()
 		err := cond()
 		if err == nil || time.Now().After(deadline) {
 			return err
 		}
+		// The kind of wait (the error without its numbers, which change
+		// from poll to poll) each time it changes, not every poll's.
+		kind := strings.Map(func(r rune) rune {
+			if r >= '0' && r <= '9' {
+				return -1
+			}
+			return r
+		}, err.Error())
+		if kind != last && len(s.trail) < simScaleTrail {
+			last = kind
+			s.trail = append(s.trail, fmt.Sprintf("%6.2fs %v", time.Since(s.t0).Seconds(), err))
+		}
 		time.Sleep(simScaleStep)
 	}
 }
 
-// formed reports nil once one node leads, every node is formed, in the
-// leader's cluster and names the leader, and a few observers (the first,
-// the middle, the last node and the leader) see every node alive: a check
+// formed reports nil once one node leads, every node is formed and in the
+// leader's cluster, and a few observers (the first, the middle, the last
+// node and the leader) name the leader and see every node alive: a check
 // that every node sees every other would cost N² a poll.
 func (s *simScale) formed() error {
 	l, err := s.cl.Leader()
@@ -199,11 +220,15 @@ func (s *simScale) formed() error {
 		if c.ClusterID() != id {
 			return fmt.Errorf("%s in cluster %q, the leader in %q", n.Name, c.ClusterID(), id)
 		}
-		if info, ok := c.RaftLeader(); !ok || info.ID != l.C().ID() {
-			return fmt.Errorf("%s does not name %s as leader", n.Name, l.Name)
-		}
 	}
 	for _, o := range []*holdfasttest.Node{nodes[0], nodes[len(nodes)/2], nodes[len(nodes)-1], l} {
+		// RaftLeader names the leader from a sorted member list: asked of
+		// every node each poll, N sorts of N members (a 1,000-node point's
+		// goroutine dump caught the harness there); the observers stand
+		// for the rest.
+		if info, ok := o.C().RaftLeader(); !ok || info.ID != l.C().ID() {
+			return fmt.Errorf("%s does not name %s as leader", o.Name, l.Name)
+		}
 		alive := map[string]bool{}
 		for _, m := range o.C().Members() {
 			alive[m.Name] = m.State == coordinator.MemberAlive
