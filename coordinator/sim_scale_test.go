@@ -196,6 +196,10 @@ func (s *simScale) wait(cond func() error) error {
 		if kind != last && len(s.trail) < simScaleTrail {
 			last = kind
 			s.trail = append(s.trail, fmt.Sprintf("%6.2fs %v", time.Since(s.t0).Seconds(), err))
+			if testing.Verbose() {
+				// As it happens too: a large point takes many real minutes.
+				s.t.Logf("nodes=%d: %s (process cpu %v)", len(s.cl.Nodes()), s.trail[len(s.trail)-1], time.Duration(processCPU()).Round(time.Second))
+			}
 		}
 		time.Sleep(simScaleStep)
 	}
