@@ -40,6 +40,10 @@ type Options struct {
 	// directory. A Configure that renames a node must replace its TLS too
 	// (see NodeTLS).
 	TLS bool
+	// JoinFirst, if set, has each node join only the first JoinFirst other
+	// nodes rather than every one: with hundreds of nodes a join to each
+	// would be a full-state push-pull with each.
+	JoinFirst int
 }
 
 // Cluster is a set of in-process holdfast nodes under test.
@@ -238,6 +242,9 @@ func (cl *Cluster) joinAddrs(self *Node) []string {
 			addr = ip
 		}
 		out = append(out, addr)
+		if cl.opts.JoinFirst > 0 && len(out) == cl.opts.JoinFirst {
+			break
+		}
 	}
 	return out
 }
