@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/cluster"
@@ -250,10 +251,24 @@ func (c *Coordinator) closeSession(ctx context.Context, commit bool) error {
 	if s == nil || c.node == nil || !commit {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.RPCTimeout)
-	defer cancel()
-	_, err := c.node.Commit(ctx, fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: s.ID()}})
-	return err
+	cmd := fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: s.ID()}}
+	for {
+		attempt, cancel := context.WithTimeout(ctx, 2*c.cfg.RPCTimeout)
+		_, err := c.node.Commit(attempt, cmd)
+		cancel()
+		// Closing a closed session changes nothing: while the leader is
+		// lost or changing (the last voters of a cluster stopping, one of
+		// them still leading for a moment), ask again until ctx ends. A
+		// stop's commit context ends once no leader has been known for
+		// ShutdownWithoutLeader, and the step is then skipped.
+		if err == nil || ctx.Err() != nil || !raftnode.LeaderLost(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // closeAll stops every part that was started, in reverse order, and waits

@@ -156,6 +156,15 @@ func (a *pendingApply) wait(ctx context.Context) (wire.ApplyResult, error) {
 	return res, wire.Wrap(wire.ErrRejected, r.Err)
 }
 
+// LeaderLost reports whether err is Commit's report that no leader took the
+// command in, or that the leader was lost or changed while it waited: the
+// command may or may not have committed, so asking again is safe only for
+// a command whose second application changes nothing.
+func LeaderLost(err error) bool {
+	return errors.Is(err, ErrLeaderChanged) || errors.Is(err, raft.ErrLeadershipLost) ||
+		errors.Is(err, wire.ErrNoLeader) || errors.Is(err, wire.ErrNotLeader)
+}
+
 // Commit commits cmd and returns once it has committed (Accept returns
 // once the leader has taken it in): on this node if it leads, otherwise forwarded to the
 // leader with what is left of ctx's deadline as its budget. It retries
