@@ -141,9 +141,19 @@ func TestLeaderKilled(t *testing.T) {
 			if next == leader {
 				t.Fatal("dead node still leads")
 			}
-			if next.C().ClusterID() != id || next.C().AppliedIndex() < index {
-				t.Fatalf("state lost: cluster %s index %d, was %s %d", next.C().ClusterID(), next.C().AppliedIndex(), id, index)
+			if next.C().ClusterID() != id {
+				t.Fatalf("state lost: cluster %s, was %s", next.C().ClusterID(), id)
 			}
+			// A new leader learns what was committed once an entry of its
+			// own term commits, and applies it after: its applied index
+			// may lag the old leader's for a moment (it did under load),
+			// but must reach it.
+			cl.WaitFor("the new leader to apply what the old one had", formTimeout, func() error {
+				if got := next.C().AppliedIndex(); got < index {
+					return fmt.Errorf("%w: applied index %d, the old leader had %d", holdfasttest.ErrNotYet, got, index)
+				}
+				return nil
+			})
 			cl.Start(leader.Index)
 			cl.WaitFor("the old leader back in the cluster", formTimeout, cl.Formed)
 		})
