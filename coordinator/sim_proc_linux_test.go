@@ -17,7 +17,7 @@ import (
 // simStartSeeded starts cmd with the Go runtime's own random source fixed
 // by seed, and at the lowest scheduling priority (the seeds use the CPU
 // the package's other scenarios, which mostly wait on timers, leave), or
-// with -sim.rt at a real-time one (simRealTime).
+// for a replay on one CPU at a real-time one (simRT, simRealTime).
 //
 // The runtime seeds the source behind map iteration order, select's
 // choice among ready cases, math/rand/v2's global functions and the
@@ -51,7 +51,7 @@ func simStartSeeded(cmd *exec.Cmd, seed uint64) (seeded bool, err error) {
 		return false, fmt.Errorf("child %d did not stop after exec (%v, status %v)", pid, err, ws)
 	}
 	seeded = simSetATRandom(pid, seed) == nil
-	if !*simRTFlag || simRealTime(pid) != nil {
+	if !simRT() || simRealTime(pid, int(seed%uint64(runtime.NumCPU()))) != nil {
 		_ = syscall.Setpriority(syscall.PRIO_PROCESS, pid, 19)
 	}
 	if err := syscall.PtraceDetach(pid); err != nil {
@@ -82,13 +82,22 @@ func simSetATRandom(pid int, seed uint64) error {
 	return fmt.Errorf("no AT_RANDOM in the auxiliary vector of %d", pid)
 }
 
-// simRealTime runs pid under the real-time round-robin policy at the
-// lowest real-time priority (root only): the kernel then never takes its
-// threads off a core for an ordinary process. A goroutine that the Go
-// runtime finds running for 10 ms of wall time is preempted, and a thread
-// taken off its core counts that time too: on a busy machine such
-// preemptions, which reorder the goroutines, are the main thing that parts
-// two runs of a seed. For replays; CI's seeds run at the lowest priority.
-func simRealTime(pid int) error {
-	return unix.SchedSetAttr(pid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_RR, Priority: 1}, 0)
+// simRealTime runs pid on one CPU only, under the real-time first-in
+// first-out policy at the lowest real-time priority (root only). A
+// goroutine that the Go runtime finds running for 10 ms of wall time is
+// preempted, and the P of a thread in a slow system call is handed to
+// another thread; both depend on the wall clock and reorder goroutines, and
+// they are what still parts two runs of a seed. On one CPU, with no time
+// slice, the runtime's monitor thread runs only when the thread holding
+// the P blocks, and no ordinary process takes the core: measured on
+// replays of failing seeds (docs/TESTING.md), this parts far fewer runs
+// than the round-robin policy on any CPU, or the lowest priority. The
+// kernel still keeps 5 % of each second for other processes.
+func simRealTime(pid, cpu int) error {
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(pid, &set); err != nil {
+		return err
+	}
+	return unix.SchedSetAttr(pid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1}, 0)
 }

@@ -44,6 +44,7 @@ func TestSimulationReplay(t *testing.T) {
 	same, identical, total := 0, 0, 0
 	for _, seed := range seeds {
 		var first simResultLine
+		seedSame, seedIdentical := 0, 0
 		for i := range runs {
 			rs := simFanOut(t, []uint64{seed}, 1, failing)
 			if len(rs) != 1 {
@@ -55,12 +56,15 @@ func TestSimulationReplay(t *testing.T) {
 			}
 			total++
 			if slices.Equal(rs[0].Kinds, first.Kinds) {
-				same++
+				seedSame++
 			}
 			if rs[0].Events == first.Events {
-				identical++
+				seedIdentical++
 			}
 		}
+		same, identical = same+seedSame, identical+seedIdentical
+		t.Logf("seed %d (first run: %v): %d of %d replays failed the same way, %d byte for byte",
+			seed, first.Kinds, seedSame, runs-1, seedIdentical)
 		if failing && len(first.Kinds) == 0 {
 			t.Logf("seed %d did not fail on its first run", seed)
 		}

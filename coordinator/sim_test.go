@@ -35,7 +35,7 @@ import (
 //	go test ./coordinator -run 'TestSimulation$'                 # simDefaultSeeds seeds
 //	HOLDFAST_SIM_SEEDS=20000 go test ./coordinator -run 'TestSimulation$' -timeout 0
 //	HOLDFAST_SIM_FIRST=20001 HOLDFAST_SIM_SEEDS=20000 ...           # the next 20,000
-//	go test ./coordinator -run 'TestSimulation$' -seed 17 -v     # replay one seed
+//	go test ./coordinator -run 'TestSimulation$' -seed 17 -v     # replay one seed (as root: on one CPU, real-time)
 //	go test ./coordinator -run 'TestSimulation$' -sim.break=margin0  # a broken build: some seed must fail
 //
 // A failing seed's message has its violations, the trace of the simulated
@@ -47,8 +47,22 @@ var (
 	simSeedsFlag = flag.Int("sim.seeds", 0, "TestSimulation: number of seeds (env HOLDFAST_SIM_SEEDS; default simDefaultSeeds)")
 	simBreakFlag = flag.String("sim.break", "", "TestSimulation: a deliberately broken build (margin0, drift; release-unchecked with -tags holdfast_break_release): passes only if some seed fails")
 	simProcsFlag = flag.Int("sim.procs", 0, "TestSimulation: child processes (default: the number of CPUs)")
-	simRTFlag    = flag.Bool("sim.rt", false, "TestSimulation: children at a real-time priority (root, Linux), for replays closer to bit for bit")
+	simRTFlag    = flag.Bool("sim.rt", false, "TestSimulation: children on one CPU at a real-time priority (root, Linux), for replays closer to bit for bit (default: on for a replay as root)")
 )
+
+// simRT reports whether the children run on one CPU at a real-time
+// priority (simRealTime): as -sim.rt says when it is given, else for a
+// replay (-seed, TestSimulationReplay) run as root. Range runs (CI's)
+// keep the lowest priority: a real-time child would hold a core the
+// package's other scenarios wait for.
+func simRT() bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "sim.rt" })
+	if given {
+		return *simRTFlag
+	}
+	return (*simSeedFlag != 0 || os.Getenv("HOLDFAST_SIM_REPLAY_SEEDS") != "") && os.Geteuid() == 0
+}
 
 // simDefaultSeeds is how many seeds the default run tries (fewer with
 // -short): a seed costs about 0.35 s of CPU, so 100 take about 35 s of
