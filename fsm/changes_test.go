@@ -27,7 +27,7 @@ func diffShards(old, cur *View) []uint32 {
 // changed and only shards some command changed. A replica fed the same log
 // answers the same.
 func TestShardChangesRandom(t *testing.T) {
-	for seed := uint64(1); seed <= 100; seed++ {
+	for seed := uint64(1); seed <= randomSeeds(100); seed++ {
 		rng := rand.New(rand.NewPCG(seed, 2))
 		a, b := &applier{t: t, f: New()}, &applier{t: t, f: New()}
 		a.do(initCluster(uint32(1 + rng.IntN(300))))

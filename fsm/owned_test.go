@@ -45,7 +45,7 @@ func checkOwned(t *testing.T, what string, v *View) {
 // session's end matches the table after every command, that earlier views
 // keep theirs (copy-on-write), and that a restored replica rebuilds it.
 func TestOwnedIndexRandom(t *testing.T) {
-	for seed := uint64(1); seed <= 60; seed++ {
+	for seed := uint64(1); seed <= randomSeeds(60); seed++ {
 		rng := rand.New(rand.NewPCG(seed, 3))
 		a := &applier{t: t, f: New()}
 		// Past one chunk of the index, so sets span several.
@@ -105,4 +105,13 @@ func TestSessionEndFreesItsShards(t *testing.T) {
 	if v.st.owned.get("a") != nil {
 		t.Fatal("the ended session keeps an owned set")
 	}
+}
+
+// randomSeeds is how many seeds a seeded property test runs: n, or an
+// eighth of n (at least 2) under the race detector (see raceEnabled).
+func randomSeeds(n uint64) uint64 {
+	if raceEnabled {
+		return max(n/8, 2)
+	}
+	return n
 }

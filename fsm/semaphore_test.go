@@ -106,7 +106,7 @@ func sameButIndex(a, b []byte) bool {
 // queue served first come first, a duplicated command changing nothing,
 // and the snapshot round trip.
 func TestSemaphoreRandomHistories(t *testing.T) {
-	for seed := range uint64(40) {
+	for seed := range randomSeeds(40) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { semHistory(t, seed) })
 	}
 }

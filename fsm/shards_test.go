@@ -173,7 +173,7 @@ func randomShardCommand(rng *rand.Rand, v *View, i int) Command {
 // live sessions, drained sessions receive no grant, replicas agree and a
 // restored snapshot continues identically.
 func TestRandomShardHistories(t *testing.T) {
-	for seed := uint64(1); seed <= 200; seed++ {
+	for seed := uint64(1); seed <= randomSeeds(200); seed++ {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		a, b := &applier{t: t, f: New()}, &applier{t: t, f: New()}
 		a.do(initCluster(uint32(1 + rng.IntN(300))))
