@@ -28,6 +28,7 @@ func TestFullDiskVoter(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs three processes, one on a tmpfs it fills")
 	}
+	t.Parallel()
 	fullDir := disktest.Tmpfs(t, 2<<20)
 	lc := newLedgerCluster(t, func(string) ([]string, *http.Client) { return []string{"-insecure"}, nil })
 	voter := func(name, dir string) []string {

@@ -27,6 +27,7 @@ func TestLedgerRecreatedCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs two clusters of processes through SIGSTOP and SIGKILL")
 	}
+	t.Parallel()
 	lc := startLedgerCluster(t)
 	oldStatus, err := lc.observer.status()
 	if err != nil {
@@ -134,6 +135,7 @@ func TestLedgerRejoinOtherCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs two clusters of processes")
 	}
+	t.Parallel()
 	lc := newLedgerCluster(t, func(string) ([]string, *http.Client) { return []string{"-insecure"}, nil })
 	voter := func(name string) []string {
 		return []string{"-data", filepath.Join(lc.dir, name), "-expect", "3"}

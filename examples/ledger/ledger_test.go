@@ -38,6 +38,7 @@ func TestLedger(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs four processes through SIGSTOP, SIGKILL and SIGTERM")
 	}
+	t.Parallel()
 	lc := startLedgerCluster(t)
 	for _, step := range []struct {
 		name string

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,9 +15,26 @@ import (
 	"github.com/holdfast-go/holdfast/internal/leaktest"
 )
 
+// processParallel is how many tests that call t.Parallel run at once
+// unless -parallel says otherwise: the tests that run clusters of ledger
+// processes (three to six each) call it. Such a test spends most of its
+// time waiting on the processes' timers (elections, session TTLs, a
+// paused holder's lease running out), not on the CPU, so three fit on a
+// 2-core machine beside the package's other tests; go test's default
+// would be GOMAXPROCS.
+const processParallel = 3
+
 // TestMain fails the run if any goroutine outlives the tests, and removes
 // the binaries they built.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", strconv.Itoa(processParallel)); err != nil {
+			panic(err)
+		}
+	}
 	code := leaktest.Run(m, 10*time.Second)
 	removeBuilt()
 	os.Exit(code)

@@ -15,6 +15,7 @@ func TestPreparedMoveWarmsUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs ledger processes")
 	}
+	t.Parallel()
 	lc := newLedgerCluster(t, insecure)
 	names := []string{"n1", "n2", "n3"}
 	warm := []string{"-shard-warmup", "100ms"}

@@ -28,6 +28,7 @@ func TestRecoverLostQuorum(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds two binaries and runs six ledger processes")
 	}
+	t.Parallel()
 	ctl := buildHoldfastctl(t)
 	lc := newLedgerCluster(t, insecure)
 	startVoters(t, lc, []string{"n1", "n2", "n3"}, map[string][]string{"n4": {"-check-before-write=false"}})

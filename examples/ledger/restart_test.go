@@ -75,6 +75,7 @@ func TestRestartKeepsVote(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and restarts ledger processes")
 	}
+	t.Parallel()
 	lc := newLedgerCluster(t, insecure)
 	names := []string{"n1", "n2", "n3"}
 	startVoters(t, lc, names, nil)
@@ -156,6 +157,7 @@ func TestRollingRestartWithACrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and restarts ledger processes")
 	}
+	t.Parallel()
 	for _, seed := range rollingSeeds(t) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Logf("replay: HOLDFAST_ROLLING_SEED=%d go test ./examples/ledger -run 'TestRollingRestartWithACrash' -count=1", seed)
@@ -225,6 +227,7 @@ func TestLeaveOnTerminate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds two binaries and runs ledger processes")
 	}
+	t.Parallel()
 	ctl := buildHoldfastctl(t)
 	lc := newLedgerCluster(t, insecure)
 	startVoters(t, lc, []string{"n1", "n2", "n3"}, map[string][]string{
