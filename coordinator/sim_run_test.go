@@ -133,7 +133,8 @@ func runSimSeed(t *testing.T, seed uint64, brk string) simResult {
 	if err := s.waitFormed(); err != nil {
 		// Not a test harness failure: the cluster must heal (I8). The seed
 		// reports it with its trace, and its other checks cannot run.
-		v := fmt.Sprintf("I8: the cluster did not form again within %v of the heal (at %.1fms): %v", formTimeout, float64(time.Since(r.h.t0))/1e6, err)
+		v := fmt.Sprintf("I8: the cluster did not form again within %v of the heal (at %.1fms): %v\n%s",
+			formTimeout, float64(time.Since(r.h.t0))/1e6, err, s.nodeStates())
 		return simResult{simulated: time.Since(r.h.t0), faults: faults, violations: []string{v},
 			events: s.tr.harnessLog(), sim: s}
 	}
@@ -153,6 +154,36 @@ func runSimSeed(t *testing.T, seed uint64, brk string) simResult {
 	res := simResult{simulated: time.Since(r.h.t0), faults: faults, grants: st.grants, violations: violations,
 		events: s.tr.harnessLog(), sim: s}
 	return res
+}
+
+// nodeStates describes every node as it sees itself and the cluster: its
+// identity, raft role, the leader it knows, the voters and non-voters of
+// its configuration, its applied index and formation progress. It goes in
+// an I8 violation, where the trace's last seconds often show only the
+// election that keeps failing.
+func (s *simRun) nodeStates() string {
+	var b strings.Builder
+	for _, n := range s.cl.Nodes() {
+		c := n.C()
+		if c == nil {
+			fmt.Fprintf(&b, "  %s: down\n", n.Name)
+			continue
+		}
+		leader, _ := c.RaftLeader()
+		fmt.Fprintf(&b, "  %s: id %.8s cluster %.8s %v leader %q (%.8s) voters %v non-voters %v applied %d; %s\n",
+			n.Name, c.ID(), c.ClusterID(), c.RaftState(), leader.Name, leader.ID, short8(c.Voters()), short8(c.NonVoters()),
+			c.AppliedIndex(), c.Formation().Progress)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// short8 shortens raft IDs to their first 8 characters.
+func short8(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id[:min(8, len(id))]
+	}
+	return out
 }
 
 // waitFormed waits until every running node is in one cluster with a
