@@ -207,12 +207,6 @@ func (s *simRun) configure(i int, c *coordinator.Config) {
 	c.Clock = s.clocks[i]
 	coordinator.SetLogFS(c, s.disks[i])
 	c.Raft.LogSegmentSize = 64 << 10 // small segments: an in-memory disk holds them whole
-	// DefaultConfig's commit timeout rather than DefaultLocalConfig's 10 ms:
-	// an idle leader repeats its commit index to each voter once per
-	// commit timeout, and at 10 ms those repeats were a fifth of a seed's
-	// CPU. Followers then learn a commit up to 50 ms later, as in
-	// production.
-	c.Raft.CommitTimeout = 50 * time.Millisecond
 	c.Logger = s.tr.logger(c.NodeName)
 	if s.brk == "margin0" {
 		// The holder's belief ends when the leader may expire its session:

@@ -65,10 +65,10 @@ func simRT() bool {
 }
 
 // simDefaultSeeds is how many seeds the default run tries (fewer with
-// -short): a seed costs about 0.2 s of CPU, so 100 take about 20 s of
+// -short): a seed costs about 0.25 s of CPU, so 100 take about 25 s of
 // CPU, which the package's other scenarios, waiting on timers, mostly
-// leave free on two cores. HOLDFAST_SIM_SEEDS runs more; CI runs 900 more
-// beside its other steps (.ci/run).
+// leave free on two cores (300 added 78 s to the package's wall time,
+// past what the CI run may take). HOLDFAST_SIM_SEEDS runs more.
 func simDefaultSeeds() int {
 	if testing.Short() {
 		return 50
