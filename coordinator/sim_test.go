@@ -88,9 +88,10 @@ var simKnownFailures = map[uint64]string{}
 // seed are not bit for bit (see docs/TESTING.md), so each fix also has a
 // deterministic test of its own.
 var simRegressionSeeds = []uint64{
-	1667, // I8: a killed candidate promoted (TestPromotionAsksTheCandidateFirst)
-	3529, // the harness: a delay fault "healed" while delayed bytes still held streams up
-	4833, // the harness: a second voter wiped before the first was replaced (a lost quorum)
+	1667,  // I8: a killed candidate promoted (TestPromotionAsksTheCandidateFirst)
+	3529,  // the harness: a delay fault "healed" while delayed bytes still held streams up
+	4833,  // the harness: a second voter wiped before the first was replaced (a lost quorum)
+	34521, // I8: an up-to-date voter demoted instead of a lagging one (TestPromoterDemotesTheLaggingVoter)
 }
 
 // simChildEnv names, in a child, the seeds it runs: "first:end:stride".

@@ -167,7 +167,18 @@ func (p *promoter) bestCandidate(cands []*autopilot.ServerState, held map[string
 
 // leastNeeded picks the voter to demote when there are too many: never the
 // leader; an unhealthy one first, then one whose zone another voter also
-// holds, then the highest ID. Nil when only the leader could go.
+// holds, then the one whose log ends earliest, then the highest ID. Nil
+// when only the leader could go.
+//
+// The log's end matters when a voter comes back while its replacement is
+// already a voter: it may still lack the entries written while it was
+// down, the configuration among them. Were an up-to-date voter demoted
+// instead and the leader then lost, the voters left would be the one that
+// came back, whose configuration does not yet count the replacement as a
+// voter, and the replacement; hashicorp/raft refuses a vote to a candidate
+// its own configuration does not hold as a voter, and the lagging voter's
+// log is too old to win, so no election could ever succeed (simulation
+// seed 34521).
 func (p *promoter) leastNeeded(voters []*autopilot.ServerState, now time.Time) *autopilot.ServerState {
 	zoneCount := map[string]int{}
 	for _, v := range voters {
@@ -191,7 +202,8 @@ func (p *promoter) leastNeeded(voters []*autopilot.ServerState, now time.Time) *
 		return 2
 	}
 	return minBy(rest, func(a, b *autopilot.ServerState) int {
-		return cmp.Or(cmp.Compare(score(a), score(b)), cmp.Compare(b.Server.ID, a.Server.ID))
+		return cmp.Or(cmp.Compare(score(a), score(b)), cmp.Compare(a.Stats.LastIndex, b.Stats.LastIndex),
+			cmp.Compare(b.Server.ID, a.Server.ID))
 	})
 }
 

@@ -214,6 +214,29 @@ func TestPromoterNeverDemotesLeader(t *testing.T) {
 	}
 }
 
+// TestPromoterDemotesTheLaggingVoter: with one voter too many (a voter came
+// back after its replacement was promoted), the one whose log ends earliest
+// goes, not the highest ID: an up-to-date voter keeps its vote
+// (simulation seed 34521: the demoted up-to-date voter left a lagging one,
+// with a configuration that did not know the replacement as a voter, and
+// no election could succeed once the leader was lost).
+func TestPromoterDemotesTheLaggingVoter(t *testing.T) {
+	g := newFakeGroup().add("a", "leader", "alive", "", true, long).
+		add("z", "voter", "alive", "", true, long).
+		add("b", "voter", "alive", "", true, long).
+		add("c", "voter", "alive", "", true, long)
+	for id, last := range map[raft.ServerID]uint64{"a": 68, "z": 68, "b": 52, "c": 68} {
+		g.state.Servers[id].Stats.LastIndex = last
+	}
+	if got := g.changes(3); got != "promote [] demote [b]" {
+		t.Errorf("voter b's log ends at 52, the others' at 68: %s", got)
+	}
+	g.state.Servers["b"].Stats.LastIndex = 68
+	if got := g.changes(3); got != "promote [] demote [z]" {
+		t.Errorf("every log ends at 68: %s, want the highest ID demoted", got)
+	}
+}
+
 // TestPromoterZones: voters go to zones no voter holds, and a doubled zone
 // is undone by promoting into a free zone, then demoting a doubled voter.
 func TestPromoterZones(t *testing.T) {
