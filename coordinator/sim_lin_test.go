@@ -110,6 +110,12 @@ func (s *simRun) linOnce(c *coordinator.Coordinator, w *simLinWorker, rng *rand.
 		}
 	case errors.Is(err, coordinator.ErrLeaseHeld):
 		call.End(lincheck.Output{Refused: true})
+		if now := c.SessionID(); now != session {
+			// As above: the old session may have been granted the request
+			// before the new one was refused (seed 23147).
+			s.tr.event("lin %s session replaced during the refused call (%.8s → %.8s)", w.name, session, now)
+			s.lin.Replaced(w.name, call)
+		}
 		return
 	default:
 		call.Fail()

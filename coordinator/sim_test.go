@@ -91,6 +91,7 @@ var simRegressionSeeds = []uint64{
 	1667,  // I8: a killed candidate promoted (TestPromotionAsksTheCandidateFirst)
 	3529,  // the harness: a delay fault "healed" while delayed bytes still held streams up
 	4833,  // the harness: a second voter wiped before the first was replaced (a lost quorum)
+	23147, // I11, the harness: a TryAcquire refused after a session replacement (TestRecorderReplacedRefused)
 	34521, // I8: an up-to-date voter demoted instead of a lagging one (TestPromoterDemotesTheLaggingVoter)
 }
 

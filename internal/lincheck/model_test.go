@@ -233,3 +233,40 @@ func TestRecorderReplaced(t *testing.T) {
 		t.Fatalf("counts %+v, want the possible grant and its settlement", s)
 	}
 }
+
+// TestRecorderReplacedRefused: a TryAcquire refused after its client's
+// session was replaced while it waited may, like an acquire, have been
+// granted to the replaced session first (simulation seed 23147: readers saw
+// that grant during the call); with Replaced the history is linearizable,
+// without it a read of the client's grant during a refused call is not.
+func TestRecorderReplacedRefused(t *testing.T) {
+	history := func(replaced bool) []porcupine.Operation {
+		var now int64 = 10
+		r := NewRecorder(func() int64 { return now })
+		call := r.Begin("a", Input{Kind: TryAcquire, Name: "x", Client: "a"})
+		now = 20
+		rd := r.Begin("reader", Input{Kind: Read, Name: "x"})
+		now = 21
+		rd.End(Output{Holders: []Holder{{Client: "a", Token: 5}}})
+		now = 25
+		b := r.Begin("b", Input{Kind: Acquire, Name: "x", Client: "b"})
+		now = 28
+		b.End(Output{Token: 7})
+		now = 30
+		call.End(Output{Refused: true})
+		if replaced {
+			r.Replaced("a", call)
+		}
+		return r.Finish(LeaseBounds)
+	}
+	check := func(ops []porcupine.Operation) porcupine.CheckResult {
+		res, _ := Check(LeaseModel(), ops, 10*time.Second)
+		return res
+	}
+	if res := check(history(true)); res != porcupine.Ok {
+		t.Fatalf("the replaced session's grant read during a refused call, recorded: %v, want ok", res)
+	}
+	if res := check(history(false)); res != porcupine.Illegal {
+		t.Fatalf("the same without Replaced: %v, want illegal", res)
+	}
+}

@@ -121,13 +121,14 @@ func (r *Recorder) SettleSince(worker string, failed *Call, since int64) {
 	r.ops[c.i].call = max(min(since, r.ops[c.i].call), r.ops[failed.i].call)
 }
 
-// Replaced records, for an acquire that was granted after its client's
-// session was replaced while it waited, what the replaced session may have
-// been granted first: the request may have been committed for the old
-// session, a grant the caller never saw, which ended with that session
-// before the acquire was asked again for the new one. It is an acquire
-// with an unknown outcome over the same span as granted, and its
-// settlement from the acquire's call on (call it once granted has ended).
+// Replaced records, for an acquire that was granted (or a TryAcquire that
+// was refused) after its client's session was replaced while it waited,
+// what the replaced session may have been granted first: the request may
+// have been committed for the old session, a grant the caller never saw,
+// which ended with that session before the request was asked again for the
+// new one. It is an acquire with an unknown outcome over the same span as
+// the call, and its settlement from the call on (call it once the call has
+// ended).
 func (r *Recorder) Replaced(worker string, granted *Call) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
