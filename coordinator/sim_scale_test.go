@@ -218,8 +218,11 @@ func (s *simScale) formed() error {
 	id := l.C().ClusterID()
 	for _, n := range nodes {
 		c := n.C()
-		if f := c.Formation(); !f.Formed {
-			return fmt.Errorf("%s: %s", n.Name, f.Progress)
+		// Formed means knowing the cluster's ID; Formation's progress line
+		// (which lists and sorts the members) only for the message: asked
+		// of every node each poll it made the poll N² work.
+		if c.ClusterID() == "" {
+			return fmt.Errorf("%s: %s", n.Name, c.Formation().Progress)
 		}
 		if c.ClusterID() != id {
 			return fmt.Errorf("%s in cluster %q, the leader in %q", n.Name, c.ClusterID(), id)
