@@ -88,6 +88,7 @@ var simKnownFailures = map[uint64]string{}
 // seed are not bit for bit (see docs/TESTING.md), so each fix also has a
 // deterministic test of its own.
 var simRegressionSeeds = []uint64{
+	507,   // I8: a second demotion decided from autopilot's lagging state (TestPromoterReadsSuffrageFromTheConfiguration)
 	1667,  // I8: a killed candidate promoted (TestPromotionAsksTheCandidateFirst)
 	3529,  // the harness: a delay fault "healed" while delayed bytes still held streams up
 	4833,  // the harness: a second voter wiped before the first was replaced (a lost quorum)

@@ -177,11 +177,12 @@ func TestPromoterReplacesALeavingVoter(t *testing.T) {
 	if ch := p.CalculatePromotionsAndDemotions(cfg, g.state); !slices.Equal(ch.Promotions, []raft.ServerID{"d"}) {
 		t.Errorf("with b leaving: changes %+v, want d promoted", ch)
 	}
-	g.state.Servers["d"].State = autopilot.RaftVoter
+	g.setVoter("d", true)
 	if ch := p.CalculatePromotionsAndDemotions(cfg, g.state); !slices.Equal(ch.Demotions, []raft.ServerID{"b"}) {
 		t.Errorf("four voters with b leaving: changes %+v, want b demoted", ch)
 	}
-	g.state.Servers["b"].State, g.state.Servers["d"].State = autopilot.RaftNonVoter, autopilot.RaftVoter
+	g.setVoter("b", false)
+	g.setVoter("d", true)
 	p.leaving = func(id string) bool { return id == "b" || id == "c" }
 	if ch := p.CalculatePromotionsAndDemotions(cfg, g.state); slices.Contains(ch.Promotions, "b") {
 		t.Errorf("a leaving non-voter promoted: %+v", ch)

@@ -84,9 +84,14 @@ func (p *promoter) CalculatePromotionsAndDemotions(c *autopilot.Config, s *autop
 	now := p.now()
 	var voters, candidates []*autopilot.ServerState
 	up := 0
+	cur := p.currentVoters()
 	for _, srv := range s.Servers {
+		voter := srv.HasVotingRights()
+		if cur != nil {
+			voter = cur[srv.Server.ID]
+		}
 		switch {
-		case srv.HasVotingRights():
+		case voter:
 			voters = append(voters, srv)
 			if !p.down(srv, now) {
 				up++
@@ -124,6 +129,27 @@ func (p *promoter) CalculatePromotionsAndDemotions(c *autopilot.Config, s *autop
 		}
 	}
 	return ch
+}
+
+// currentVoters is the set of voters of the raft configuration now, or nil
+// when it is unknown. Autopilot's state, which the rules read for health,
+// is refreshed on its own interval and can lag the configuration by a
+// change or two: deciding suffrage from it, a round after a demotion saw
+// the demoted voter still voting, counted one voter too many, and demoted
+// a second one, leaving two voters of which one then died (simulation
+// seed 507). Who votes is therefore read from the configuration.
+func (p *promoter) currentVoters() map[raft.ServerID]bool {
+	servers := p.servers()
+	if servers == nil {
+		return nil
+	}
+	out := make(map[raft.ServerID]bool, len(servers))
+	for _, s := range servers {
+		if s.Suffrage == raft.Voter {
+			out[s.ID] = true
+		}
+	}
+	return out
 }
 
 // zonesHeld is the set of zones holding a voter that is up.

@@ -56,6 +56,21 @@ func (g *fakeGroup) add(id, role, status, zone string, healthy bool, since time.
 	return g
 }
 
+// setVoter changes id's suffrage in both the raft configuration and the
+// state, as one promotion or demotion does once the state has caught up.
+func (g *fakeGroup) setVoter(id raft.ServerID, voter bool) {
+	st, suffrage := autopilot.RaftNonVoter, raft.Nonvoter
+	if voter {
+		st, suffrage = autopilot.RaftVoter, raft.Voter
+	}
+	g.state.Servers[id].State = st
+	for i := range g.servers {
+		if g.servers[i].ID == id {
+			g.servers[i].Suffrage = suffrage
+		}
+	}
+}
+
 func (g *fakeGroup) promoter(voters int) *promoter {
 	return &promoter{voters: voters, dead: testDead, now: g.clk.Time,
 		servers: func() []raft.Server { return g.servers }}
@@ -154,7 +169,7 @@ func TestPromoterFiveVotersTwoFailed(t *testing.T) {
 	if got := g.changes(5); got != "promote [f] demote []" {
 		t.Fatalf("two failed: %s", got)
 	}
-	g.state.Servers["f"].State = autopilot.RaftVoter
+	g.setVoter("f", true)
 	g.servers[5].Suffrage = raft.Voter
 	if got := g.changes(5); got != "promote [] demote [d]" {
 		t.Errorf("six voters, two failed: %s", got)
@@ -178,7 +193,7 @@ func TestPromoterStaleVoterReplacedFirst(t *testing.T) {
 	if got := g.changes(3); got != "promote [new] demote []" {
 		t.Fatalf("stale voter: %s", got)
 	}
-	g.state.Servers["new"].State = autopilot.RaftVoter
+	g.setVoter("new", true)
 	g.servers[3].Suffrage = raft.Voter
 	if got := g.removals(3); !slices.Equal(got, []raft.ServerID{"old"}) {
 		t.Errorf("after the promotion: removals %v, want [old]", got)
@@ -256,7 +271,7 @@ func TestPromoterZones(t *testing.T) {
 	if got := g.changes(3); got != "promote [d] demote []" {
 		t.Errorf("doubled zone: %s, want a swap begun by promoting the z3 candidate", got)
 	}
-	g.state.Servers["d"].State = autopilot.RaftVoter
+	g.setVoter("d", true)
 	if got := g.changes(3); got != "promote [] demote [b]" {
 		t.Errorf("four voters over three zones: %s, want the doubled non-leader demoted", got)
 	}
@@ -350,5 +365,32 @@ func TestReplacementNeverDropsBelowVoters(t *testing.T) {
 	_, ids := voters()
 	if slices.Contains(ids, "c") || len(ids) != 3 || !slices.Contains(ids, "d") {
 		t.Errorf("at rest: voters %v, want [a b d] (the failed voter replaced by the first candidate)", ids)
+	}
+}
+
+// TestPromoterReadsSuffrageFromTheConfiguration: autopilot's state can lag
+// the raft configuration by a change. A round after a demotion, with the
+// state still showing four voters but the configuration three, nothing is
+// demoted (simulation seed 507: a second demotion left two voters, one of
+// which then died); and a server just promoted is not promoted again.
+func TestPromoterReadsSuffrageFromTheConfiguration(t *testing.T) {
+	g := newFakeGroup().add("a", "leader", "alive", "", true, long).
+		add("b", "voter", "alive", "", true, long).
+		add("c", "voter", "alive", "", true, long).
+		add("d", "voter", "alive", "", true, long)
+	g.servers[3].Suffrage = raft.Nonvoter // d demoted; the state has not caught up
+	if got := g.changes(3); got != "promote [] demote []" {
+		t.Errorf("three voters in the configuration, four in the state: %s", got)
+	}
+	h := newFakeGroup().add("a", "leader", "alive", "", true, long).
+		add("b", "voter", "failed", "", false, long).
+		add("c", "voter", "alive", "", true, long).
+		add("d", "nonvoter", "alive", "", true, long)
+	if got := h.changes(3); got != "promote [d] demote []" {
+		t.Fatalf("a failed voter and a candidate: %s", got)
+	}
+	h.servers[3].Suffrage = raft.Voter // d promoted; the state has not caught up
+	if got := h.changes(3); got != "promote [] demote [b]" {
+		t.Errorf("the promotion in the configuration, not yet in the state: %s, want the failed voter demoted", got)
 	}
 }
