@@ -118,6 +118,11 @@ func TestLeaveRefusedWithoutReplacement(t *testing.T) {
 	f := voterIndex(t, cl, leader)
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
+	// Formed is not ready: the follower's first session may still be on
+	// its way, and the check below is that the refusal leaves it ready.
+	if err := cl.Node(f).C().WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
 	err := cl.Node(f).C().Leave(ctx, coordinator.LeaveOptions{})
 	if !errors.Is(err, coordinator.ErrLeaveRefused) {
 		t.Fatalf("Leave with no replacement: %v, want ErrLeaveRefused", err)
