@@ -49,6 +49,13 @@ func TestLeaveAction(t *testing.T) {
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3})
 	cl.WaitFormed(settle)
 	c := cl.Node(1).C()
+	// Formed is not ready: node1's first session may still be on its way,
+	// and the check below is that the refused leaves leave it ready.
+	ready, cancel := context.WithTimeout(context.Background(), settle)
+	defer cancel()
+	if err := c.WaitReady(ready); err != nil {
+		t.Fatal(err)
+	}
 	ro := serve(t, c)
 	expectError(t, post(t, ro.URL+"/v1/leave", `{"confirm":"node1"}`), http.StatusForbidden)
 	refuse := httptest.NewServer(admin.New(c, admin.Options{Authorize: func(*http.Request) error { return errors.New("no") }}))
