@@ -4,11 +4,11 @@ import (
 	"flag"
 	"os"
 	"runtime"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/holdfast-go/holdfast/internal/leaktest"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // clusterParallel is how many tests that call t.Parallel run at once
@@ -37,12 +37,8 @@ func TestMain(m *testing.M) {
 		os.Exit(childMain())
 	}
 	flag.Parse()
-	parallelSet := false
-	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
-	if !parallelSet && !chaosRace {
-		if err := flag.Set("test.parallel", strconv.Itoa(clusterParallel)); err != nil {
-			panic(err)
-		}
+	if !chaosRace {
+		testkit.DefaultParallel(clusterParallel)
 	}
 	leaktest.VerifyTestMain(m, 10*time.Second)
 }

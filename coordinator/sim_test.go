@@ -19,6 +19,8 @@ import (
 	"testing/cryptotest"
 	"testing/synctest"
 	"time"
+
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // TestSimulation runs the whole cluster on virtual time: each seed is one
@@ -56,9 +58,7 @@ var (
 // keep the lowest priority: a real-time child would hold a core the
 // package's other scenarios wait for.
 func simRT() bool {
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "sim.rt" })
-	if given {
+	if testkit.FlagGiven("sim.rt") {
 		return *simRTFlag
 	}
 	return (*simSeedFlag != 0 || os.Getenv("HOLDFAST_SIM_REPLAY_SEEDS") != "") && os.Geteuid() == 0

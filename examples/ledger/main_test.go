@@ -6,13 +6,13 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/holdfast-go/holdfast/coordinator"
 	"github.com/holdfast-go/holdfast/internal/leaktest"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // processParallel is how many tests that call t.Parallel run at once
@@ -28,13 +28,7 @@ const processParallel = 3
 // the binaries they built.
 func TestMain(m *testing.M) {
 	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		if err := flag.Set("test.parallel", strconv.Itoa(processParallel)); err != nil {
-			panic(err)
-		}
-	}
+	testkit.DefaultParallel(processParallel)
 	code := leaktest.Run(m, 10*time.Second)
 	removeBuilt()
 	os.Exit(code)
