@@ -95,7 +95,7 @@ func (h *handler) leases(w http.ResponseWriter, _ *http.Request) {
 	ls := h.c.Leases()
 	out := LeaseList{Leases: make([]LeaseRow, 0, len(ls))}
 	for _, l := range ls {
-		out.Leases = append(out.Leases, LeaseRow{Name: l.Name, Holder: l.Holder.Node, HolderID: l.Holder.NodeID,
+		out.Leases = append(out.Leases, LeaseRow{Name: l.Name, Holder: l.Holder.Node.Name, HolderID: l.Holder.Node.ID,
 			Session: l.Holder.Session, Token: l.Holder.Token, Value: l.Holder.Value, Waiters: l.Waiters})
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -260,7 +260,7 @@ func buildShards(t *coordinator.ShardTable, owner []string, filter bool) ShardLi
 		}
 		row := ShardRow{Shard: uint32(info.Shard), State: string(info.State), Token: info.Owner.Token}
 		if info.State != coordinator.ShardFree {
-			row.Owner, row.OwnerID, row.Addr = info.Owner.Node, info.Owner.NodeID, info.Owner.Addr
+			row.Owner, row.OwnerID, row.Addr = info.Owner.Node.Name, info.Owner.Node.ID, info.Owner.Addr
 		}
 		if filter && row.Owner != owner[0] {
 			continue

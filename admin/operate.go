@@ -34,8 +34,8 @@ func operate(ctx context.Context, c *coordinator.Coordinator, op coordinator.Ope
 	if err != nil {
 		return OperationResult{}, err
 	}
-	return OperationResult{Action: op.Action, Target: op.Target, Leader: res.Leader, LeaderID: res.LeaderID,
-		Node: res.Node, NodeID: res.NodeID, Token: res.Token, Graceful: res.Graceful, Promoted: res.Promoted,
+	return OperationResult{Action: op.Action, Target: op.Target, Leader: res.Leader.Name, LeaderID: res.Leader.ID,
+		Node: res.Node.Name, NodeID: res.Node.ID, Token: res.Token, Graceful: res.Graceful, Promoted: res.Promoted,
 		Message: res.Message}, nil
 }
 
@@ -85,7 +85,7 @@ func (h *handler) semaphores(w http.ResponseWriter, _ *http.Request) {
 	for _, s := range sems {
 		row := SemaphoreRow{Name: s.Name, Limit: s.Limit, Holders: make([]PermitRow, 0, len(s.Holders)), Waiters: s.Waiters}
 		for _, p := range s.Holders {
-			row.Holders = append(row.Holders, PermitRow{Holder: p.Node, HolderID: p.NodeID, Session: p.Session, Token: p.Token})
+			row.Holders = append(row.Holders, PermitRow{Holder: p.Node.Name, HolderID: p.Node.ID, Session: p.Session, Token: p.Token})
 		}
 		out.Semaphores = append(out.Semaphores, row)
 	}

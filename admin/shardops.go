@@ -114,7 +114,7 @@ func (h *handler) plan(w http.ResponseWriter, r *http.Request) {
 		writeError(w, actionStatus(err), err.Error())
 		return
 	}
-	out := PlanResult{Leader: res.Leader}
+	out := PlanResult{Leader: res.Leader.Name}
 	if p := res.Plan; p != nil {
 		out.PlacementRow = *rowOf(*p)
 		out.Waiting = p.Waiting

@@ -193,7 +193,7 @@ func balancedAmong(c *coordinator.Coordinator, n int) func() error {
 			if info.State != coordinator.ShardOwned {
 				return fmt.Errorf("%w: shard %d is %s", errNotYet, s, info.State)
 			}
-			loads[info.Owner.NodeID]++
+			loads[info.Owner.Node.ID]++
 		}
 		if t.Len() == 0 || len(loads) != n {
 			return fmt.Errorf("%w: %d owners", errNotYet, len(loads))

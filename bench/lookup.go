@@ -30,7 +30,7 @@ func allOwned(c *coordinator.Coordinator, shards int) func() error {
 // ownerValue is what a peer's record of a shard holds: the same fields
 // Owner returns.
 func ownerValue(o coordinator.Holder) string {
-	return fmt.Sprintf("node=%s id=%s addr=%s session=%s token=%d", o.Node, o.NodeID, o.Addr, o.Session, o.Token)
+	return fmt.Sprintf("node=%s id=%s addr=%s session=%s token=%d", o.Node, o.Node.ID, o.Addr, o.Session, o.Token)
 }
 
 // sink keeps the compiler from dropping the lookups.

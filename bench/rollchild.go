@@ -67,7 +67,7 @@ type spanKey struct {
 // write waits for its warm-up, which Prepare does ahead of a planned move.
 type roller struct {
 	o     rollOptions
-	mu    sync.Mutex // held for a whole tick: Release waits for the write in progress
+	mu    sync.Mutex // held for a whole tick: HandOff waits for the write in progress
 	live  map[*coordinator.ShardLease]bool
 	spans map[spanKey]*span
 	warm  map[coordinator.ShardID]bool
@@ -107,7 +107,7 @@ func (r *roller) Prepare(ctx context.Context, s coordinator.ShardID, _ coordinat
 	return nil
 }
 
-func (r *roller) Acquire(ctx context.Context, l *coordinator.ShardLease) {
+func (r *roller) Serve(ctx context.Context, l *coordinator.ShardLease) {
 	r.mu.Lock()
 	warm := r.warm[l.Shard()]
 	delete(r.warm, l.Shard())
@@ -128,7 +128,7 @@ func (r *roller) Acquire(ctx context.Context, l *coordinator.ShardLease) {
 	r.live[l] = true
 }
 
-func (r *roller) Release(_ context.Context, l *coordinator.ShardLease) error {
+func (r *roller) HandOff(_ context.Context, l *coordinator.ShardLease) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.live, l)

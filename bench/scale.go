@@ -88,7 +88,7 @@ func runScale(c scaleCase, window, limit time.Duration) (row scaleRow) {
 		cfg := coordinator.DefaultLocalConfig()
 		cfg.Cluster.ReplicaFeed = replicaFeed
 		if loads != nil {
-			cfg.Shards.Handler = coordinator.HandlerFuncs{AcquireFunc: func(_ context.Context, l *coordinator.ShardLease) {
+			cfg.Shards.Handler = coordinator.HandlerFuncs{ServeFunc: func(_ context.Context, l *coordinator.ShardLease) {
 				l.ReportLoad(loads[l.Shard()])
 			}}
 		}

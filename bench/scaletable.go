@@ -65,11 +65,11 @@ func (h *hfCluster) placementNote() string {
 	truth, count, revoking := map[string]float64{}, map[string]int{}, map[string]int{}
 	for s := 0; s < t.Len(); s++ {
 		if o, ok := t.Owner(coordinator.ShardID(s)); ok {
-			truth[o.Node] += h.loads[s]
-			count[o.Node]++
+			truth[o.Node.Name] += h.loads[s]
+			count[o.Node.Name]++
 		}
 		if info, _ := t.Shard(coordinator.ShardID(s)); info.State == coordinator.ShardRevoking {
-			revoking[info.Owner.Node]++
+			revoking[info.Owner.Node.Name]++
 		}
 	}
 	note += fmt.Sprintf("; revoking by owner %v; leader %s", revoking, l.name)
@@ -196,10 +196,10 @@ func (h *hfCluster) ownedByRunning() (map[string]int, error) {
 		if info.State != coordinator.ShardOwned {
 			return nil, fmt.Errorf("%w: shard %d %s", errNotYet, s, info.State)
 		}
-		if !ids[info.Owner.NodeID] {
+		if !ids[info.Owner.Node.ID] {
 			return nil, fmt.Errorf("%w: shard %d owned by a dead node", errNotYet, s)
 		}
-		loads[info.Owner.NodeID]++
+		loads[info.Owner.Node.ID]++
 	}
 	if t.Len() == 0 {
 		return nil, fmt.Errorf("%w: no table", errNotYet)
@@ -216,7 +216,7 @@ func (h *hfCluster) owners() ([]string, error) {
 	out := make([]string, t.Len())
 	for s := range out {
 		o, _ := t.Owner(coordinator.ShardID(s))
-		out[s] = o.NodeID
+		out[s] = o.Node.ID
 	}
 	return out, nil
 }

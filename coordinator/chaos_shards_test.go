@@ -59,7 +59,7 @@ var chaosShardSessionI3 = flag.Bool("chaos.shard-session-i3", false,
 // replica catching up, on a loaded 2-core host.
 const chaosShardRecovery = 2 * time.Second
 
-// chaosShardLease is one shard lease a node believed (one Handler.Acquire).
+// chaosShardLease is one shard lease a node believed (one Handler.Serve).
 type chaosShardLease struct {
 	shard    coordinator.ShardID
 	node     int
@@ -132,8 +132,8 @@ func (r *chaosRun) configureNode(i int, c *coordinator.Config) {
 	c.Shards.Count = chaosShardCount
 	name := c.NodeName
 	c.Shards.Handler = coordinator.HandlerFuncs{
-		AcquireFunc: func(ctx context.Context, l *coordinator.ShardLease) { r.acquireShard(ctx, i, name, l) },
-		ReleaseFunc: func(ctx context.Context, l *coordinator.ShardLease) error {
+		ServeFunc: func(ctx context.Context, l *coordinator.ShardLease) { r.acquireShard(ctx, i, name, l) },
+		HandOffFunc: func(ctx context.Context, l *coordinator.ShardLease) error {
 			// A short drain; the timer paces the scenario.
 			pace(ctx, time.Duration(l.Token()%4)*10*time.Millisecond)
 			return nil

@@ -133,7 +133,7 @@ type ShardConfig struct {
 	// the distance from balance (see shardown.Params.LoadMoves) and stays
 	// within MaxMoves. 0 means max(1, Count/64).
 	LoadMoves int
-	// DrainTimeout bounds Handler.Release, the drain of a shard being
+	// DrainTimeout bounds Handler.HandOff, the drain of a shard being
 	// handed off; the release is committed when it returns or times out.
 	DrainTimeout time.Duration
 	// JoinStabilization is how long a new session must have existed

@@ -51,13 +51,16 @@
 //   - a Permit: up to N holders of a semaphore name. AcquireSemaphore,
 //     TryAcquireSemaphore, Permit.Release.
 //   - a ShardLease: a shard, granted by the raft leader; this node's
-//     ShardHandler is told when it gains one and when it must hand one off.
+//     ShardHandler is told when it gains one (Serve) and when it must hand one
+//     off (HandOff).
 //
-// Who holds something is always a Holder (node, identity, address, session,
+// Who holds something is always a Holder (its Node, address, session,
 // token), read from the local replica: Holder(name) for a lease,
-// SemaphoreHolders(name) for a semaphore's permits, Owner(shard) for a shard. The
-// word "leader" on its own means the raft leader (RaftLeader, ErrNoLeader,
-// NoLeaderSince); the node an election chose is the lease's holder.
+// SemaphoreHolders(name) for a semaphore's permits, Owner(shard) for a
+// shard. A node is always named by a Node (name and identity): a Holder's,
+// a Member's, the raft leader's. The word "leader" on its own means the raft
+// leader (RaftLeader, ErrNoLeader, NoLeaderSince); the node an election
+// chose is the lease's holder.
 //
 // # What is guaranteed
 //

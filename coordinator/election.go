@@ -92,7 +92,7 @@ func (c *Coordinator) RunElection(ctx context.Context, cfg ElectionConfig) error
 		e.Check = &cfg.Check.c
 	}
 	if cfg.OnNewLeader != nil {
-		e.OnNewLeader = func(h leases.Holder) { cfg.OnNewLeader(Holder(h)) }
+		e.OnNewLeader = func(h leases.Holder) { cfg.OnNewLeader(toHolder(h)) }
 		e.Self = func(l *Lease) leases.Holder {
 			return leases.Holder{Node: c.cfg.NodeName, NodeID: c.id, Addr: c.serviceAddr(), Session: l.g.SessionID(), Token: l.Token(),
 				Value: l.Value()}

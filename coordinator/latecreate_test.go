@@ -147,7 +147,7 @@ func sample(leader, n *coordinator.Coordinator, id string, mu *sync.Mutex, belie
 	t := leader.Table()
 	count := map[string]int{}
 	for s := 0; s < t.Len(); s++ {
-		if h, ok := t.Owner(coordinator.ShardID(s)); ok && h.NodeID == id {
+		if h, ok := t.Owner(coordinator.ShardID(s)); ok && h.Node.ID == id {
 			count[h.Session]++
 		}
 	}

@@ -55,7 +55,7 @@ func (l *Lease) ReleaseBeforeCommit(ctx context.Context) error { return l.g.Rele
 // change committed before the call.
 func (c *Coordinator) Holder(name string) (h Holder, ok bool) {
 	lh, ok := leases.HolderOf(c.fsm.View(), name)
-	return Holder(lh), ok
+	return toHolder(lh), ok
 }
 
 // Acquire blocks until this node holds the named lease, or ctx ends.
@@ -119,17 +119,18 @@ func observe[T any](c *Coordinator, ctx context.Context, name string, conv func(
 	return ch
 }
 
-func toHolder(h leases.Holder) Holder { return Holder(h) }
+// toHolder converts the engine's holder to the API's.
+func toHolder(h leases.Holder) Holder {
+	return Holder{Node: Node{Name: h.Node, ID: h.NodeID}, Addr: h.Addr, Session: h.Session, Token: h.Token, Value: h.Value}
+}
 
 // Holder is who holds something the cluster grants, as a replica shows
 // it: a named lease (Holder, Leases, Observe), a semaphore permit
 // (Semaphore) or a shard (Owner, ShardTable). Its Token is the fencing
 // token of that grant. The zero Holder means nobody.
 type Holder struct {
-	// Node is the holding node's name (Config.NodeName).
-	Node string
-	// NodeID is the holding node's identity, also its raft server ID.
-	NodeID string
+	// Node is the holding node.
+	Node Node
 	// Addr is where applications reach the holding node: its
 	// Config.ServiceAddr, or its RPC address when that is empty.
 	Addr string

@@ -49,7 +49,7 @@ func TestAcquireReleaseHandsOver(t *testing.T) {
 	}()
 	cl.WaitFor("b queued", formTimeout, func() error {
 		h, ok := b.Holder("scheduler")
-		if !ok || h.Token != la.Token() || h.Node != a.NodeName() {
+		if !ok || h.Token != la.Token() || h.Node.Name != a.NodeName() {
 			return fmt.Errorf("%w: holder %+v", holdfasttest.ErrNotYet, h)
 		}
 		return nil
@@ -71,7 +71,7 @@ func TestAcquireReleaseHandsOver(t *testing.T) {
 	// be coalesced, never the latest).
 	seen := false
 	for h := range observed {
-		if h.Node == b.NodeName() && h.Token == lb.Token() {
+		if h.Node.Name == b.NodeName() && h.Token == lb.Token() {
 			seen = true
 			break
 		}
@@ -226,7 +226,7 @@ func TestHolderShape(t *testing.T) {
 		t.Fatal("no session")
 	}
 	want := func(token uint64) coordinator.Holder {
-		return coordinator.Holder{Node: c.NodeName(), NodeID: c.ID(), Addr: addr, Session: sess.ID, Token: token}
+		return coordinator.Holder{Node: coordinator.Node{Name: c.NodeName(), ID: c.ID()}, Addr: addr, Session: sess.ID, Token: token}
 	}
 	check := func(what string, got, want coordinator.Holder) {
 		t.Helper()
@@ -349,7 +349,7 @@ func TestHolderValue(t *testing.T) {
 	if bl == nil {
 		t.FailNow()
 	}
-	if h := readOn(a); h.Node != cl.Node(1).Name || h.Value != "waiter b" || bl.Value() != "waiter b" {
+	if h := readOn(a); h.Node.Name != cl.Node(1).Name || h.Value != "waiter b" || bl.Value() != "waiter b" {
 		t.Fatalf("the waiter's grant: %+v", h)
 	}
 	if err := bl.Release(ctx); err != nil {
@@ -381,7 +381,7 @@ func TestHolderValue(t *testing.T) {
 	}()
 	select {
 	case h := <-leaders:
-		if h.Node != cl.Node(0).Name || h.Value != "a serves at :8080" {
+		if h.Node.Name != cl.Node(0).Name || h.Value != "a serves at :8080" {
 			t.Errorf("b's OnNewLeader: %+v, want a with its value", h)
 		}
 	case <-ctx.Done():

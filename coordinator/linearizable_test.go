@@ -72,7 +72,7 @@ func TestLeaseHistoryLinearizable(t *testing.T) {
 			refused: func(err error) bool { return errors.Is(err, coordinator.ErrLeaseHeld) },
 			read: func(c *coordinator.Coordinator, name string) []lincheck.Holder {
 				if h, ok := c.Holder(name); ok {
-					return []lincheck.Holder{{Client: h.Node, Token: h.Token}}
+					return []lincheck.Holder{{Client: h.Node.Name, Token: h.Token}}
 				}
 				return nil
 			},
@@ -102,7 +102,7 @@ func TestSemaphoreHistoryLinearizable(t *testing.T) {
 			read: func(c *coordinator.Coordinator, name string) []lincheck.Holder {
 				var hs []lincheck.Holder
 				for _, h := range c.SemaphoreHolders(name) {
-					hs = append(hs, lincheck.Holder{Client: h.Node, Token: h.Token})
+					hs = append(hs, lincheck.Holder{Client: h.Node.Name, Token: h.Token})
 				}
 				return hs
 			},

@@ -56,11 +56,11 @@ type Operation struct {
 
 // OperationResult is what the raft leader did for an Operation.
 type OperationResult struct {
-	// Leader and LeaderID name the raft leader that carried it out.
-	Leader, LeaderID string
-	// Node and NodeID name the node acted on (drain, undrain, remove-peer),
-	// or the new raft leader after a step-down ("" if not known yet).
-	Node, NodeID string
+	// Leader is the raft leader that carried it out.
+	Leader Node
+	// Node is the node acted on (drain, undrain, remove-peer), or the new
+	// raft leader after a step-down (empty if not known yet).
+	Node Node
 	// Token is the grant a lease release ended. Graceful is true when its
 	// holder's node ended its belief first and released it itself; false
 	// when that node did not answer and the leader committed the release
@@ -125,7 +125,7 @@ func operationResult(rep wire.OperateReply, err error) (OperationResult, error) 
 	if rep.Refused != "" {
 		return OperationResult{}, fmt.Errorf("%w: %s", ErrOperationRefused, strings.TrimPrefix(rep.Refused, "holdfast: "))
 	}
-	return OperationResult{Leader: rep.Leader, LeaderID: rep.LeaderID, Node: rep.Node, NodeID: rep.NodeID, Token: rep.Token,
+	return OperationResult{Leader: Node{Name: rep.Leader, ID: rep.LeaderID}, Node: Node{Name: rep.Node, ID: rep.NodeID}, Token: rep.Token,
 		Graceful: rep.Graceful, Promoted: rep.Promoted, Message: rep.Message, Plan: placementOf(rep.Plan)}, nil
 }
 

@@ -42,7 +42,7 @@ func TestReleaseLeaseWithoutItsHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Graceful || res.Token != old.Token() || res.Node != holder.Name || res.Leader != leader.Name {
+	if res.Graceful || res.Token != old.Token() || res.Node.Name != holder.Name || res.Leader.Name != leader.Name {
 		t.Fatalf("release without the holder's node: %+v", res)
 	}
 	t.Log(res.Message)

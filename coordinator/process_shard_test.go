@@ -85,7 +85,7 @@ func runOwnerChild() int {
 	}
 	cfg := coordinator.DefaultLocalConfig()
 	ownerTimings(&cfg, shards, ttl)
-	cfg.Shards.Handler = coordinator.HandlerFuncs{AcquireFunc: func(ctx context.Context, l *coordinator.ShardLease) {
+	cfg.Shards.Handler = coordinator.HandlerFuncs{ServeFunc: func(ctx context.Context, l *coordinator.ShardLease) {
 		poke()
 		context.AfterFunc(ctx, poke)
 	}}
@@ -259,7 +259,7 @@ func (a *acquireLog) activationsSince(t time.Time) []activation {
 
 func (a *acquireLog) configure(i int, c *coordinator.Config) {
 	node := c.NodeName
-	c.Shards.Handler = coordinator.HandlerFuncs{AcquireFunc: func(ctx context.Context, l *coordinator.ShardLease) {
+	c.Shards.Handler = coordinator.HandlerFuncs{ServeFunc: func(ctx context.Context, l *coordinator.ShardLease) {
 		a.mu.Lock()
 		a.starts[acquireKey{l.Shard(), l.Token()}] = acquireRec{node: node, start: coordinator.ShardLeaseStart(l)}
 		a.mu.Unlock()
@@ -317,8 +317,8 @@ func waitChildBalanced(tb testing.TB, cl *holdfasttest.Cluster, ch *ownerChild, 
 			if !ok || sh.State != coordinator.ShardOwned {
 				return fmt.Errorf("%w: shard %d: %+v %v", holdfasttest.ErrNotYet, s, o, ok)
 			}
-			counts[o.Node]++
-			if o.Node == ch.name {
+			counts[o.Node.Name]++
+			if o.Node.Name == ch.name {
 				mine[coordinator.ShardID(s)] = o.Token
 				sessions[o.Session] = true
 			}
@@ -396,7 +396,7 @@ func killAndMeasure(tb testing.TB, cl *holdfasttest.Cluster, ch *ownerChild, acq
 				return fmt.Errorf("%w: shard %d free", holdfasttest.ErrNotYet, s)
 			case sh.State == coordinator.ShardRevoking:
 				return fmt.Errorf("%w: shard %d revoking: %+v", holdfasttest.ErrNotYet, s, o)
-			case o.Node == ch.name:
+			case o.Node.Name == ch.name:
 				return fmt.Errorf("%w: shard %d still owned by %s (token %d)", holdfasttest.ErrNotYet, s, o.Node, o.Token)
 			case o.Token <= old:
 				return fmt.Errorf("%w: shard %d owned by %s with token %d, not above %d", holdfasttest.ErrNotYet, s, o.Node, o.Token, old)
@@ -405,7 +405,7 @@ func killAndMeasure(tb testing.TB, cl *holdfasttest.Cluster, ch *ownerChild, acq
 			if !ok {
 				return fmt.Errorf("%w: %s has not begun to believe shard %d token %d", holdfasttest.ErrNotYet, o.Node, s, o.Token)
 			}
-			if rec.node != o.Node {
+			if rec.node != o.Node.Name {
 				return fmt.Errorf("shard %d token %d: the table names %s, %s believes it", s, o.Token, o.Node, rec.node)
 			}
 			if rec.start.After(latest) {
@@ -478,7 +478,7 @@ func TestSIGKILLOwnerShardsReowned(t *testing.T) {
 	}
 	// The replica agrees with what the wait saw: tokens never go back.
 	for s, old := range tokens {
-		if o, ok := cl.Node(0).C().Owner(s); !ok || o.Node == "child" || o.Token <= old {
+		if o, ok := cl.Node(0).C().Owner(s); !ok || o.Node.Name == "child" || o.Token <= old {
 			t.Errorf("shard %d now: %+v %v (the child's token was %d)", s, o, ok, old)
 		}
 	}

@@ -338,7 +338,7 @@ func TestSIGSTOPHolderIsFenced(t *testing.T) {
 			return err
 		}
 		h, ok := parent.Holder(childLease)
-		if !ok || h.Node != "child" {
+		if !ok || h.Node.Name != "child" {
 			return fmt.Errorf("%w: holder %+v", holdfasttest.ErrNotYet, h)
 		}
 		var n int

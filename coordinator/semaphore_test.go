@@ -98,7 +98,7 @@ func TestSemaphoreCluster(t *testing.T) {
 	if err := c.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if hs := c.SemaphoreHolders(name); len(hs) != 2 || hs[0].Node != a.NodeName() || hs[1].Token != pb.Token() {
+	if hs := c.SemaphoreHolders(name); len(hs) != 2 || hs[0].Node.Name != a.NodeName() || hs[1].Token != pb.Token() {
 		t.Fatalf("Semaphore: %+v", hs)
 	}
 
@@ -170,7 +170,7 @@ func TestSemaphoreCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, h := range a.Semaphore(name) {
-		if h.Node == dead {
+		if h.Node.Name == dead {
 			t.Fatalf("the killed node %s still holds a permit: %+v", dead, h)
 		}
 	}

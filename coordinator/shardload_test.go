@@ -26,7 +26,7 @@ func TestShardsBalanceByLoad(t *testing.T) {
 	const shards = 32
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, Configure: func(i int, c *coordinator.Config) {
 		c.Shards.Count = shards
-		c.Shards.Handler = coordinator.HandlerFuncs{AcquireFunc: func(_ context.Context, l *coordinator.ShardLease) {
+		c.Shards.Handler = coordinator.HandlerFuncs{ServeFunc: func(_ context.Context, l *coordinator.ShardLease) {
 			l.ReportLoad(shardLoad(l.Shard()))
 		}}
 	}})
@@ -51,7 +51,7 @@ func TestShardsBalanceByLoad(t *testing.T) {
 			if !ok || sh.State != coordinator.ShardOwned {
 				return fmt.Errorf("%w: shard %d not owned", holdfasttest.ErrNotYet, s)
 			}
-			load[sh.Owner.Node] += shardLoad(coordinator.ShardID(s))
+			load[sh.Owner.Node.Name] += shardLoad(coordinator.ShardID(s))
 		}
 		for _, n := range p.Nodes {
 			if n.Target < total/3-1e-6 || n.Target > total/3+1e-6 {

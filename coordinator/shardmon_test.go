@@ -37,12 +37,12 @@ func newShardMonitor() *shardMonitor {
 // handler returns the handler for one node.
 func (m *shardMonitor) handler(node string) coordinator.ShardHandler {
 	return coordinator.HandlerFuncs{
-		AcquireFunc: func(ctx context.Context, l *coordinator.ShardLease) {
+		ServeFunc: func(ctx context.Context, l *coordinator.ShardLease) {
 			m.mu.Lock()
 			m.leases[l.Shard()] = append(m.leases[l.Shard()], monLease{node: node, l: l})
 			m.mu.Unlock()
 		},
-		ReleaseFunc: func(ctx context.Context, l *coordinator.ShardLease) error {
+		HandOffFunc: func(ctx context.Context, l *coordinator.ShardLease) error {
 			if m.release != nil {
 				m.release(node, l)
 			}
@@ -175,7 +175,7 @@ func balanced(cl *holdfasttest.Cluster, shards int) (map[string]int, error) {
 		if !ok || sh.State != coordinator.ShardOwned {
 			return nil, fmt.Errorf("%w: shard %d: %+v %v", holdfasttest.ErrNotYet, s, o, ok)
 		}
-		counts[o.Node]++
+		counts[o.Node.Name]++
 	}
 	hi := int(math.Ceil(float64(shards) / float64(len(nodes)) * 1.05))
 	lo := int(math.Floor(float64(shards) / float64(len(nodes)) * 0.95))

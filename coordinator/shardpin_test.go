@@ -16,7 +16,7 @@ func ownerNode(c *coordinator.Coordinator, s coordinator.ShardID) (string, uint6
 	if !ok || sh.State != coordinator.ShardOwned {
 		return "", 0
 	}
-	return sh.Owner.Node, sh.Owner.Token
+	return sh.Owner.Node.Name, sh.Owner.Token
 }
 
 // TestShardsPinAndMove over loopback TCP: a move hands a shard to the
@@ -48,7 +48,7 @@ func TestShardsPinAndMove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Token <= oldToken || res.Node != to {
+	if res.Token <= oldToken || res.Node.Name != to {
 		t.Fatalf("move: %+v; want owned by %s with a token above %d", res, to, oldToken)
 	}
 	t.Logf("move: %s", res.Message)

@@ -7,8 +7,6 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/shards"
-	"github.com/holdfast-go/holdfast/internal/wire"
-	"github.com/holdfast-go/holdfast/transport"
 )
 
 // ShardPreparer is a ShardHandler that warms a shard up before a planned
@@ -107,58 +105,17 @@ func (c *Coordinator) prepareTimeout() time.Duration {
 	}
 }
 
-// askPrepare is the balancer's Prepare: it asks the node of session to,
-// over wire.MethodShardPrepare (or this node's manager directly).
-func (c *Coordinator) askPrepare(ctx context.Context, to string, items []fsm.ShardItem, wait time.Duration) error {
-	req := wire.ShardPrepareRequest{To: to, Items: items, WaitNanos: int64(wait)}
-	_, err := c.callPrepare(ctx, req, wait+c.cfg.RPCTimeout)
-	var re *transport.RemoteError
-	if errors.As(err, &re) && re.Code == wire.CodeBadMethod {
-		return nil // a node of an older release: move unprepared, as it expects
-	}
-	return err
-}
-
-// tellAbandon is the balancer's Abandon.
-func (c *Coordinator) tellAbandon(ctx context.Context, to string, items []fsm.ShardItem) {
-	req := wire.ShardPrepareRequest{To: to, Items: items, Abandon: true}
-	if _, err := c.callPrepare(ctx, req, c.cfg.RPCTimeout); err != nil && ctx.Err() == nil {
-		c.log.Debug("telling a shard move's target that the move is abandoned failed", "to", to, "error", err)
-	}
-}
-
-// callPrepare sends req to the node of session req.To, bounded by limit.
-func (c *Coordinator) callPrepare(ctx context.Context, req wire.ShardPrepareRequest, limit time.Duration) (wire.ShardPrepareReply, error) {
-	var rep wire.ShardPrepareReply
-	sess, ok := c.fsm.View().Session(req.To)
-	if !ok {
-		return rep, errors.New("holdfast: the move's target session is gone")
-	}
-	if sess.NodeID == c.id {
-		return c.servePrepare(ctx, req)
-	}
-	addr, ok := c.cluster.RPCAddrOf(sess.NodeID)
-	if !ok {
-		return rep, errors.New("holdfast: the move's target node is not alive in gossip")
-	}
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	return rep, wire.FromRemote(c.trans.Call(ctx, addr, wire.MethodShardPrepare, req, &rep))
-}
-
-// servePrepare answers wire.MethodShardPrepare from the shard manager.
-func (c *Coordinator) servePrepare(ctx context.Context, req wire.ShardPrepareRequest) (wire.ShardPrepareReply, error) {
-	if req.Abandon {
-		c.shards.Abandon(req.To, req.Items)
-		return wire.ShardPrepareReply{}, nil
-	}
-	n, err := c.shards.Prepare(ctx, req.To, req.Items, time.Duration(req.WaitNanos))
-	return wire.ShardPrepareReply{Ready: n}, err
+// prepareRPC carries prepare requests between this node's balancer and
+// the shard managers of the moves' targets.
+func (c *Coordinator) prepareRPC() *shards.PrepareRPC[*ShardLease] {
+	return &shards.PrepareRPC[*ShardLease]{View: c.fsm.View, Self: c.id, Local: c.shards, RPCAddrOf: c.cluster.RPCAddrOf,
+		Call: c.trans.Call, RPCTimeout: c.cfg.RPCTimeout, Log: c.log}
 }
 
 // prepareOptions fills the balancer's prepare options.
 func (c *Coordinator) prepareOptions(o *shards.BalancerOptions) {
 	if t := c.prepareTimeout(); t > 0 {
-		o.Prepare, o.Abandon, o.PrepareTimeout = c.askPrepare, c.tellAbandon, t
+		p := c.prepareRPC()
+		o.Prepare, o.Abandon, o.PrepareTimeout = p.Ask, p.Abandon, t
 	}
 }

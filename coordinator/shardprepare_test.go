@@ -84,7 +84,7 @@ func TestShardsPrepareTargetKilled(t *testing.T) {
 	m.waitGranted(cl, before, meant)
 	perShard, who := m.grantsAfter(before)
 	for _, s := range moved {
-		if o, ok := leader.C().Owner(s); !ok || o.Node != leader.Name {
+		if o, ok := leader.C().Owner(s); !ok || o.Node.Name != leader.Name {
 			t.Errorf("shard %d: owner %+v after the drain, want %s", s, o, leader.Name)
 		}
 	}
@@ -131,7 +131,7 @@ func TestShardsPrepareLeaderChange(t *testing.T) {
 	// The new leader's balancer plans with the drained node's shards still
 	// its own: none is revoked while the prepare holds.
 	for _, s := range moved {
-		if info, ok := next.C().Table().Shard(s); !ok || info.Owner.Node != victim.Name || info.State != coordinator.ShardOwned {
+		if info, ok := next.C().Table().Shard(s); !ok || info.Owner.Node.Name != victim.Name || info.State != coordinator.ShardOwned {
 			t.Errorf("shard %d: %+v while the next owner prepares, want owned by %s", s, info, victim.Name)
 		}
 	}
@@ -213,7 +213,7 @@ func TestShardsPrepareAbandonedOnUndrain(t *testing.T) {
 		return nil
 	})
 	for _, s := range owned {
-		if info, ok := victim.C().Table().Shard(s); !ok || info.Owner.Node != victim.Name || info.State != coordinator.ShardOwned {
+		if info, ok := victim.C().Table().Shard(s); !ok || info.Owner.Node.Name != victim.Name || info.State != coordinator.ShardOwned {
 			t.Errorf("shard %d: %+v after the undrain, want owned by %s", s, info, victim.Name)
 		}
 	}

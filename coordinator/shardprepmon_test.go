@@ -40,11 +40,11 @@ func newPrepMonitor() *prepMonitor {
 func (m *prepMonitor) configure(i int, c *coordinator.Config) {
 	node := fmt.Sprintf("node%d", i)
 	h := m.handler(node).(coordinator.HandlerFuncs)
-	release := h.ReleaseFunc
-	h.ReleaseFunc = func(ctx context.Context, l *coordinator.ShardLease) error {
+	release := h.HandOffFunc
+	h.HandOffFunc = func(ctx context.Context, l *coordinator.ShardLease) error {
 		next := ""
 		if o, ok := l.NextOwner(); ok {
-			next = o.Node
+			next = o.Node.Name
 		}
 		m.mu.Lock()
 		m.next[l.Shard()] = append(m.next[l.Shard()], next)
@@ -169,7 +169,7 @@ func (m *prepMonitor) waitStarted(cl *holdfasttest.Cluster, node string, mark in
 func shardsOf(c *coordinator.Coordinator, node string) []coordinator.ShardID {
 	var out []coordinator.ShardID
 	for s := 0; s < c.Shards(); s++ {
-		if o, ok := c.Owner(coordinator.ShardID(s)); ok && o.Node == node {
+		if o, ok := c.Owner(coordinator.ShardID(s)); ok && o.Node.Name == node {
 			out = append(out, coordinator.ShardID(s))
 		}
 	}
@@ -186,7 +186,7 @@ func (m *prepMonitor) checkPreparedMoves(t *testing.T, cl *holdfasttest.Cluster,
 	// it in a goroutine of its own (context.AfterFunc).
 	cl.WaitFor("the prepares of the moved shards ended by their grants", formTimeout, func() error {
 		for _, s := range moved {
-			if o, ok := c.Owner(s); ok && m.preparedOn(o.Node, s) == 0 {
+			if o, ok := c.Owner(s); ok && m.preparedOn(o.Node.Name, s) == 0 {
 				return fmt.Errorf("%w: shard %d went to %s, which has not (yet) prepared it", holdfasttest.ErrNotYet, s, o.Node)
 			}
 		}
@@ -201,7 +201,7 @@ func (m *prepMonitor) checkPreparedMoves(t *testing.T, cl *holdfasttest.Cluster,
 		m.mu.Lock()
 		next := m.next[s]
 		m.mu.Unlock()
-		if len(next) == 0 || next[len(next)-1] != o.Node {
+		if len(next) == 0 || next[len(next)-1] != o.Node.Name {
 			t.Errorf("shard %d: the drain saw next owners %q, the shard went to %s", s, next, o.Node)
 		}
 	}

@@ -73,7 +73,7 @@ func ownerIn(v *fsm.View, s ShardID) (h Holder, ok bool) {
 // two stack temporaries whose 16-byte reloads of 8-byte stores stalled
 // store forwarding (half of Owner's time in BenchmarkOwner).
 func setHolder(h *Holder, o *fsm.Session, token uint64) {
-	h.Node, h.NodeID, h.Addr, h.Session, h.Token = o.Node, o.NodeID, o.Addr, o.ID, token
+	h.Node.Name, h.Node.ID, h.Addr, h.Session, h.Token = o.Node, o.NodeID, o.Addr, o.ID, token
 }
 
 // Owned returns this node's live shard leases, sorted by shard.
@@ -151,31 +151,43 @@ func (c *Coordinator) Undrain(ctx context.Context) error {
 	return c.shards.SetDrained(ctx, false)
 }
 
-// ShardHandler is told about this node's shard leases. Both methods are
-// called from goroutines of their own; they may block, but must return
-// once their context ends.
+// ShardHandler is told about this node's shard leases: Serve when it
+// starts owning a shard, HandOff when the leader asks it to give one up.
+// Both methods are called from goroutines of their own; they may block, but
+// must return once their context ends. (Earlier releases named them Acquire
+// and Release, the words of a Lease, which has no drain step.)
 type ShardHandler interface {
-	// Acquire is called when this node starts owning a shard. ctx is the
+	// Serve is called when this node starts owning a shard. ctx is the
 	// lease's context: it ends the moment the lease ends (handoff, loss,
-	// shutdown). Acquire may return at once or run the shard's work until
+	// shutdown). Serve may return at once or run the shard's work until
 	// ctx ends.
-	Acquire(ctx context.Context, l *ShardLease)
-	// Release is called when the leader asks this node to hand the shard
+	Serve(ctx context.Context, l *ShardLease)
+	// HandOff is called when the leader asks this node to hand the shard
 	// off, while the lease is still held: drain in-flight work, then
 	// return. ctx ends after Config.Shards.DrainTimeout or when the lease's
-	// belief ends, whichever comes first. When Release returns, the lease
+	// belief ends, whichever comes first. When HandOff returns, the lease
 	// ends (cause ErrRevoked) and the release is committed; an error is
 	// logged and changes nothing else.
-	Release(ctx context.Context, l *ShardLease) error
+	HandOff(ctx context.Context, l *ShardLease) error
 }
 
-// HandlerFuncs adapts two functions to a ShardHandler; a nil function is a
-// no-op.
-// It is a ShardPreparer; with PrepareFunc nil its moves are not prepared.
+// HandlerFuncs adapts functions to a ShardHandler; a nil function is a
+// no-op. It is a ShardPreparer; with PrepareFunc nil its moves are not
+// prepared.
 type HandlerFuncs struct {
-	AcquireFunc func(ctx context.Context, l *ShardLease)
-	ReleaseFunc func(ctx context.Context, l *ShardLease) error
+	// ServeFunc is called by Serve.
+	ServeFunc func(ctx context.Context, l *ShardLease)
+	// HandOffFunc is called by HandOff.
+	HandOffFunc func(ctx context.Context, l *ShardLease) error
+	// PrepareFunc is called by Prepare.
 	PrepareFunc func(ctx context.Context, s ShardID, from Holder) error
+
+	// Deprecated: AcquireFunc is ServeFunc's earlier name, called by Serve
+	// when ServeFunc is nil.
+	AcquireFunc func(ctx context.Context, l *ShardLease)
+	// Deprecated: ReleaseFunc is HandOffFunc's earlier name, called by
+	// HandOff when HandOffFunc is nil.
+	ReleaseFunc func(ctx context.Context, l *ShardLease) error
 }
 
 // Prepare calls PrepareFunc, if set.
@@ -186,16 +198,23 @@ func (h HandlerFuncs) Prepare(ctx context.Context, s ShardID, from Holder) error
 	return nil
 }
 
-// Acquire calls AcquireFunc, if set.
-func (h HandlerFuncs) Acquire(ctx context.Context, l *ShardLease) {
-	if h.AcquireFunc != nil {
+// Serve calls ServeFunc, or AcquireFunc when ServeFunc is nil, if set.
+func (h HandlerFuncs) Serve(ctx context.Context, l *ShardLease) {
+	switch {
+	case h.ServeFunc != nil:
+		h.ServeFunc(ctx, l)
+	case h.AcquireFunc != nil:
 		h.AcquireFunc(ctx, l)
 	}
 }
 
-// Release calls ReleaseFunc, if set.
-func (h HandlerFuncs) Release(ctx context.Context, l *ShardLease) error {
-	if h.ReleaseFunc != nil {
+// HandOff calls HandOffFunc, or ReleaseFunc when HandOffFunc is nil, if
+// set.
+func (h HandlerFuncs) HandOff(ctx context.Context, l *ShardLease) error {
+	switch {
+	case h.HandOffFunc != nil:
+		return h.HandOffFunc(ctx, l)
+	case h.ReleaseFunc != nil:
 		return h.ReleaseFunc(ctx, l)
 	}
 	return nil
@@ -276,10 +295,10 @@ func maxMoves(n int) int {
 func (c *Coordinator) newShardManager() *shards.Manager[*ShardLease] {
 	addr := c.serviceAddr()
 	// Without a handler there is nothing to call: no goroutine per grant.
-	var acquire func(context.Context, *ShardLease)
-	var release func(context.Context, *ShardLease) error
+	var serve func(context.Context, *ShardLease)
+	var handOff func(context.Context, *ShardLease) error
 	if h := c.cfg.Shards.Handler; h != nil {
-		acquire, release = h.Acquire, h.Release
+		serve, handOff = h.Serve, h.HandOff
 	}
 	return shards.NewManager(shards.Options[*ShardLease]{
 		View:    c.fsm.View,
@@ -291,8 +310,8 @@ func (c *Coordinator) newShardManager() *shards.Manager[*ShardLease] {
 		IsNoSession:    func(err error) bool { return errors.Is(err, wire.ErrNoSession) },
 		Stop:           c.ctx.Done(),
 		Wrap:           c.wrapShardLease,
-		Acquire:        acquire,
-		Release:        release,
+		Serve:          serve,
+		HandOff:        handOff,
 		Ended:          c.shardLeaseEnded,
 		DrainTimeout:   c.cfg.Shards.DrainTimeout,
 		Prepare:        c.managerPrepare(),

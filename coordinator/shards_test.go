@@ -87,7 +87,7 @@ func TestShardsAPI(t *testing.T) {
 	}
 	for _, l := range owned {
 		o, ok := b.Owner(l.Shard())
-		if !ok || o.Node != a.NodeName() || o.Token != l.Token() || o.Addr != "svc0:80" || o.NodeID != a.ID() {
+		if !ok || o.Node.Name != a.NodeName() || o.Token != l.Token() || o.Addr != "svc0:80" || o.Node.ID != a.ID() {
 			t.Fatalf("node1 sees shard %d as %+v, node0 holds token %d", l.Shard(), o, l.Token())
 		}
 		if err := l.Checkpoint(); err != nil || l.Remaining() <= 0 {
@@ -130,7 +130,7 @@ func TestShardsAPI(t *testing.T) {
 		for _, l := range before {
 			sh, ok := a.Table().Shard(l.Shard())
 			o := sh.Owner
-			if !ok || sh.State != coordinator.ShardOwned || o.Node == b.NodeName() || o.Token <= l.Token() {
+			if !ok || sh.State != coordinator.ShardOwned || o.Node.Name == b.NodeName() || o.Token <= l.Token() {
 				return fmt.Errorf("%w: shard %d: %+v", holdfasttest.ErrNotYet, l.Shard(), o)
 			}
 		}
@@ -170,7 +170,7 @@ func waitWatch(t *testing.T, ch <-chan *coordinator.ShardTable, ok func(*coordin
 func ownedBy(c *coordinator.Coordinator, name string) map[coordinator.ShardID]uint64 {
 	out := map[coordinator.ShardID]uint64{}
 	for s := 0; s < c.Shards(); s++ {
-		if o, ok := c.Owner(coordinator.ShardID(s)); ok && o.Node == name {
+		if o, ok := c.Owner(coordinator.ShardID(s)); ok && o.Node.Name == name {
 			out[coordinator.ShardID(s)] = o.Token
 		}
 	}
@@ -188,7 +188,7 @@ func waitReowned(t *testing.T, cl *holdfasttest.Cluster, observer *coordinator.C
 		for s, tok := range lost {
 			sh, ok := observer.Table().Shard(s)
 			o := sh.Owner
-			if !ok || sh.State != coordinator.ShardOwned || o.Node == gone || o.Token <= tok {
+			if !ok || sh.State != coordinator.ShardOwned || o.Node.Name == gone || o.Token <= tok {
 				return fmt.Errorf("%w: shard %d: %+v", holdfasttest.ErrNotYet, s, o)
 			}
 		}

@@ -175,7 +175,7 @@ func (s *simRun) linRead(i int) {
 		}
 		var hs []lincheck.Holder
 		if h, ok := c.Holder(simLinName); ok {
-			hs = append(hs, lincheck.Holder{Client: h.Node, Token: h.Token})
+			hs = append(hs, lincheck.Holder{Client: h.Node.Name, Token: h.Token})
 		}
 		call.End(lincheck.Output{Holders: hs})
 	}

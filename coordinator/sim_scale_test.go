@@ -342,7 +342,7 @@ func (s *simScale) spread(t *coordinator.ShardTable) (owners, most int) {
 	by := map[string]int{}
 	for i := range simScaleShards {
 		if h, ok := t.Owner(coordinator.ShardID(i)); ok {
-			by[h.Node]++
+			by[h.Node.Name]++
 		}
 	}
 	for _, c := range by {

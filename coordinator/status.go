@@ -47,31 +47,70 @@ const (
 	MemberLeft    = cluster.MemberLeft
 )
 
-// Member describes one node as this node sees it: its name, ID (identity
-// and raft server ID), addresses, gossip State and since when (on this
-// node's clock), whether it is voter-Eligible (has a data dir), its
-// Suffrage, ClusterID, Zone and placement Tags (comma-separated).
-type Member = cluster.Member
+// Node is how the API names a node, the same way wherever it shows one
+// (the node holding a grant, a gossip member, the raft leader, the node an
+// operation acted on).
+type Node struct {
+	// Name is the node's Config.NodeName.
+	Name string
+	// ID is the node's identity, kept in its data dir (a node without one
+	// makes a new one at each start); it is also its raft server ID.
+	ID string
+}
 
-// NodeInfo identifies a node.
-type NodeInfo struct {
-	Name    string
-	ID      string
-	RPCAddr string
+// String returns the node's name, or its ID when the name is not known.
+func (n Node) String() string {
+	if n.Name == "" {
+		return n.ID
+	}
+	return n.Name
+}
+
+// Member describes one node as this node sees it: the Node, its
+// addresses, its gossip State and since when (on this node's clock),
+// whether it is voter-Eligible (has a data dir), its raft Suffrage, the
+// ClusterID it gossips, its Zone and its placement Tags (comma-separated).
+// The raft leader (RaftLeader) is a Member too.
+type Member struct {
+	Node
+	RPCAddr, GossipAddr string
+	State               MemberState
+	Since               time.Time
+	Eligible            bool
+	Suffrage            Suffrage
+	ClusterID           string
+	Zone, Tags          string
+}
+
+// Deprecated: NodeInfo was RaftLeader's answer (Name, ID and RPCAddr,
+// which a Member has under the same names); use Member.
+type NodeInfo = Member
+
+// toMember converts the engine's description of a member.
+func toMember(m cluster.Member) Member {
+	return Member{Node: Node{Name: m.Name, ID: m.ID}, RPCAddr: m.RPCAddr, GossipAddr: m.GossipAddr, State: m.State,
+		Since: m.Since, Eligible: m.Eligible, Suffrage: m.Suffrage, ClusterID: m.ClusterID, Zone: m.Zone, Tags: m.Tags}
 }
 
 // RaftState returns this node's current raft role.
 func (c *Coordinator) RaftState() RaftState { return c.node.State() }
 
 // RaftLeader returns the current raft leader as this node knows it, and
-// false when no leader is known.
-func (c *Coordinator) RaftLeader() (NodeInfo, bool) {
+// false when no leader is known. It is described as Members describes it;
+// a leader gossip does not (yet) know has only its ID and RPCAddr (and its
+// Name, when raft's configuration names it).
+func (c *Coordinator) RaftLeader() (Member, bool) {
 	a, id := c.node.LeaderWithID()
 	if a == "" {
-		return NodeInfo{}, false
+		return Member{}, false
+	}
+	for _, m := range c.cluster.MemberList() {
+		if m.ID == string(id) {
+			return toMember(m), true
+		}
 	}
 	addr, _, _ := transport.SplitRaftAddress(a)
-	return NodeInfo{ID: string(id), RPCAddr: addr, Name: c.cluster.NameOf(string(id))}, true
+	return Member{Node: Node{ID: string(id), Name: c.cluster.NameOf(string(id))}, RPCAddr: addr}, true
 }
 
 // AppliedIndex returns the raft index of the last entry applied to this
@@ -81,7 +120,14 @@ func (c *Coordinator) AppliedIndex() uint64 { return c.fsm.View().Index() }
 // Members lists every node gossip knows of (failed and left ones until
 // gossip forgets them), sorted by name, with each one's raft suffrage. A
 // member of the raft configuration that gossip does not know is not listed.
-func (c *Coordinator) Members() []Member { return c.cluster.MemberList() }
+func (c *Coordinator) Members() []Member {
+	ms := c.cluster.MemberList()
+	out := make([]Member, len(ms))
+	for i, m := range ms {
+		out[i] = toMember(m)
+	}
+	return out
+}
 
 // Voters returns the raft IDs of the current voters.
 func (c *Coordinator) Voters() []string { return c.cluster.Voters() }
@@ -126,7 +172,7 @@ type LeaseInfo struct {
 // name.
 func (c *Coordinator) Leases() []LeaseInfo {
 	return leases.List(c.fsm.View(), func(name string, h leases.Holder, waiters int) LeaseInfo {
-		return LeaseInfo{Name: name, Holder: Holder(h), Waiters: waiters}
+		return LeaseInfo{Name: name, Holder: toHolder(h), Waiters: waiters}
 	})
 }
 

@@ -61,7 +61,7 @@ func acquireOnce(t *testing.T, cl *holdfasttest.Cluster, n *holdfasttest.Node, n
 	}
 	for _, o := range without(cl.Running(), outsiders...) {
 		cl.WaitFor(o.Name+" sees the holder", formTimeout, func() error {
-			if h, ok := o.C().Holder(name); !ok || h.Token != l.Token() || h.Node != n.Name {
+			if h, ok := o.C().Holder(name); !ok || h.Token != l.Token() || h.Node.Name != n.Name {
 				return fmt.Errorf("%w: holder %+v", holdfasttest.ErrNotYet, h)
 			}
 			return nil

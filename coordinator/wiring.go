@@ -271,7 +271,7 @@ func (c *Coordinator) newDispatcher() *wire.Dispatcher {
 	d.Handle(wire.MethodWaitGrant, wire.Typed(c.leases.ServeWait))
 	d.Handle(wire.MethodOperate, wire.Typed(c.ops.Serve))
 	c.registerFeed(d)
-	d.Handle(wire.MethodShardPrepare, wire.Typed(c.servePrepare))
+	d.Handle(wire.MethodShardPrepare, wire.Typed(c.prepareRPC().Serve))
 	d.Handle(wire.MethodGossipKeyring, func(_ context.Context, body []byte) ([]byte, error) { return c.gossipKeys.Serve(body) })
 	return d
 }

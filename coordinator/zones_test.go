@@ -85,7 +85,7 @@ func TestVotersSpreadOverZonesAndZoneLossSurvived(t *testing.T) {
 		tab := l.Table()
 		for s := range tab.Len() {
 			o, ok := tab.Owner(coordinator.ShardID(s))
-			if !ok || zoneOfNode(cl, o.Node, zones) == lost {
+			if !ok || zoneOfNode(cl, o.Node.Name, zones) == lost {
 				return fmt.Errorf("%w: shard %d owned by %q", holdfasttest.ErrNotYet, s, o.Node)
 			}
 		}

@@ -81,7 +81,7 @@ func settledCluster(t *testing.T) (*holdfasttest.Cluster, *coordinator.Lease) {
 		if err := balanced(c.Table()); err != nil {
 			return err
 		}
-		if h, ok := c.Holder("cli-lease"); !ok || h.Node != "node1" {
+		if h, ok := c.Holder("cli-lease"); !ok || h.Node.Name != "node1" {
 			return fmt.Errorf("%w: node0 does not see the lease", holdfasttest.ErrNotYet)
 		}
 		return nil
@@ -106,7 +106,7 @@ func balanced(t *coordinator.ShardTable) error {
 		if !ok || sh.State != coordinator.ShardOwned {
 			return fmt.Errorf("%w: shard %d free or being handed off", holdfasttest.ErrNotYet, s)
 		}
-		per[o.Node]++
+		per[o.Node.Name]++
 	}
 	for _, n := range []string{"node0", "node1", "node2"} {
 		if per[n] < 5 || per[n] > 6 {

@@ -48,7 +48,7 @@ func TestShardCommands(t *testing.T) {
 	})
 	sh, _ := c0.Table().Shard(4)
 	to := "node2"
-	if sh.Owner.Node == to {
+	if sh.Owner.Node.Name == to {
 		to = "node1"
 	}
 	if out := act("shards", "move", "4", to); !regexp.MustCompile(`shard 4 moved to ` + to + ` \(token \d+\)\.`).MatchString(out) {

@@ -180,7 +180,7 @@ func settled(c *coordinator.Coordinator, nodes []*node) bool {
 		if !ok || sh.State != coordinator.ShardOwned {
 			return false
 		}
-		perNode[o.Node]++
+		perNode[o.Node.Name]++
 	}
 	lower := int(math.Floor(float64(c.Shards())/float64(len(nodes))*0.95 + 1e-9))
 	for _, n := range nodes {

@@ -69,7 +69,7 @@ func (d *demo) pickVictim() *node {
 		if n == d.leader || len(n.c.Owned()) == 0 {
 			continue
 		}
-		if n.name == d.auditor.Node {
+		if n.name == d.auditor.Node.Name {
 			return n
 		}
 		if best == nil || len(n.c.Owned()) > len(best.c.Owned()) {
@@ -116,7 +116,7 @@ func (d *demo) move(ctx context.Context) error {
 	d.p.section("3. The leader expires its session and moves its shards")
 	c := d.leader.c
 	d.moved = map[coordinator.ShardID]coordinator.Holder{}
-	auditorMoved := d.auditor.Node != d.victim.name
+	auditorMoved := d.auditor.Node.Name != d.victim.name
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	tables := c.WatchTable(wctx)
@@ -222,7 +222,7 @@ func (d *demo) resume(ctx context.Context) error {
 	d.p.say("\n%s itself knows: the context of each of its %s ended (%v),",
 		v.name, plural(len(d.frozen), "shard lease"), context.Cause(z.lease.Context()))
 	d.p.say("and Checkpoint fails: %v", z.lease.Checkpoint())
-	if d.auditor.Node != v.name {
+	if d.auditor.Node.Name != v.name {
 		return nil
 	}
 	// The auditor checks its lease inside its transaction, after the

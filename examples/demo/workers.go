@@ -9,10 +9,10 @@ import (
 	"github.com/holdfast-go/holdfast/coordinator"
 )
 
-// workers is one node's coordinator.ShardHandler. Acquire starts a worker
+// workers is one node's coordinator.ShardHandler. Serve starts a worker
 // for the shard under the lease's context; the worker appends to the
 // shard's ledger every interval, checking the lease inside each write
-// transaction. Release stops the worker and waits for it, so the shard is
+// transaction. HandOff stops the worker and waits for it, so the shard is
 // handed off only after its last write ended.
 type workers struct {
 	led      *ledger
@@ -33,7 +33,7 @@ var _ coordinator.ShardHandler = (*workers)(nil)
 
 type worker struct {
 	lease *coordinator.ShardLease
-	stop  chan struct{} // closed by Release
+	stop  chan struct{} // closed by HandOff
 	once  sync.Once
 	done  chan struct{} // closed when the worker returned
 }
@@ -44,9 +44,9 @@ func newWorkers(led *ledger, frz *freezer, interval time.Duration) *workers {
 		running: map[*coordinator.ShardLease]*worker{}}
 }
 
-// Acquire starts the worker and returns at once; ctx is the lease's
+// Serve starts the worker and returns at once; ctx is the lease's
 // context and ends the moment this node stops believing it owns the shard.
-func (ws *workers) Acquire(ctx context.Context, l *coordinator.ShardLease) {
+func (ws *workers) Serve(ctx context.Context, l *coordinator.ShardLease) {
 	w := &worker{lease: l, stop: make(chan struct{}), done: make(chan struct{})}
 	ws.mu.Lock()
 	ws.running[l] = w
@@ -62,9 +62,9 @@ func (ws *workers) Acquire(ctx context.Context, l *coordinator.ShardLease) {
 	}()
 }
 
-// Release stops the worker and waits until its write in progress ended;
-// holdfast grants the shard to the next owner only after Release returns.
-func (ws *workers) Release(ctx context.Context, l *coordinator.ShardLease) error {
+// HandOff stops the worker and waits until its write in progress ended;
+// holdfast grants the shard to the next owner only after HandOff returns.
+func (ws *workers) HandOff(ctx context.Context, l *coordinator.ShardLease) error {
 	ws.mu.Lock()
 	w := ws.running[l]
 	ws.mu.Unlock()
@@ -93,7 +93,7 @@ func (ws *workers) close() {
 	ws.wg.Wait()
 }
 
-// run appends every interval until the lease ends or Release stops it.
+// run appends every interval until the lease ends or HandOff stops it.
 // When the node's freezer is on, the worker turns into a zombie instead.
 func (ws *workers) run(ctx context.Context, w *worker) {
 	shard := int64(w.lease.Shard())

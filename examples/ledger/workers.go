@@ -11,10 +11,10 @@ import (
 	"github.com/holdfast-go/holdfast/fence"
 )
 
-// workers is the node's coordinator.ShardHandler: Acquire starts one worker
+// workers is the node's coordinator.ShardHandler: Serve starts one worker
 // per shard lease, which loads the shard's state (or takes what Prepare
 // loaded before a planned move, see warmup.go) and appends to the shard's
-// ledger every interval; Release stops it and waits for it, so a shard is
+// ledger every interval; HandOff stops it and waits for it, so a shard is
 // only released once its last write has ended.
 type workers struct {
 	led      *ledger
@@ -32,7 +32,7 @@ type workers struct {
 
 	mu      sync.Mutex
 	running map[*coordinator.ShardLease]*worker
-	warm    map[coordinator.ShardID]shardState // loaded by Prepare, for the next Acquire
+	warm    map[coordinator.ShardID]shardState // loaded by Prepare, for the next Serve
 	wg      sync.WaitGroup
 }
 
@@ -56,9 +56,9 @@ func newWorkers(led *ledger, out *printer, log *slog.Logger, m *metrics, interva
 		ctx: ctx, cancel: cancel, running: map[*coordinator.ShardLease]*worker{}, warm: map[coordinator.ShardID]shardState{}}
 }
 
-// Acquire starts the shard's worker and returns at once. The worker
+// Serve starts the shard's worker and returns at once. The worker
 // follows the lease (see run); ctx is the lease's context, l.Context().
-func (ws *workers) Acquire(_ context.Context, l *coordinator.ShardLease) {
+func (ws *workers) Serve(_ context.Context, l *coordinator.ShardLease) {
 	w := &worker{lease: l, stop: make(chan struct{}), done: make(chan struct{})}
 	ws.mu.Lock()
 	ws.running[l] = w
@@ -75,11 +75,11 @@ func (ws *workers) Acquire(_ context.Context, l *coordinator.ShardLease) {
 	}()
 }
 
-// Release stops the shard's worker and waits until its write in progress,
+// HandOff stops the shard's worker and waits until its write in progress,
 // if any, has ended: holdfast commits the release (and grants the shard to
-// the next owner) only after Release returns. ctx ends after the drain
+// the next owner) only after HandOff returns. ctx ends after the drain
 // timeout.
-func (ws *workers) Release(ctx context.Context, l *coordinator.ShardLease) error {
+func (ws *workers) HandOff(ctx context.Context, l *coordinator.ShardLease) error {
 	ws.mu.Lock()
 	w := ws.running[l]
 	ws.mu.Unlock()
@@ -109,7 +109,7 @@ func (ws *workers) close() {
 	ws.wg.Wait()
 }
 
-// run appends to the shard every interval until Release stops it, the
+// run appends to the shard every interval until HandOff stops it, the
 // fence refuses a write, or the lease check fails. It does not watch the
 // lease's context between writes: with -check-before-write the check inside
 // each transaction is what stops it; without, only the fence does, and a

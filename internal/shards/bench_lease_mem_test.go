@@ -14,7 +14,7 @@ import (
 // BenchmarkLeaseMemory reports the live heap each owned shard costs on the
 // owner side (B/lease): a Manager syncs a view that grants every shard to
 // its session, and the heap is read once the leases are live and their
-// Acquire callbacks returned (none: no callback; waiting: a callback that
+// Serve callbacks returned (none: no callback; waiting: a callback that
 // waits on the lease's context, as a shard's worker does).
 func BenchmarkLeaseMemory(b *testing.B) {
 	for _, c := range []struct {
@@ -57,7 +57,7 @@ func leaseBytes(b *testing.B, n int, acquire func(context.Context, *Lease)) floa
 		Session: func() (*session.Session, <-chan struct{}) { return s, nil },
 		Commit:  func(context.Context, fsm.Command) error { return nil },
 		Wrap:    func(l *Lease) *Lease { return l },
-		Acquire: acquire,
+		Serve:   acquire,
 		NodeID:  "n-s",
 		Errors:  Errors{Lost: errLost, Revoked: errRevoked, Shutdown: errShutdown},
 	})
@@ -69,7 +69,7 @@ func leaseBytes(b *testing.B, n int, acquire func(context.Context, *Lease)) floa
 		b.Fatalf("%d leases, want %d", got, n)
 	}
 	if acquire == nil { // wait for any callback goroutines to exit
-		testkit.Eventually(b, "Acquire callbacks returned", 10*time.Second, testkit.Holds(func() bool { return runtime.NumGoroutine() <= g0 }))
+		testkit.Eventually(b, "Serve callbacks returned", 10*time.Second, testkit.Holds(func() bool { return runtime.NumGoroutine() <= g0 }))
 	}
 	after := liveHeap()
 	runtime.KeepAlive(v)

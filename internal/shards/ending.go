@@ -90,7 +90,7 @@ func (m *Manager[W]) End(cause error) {
 
 // Close ends every lease with Errors.Shutdown, stops following the replica
 // and waits for every goroutine the Manager started: the Acquire and
-// Release callbacks (which must return once their context ends) and the
+// HandOff callbacks (which must return once their context ends) and the
 // commits of releases (which end with their session). It is safe to call
 // more than once.
 func (m *Manager[W]) Close() {

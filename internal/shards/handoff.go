@@ -20,14 +20,14 @@ func (m *Manager[W]) revokeLocked(h *held[W]) {
 	m.goLocked(func() { m.handoff(h) })
 }
 
-// handoff drains a revoked shard through the Release callback, ends the
+// handoff drains a revoked shard through the HandOff callback, ends the
 // lease (Errors.Revoked) and commits the release. It waits for the Acquire
 // callback to return first, at most DrainTimeout after the handoff began.
 func (m *Manager[W]) handoff(h *held[W]) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(h.life.Context(), m.o.DrainTimeout)
-	if err := m.o.Release(ctx, h.w); err != nil {
-		m.o.Log.Warn("shard release hook failed", "shard", h.shard, "token", h.token, "error", err)
+	if err := m.o.HandOff(ctx, h.w); err != nil {
+		m.o.Log.Warn("shard hand-off callback failed", "shard", h.shard, "token", h.token, "error", err)
 	}
 	cancel()
 	m.end(h, m.o.Errors.Revoked, time.Time{})

@@ -19,7 +19,7 @@ type Lease struct {
 	index    uint64 // raft index at which the grant was seen
 	life     session.Belief
 	revoked  signal // fires when the leader's revoke is seen
-	hookDone signal // fires when the Acquire callback returned
+	hookDone signal // fires when the Serve callback returned
 }
 
 // Shard returns the shard the lease owns.
@@ -49,7 +49,7 @@ type held[W any] struct {
 
 // Manager is the owner side of shard ownership on every node: it turns the
 // replica's shard table into leases for this node's session, runs the
-// Acquire callback for each, hands a shard off (Release callback, then the
+// Serve callback for each, hands a shard off (HandOff callback, then the
 // release's commit) when the leader revokes it, and drains the node on
 // request. W is the caller's value for a lease (the coordinator's
 // ShardLease), made once per lease by Options.Wrap. The Manager owns its
@@ -220,7 +220,7 @@ func (m *Manager[W]) scanLocked(v *fsm.View, s *session.Session, sh fsm.Shard, n
 }
 
 // startLocked creates the lease of a shard granted to s and runs the
-// Acquire callback, if there is one. Nothing is registered in the lease's
+// Serve callback, if there is one. Nothing is registered in the lease's
 // context: the Manager ends the lease itself (and, when s ends, every lease
 // of s), so it learns of every end without a watch per lease.
 func (m *Manager[W]) startLocked(s *session.Session, id ShardID, token, index uint64) {
@@ -240,13 +240,13 @@ func (m *Manager[W]) startLocked(s *session.Session, id ShardID, token, index ui
 	m.leases[id] = h
 	m.notifyLocked()
 	m.watchLocked(s)
-	if m.o.Acquire == nil {
+	if m.o.Serve == nil {
 		l.hookDone.fire(&m.fired)
 		return
 	}
 	m.goLocked(func() {
 		defer l.hookDone.fire(&m.fired)
-		m.o.Acquire(l.life.Context(), h.w)
+		m.o.Serve(l.life.Context(), h.w)
 	})
 }
 

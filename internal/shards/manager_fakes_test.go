@@ -51,8 +51,8 @@ func newMgrRig(t *testing.T, shards int) *mgrRig {
 		},
 		IsNoSession: func(err error) bool { return errors.Is(err, fsm.ErrNoSession) },
 		Wrap:        func(l *Lease) *Lease { return l },
-		Acquire:     func(_ context.Context, l *Lease) { rig.acquired <- l },
-		Release: func(ctx context.Context, l *Lease) error {
+		Serve:       func(_ context.Context, l *Lease) { rig.acquired <- l },
+		HandOff: func(ctx context.Context, l *Lease) error {
 			rig.released <- l
 			if rig.release != nil {
 				return rig.release(ctx, l)

@@ -44,19 +44,19 @@ type Options[W any] struct {
 	// Wrap makes the caller's value for a lease, once, as the lease
 	// starts (required).
 	Wrap func(*Lease) W
-	// Acquire is called in a goroutine of its own when a lease starts,
+	// Serve is called in a goroutine of its own when a lease starts,
 	// with the lease's context; it must return once ctx ends (nil: none,
 	// and no goroutine).
-	Acquire func(ctx context.Context, w W)
-	// Release is called in a goroutine of its own when the leader revokes
+	Serve func(ctx context.Context, w W)
+	// HandOff is called in a goroutine of its own when the leader revokes
 	// a lease; ctx ends after DrainTimeout or when the lease's belief ends
 	// (nil: none). When it returns, the lease ends and the release is
 	// committed; an error is logged.
-	Release func(ctx context.Context, w W) error
+	HandOff func(ctx context.Context, w W) error
 	// Ended is called once when a lease ends, with its cause, after the
 	// Manager forgot it; it must not block or call the Manager (nil: none).
 	Ended func(w W, cause error)
-	// DrainTimeout bounds Release, and the wait for Acquire to return
+	// DrainTimeout bounds HandOff, and the wait for Serve to return
 	// before the release is committed.
 	DrainTimeout time.Duration
 	// Prepare is called in a goroutine of its own when the leader asks
@@ -97,8 +97,8 @@ func (o Options[W]) withDefaults() Options[W] {
 	if o.IsNoSession == nil {
 		o.IsNoSession = func(error) bool { return false }
 	}
-	if o.Release == nil {
-		o.Release = func(context.Context, W) error { return nil }
+	if o.HandOff == nil {
+		o.HandOff = func(context.Context, W) error { return nil }
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)

@@ -254,7 +254,7 @@ func TestWaitNoShards(t *testing.T) {
 func TestCloseJoins(t *testing.T) {
 	rig := newMgrRig(t, 2)
 	returned := make(chan struct{})
-	rig.m.o.Acquire = func(ctx context.Context, l *Lease) {
+	rig.m.o.Serve = func(ctx context.Context, l *Lease) {
 		rig.acquired <- l
 		<-ctx.Done()
 		time.Sleep(10 * time.Millisecond) // a callback slow to return: Close must wait for it
@@ -268,7 +268,7 @@ func TestCloseJoins(t *testing.T) {
 	select {
 	case <-returned:
 	default:
-		t.Fatal("Close returned before the Acquire callback")
+		t.Fatal("Close returned before the Serve callback")
 	}
 	if err := context.Cause(l.Belief().Context()); !errors.Is(err, errShutdown) {
 		t.Fatalf("lease ended with %v, want Errors.Shutdown", err)

@@ -36,7 +36,7 @@ type ready struct {
 // called, or PrepareHold passed since the leader's wait ended while the
 // shard was neither revoked toward to nor granted to it; it ends with
 // context.Canceled once this node's lease on the shard started (after the
-// Acquire callback was called). Without Options.Prepare every shard is
+// Serve callback was called). Without Options.Prepare every shard is
 // ready at once.
 func (m *Manager[W]) Prepare(ctx context.Context, to string, items []fsm.ShardItem, wait time.Duration) (int, error) {
 	if m.o.Prepare == nil {

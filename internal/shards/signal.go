@@ -4,7 +4,7 @@ import "sync/atomic"
 
 // signal is a channel closed once, made only when someone waits on it
 // before it fires: most leases are never revoked and nobody waits for
-// their Acquire callback, so most leases never make either channel (about
+// their Serve callback, so most leases never make either channel (about
 // 100 bytes each). The zero signal has not fired.
 type signal struct{ p atomic.Pointer[chan struct{}] }
 
