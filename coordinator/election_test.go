@@ -225,15 +225,13 @@ func TestRunElectionConfigAndShutdown(t *testing.T) {
 	}
 }
 
-// TestElectionNeverReportsReleasedHolder: a follower acquires and releases
+// testElectionNeverReportsReleasedHolder: a follower acquires and releases
 // a lease, then runs an election over it: OnNewLeader's first report is
 // the follower's own new term, never the grant it had just released (its
 // replica may still show that grant when the election starts; RunElection
 // reads the holders only once its replica reflects what was committed
 // before it began). Repeated, since the lag it guards against is a race.
-func TestElectionNeverReportsReleasedHolder(t *testing.T) {
-	t.Parallel()
-	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
+func testElectionNeverReportsReleasedHolder(t *testing.T, cl *holdfasttest.Cluster) {
 	leader := cl.WaitFormed(formTimeout)
 	f := cl.Node((leader.Index + 1) % 3).C()
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)

@@ -259,14 +259,12 @@ func TestHolderShape(t *testing.T) {
 	check("ShardInfo.Owner", info.Owner, want(sl.Token()))
 }
 
-// TestHolderValue: a holder value given to Acquire is shown with the
+// testHolderValue: a holder value given to Acquire is shown with the
 // holder on every node (Holder after Sync, Observe, Leases); SetValue
 // changes it under the same token; a waiter's value comes with its grant;
 // RunElection's Value reaches the other nodes' OnNewLeader; bad values and
 // a released lease are refused with errors that say so.
-func TestHolderValue(t *testing.T) {
-	t.Parallel()
-	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
+func testHolderValue(t *testing.T, cl *holdfasttest.Cluster) {
 	cl.WaitFormed(formTimeout)
 	a, b := cl.Node(0).C(), cl.Node(1).C()
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
@@ -312,8 +310,8 @@ func TestHolderValue(t *testing.T) {
 	if h := readOn(b); h.Value != "10.0.0.1:9090" || h.Token != l.Token() {
 		t.Fatalf("after SetValue: %+v", h)
 	}
-	if ls := b.Leases(); len(ls) != 1 || ls[0].Holder.Value != "10.0.0.1:9090" {
-		t.Fatalf("Leases: %+v", ls)
+	if li, ok := leaseInfo(b, "svc"); !ok || li.Holder.Value != "10.0.0.1:9090" {
+		t.Fatalf("Leases: %+v", b.Leases())
 	}
 
 	for _, bad := range []string{strings.Repeat("x", coordinator.MaxValueLength+1), "\xff"} {
@@ -334,7 +332,7 @@ func TestHolderValue(t *testing.T) {
 		waited <- bl
 	}()
 	cl.WaitFor("b queued for svc", formTimeout, func() error {
-		if ls := a.Leases(); len(ls) != 1 || ls[0].Waiters != 1 {
+		if li, ok := leaseInfo(a, "svc"); !ok || li.Waiters != 1 {
 			return holdfasttest.ErrNotYet
 		}
 		return nil

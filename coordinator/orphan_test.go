@@ -75,38 +75,34 @@ func acquiredWithin(c *coordinator.Coordinator, name string, timeout time.Durati
 	return nil
 }
 
-// TestCancelledTryAcquireOnLeaderLeavesNoOrphanGrant: a TryAcquire on the
+// testCancelledTryAcquireOnLeaderLeavesNoOrphanGrant: a TryAcquire on the
 // leader whose context is already cancelled must not leave its session
 // holding the name.
-func TestCancelledTryAcquireOnLeaderLeavesNoOrphanGrant(t *testing.T) {
-	t.Parallel()
-	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
+func testCancelledTryAcquireOnLeaderLeavesNoOrphanGrant(t *testing.T, cl *holdfasttest.Cluster) {
 	leader := cl.WaitFormed(formTimeout)
 	other, _ := followersOf(t, cl, leader)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := leader.C().TryAcquire(ctx, "orphan"); err == nil {
+	if _, err := leader.C().TryAcquire(ctx, "orphan-cancelled"); err == nil {
 		t.Fatal("TryAcquire with a cancelled context succeeded")
 	}
 	ttl := leader.Config.Session.TTL
-	if err := acquiredWithin(other.C(), "orphan", 3*ttl); err != nil {
-		h, _ := leader.C().Holder("orphan")
+	if err := acquiredWithin(other.C(), "orphan-cancelled", 3*ttl); err != nil {
+		h, _ := leader.C().Holder("orphan-cancelled")
 		t.Fatalf("another node could not take the lease within 3 × TTL after a cancelled TryAcquire: %v; holder %+v (leader's session %s)",
 			err, h, leader.C().SessionID())
 	}
 }
 
-// TestTimedOutForwardedTryAcquireLeavesNoOrphanGrant: a TryAcquire
+// testTimedOutForwardedTryAcquireLeavesNoOrphanGrant: a TryAcquire
 // forwarded by a follower whose answer arrives after the caller's deadline
 // (the leader committed it) must not leave the follower holding the name.
-func TestTimedOutForwardedTryAcquireLeavesNoOrphanGrant(t *testing.T) {
-	t.Parallel()
-	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
+func testTimedOutForwardedTryAcquireLeavesNoOrphanGrant(t *testing.T, cl *holdfasttest.Cluster) {
 	leader := cl.WaitFormed(formTimeout)
 	f, other := followersOf(t, cl, leader)
 	heal := lateAnswers(cl, leader, f, 700*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	_, err := f.C().TryAcquire(ctx, "orphan")
+	_, err := f.C().TryAcquire(ctx, "orphan-forwarded")
 	cancel()
 	heal()
 	if err == nil {
@@ -114,20 +110,18 @@ func TestTimedOutForwardedTryAcquireLeavesNoOrphanGrant(t *testing.T) {
 	}
 	t.Logf("TryAcquire: %v", err)
 	ttl := leader.Config.Session.TTL
-	if err := acquiredWithin(other.C(), "orphan", 3*ttl); err != nil {
-		h, _ := leader.C().Holder("orphan")
+	if err := acquiredWithin(other.C(), "orphan-forwarded", 3*ttl); err != nil {
+		h, _ := leader.C().Holder("orphan-forwarded")
 		t.Fatalf("another node could not take the lease within 3 × TTL after a timed-out TryAcquire: %v; holder %+v (follower's session %s)",
 			err, h, f.C().SessionID())
 	}
 }
 
-// TestAcquireNotBlockedBehindOrphanedQueueEntry: an Acquire that timed
+// testAcquireNotBlockedBehindOrphanedQueueEntry: an Acquire that timed
 // out after the leader queued it leaves a queue entry behind; a later
 // Acquire on the same node must get the lease when it comes to the node,
 // not wait for ever while its own session holds it.
-func TestAcquireNotBlockedBehindOrphanedQueueEntry(t *testing.T) {
-	t.Parallel()
-	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
+func testAcquireNotBlockedBehindOrphanedQueueEntry(t *testing.T, cl *holdfasttest.Cluster) {
 	leader := cl.WaitFormed(formTimeout)
 	f, other := followersOf(t, cl, leader)
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
@@ -190,12 +184,10 @@ func TestAcquireNotBlockedBehindOrphanedQueueEntry(t *testing.T) {
 	}
 }
 
-// TestReleaseWithCancelledContextReleasesOnFollower: Release ends the local
+// testReleaseWithCancelledContextReleasesOnFollower: Release ends the local
 // belief at once and must still deliver the release when its context is
 // already cancelled.
-func TestReleaseWithCancelledContextReleasesOnFollower(t *testing.T) {
-	t.Parallel()
-	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
+func testReleaseWithCancelledContextReleasesOnFollower(t *testing.T, cl *holdfasttest.Cluster) {
 	leader := cl.WaitFormed(formTimeout)
 	f, other := followersOf(t, cl, leader)
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
@@ -266,13 +258,11 @@ func TestForwardedCommandPastItsBudgetIsDropped(t *testing.T) {
 	}
 }
 
-// TestLateCopiesOfGivenUpRequestsChangeNothing: every command a follower
+// testLateCopiesOfGivenUpRequestsChangeNothing: every command a follower
 // forwards reaches the leader twice, the copy a second late: the copy of
 // a leave must not end the node's later grant, and the copy of a given-up
 // acquire must not queue or grant it again.
-func TestLateCopiesOfGivenUpRequestsChangeNothing(t *testing.T) {
-	t.Parallel()
-	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
+func testLateCopiesOfGivenUpRequestsChangeNothing(t *testing.T, cl *holdfasttest.Cluster) {
 	leader := cl.WaitFormed(formTimeout)
 	f, other := followersOf(t, cl, leader)
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)

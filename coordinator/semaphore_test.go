@@ -294,18 +294,16 @@ func TestPermitEndsWhenReplicaDropsIt(t *testing.T) {
 	}
 }
 
-// TestTimedOutForwardedSemaphoreAcquireLeavesNoPermit: an acquire
+// testTimedOutForwardedSemaphoreAcquireLeavesNoPermit: an acquire
 // forwarded by a follower whose answer arrives after the caller's deadline
 // (the leader committed the grant) must not leave the follower holding the
 // only permit: the node settles the request.
-func TestTimedOutForwardedSemaphoreAcquireLeavesNoPermit(t *testing.T) {
-	t.Parallel()
-	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true})
+func testTimedOutForwardedSemaphoreAcquireLeavesNoPermit(t *testing.T, cl *holdfasttest.Cluster) {
 	leader := cl.WaitFormed(formTimeout)
 	f, other := followersOf(t, cl, leader)
 	heal := lateAnswers(cl, leader, f, 700*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	_, err := f.C().TryAcquireSemaphore(ctx, "orphan", 1)
+	_, err := f.C().TryAcquireSemaphore(ctx, "orphan-permit", 1)
 	cancel()
 	heal()
 	if err == nil {
@@ -317,7 +315,7 @@ func TestTimedOutForwardedSemaphoreAcquireLeavesNoPermit(t *testing.T) {
 	err = holdfasttest.Poll(3*ttl, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		p, err := other.C().TryAcquireSemaphore(ctx, "orphan", 1)
+		p, err := other.C().TryAcquireSemaphore(ctx, "orphan-permit", 1)
 		if err != nil {
 			last = err
 			return fmt.Errorf("%w: %v", holdfasttest.ErrNotYet, err)
@@ -326,7 +324,7 @@ func TestTimedOutForwardedSemaphoreAcquireLeavesNoPermit(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("another node could not take the permit within 3 × TTL after a timed-out acquire: %v (last %v); holders %+v (follower's session %s)",
-			err, last, leader.C().SemaphoreHolders("orphan"), f.C().SessionID())
+			err, last, leader.C().SemaphoreHolders("orphan-permit"), f.C().SessionID())
 	}
 }
 

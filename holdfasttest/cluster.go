@@ -48,16 +48,29 @@ type Options struct {
 
 // Cluster is a set of in-process holdfast nodes under test.
 type Cluster struct {
-	t      testing.TB
+	t   testing.TB      // waits and failures report to it (For)
+	Net *memnet.Network // nil on loopback TCP
+	CA  *certs.CA       // the nodes' CA with Options.TLS; nil without
+	*nodes
+}
+
+// nodes is what every view of a Cluster (For) shares.
+type nodes struct {
 	opts   Options
-	Net    *memnet.Network // nil on loopback TCP
-	CA     *certs.CA       // the nodes' CA with Options.TLS; nil without
-	dir    string          // data dirs and certificates; removed after Close
+	dir    string // data dirs and certificates; removed after Close
 	closed atomic.Bool
 	logMu  sync.Mutex
 
-	mu    sync.Mutex
-	nodes []*Node
+	mu  sync.Mutex
+	all []*Node
+}
+
+// For returns the same cluster as seen by test t, a subtest of the test
+// that started it: its waits (WaitFor, WaitFormed) and failures report to
+// t, so that several subtests, also parallel ones, can share one formed
+// cluster. The cluster still closes when the test that started it ends.
+func (cl *Cluster) For(t testing.TB) *Cluster {
+	return &Cluster{t: t, Net: cl.Net, CA: cl.CA, nodes: cl.nodes}
 }
 
 // Node is one member of a Cluster.
@@ -99,7 +112,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if opts.Seed == 0 {
 		opts.Seed = 1
 	}
-	cl := &Cluster{t: t, opts: opts}
+	cl := &Cluster{t: t, nodes: &nodes{opts: opts}}
 	if opts.InMemory {
 		cl.Net = memnet.New(opts.Seed)
 	}
@@ -128,7 +141,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 func (cl *Cluster) newNode() *Node {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	i := len(cl.nodes)
+	i := len(cl.all)
 	n := &Node{Index: i, Name: fmt.Sprintf("node%d", i)}
 	eligible := true
 	for _, j := range cl.opts.NoDataDir {
@@ -170,7 +183,7 @@ func (cl *Cluster) newNode() *Node {
 	}
 	n.Config = cfg
 	n.Name = cfg.NodeName
-	cl.nodes = append(cl.nodes, n)
+	cl.all = append(cl.all, n)
 	return n
 }
 
@@ -200,14 +213,14 @@ func (cl *Cluster) AddNoStart() *Node { return cl.newNode() }
 func (cl *Cluster) Node(i int) *Node {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	return cl.nodes[i]
+	return cl.all[i]
 }
 
 // Nodes returns every node, running or not.
 func (cl *Cluster) Nodes() []*Node {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	return append([]*Node(nil), cl.nodes...)
+	return append([]*Node(nil), cl.all...)
 }
 
 // Running returns the nodes that are up.
