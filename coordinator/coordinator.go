@@ -43,7 +43,7 @@ type Coordinator struct {
 	lessor     *session.Lessor
 	shards     *shards.Manager[*ShardLease]
 	shardCount atomic.Int64 // the cluster's shard count, once known
-	loads      *shardLoads  // load reports: this node's, and the leader's book (shardload.go)
+	loads      *shardLoads  // load reports: this node's, and the leader's book (placement.go)
 
 	sessCtx    context.Context // parent of every session; ends at leave or close
 	sessCancel context.CancelCauseFunc
