@@ -3,10 +3,13 @@ package coordinator_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/holdfast-go/holdfast/coordinator"
 	"github.com/holdfast-go/holdfast/holdfasttest"
@@ -154,4 +157,118 @@ func sample(leader, n *coordinator.Coordinator, id string, mu *sync.Mutex, belie
 	for s, c := range count {
 		owners[s] = max(owners[s], c)
 	}
+}
+
+// shardLoad is the load the tests' shards report: eight hot shards.
+func shardLoad(s coordinator.ShardID) float64 {
+	if s < 8 {
+		return 8
+	}
+	return 1
+}
+
+// TestShardsBalanceByLoad: three nodes on loopback TCP whose shard leases
+// report uneven loads (ShardLease.ReportLoad, carried on keepalives) end
+// with every node's load within 10% of its target, and the leader's
+// Placement shows the round by load with each node's load and target.
+func TestShardsBalanceByLoad(t *testing.T) {
+	t.Parallel()
+	const shards = 32
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, Configure: func(i int, c *coordinator.Config) {
+		c.Shards.Count = shards
+		c.Shards.Handler = coordinator.HandlerFuncs{ServeFunc: func(_ context.Context, l *coordinator.ShardLease) {
+			l.ReportLoad(shardLoad(l.Shard()))
+		}}
+	}})
+	cl.WaitFormed(formTimeout)
+	total := 0.0
+	for s := range shards {
+		total += shardLoad(coordinator.ShardID(s))
+	}
+	cl.WaitFor("shards balanced by load", formTimeout, func() error {
+		leader, err := cl.Leader()
+		if err != nil {
+			return err
+		}
+		p, ok := leader.C().Placement()
+		if !ok || !p.ByLoad || len(p.Nodes) != 3 || len(p.Moves) != 0 {
+			return fmt.Errorf("%w: placement %+v", holdfasttest.ErrNotYet, p)
+		}
+		tab := leader.C().Table()
+		load := map[string]float64{}
+		for s := range shards {
+			sh, ok := tab.Shard(coordinator.ShardID(s))
+			if !ok || sh.State != coordinator.ShardOwned {
+				return fmt.Errorf("%w: shard %d not owned", holdfasttest.ErrNotYet, s)
+			}
+			load[sh.Owner.Node.Name] += shardLoad(coordinator.ShardID(s))
+		}
+		for _, n := range p.Nodes {
+			if n.Target < total/3-1e-6 || n.Target > total/3+1e-6 {
+				return fmt.Errorf("node %s target %v, want %v", n.Node, n.Target, total/3)
+			}
+			if r := load[n.Node] / n.Target; r < 0.9 || r > 1.1 {
+				return fmt.Errorf("%w: node %s carries %v, target %v", holdfasttest.ErrNotYet, n.Node, load[n.Node], n.Target)
+			}
+		}
+		return nil
+	})
+}
+
+// TestNoSessionLostInLargeRebalance runs three nodes with 100,000 shards
+// on the in-memory network with the whole process held to one core
+// (GOMAXPROCS 1), then has a fourth node join, which moves about a
+// quarter of the shards. Every node must keep the session it had: no
+// session expires (holdfast_session_expiries_total stays 0 on every node
+// and no node's session ID changes) while every shard ends up owned and
+// the table balanced. A cluster whose shard work starves its keepalives
+// turns a rebalance into a cascade of expiries. It asserts counts, not
+// times, and runs alone (no t.Parallel) because it changes GOMAXPROCS.
+func TestNoSessionLostInLargeRebalance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100,000 shards: skipped with -short")
+	}
+	const shards = 100_000
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	regs := make([]*prometheus.Registry, 4)
+	for i := range regs {
+		regs[i] = prometheus.NewRegistry()
+	}
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true, Configure: func(i int, c *coordinator.Config) {
+		c.Shards.Count = shards
+		c.Registerer = regs[i]
+	}})
+	cl.WaitFormed(formTimeout)
+	waitBalanced(t, cl, shards, formTimeout)
+	before := nodeSessionIDs(cl)
+
+	joined := cl.Add()
+	cl.WaitFor("the fourth node in a session", formTimeout, func() error {
+		if joined.C().SessionID() == "" {
+			return holdfasttest.ErrNotYet
+		}
+		return nil
+	})
+	counts := waitBalanced(t, cl, shards, formTimeout)
+	t.Logf("balanced after the join: %v", counts)
+
+	for name, id := range before {
+		if now := nodeSessionIDs(cl)[name]; now != id {
+			t.Errorf("%s: session %s replaced by %q during the rebalance", name, id, now)
+		}
+	}
+	for i, reg := range regs {
+		if v := metricValue(t, reg, "holdfast_session_expiries_total", nil); v != 0 {
+			t.Errorf("node%d expired %v sessions as leader during the rebalance", i, v)
+		}
+	}
+}
+
+// nodeSessionIDs returns each running node's current session ID by name.
+func nodeSessionIDs(cl *holdfasttest.Cluster) map[string]string {
+	out := map[string]string{}
+	for _, n := range cl.Running() {
+		out[n.Name] = n.C().SessionID()
+	}
+	return out
 }
