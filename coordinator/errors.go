@@ -88,3 +88,29 @@ func (c *Config) checkAddrs() error {
 	return configErr(cluster.CheckAddrs(cluster.Addrs{GossipAddr: c.GossipAddr, RPCAddr: c.RPCAddr, AdvertiseRPCAddr: c.AdvertiseRPCAddr,
 		AdvertiseGossipAddr: c.AdvertiseGossipAddr, Join: c.Join, InMemory: c.Network != nil}))
 }
+
+// ForeignClusterError is New's refusal of a data dir that belongs to
+// another cluster than the one its Join seeds belong to. It wraps
+// ErrForeignCluster.
+type ForeignClusterError struct {
+	// DataDir is the node's data dir; Cluster the cluster it belongs to.
+	DataDir, Cluster string
+	// SeedsCluster is the cluster of Member, a member of the seeds' pool.
+	SeedsCluster, Member string
+}
+
+func (e *ForeignClusterError) Error() string {
+	return fmt.Sprintf("%v: DataDir %s belongs to cluster %s, but %s, a member of the Join seeds' pool, belongs to cluster %s. "+
+		"To make this node leave cluster %s and join %s as a new node, set Config.Cluster.LeaveCluster to %q "+
+		"(its raft state and identity are moved aside); or give Join the seeds of cluster %s",
+		ErrForeignCluster, e.DataDir, e.Cluster, e.Member, e.SeedsCluster, e.Cluster, e.SeedsCluster, e.Cluster, e.Cluster)
+}
+
+// Unwrap makes errors.Is(err, ErrForeignCluster) true.
+func (e *ForeignClusterError) Unwrap() error { return ErrForeignCluster }
+
+// foreignClusterErr is New's error for a data dir of another cluster than
+// the seeds'.
+func foreignClusterErr(dataDir string, fe *cluster.ForeignClusterError) error {
+	return &ForeignClusterError{DataDir: dataDir, Cluster: fe.Ours, SeedsCluster: fe.Theirs, Member: fe.Member}
+}
