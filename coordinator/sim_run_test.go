@@ -16,7 +16,7 @@ import (
 
 // One TestSimulation seed: TestChaos's cluster, workload and checks (5
 // nodes, 3 voters, lease workers and zombies, shard handlers, cut-short
-// and duplicated requests; I1–I4, I6, no orphans, no blocked Campaign),
+// and duplicated requests; I1–I4, I6, no orphans, no blocked Acquire),
 // the faults of simFaultKinds, the linearizability workload of
 // sim_lin_test.go, every node on its own simClock, run inside a
 // testing/synctest bubble so that the minute of simulated time a seed

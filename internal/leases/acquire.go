@@ -96,7 +96,7 @@ func (g *Grant) releaseWith(ctx context.Context, early bool, cause error) error 
 	case g.kind == Semaphore:
 		return fmt.Errorf("holdfast: release permit of %q: the release goes on in the background: %w", g.name, err)
 	}
-	return fmt.Errorf("holdfast: resign %q: the release goes on in the background: %w", g.name, err)
+	return fmt.Errorf("holdfast: release %q: the release goes on in the background: %w", g.name, err)
 }
 
 // Acquire blocks until this node holds a grant for r, or (r.Wait false)

@@ -77,8 +77,8 @@ func TestOneLocalContenderPerLeaseName(t *testing.T) {
 	if b == nil {
 		return
 	}
-	if cause := context.Cause(a.Belief().Context()); !errors.Is(cause, errResigned) {
-		t.Fatalf("first lease ended with %v, want errResigned", cause)
+	if cause := context.Cause(a.Belief().Context()); !errors.Is(cause, errReleased) {
+		t.Fatalf("first lease ended with %v, want errReleased", cause)
 	}
 	_, token, request, ok := h.fsm.View().Grant("x")
 	if !ok || token != b.Token() || request != b.Request() || b.Token() <= a.Token() {

@@ -101,13 +101,13 @@ func (e *Election[L]) Run(ctx context.Context) error {
 		switch {
 		case ctx.Err() != nil:
 			if err == nil { // granted as ctx ended: no term, hand it on
-				e.resign(ctx, l)
+				e.release(ctx, l)
 			}
 			return nil
 		case errors.Is(err, e.Shutdown):
 			return e.Shutdown
 		case err != nil:
-			e.Log.Warn("campaign failed; retrying", "lease", e.Name, "error", err, "retry_in", backoff)
+			e.Log.Warn("election: acquiring the lease failed; retrying", "lease", e.Name, "error", err, "retry_in", backoff)
 			if !pause.For(ctx, backoff) {
 				return nil
 			}
@@ -145,7 +145,7 @@ func (e *Election[L]) term(ctx context.Context, l L) {
 	var zero L
 	e.Check.set(zero, false)
 	if l.Err() == nil { // ctx ended: hand the lease on
-		e.resign(ctx, l)
+		e.release(ctx, l)
 	}
 	cause := l.Err()
 	e.Log.Info("stopped leading", "lease", e.Name, "token", l.Token(), "cause", cause)
@@ -154,8 +154,8 @@ func (e *Election[L]) term(ctx context.Context, l L) {
 	}
 }
 
-// resign releases l after ctx ended, bounded by ReleaseTimeout.
-func (e *Election[L]) resign(ctx context.Context, l L) {
+// release releases l after ctx ended, bounded by ReleaseTimeout.
+func (e *Election[L]) release(ctx context.Context, l L) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.ReleaseTimeout)
 	defer cancel()
 	if err := l.Release(rctx); err != nil {

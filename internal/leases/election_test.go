@@ -165,8 +165,8 @@ func TestElectionAcquiresAgainAfterLoss(t *testing.T) {
 	if err := el.result(t); err != nil {
 		t.Fatalf("Run returned %v after its context ended, want nil", err)
 	}
-	if cause := el.nextStop(t); !errors.Is(cause, errResigned) {
-		t.Fatalf("OnStoppedLeading(%v) after Run's context ended, want errResigned", cause)
+	if cause := el.nextStop(t); !errors.Is(cause, errReleased) {
+		t.Fatalf("OnStoppedLeading(%v) after Run's context ended, want errReleased", cause)
 	}
 	el.noMoreStops(t)
 	if second.ctx.Err() == nil {

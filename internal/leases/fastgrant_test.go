@@ -134,8 +134,8 @@ func TestQueuedRequestTakesTheLeadersAnswer(t *testing.T) {
 			if err := g.Release(context.Background()); err != nil {
 				t.Fatalf("release: %v", err)
 			}
-			if cause := ended(t, g); !errors.Is(cause, errResigned) {
-				t.Fatalf("grant ended with %v, want errResigned", cause)
+			if cause := ended(t, g); !errors.Is(cause, errReleased) {
+				t.Fatalf("grant ended with %v, want errReleased", cause)
 			}
 		})
 	}

@@ -25,7 +25,7 @@ var (
 	errRejected  = wire.ErrRejected
 	errNoSession = wire.ErrNoSession
 	errHeld      = wire.ErrLeaseHeld
-	errResigned  = wire.ErrReleased
+	errReleased  = wire.ErrReleased
 	errLost      = wire.ErrLeaseLost
 	// errUnknown is a failure whose outcome is unknown (a lost answer).
 	errUnknown = errors.New("test: outcome unknown")

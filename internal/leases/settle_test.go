@@ -134,8 +134,8 @@ func TestReleaseDeliveredAfterContextEnds(t *testing.T) {
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("Release under an ended context: %v, want context.Canceled", err)
 			}
-			if cause := context.Cause(g.Belief().Context()); !errors.Is(cause, errResigned) {
-				t.Fatalf("belief after Release: %v, want errResigned at once", cause)
+			if cause := context.Cause(g.Belief().Context()); !errors.Is(cause, errReleased) {
+				t.Fatalf("belief after Release: %v, want errReleased at once", cause)
 			}
 			testkit.Eventually(t, "the release is delivered", waitFor, func() error { return free(h.fsm.View(), k, "x") })
 			if got := h.settled(k.label(opRelease)); got != 1 {

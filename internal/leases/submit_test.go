@@ -127,8 +127,8 @@ func TestReleaseOnLeaderReturnsBeforeCommit(t *testing.T) {
 			h := newHarness(t)
 			l := h.becomeLeader()
 			g := h.acquireAndReleaseEarly(k)
-			if cause := ended(t, g); !errors.Is(cause, errResigned) {
-				t.Fatalf("belief ended with %v, want errResigned", cause)
+			if cause := ended(t, g); !errors.Is(cause, errReleased) {
+				t.Fatalf("belief ended with %v, want errReleased", cause)
 			}
 			if free(h.fsm.View(), k, "x") == nil {
 				t.Fatal("the release committed before Release returned: it should only be taken in")

@@ -169,7 +169,7 @@ func (b *Belief) CapAt(onCap func(at time.Time)) {
 	m.timer = afterBoot(b.ctx.sess.clock, untilC, b.ctx.sess.step, func() { onCap(until) })
 }
 
-// EndedAt returns when the belief ended by this node's own action (resign,
+// EndedAt returns when the belief ended by this node's own action (release,
 // handoff, loss noticed, shutdown, a capped deadline), or the zero time if
 // it has not ended or ended because its session's belief lapsed (then the
 // session's deadline is the end).
