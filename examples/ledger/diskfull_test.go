@@ -50,7 +50,7 @@ func TestFullDiskVoter(t *testing.T) {
 	checkProbeLine(t, n3, "raft storage: failing")
 
 	// The others keep every shard owned and written; n3 owns none.
-	poll(t, "n1 and n2 owning every shard, n3 none", 60*time.Second, 50*time.Millisecond, func() error {
+	poll(t, "n1 and n2 owning every shard, n3 none", 60*time.Second, func() error {
 		l, err := lc.steadyNow([]string{"n1", "n2"})
 		if err != nil {
 			return err
@@ -86,7 +86,7 @@ func TestFullDiskVoter(t *testing.T) {
 func waitStorageFailing(t *testing.T, p *proc) admin.Status {
 	t.Helper()
 	var st admin.Status
-	poll(t, p.name+" to report its raft storage failing", 60*time.Second, 50*time.Millisecond, func() error {
+	poll(t, p.name+" to report its raft storage failing", 60*time.Second, func() error {
 		var err error
 		if st, err = p.status(); err != nil {
 			return notYet("%v", err)
@@ -107,7 +107,7 @@ func waitStorageFailing(t *testing.T, p *proc) admin.Status {
 // and it owns shards again in a steady table.
 func (lc *ledgerCluster) waitHealthyAgain(t *testing.T, p *proc) {
 	t.Helper()
-	poll(t, p.name+" a healthy voter owning shards again", 90*time.Second, 50*time.Millisecond, func() error {
+	poll(t, p.name+" a healthy voter owning shards again", 90*time.Second, func() error {
 		if err := p.alive(); err != nil {
 			return err
 		}

@@ -201,7 +201,7 @@ func TestLedgerRejoinOtherCluster(t *testing.T) {
 	}
 	fresh := lc.start(t, "m1", "-data", dataB, "-join", joinA)
 	fresh.waitReady(t, 60*time.Second)
-	poll(t, "the wiped m1 in A's configuration", 60*time.Second, 50*time.Millisecond, func() error {
+	poll(t, "the wiped m1 in A's configuration", 60*time.Second, func() error {
 		st, err := fresh.status()
 		if err != nil {
 			return notYet("%v", err)
@@ -223,7 +223,7 @@ func TestLedgerRejoinOtherCluster(t *testing.T) {
 func waitWritten(t *testing.T, p *proc) admin.Status {
 	t.Helper()
 	var st admin.Status
-	poll(t, p.name+" owning and writing every shard", 60*time.Second, 50*time.Millisecond, func() error {
+	poll(t, p.name+" owning and writing every shard", 60*time.Second, func() error {
 		list, err := p.shards()
 		if err != nil {
 			return notYet("%v", err)

@@ -95,7 +95,7 @@ func startLedgerCluster(t *testing.T) *ledgerCluster {
 func checkNotReadyAlone(t *testing.T, p *proc) {
 	t.Helper()
 	var st admin.Status
-	poll(t, p.name+" formation progress", 30*time.Second, 20*time.Millisecond, func() error {
+	poll(t, p.name+" formation progress", 30*time.Second, func() error {
 		var err error
 		if st, err = p.status(); err != nil {
 			return err
@@ -164,7 +164,7 @@ func (lc *ledgerCluster) waitSteady(t *testing.T, owners ...string) admin.ShardL
 	start := time.Now()
 	var version uint64
 	var since time.Time // when version was first seen
-	poll(t, fmt.Sprintf("a steady table, every shard written to, %v owning some", owners), 60*time.Second, 50*time.Millisecond, func() error {
+	poll(t, fmt.Sprintf("a steady table, every shard written to, %v owning some", owners), 60*time.Second, func() error {
 		l, err := lc.steadyNow(owners)
 		if err == nil && l.Version != version {
 			version, since = l.Version, time.Now()
@@ -224,7 +224,7 @@ func (lc *ledgerCluster) fence(shard uint32) (uint64, error) {
 func (lc *ledgerCluster) stopOutsideWrite(t *testing.T, p *proc) time.Time {
 	t.Helper()
 	var stopped time.Time
-	poll(t, p.name+" stopped outside a write transaction", 30*time.Second, 10*time.Millisecond, func() error {
+	poll(t, p.name+" stopped outside a write transaction", 30*time.Second, func() error {
 		if err := p.alive(); err != nil {
 			return err
 		}
@@ -256,7 +256,7 @@ func (lc *ledgerCluster) waitReowned(t *testing.T, old map[uint32]uint64, from s
 	t.Helper()
 	rows := map[uint32]admin.ShardRow{}
 	var took time.Duration
-	poll(t, fmt.Sprintf("%s's shards re-owned", from), 30*time.Second, 20*time.Millisecond, func() error {
+	poll(t, fmt.Sprintf("%s's shards re-owned", from), 30*time.Second, func() error {
 		list, err := lc.observer.shards()
 		if err != nil {
 			return notYet("%v", err)
@@ -301,7 +301,7 @@ func (lc *ledgerCluster) pauseOwner(t *testing.T, p *proc) pausedOwner {
 	}
 	po.now, po.reowned = lc.waitReowned(t, po.old, p.name, stopped)
 	time.Sleep(time.Until(stopped.Add(3 * testTTL))) // the fault schedule
-	poll(t, "the new owners' first writes", 30*time.Second, 20*time.Millisecond, func() error {
+	poll(t, "the new owners' first writes", 30*time.Second, func() error {
 		for s, row := range po.now {
 			if f, err := lc.fence(s); err != nil || f < row.Token {
 				return notYet("shard %d: fence %d (%v), new token %d", s, f, err, row.Token)
@@ -320,7 +320,7 @@ func (lc *ledgerCluster) pauseOwner(t *testing.T, p *proc) pausedOwner {
 // old with its old token.
 func waitEvents(t *testing.T, p *proc, old map[uint32]uint64, names ...string) {
 	t.Helper()
-	poll(t, fmt.Sprintf("%s to print %v for %v", p.name, names, old), 20*time.Second, 20*time.Millisecond, func() error {
+	poll(t, fmt.Sprintf("%s to print %v for %v", p.name, names, old), 20*time.Second, func() error {
 		for s, token := range old {
 			for _, name := range names {
 				if !p.out.has(name, map[string]string{"shard": fmt.Sprint(s), "token": fmt.Sprint(token)}) {
@@ -469,7 +469,7 @@ func (lc *ledgerCluster) watchHandoff(t *testing.T, old map[uint32]uint64, from 
 	free := map[uint32]time.Duration{}
 	freeSince := map[uint32]time.Time{}
 	rows := map[uint32]admin.ShardRow{}
-	poll(t, from+"'s shards handed off", 30*time.Second, 20*time.Millisecond, func() error {
+	poll(t, from+"'s shards handed off", 30*time.Second, func() error {
 		list, err := lc.observer.shards()
 		if err != nil {
 			return notYet("%v", err)
@@ -504,7 +504,7 @@ func (lc *ledgerCluster) watchHandoff(t *testing.T, old map[uint32]uint64, from 
 func (lc *ledgerCluster) writeGap(t *testing.T, shard uint32, oldToken, newToken uint64) time.Duration {
 	t.Helper()
 	var last, first sql.NullInt64
-	poll(t, fmt.Sprintf("a write to shard %d under token %d", shard, newToken), 10*time.Second, 20*time.Millisecond, func() error {
+	poll(t, fmt.Sprintf("a write to shard %d under token %d", shard, newToken), 10*time.Second, func() error {
 		err := lc.db.QueryRow(`SELECT (SELECT max(at) FROM writes WHERE shard = ?1 AND token = ?2),
 			(SELECT min(at) FROM writes WHERE shard = ?1 AND token = ?3)`, shard, oldToken, newToken).Scan(&last, &first)
 		switch {

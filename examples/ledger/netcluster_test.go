@@ -117,7 +117,7 @@ func (cc *cutCluster) observe(t *testing.T) {
 func (cc *cutCluster) leaderAndFollowers(t *testing.T) (string, []string) {
 	t.Helper()
 	var st admin.Status
-	poll(t, "a known raft leader", 30*time.Second, 50*time.Millisecond, func() error {
+	poll(t, "a known raft leader", 30*time.Second, func() error {
 		var err error
 		if st, err = cc.observer.status(); err != nil {
 			return notYet("%v", err)
@@ -141,7 +141,7 @@ func (cc *cutCluster) leaderAndFollowers(t *testing.T) (string, []string) {
 func (cc *cutCluster) waitHealthy(t *testing.T, want int) admin.Status {
 	t.Helper()
 	var st admin.Status
-	poll(t, fmt.Sprintf("%d healthy voters", want), 60*time.Second, 100*time.Millisecond, func() error {
+	poll(t, fmt.Sprintf("%d healthy voters", want), 60*time.Second, func() error {
 		var err error
 		if st, err = cc.observer.status(); err != nil {
 			return notYet("%v", err)
@@ -189,7 +189,7 @@ func (cc *cutCluster) healNodes(names ...string) {
 // fault, and records the figure.
 func (cc *cutCluster) waitReowned(t *testing.T, what string, since time.Time) {
 	t.Helper()
-	poll(t, "every shard owned by a live node after "+what, 90*time.Second, 50*time.Millisecond, func() error {
+	poll(t, "every shard owned by a live node after "+what, 90*time.Second, func() error {
 		l, err := cc.observer.shards()
 		if err != nil {
 			return notYet("%v", err)

@@ -140,7 +140,7 @@ func testKilledVoterReplaced(t *testing.T, bin string) {
 	cc.cut[victim] = true
 	cc.observe(t)
 	cc.waitReowned(t, "killing "+victim, at)
-	poll(t, "the killed voter replaced by the fourth node", 60*time.Second, 100*time.Millisecond, func() error {
+	poll(t, "the killed voter replaced by the fourth node", 60*time.Second, func() error {
 		st, err := cc.observer.status()
 		if err != nil {
 			return notYet("%v", err)

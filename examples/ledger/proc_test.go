@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/admin"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // This file runs ledger processes for ledger_test.go: it builds the
@@ -25,24 +26,24 @@ import (
 // their admin endpoints.
 
 // errNotYet marks a condition that poll keeps waiting for.
-var errNotYet = errors.New("not yet")
+var errNotYet = testkit.ErrNotYet
 
-// poll calls cond every interval until it returns nil, and fails the test
-// when cond returns an error that is not errNotYet or when timeout passes.
-func poll(t *testing.T, what string, timeout, interval time.Duration, cond func() error) {
+// poll waits, as testkit.Eventually does, until cond returns nil, and
+// fails the test when cond returns an error that is not errNotYet (at
+// once) or when timeout passes.
+func poll(t *testing.T, what string, timeout time.Duration, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var fatal error
+	testkit.Eventually(t, what, timeout, func() error {
 		err := cond()
-		switch {
-		case err == nil:
-			return
-		case !errors.Is(err, errNotYet):
-			t.Fatalf("waiting for %s: %v", what, err)
-		case time.Now().After(deadline):
-			t.Fatalf("waiting for %s: gave up after %v: %v", what, timeout, err)
+		if err != nil && !errors.Is(err, errNotYet) {
+			fatal = err
+			return nil
 		}
-		time.Sleep(interval)
+		return err
+	})
+	if fatal != nil {
+		t.Fatalf("waiting for %s: %v", what, fatal)
 	}
 }
 
@@ -229,7 +230,7 @@ func (p *proc) waitListening(t *testing.T, timeout time.Duration) event {
 func (p *proc) waitLine(t *testing.T, name string, timeout time.Duration) event {
 	t.Helper()
 	var ev event
-	poll(t, p.name+" "+name, timeout, 20*time.Millisecond, func() error {
+	poll(t, p.name+" "+name, timeout, func() error {
 		if err := p.alive(); err != nil {
 			return err
 		}

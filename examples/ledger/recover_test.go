@@ -45,7 +45,7 @@ func TestRecoverLostQuorum(t *testing.T) {
 		}
 	}
 	lost := time.Now()
-	poll(t, "n1 to know no leader", 60*time.Second, 50*time.Millisecond, func() error {
+	poll(t, "n1 to know no leader", 60*time.Second, func() error {
 		if l := lc.observer.raftLeader(); l != "" {
 			return notYet("leader %s", l)
 		}

@@ -52,7 +52,7 @@ func (lc *ledgerCluster) checkVotersKept(t *testing.T, ids map[string]string, wh
 	}
 	slices.Sort(want)
 	var got []string
-	poll(t, "the observer's status", 30*time.Second, 50*time.Millisecond, func() error {
+	poll(t, "the observer's status", 30*time.Second, func() error {
 		var err error
 		if got, err = lc.voterIDs(); err != nil {
 			return notYet("%v", err)
@@ -101,7 +101,7 @@ func TestRestartKeepsVote(t *testing.T) {
 		t.Errorf("%s came back as %s, want its identity %s", victim, id, ids[victim])
 	}
 	target := mustStatus(t, lc.procs[third]).AppliedIndex
-	poll(t, victim+" caught up", 30*time.Second, 20*time.Millisecond, func() error {
+	poll(t, victim+" caught up", 30*time.Second, func() error {
 		if st, err := p.status(); err != nil || st.AppliedIndex < target {
 			return notYet("applied %d of %d (%v)", st.AppliedIndex, target, err)
 		}

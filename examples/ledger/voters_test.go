@@ -100,7 +100,7 @@ func (lc *ledgerCluster) restartVoter(t *testing.T, name, via string, expect int
 // failed.
 func (lc *ledgerCluster) waitNotAlive(t *testing.T, name string) {
 	t.Helper()
-	poll(t, "every running node to see "+name+" gone", 60*time.Second, 20*time.Millisecond, func() error {
+	poll(t, "every running node to see "+name+" gone", 60*time.Second, func() error {
 		for other, p := range lc.procs {
 			if other == name || p.alive() != nil {
 				continue
@@ -171,7 +171,7 @@ func (lc *ledgerCluster) voterIDs() ([]string, error) {
 func (lc *ledgerCluster) waitLeaderAmong(t *testing.T, timeout time.Duration, names ...string) string {
 	t.Helper()
 	var leader string
-	poll(t, fmt.Sprintf("a raft leader among %v", names), timeout, 20*time.Millisecond, func() error {
+	poll(t, fmt.Sprintf("a raft leader among %v", names), timeout, func() error {
 		leader = lc.observer.raftLeader()
 		if !slices.Contains(names, leader) {
 			return notYet("leader %q", leader)
@@ -186,7 +186,7 @@ func (lc *ledgerCluster) waitLeaderAmong(t *testing.T, timeout time.Duration, na
 // shard (when before has it), and returns how long after since that was.
 func (lc *ledgerCluster) waitServing(t *testing.T, live []string, before map[uint32]uint64, since time.Time) time.Duration {
 	t.Helper()
-	poll(t, fmt.Sprintf("every shard owned by %v and written to", live), 90*time.Second, 20*time.Millisecond, func() error {
+	poll(t, fmt.Sprintf("every shard owned by %v and written to", live), 90*time.Second, func() error {
 		l, err := lc.observer.shards()
 		if err != nil {
 			return notYet("%v", err)
@@ -215,7 +215,7 @@ func (lc *ledgerCluster) waitServing(t *testing.T, live []string, before map[uin
 func (lc *ledgerCluster) waitHealthyVoters(t *testing.T, want int) admin.Status {
 	t.Helper()
 	var st admin.Status
-	poll(t, fmt.Sprintf("%d healthy voters", want), 90*time.Second, 50*time.Millisecond, func() error {
+	poll(t, fmt.Sprintf("%d healthy voters", want), 90*time.Second, func() error {
 		var err error
 		if st, err = lc.observer.status(); err != nil {
 			return notYet("%v", err)
