@@ -165,23 +165,6 @@ func (c *Coordinator) spawn(f func()) bool { return c.loops.Go(f) }
 // closing reports whether Shutdown or Close has begun.
 func (c *Coordinator) closing() bool { return c.ctx.Err() != nil }
 
-// ID returns this node's identity, which is also its raft server ID.
-func (c *Coordinator) ID() string { return c.id }
-
-// NodeName returns the configured node name.
-func (c *Coordinator) NodeName() string { return c.cfg.NodeName }
-
-// RPCAddr returns the address other nodes dial for raft and RPC.
-func (c *Coordinator) RPCAddr() string { return c.trans.Addr() }
-
-// GossipAddr returns the address this node gossips on.
-func (c *Coordinator) GossipAddr() string { return c.members.Addr() }
-
-// ClusterID returns the ID of the cluster this node belongs to, or ""
-// before it belongs to one. A node with a data dir knows it from its start
-// on: the data dir records it from the node's bootstrap or first join.
-func (c *Coordinator) ClusterID() string { return c.cluster.ClusterID() }
-
 // Shutdown stops the node gracefully, for a restart or a deploy: it hands
 // every shard it owns to other nodes (waiting at most 2 × Session.TTL +
 // Shards.DrainTimeout, and only when another node can own shards), ends its

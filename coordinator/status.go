@@ -92,6 +92,23 @@ func toMember(m cluster.Member) Member {
 		Since: m.Since, Eligible: m.Eligible, Suffrage: m.Suffrage, ClusterID: m.ClusterID, Zone: m.Zone, Tags: m.Tags}
 }
 
+// ID returns this node's identity, which is also its raft server ID.
+func (c *Coordinator) ID() string { return c.id }
+
+// NodeName returns the configured node name.
+func (c *Coordinator) NodeName() string { return c.cfg.NodeName }
+
+// RPCAddr returns the address other nodes dial for raft and RPC.
+func (c *Coordinator) RPCAddr() string { return c.trans.Addr() }
+
+// GossipAddr returns the address this node gossips on.
+func (c *Coordinator) GossipAddr() string { return c.members.Addr() }
+
+// ClusterID returns the ID of the cluster this node belongs to, or ""
+// before it belongs to one. A node with a data dir knows it from its start
+// on: the data dir records it from the node's bootstrap or first join.
+func (c *Coordinator) ClusterID() string { return c.cluster.ClusterID() }
+
 // RaftState returns this node's current raft role.
 func (c *Coordinator) RaftState() RaftState { return c.node.State() }
 
