@@ -112,6 +112,8 @@ type simScale struct {
 
 // runSimScale runs one point inside the calling bubble.
 func runSimScale(t *testing.T, n int, prof *scaleProfiler) (row simScaleRow) {
+	g0 := runtime.NumGoroutine()
+	t.Cleanup(func() { simDrain(g0) }) // after the cluster's Close: stray probes end
 	row.nodes = n
 	warn := newWarnCounter()
 	defer func() { row.warnings = warn.summary() }()

@@ -94,6 +94,7 @@ var simRegressionSeeds = []uint64{
 	4833,  // the harness: a second voter wiped before the first was replaced (a lost quorum)
 	23147, // I11, the harness: a TryAcquire refused after a session replacement (TestRecorderReplacedRefused)
 	34521, // I8: an up-to-date voter demoted instead of a lagging one (TestPromoterDemotesTheLaggingVoter)
+	47558, // the harness: a gossip probe in flight at the cluster's Close left blocked when the bubble's time stopped (simDrain)
 }
 
 // simChildEnv names, in a child, the seeds it runs: "first:end:stride".
