@@ -73,13 +73,22 @@ func (n Node) String() string {
 // The raft leader (RaftLeader) is a Member too.
 type Member struct {
 	Node
+	// RPCAddr is where other nodes reach it for raft and RPC; GossipAddr
+	// where it gossips.
 	RPCAddr, GossipAddr string
-	State               MemberState
-	Since               time.Time
-	Eligible            bool
-	Suffrage            Suffrage
-	ClusterID           string
-	Zone, Tags          string
+	// State is its gossip state (MemberAlive, ...), Since when it last
+	// changed, on this node's clock.
+	State MemberState
+	Since time.Time
+	// Eligible is true for a node with a data dir: it may become a voter.
+	Eligible bool
+	// Suffrage is its place in the raft configuration (SuffrageVoter,
+	// SuffrageNonVoter, SuffrageNone).
+	Suffrage Suffrage
+	// ClusterID is the cluster it says it belongs to ("" before it knows).
+	ClusterID string
+	// Zone is its Config.Zone; Tags its placement tags, comma-separated.
+	Zone, Tags string
 }
 
 // Deprecated: NodeInfo was RaftLeader's answer (Name, ID and RPCAddr,
