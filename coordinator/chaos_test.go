@@ -547,7 +547,7 @@ func (r *chaosRun) fault(rng *rand.Rand, kind string, victim int) {
 	ttl := cl.Node(0).Config.Session.TTL
 	switch kind {
 	case "kill":
-		f := h.addFault(kind, []int{victim})
+		f := h.addFault(kind, r.touchedBy(victim))
 		cl.Kill(victim)
 		pace(context.Background(), between(rng, 300*time.Millisecond, 2500*time.Millisecond))
 		var c *coordinator.Coordinator
@@ -566,7 +566,7 @@ func (r *chaosRun) fault(rng *rand.Rand, kind string, victim int) {
 		if kind == "pause-long" {
 			d = between(rng, ttl+200*time.Millisecond, ttl+1500*time.Millisecond)
 		}
-		f := h.addFault(kind, []int{victim})
+		f := h.addFault(kind, r.touchedBy(victim))
 		cl.Pause(victim)
 		pace(context.Background(), d)
 		cl.Resume(victim)
@@ -577,7 +577,7 @@ func (r *chaosRun) fault(rng *rand.Rand, kind string, victim int) {
 				victim = l.Index
 			}
 		}
-		f := h.addFault(kind, []int{victim})
+		f := h.addFault(kind, r.touchedBy(victim))
 		cl.Isolate(victim)
 		pace(context.Background(), between(rng, 500*time.Millisecond, 4*time.Second))
 		cl.Heal()
@@ -625,24 +625,38 @@ func allNodes() []int {
 	return out
 }
 
-// quorumIn reports whether nodes hold a majority of the voters the leader
-// knows; false when no leader is known.
+// quorumIn reports whether nodes (those of them running) hold a majority
+// of the voters of the raft configuration the leader knows; false when no
+// leader is known. A voter is counted by its raft ID, so a wiped node that
+// came back under a new identity does not count for its old one.
 func (r *chaosRun) quorumIn(nodes []int) bool {
 	l, err := r.cl.Leader()
 	if err != nil {
 		return false
 	}
-	voters, in := 0, 0
-	for _, m := range l.C().Members() {
-		if m.Suffrage != coordinator.SuffrageVoter {
-			continue
-		}
-		voters++
-		for _, i := range nodes {
-			if r.cl.Node(i).Name == m.Name {
-				in++
-			}
+	voters := l.C().Voters()
+	in := 0
+	for _, i := range nodes {
+		if c := r.cl.Node(i).C(); c != nil && slices.Contains(voters, c.ID()) {
+			in++
 		}
 	}
-	return voters > 0 && in > voters/2
+	return len(voters) > 0 && in > len(voters)/2
+}
+
+// touchedBy is the nodes a fault on victims touches, for I3: the victims,
+// or every node when the others do not hold a quorum of the voters without
+// them (an earlier wiped voter not yet replaced, say), so that while the
+// fault lasts no node has a leader to keep its session alive.
+func (r *chaosRun) touchedBy(victims ...int) []int {
+	var rest []int
+	for i := range chaosNodes {
+		if !slices.Contains(victims, i) {
+			rest = append(rest, i)
+		}
+	}
+	if !r.quorumIn(rest) {
+		return allNodes()
+	}
+	return victims
 }

@@ -80,14 +80,14 @@ func (s *simRun) simDiskFault(rng *rand.Rand, kind string, victim int) {
 	switch kind {
 	case "power-loss":
 		mode := storetest.CrashMode(rng.IntN(4))
-		f := h.addFault(fmt.Sprintf("power-loss(%s)", mode), []int{victim})
+		f := h.addFault(fmt.Sprintf("power-loss(%s)", mode), r.touchedBy(victim))
 		cl.Kill(victim)
 		s.disks[victim].powerCut(rng, mode)
 		pace(context.Background(), between(rng, 300*time.Millisecond, 2*time.Second))
 		s.restart(victim)
 		h.healFault(f)
 	case "fsync-fail":
-		f := h.addFault(kind, []int{victim})
+		f := h.addFault(kind, r.touchedBy(victim))
 		failing := s.disks[victim].fs()
 		failing.SetRule(func(c storetest.Call) error {
 			if c.Op == storetest.OpSync {

@@ -89,7 +89,7 @@ func (s *simRun) simFault(rng *rand.Rand, kind string, victim int) {
 			// outside what the cluster promises to heal by itself (I8).
 			kind = "kill-wipe(kept: an earlier wiped voter not yet replaced)"
 		}
-		f := h.addFault(kind, []int{victim})
+		f := h.addFault(kind, r.touchedBy(victim))
 		cl.Kill(victim)
 		if wipe {
 			cl.Wipe(victim)
@@ -111,7 +111,7 @@ func (s *simRun) simFault(rng *rand.Rand, kind string, victim int) {
 		// leader's lessor (it would expire every session early), and
 		// inside it for a holder (its belief only ends sooner).
 		jump := between(rng, ttl/2, 2*ttl)
-		f := h.addFault(fmt.Sprintf("suspend(%v)", jump.Round(time.Millisecond)), []int{victim})
+		f := h.addFault(fmt.Sprintf("suspend(%v)", jump.Round(time.Millisecond)), r.touchedBy(victim))
 		cl.Pause(victim)
 		pace(context.Background(), between(rng, 100*time.Millisecond, time.Second))
 		if c := cl.Node(victim).C(); c != nil && c.RaftState() != coordinator.StateLeader {

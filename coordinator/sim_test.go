@@ -95,6 +95,7 @@ var simRegressionSeeds = []uint64{
 	23147, // I11, the harness: a TryAcquire refused after a session replacement (TestRecorderReplacedRefused)
 	34521, // I8: an up-to-date voter demoted instead of a lagging one (TestPromoterDemotesTheLaggingVoter)
 	47558, // the harness: a gossip probe in flight at the cluster's Close left blocked when the bubble's time stopped (simDrain)
+	62340, // I3, the harness: the leader isolated while a wiped voter was not yet replaced, counted against the leader only (TestFaultWithoutQuorumTouchesEveryNode)
 }
 
 // simChildEnv names, in a child, the seeds it runs: "first:end:stride".
