@@ -124,6 +124,13 @@ func (s *simRun) linOnce(c *coordinator.Coordinator, w *simLinWorker, rng *rand.
 		// the node's session, which may lapse (a partitioned node) before
 		// the call returns.
 		s.lin.SettleSince(w.name, call, 0)
+		if now := c.SessionID(); now != session {
+			// As above: the old session may have been granted the request,
+			// and the new one too once it was asked again for it (seed
+			// 78661: one failed call, two grants seen by readers).
+			s.tr.event("lin %s session replaced during the failed call (%.8s → %.8s)", w.name, session, now)
+			s.lin.Replaced(w.name, call)
+		}
 		w.hush()
 		return
 	}

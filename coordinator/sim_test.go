@@ -96,6 +96,7 @@ var simRegressionSeeds = []uint64{
 	34521, // I8: an up-to-date voter demoted instead of a lagging one (TestPromoterDemotesTheLaggingVoter)
 	47558, // the harness: a gossip probe in flight at the cluster's Close left blocked when the bubble's time stopped (simDrain)
 	62340, // I3, the harness: the leader isolated while a wiped voter was not yet replaced, counted against the leader only (TestFaultWithoutQuorumTouchesEveryNode)
+	78661, // I11, the harness: one failed acquire granted to the old session and, asked again, to the new one (TestRecorderReplacedFailed)
 }
 
 // simChildEnv names, in a child, the seeds it runs: "first:end:stride".

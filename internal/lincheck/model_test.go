@@ -270,3 +270,53 @@ func TestRecorderReplacedRefused(t *testing.T) {
 		t.Fatalf("the same without Replaced: %v, want illegal", res)
 	}
 }
+
+// TestRecorderReplacedFailed: an acquire that fails (its context ended)
+// after its client's session was replaced may have been granted twice: to
+// the old session, which lapsed, and, asked again for the new session, to
+// the new one, settled once the call had given up (the long run's seed
+// 78,661: reads saw the client hold token 709, then another client 716,
+// then the first client again with 722, all from one failed call). With
+// Replaced the history is linearizable; without it two grants of one call
+// are not.
+func TestRecorderReplacedFailed(t *testing.T) {
+	history := func(replaced bool) []porcupine.Operation {
+		var now int64 = 10
+		r := NewRecorder(func() int64 { return now })
+		call := r.Begin("a", Input{Kind: Acquire, Name: "x", Client: "a"})
+		read := func(at int64, hs ...Holder) {
+			now = at
+			rd := r.Begin("reader", Input{Kind: Read, Name: "x"})
+			now = at + 1
+			rd.End(Output{Holders: hs})
+		}
+		read(20, Holder{Client: "a", Token: 5}) // the old session's grant
+		now = 25
+		b := r.Begin("b", Input{Kind: Acquire, Name: "x", Client: "b"})
+		now = 28
+		b.End(Output{Token: 7})
+		now = 29
+		rel := r.Begin("b", Input{Kind: Release, Name: "x", Client: "b", Token: 7})
+		now = 30
+		rel.End(Output{})
+		now = 35
+		call.Fail()
+		r.SettleSince("a", call, 0)
+		if replaced {
+			r.Replaced("a", call)
+		}
+		read(40, Holder{Client: "a", Token: 9}) // the new session's, granted after the call gave up
+		read(50)
+		return r.Finish(LeaseBounds)
+	}
+	check := func(ops []porcupine.Operation) porcupine.CheckResult {
+		res, _ := Check(LeaseModel(), ops, 10*time.Second)
+		return res
+	}
+	if res := check(history(true)); res != porcupine.Ok {
+		t.Fatalf("two grants of a failed call whose session was replaced, recorded: %v, want ok", res)
+	}
+	if res := check(history(false)); res != porcupine.Illegal {
+		t.Fatalf("the same without Replaced: %v, want illegal", res)
+	}
+}
