@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"bytes"
 	"fmt"
 	"log/slog"
 	"time"
@@ -103,9 +104,10 @@ func (m *Membership) admit(name, addr string, rawMeta []byte, joining bool) erro
 	m.mu.Lock()
 	local := m.localAddr
 	var known *Member
+	var knownRaw []byte
 	if e, ok := m.members[name]; ok && (e.member.State == Alive || e.member.State == Suspect) {
 		mb := e.member
-		known = &mb
+		known, knownRaw = &mb, e.rawMeta
 	}
 	m.mu.Unlock()
 	if name == m.cfg.NodeName {
@@ -122,9 +124,17 @@ func (m *Membership) admit(name, addr string, rawMeta []byte, joining bool) erro
 		return fmt.Errorf("node name %q is already in use by %s (refused the node at %s): %w",
 			name, known.Addr, addr, ErrDuplicateName)
 	}
-	meta, err := DecodeMeta(rawMeta)
-	if err != nil {
-		return fmt.Errorf("node %q at %s: invalid meta: %w", name, addr, err)
+	// Every alive message that gossip relays about a member comes here, in
+	// a pool of N nodes about N·log N times per change; one whose meta is
+	// the member's as recorded reuses its decoded form.
+	var meta Meta
+	if known != nil && knownRaw != nil && bytes.Equal(knownRaw, rawMeta) {
+		meta = known.Meta
+	} else {
+		var err error
+		if meta, err = DecodeMeta(rawMeta); err != nil {
+			return fmt.Errorf("node %q at %s: invalid meta: %w", name, addr, err)
+		}
 	}
 	if m.cfg.Accept == nil {
 		return nil
@@ -159,6 +169,10 @@ func (m *Membership) observe(n *memberlist.Node, kind EventKind) {
 		e.leaving = false
 	}
 	e.member.Name, e.member.Addr, e.member.Meta, e.member.State = n.Name, n.Address(), meta, Alive
+	e.rawMeta = nil
+	if err == nil {
+		e.rawMeta = n.Meta
+	}
 	m.events.push(Event{Kind: kind, Member: e.member})
 	m.reapLocked(now)
 }

@@ -63,7 +63,8 @@ type Membership struct {
 // entry is a row of the members table.
 type entry struct {
 	member  Member
-	leaving bool // a leave notice arrived: the next NotifyLeave means Left
+	leaving bool   // a leave notice arrived: the next NotifyLeave means Left
+	rawMeta []byte // the encoded form of member.Meta, as gossiped
 }
 
 // New validates cfg and starts the local gossip node. It does not contact

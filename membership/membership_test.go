@@ -313,3 +313,34 @@ func TestStrings(t *testing.T) {
 		}
 	}
 }
+
+// TestCompressedAndPlainNodesMix: a node that compresses its gossip and one
+// that does not join one pool and see each other's meta changes, so a pool
+// can change the setting one node at a time.
+func TestCompressedAndPlainNodesMix(t *testing.T) {
+	z := startNode(t, "z1", func(c *Config) { c.Compress = true })
+	p := startNode(t, "p2")
+	join(t, p, z)
+	nodes := []*Membership{z, p}
+	testkit.Eventually(t, "convergence", waitTimeout, func() error { return allAlive(nodes, "z1", "p2") })
+	for i, m := range nodes {
+		meta := m.Local().Meta
+		meta.Zone = fmt.Sprintf("zone-%d", i)
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		err := m.SetMeta(ctx, meta)
+		cancel()
+		if err != nil {
+			t.Fatalf("SetMeta(%s): %v", m.Local().Name, err)
+		}
+	}
+	for i, m := range nodes {
+		other := nodes[1-i]
+		want := fmt.Sprintf("zone-%d", 1-i)
+		testkit.Eventually(t, m.Local().Name+" sees the other's new zone", waitTimeout, func() error {
+			if mb, _ := m.Member(other.Local().Name); mb.Meta.Zone != want {
+				return fmt.Errorf("%s sees %+v", m.Local().Name, mb.Meta)
+			}
+			return nil
+		})
+	}
+}
