@@ -9,10 +9,15 @@ import (
 	"github.com/holdfast-go/holdfast/coordinator"
 )
 
-// phase sleeps a random fraction of a keepalive interval (TTL/3), so that
-// the kill lands at a random point of the holder's keepalive cycle on every
-// system.
-func phase() { time.Sleep(rand.N(sessionTTL / 3)) }
+// phase sleeps a uniformly random time of up to one session TTL, so that
+// the kill lands at a uniformly random point of the holder's keepalive
+// cycle on every system, whatever the cycle's phase when the sleep began:
+// the TTL is a whole number of each system's cycles (holdfast and ZooKeeper
+// renew every TTL/3; etcd's client every second at a 2 s TTL, its TTL/3
+// rounded up to the 500 ms tick of its send loop). A sleep of up to TTL/3,
+// as before, put etcd's kills in the first 700 ms of its 1 s cycle (its
+// holder's session is new): not a uniform phase, and its kills clustered.
+func phase() { time.Sleep(rand.N(sessionTTL)) }
 
 // failoverSide is one system's steps of a failover of one name: a holder
 // of its own (a fresh node or client, set up by the caller) and a waiter.

@@ -54,9 +54,10 @@ var profiling bool
 // idle-window CPU profile as idle-NODESxSHARDS.pprof.
 var idleProfileDir string
 
-// replicaFeed, set by -replica-feed, starts the scale curve's diskless
-// nodes under Config.Cluster.ReplicaFeed (fed by the voters, outside raft).
-var replicaFeed bool
+// replicaFeed, -replica-feed, is the scale curve's Config.Cluster.ReplicaFeed:
+// true (the default, as in the library) feeds the diskless nodes outside
+// raft from the voters; -replica-feed=false puts every node in raft.
+var replicaFeed = true
 
 func main() {
 	log.SetFlags(log.Ltime)
@@ -79,7 +80,7 @@ func main() {
 		leader       = flag.String("leader-rows", "auto", "at replicas > 1, repeat workloads 1 and 4 with holdfast's client and waiter on the raft leader: on, off, auto (on unless -quick)")
 		ca           childArgs
 	)
-	flag.BoolVar(&replicaFeed, "replica-feed", false, "scale curve: diskless nodes stay out of raft and are fed by the voters (Config.Cluster.ReplicaFeed)")
+	flag.BoolVar(&replicaFeed, "replica-feed", true, "scale curve: diskless nodes stay out of raft and are fed by the voters (Config.Cluster.ReplicaFeed, on by default); =false puts every node in raft")
 	flag.StringVar(&ca.kind, "child", "", "internal: run as a child process of workload 6 (holdfast, etcd, idle)")
 	flag.IntVar(&ca.index, "child-index", 0, "internal")
 	flag.IntVar(&ca.n, "child-n", 1, "internal")
@@ -149,11 +150,11 @@ var fullScale = []scaleCase{{nodes: 3, shards: 1024}, {nodes: 9, shards: 1024}, 
 
 func buildOptions(quick bool, only, replicas string, rounds int, scale string) (*options, error) {
 	o := &options{only: map[string]bool{}, rounds: 5, duration: 3 * time.Second, warmup: 500 * time.Millisecond,
-		failovers: 7, handoffs: 25, lookupDur: 1 * time.Second, window: 5 * time.Second,
+		failovers: 15, handoffs: 25, lookupDur: 1 * time.Second, window: 5 * time.Second,
 		scale: fullScale}
 	if quick {
 		o.rounds, o.duration, o.warmup, o.failovers, o.handoffs, o.lookupDur, o.window =
-			3, time.Second, 300*time.Millisecond, 3, 8, 250*time.Millisecond, 2*time.Second
+			3, time.Second, 300*time.Millisecond, 5, 8, 250*time.Millisecond, 2*time.Second
 		o.scale = []scaleCase{{nodes: 3, shards: 1024}, {nodes: 9, shards: 1024}, {nodes: 27, shards: 1024}}
 	}
 	if rounds > 0 {

@@ -55,7 +55,8 @@ func TestTokensSurviveSnapshotsAndRestarts(t *testing.T) {
 		take(cl.Node(i % 3).C())
 	}
 	// A node without a data dir must catch up from a snapshot: the log
-	// before it was compacted away.
+	// before it was compacted away. This one asks to be a raft non-voter,
+	// so raft installs the snapshot; the fed replica below gets the feed's.
 	for _, n := range cl.Running() {
 		if err := n.C().Snapshot(); err != nil {
 			t.Fatalf("snapshot on %s: %v", n.Name, err)
@@ -63,6 +64,7 @@ func TestTokensSurviveSnapshotsAndRestarts(t *testing.T) {
 	}
 	extra := cl.AddNoStart()
 	extra.Config.DataDir, extra.Config.Cluster.BootstrapExpect = "", 0
+	extra.Config.Cluster.ReplicaFeed = false
 	extra.DataDir = ""
 	cl.Start(extra.Index)
 	cl.WaitFor("the new node caught up", formTimeout, cl.CaughtUp)
@@ -76,6 +78,15 @@ func TestTokensSurviveSnapshotsAndRestarts(t *testing.T) {
 		return nil
 	})
 	take(extra.C())
+	fed := cl.AddNoStart()
+	fed.Config.DataDir, fed.Config.Cluster.BootstrapExpect = "", 0
+	fed.DataDir = ""
+	cl.Start(fed.Index)
+	cl.WaitFor("the fed replica caught up", formTimeout, cl.CaughtUp)
+	if s := fed.C().LastSnapshotIndex(); s != "0" && s != "" {
+		t.Errorf("the fed replica reports raft snapshot %s: it should be outside raft", s)
+	}
+	take(fed.C())
 	cl.WaitFor("replicas agree on the last token", formTimeout, func() error {
 		for _, n := range cl.Running() {
 			if got := n.C().LastToken(); got != last {

@@ -27,11 +27,24 @@ func waitSuffrages(t *testing.T, cl *holdfasttest.Cluster, voters, nonVoters int
 	})
 }
 
+// TestSevenNodesThreeVoters: five voter-eligible nodes and two without a
+// data dir, one of them fed outside raft (the default) and one with
+// ReplicaFeed off: three voters, and as raft non-voters the two standbys and
+// the diskless node that asked to be in raft; a cluster may mix the two.
 func TestSevenNodesThreeVoters(t *testing.T) {
 	t.Parallel()
-	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 7, Voters: 3, NoDataDir: []int{5, 6}})
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 7, Voters: 3, NoDataDir: []int{5, 6},
+		Configure: func(i int, c *coordinator.Config) { c.Cluster.ReplicaFeed = i != 6 }})
 	checkOneCluster(t, cl)
-	waitSuffrages(t, cl, 3, 4)
+	waitSuffrages(t, cl, 3, 3)
+	cl.WaitFor("node6 in raft, the fed node5 not", formTimeout, func() error {
+		got := cl.Node(0).C().NonVoters()
+		if slices.Contains(got, cl.Node(5).C().ID()) || !slices.Contains(got, cl.Node(6).C().ID()) {
+			return fmt.Errorf("%w: raft non-voters %v: want node6 (%s), not node5 (%s)", holdfasttest.ErrNotYet, got,
+				cl.Node(6).C().ID(), cl.Node(5).C().ID())
+		}
+		return nil
+	})
 	cl.WaitFor("every replica at the leader's applied index", formTimeout, cl.CaughtUp)
 	for _, n := range cl.Running() {
 		for _, m := range n.C().Members() {

@@ -38,6 +38,12 @@ type Meta struct {
 	// what placement rules require of shard owners. Shown to operators;
 	// the leader reads them from the node's session, not from gossip.
 	Tags string `msgpack:"tags,omitempty"`
+	// Fed reports that the node is a replica outside raft, fed the
+	// replicated state by the voter-eligible members (a node without a data
+	// dir under the coordinator's Cluster.ReplicaFeed): the raft leader
+	// leaves it out of the raft configuration. A node of an earlier release
+	// gossips no such field and is read as false.
+	Fed bool `msgpack:"fed,omitempty"`
 }
 
 // Encode returns the msgpack encoding of m. It fails when the result is

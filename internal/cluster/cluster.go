@@ -201,6 +201,7 @@ func (cl *Cluster) LocalMeta() membership.Meta {
 		ClusterID: cl.ClusterID(),
 		Zone:      cl.o.Zone,
 		Tags:      cl.o.Tags,
+		Fed:       cl.o.ReplicaFeed && !cl.o.Eligible,
 	}
 }
 

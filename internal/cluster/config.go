@@ -51,15 +51,19 @@ type Config struct {
 	// node has left. New refuses a data dir of another cluster than the
 	// seeds' and names this setting.
 	LeaveCluster string
-	// ReplicaFeed keeps the nodes without a DataDir out of the raft
-	// configuration: each pulls the replicated state (the applied commands
+	// ReplicaFeed keeps a node without a DataDir out of the raft
+	// configuration: it pulls the replicated state (the applied commands
 	// with their raft indexes, or a snapshot) from a voter-eligible member
 	// of the raft group, chosen by rendezvous hashing of its name, the
 	// leader last (package feed), so the raft leader replicates only to the
-	// voters and the voter-eligible standbys. Reads, Sync, keepalives and
-	// proposals behave as on a raft non-voter. Off: every node joins raft
-	// (diskless ones as non-voters fed by the leader). Every node of a
-	// cluster must be given the same value.
+	// voters and the voter-eligible standbys however many nodes the cluster
+	// has. Reads, Sync, keepalives and proposals behave as on a raft
+	// non-voter. On in DefaultConfig and DefaultLocalConfig. Off: the node
+	// joins raft as a non-voter, replicated to by the leader itself (the
+	// behaviour before the feed; the leader's work then grows with the node
+	// count, and past about 200 nodes it no longer keeps up). Each node
+	// decides for itself and says so in its gossip, so a cluster may mix
+	// the two; the setting is ignored on a node with a DataDir.
 	ReplicaFeed bool
 }
 

@@ -100,8 +100,8 @@ func (cl *Cluster) reconcileMembers() {
 	}
 	ours := cl.ClusterID()
 	for _, m := range cl.members.Members() {
-		if m.State != membership.Alive || m.Meta.NodeID == "" || (cl.o.ReplicaFeed && !m.Meta.Voter) {
-			continue // a diskless member under ReplicaFeed is fed outside raft
+		if m.State != membership.Alive || m.Meta.NodeID == "" || m.Meta.Fed {
+			continue // a member fed outside raft says so itself, whatever this node's setting
 		}
 		addr := transport.RaftAddress(m.Meta.RPCAddr, m.Meta.NodeID)
 		cur, in := inConfig[m.Meta.NodeID]
