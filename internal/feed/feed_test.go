@@ -174,9 +174,9 @@ func TestOrderSpreadsOverFollowers(t *testing.T) {
 	}
 }
 
-// TestFarBehindGetsSnapshot: a replica more than MaxLag behind (one that
-// starts) is sent a snapshot rather than every command since; one within
-// MaxLag is sent the commands.
+// TestFarBehindGetsSnapshot: a replica that starts more than MaxLag behind
+// is sent a snapshot rather than every command since; one with a state is
+// sent the commands, within MaxLag or not, while the log holds them.
 func TestFarBehindGetsSnapshot(t *testing.T) {
 	g := newGroup(t)
 	a := g.addServer("a", nil, "", 0)
@@ -192,5 +192,9 @@ func TestFarBehindGetsSnapshot(t *testing.T) {
 	rep, err = a.srv.Serve(t.Context(), PullRequest{From: 35})
 	if err != nil || rep.Snap != nil || len(rep.Entries) != 6 {
 		t.Fatalf("pull from 35: %d entries, snapshot %v, %v; want the 6 commands", len(rep.Entries), rep.Snap != nil, err)
+	}
+	rep, err = a.srv.Serve(t.Context(), PullRequest{From: 5})
+	if err != nil || rep.Snap != nil || len(rep.Entries) != 36 {
+		t.Fatalf("pull from 5, 36 behind: %d entries, snapshot %v, %v; want the 36 commands", len(rep.Entries), rep.Snap != nil, err)
 	}
 }

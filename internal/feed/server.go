@@ -42,10 +42,14 @@ type ServerOptions struct {
 	// DefaultChunk).
 	MaxWait         time.Duration
 	MaxBatch, Chunk int
-	// MaxLag is how many raft indexes a replica may be behind and still be
-	// sent the commands; further behind (a replica that starts) it is sent
-	// a snapshot, which costs it one restore instead of every command
-	// since (default DefaultMaxLag).
+	// MaxLag is how many raft indexes a replica that starts (at index 0)
+	// may be behind and still be sent the commands; further behind it is
+	// sent a snapshot, which costs it one restore instead of every command
+	// since (default DefaultMaxLag). A replica that already has a state is
+	// sent the commands however far behind it is, as raft sends a
+	// follower, as long as the log holds them: restoring a snapshot of a
+	// large table costs more than the commands of a burst, and a replica
+	// slowed by a burst that was sent snapshots fell further behind.
 	MaxLag uint64
 	// Linger is how long a held pull, woken by a new command, waits for
 	// more before it answers (default DefaultLinger; negative: none), so
@@ -101,7 +105,7 @@ func (s *Server) Serve(ctx context.Context, req PullRequest) (PullReply, error) 
 	if v.Index() <= req.From {
 		return rep, nil
 	}
-	if v.Index()-req.From > s.o.MaxLag {
+	if req.From == 0 && v.Index() > s.o.MaxLag {
 		return s.snapshot(req.From, v.Index())
 	}
 	entries, err := s.entries(req.From, v.Index())
