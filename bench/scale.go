@@ -125,6 +125,7 @@ func runScale(c scaleCase, window, limit time.Duration) (row scaleRow) {
 	row.balanced = time.Since(start)
 	row.startCPU = cpuTime() - cpu0
 	row.heapPerNode = float64(heapLive()-min(heap0, heapLive())) / float64(c.nodes) / (1 << 20)
+	writeHeapProfile(c)
 	row.rss = float64(readMem().RSSKiB) / 1024
 	if err := h.profileSteady(window, &row); err != nil {
 		return fail("profile", err)
@@ -357,4 +358,23 @@ func shardsCell(c scaleCase) string {
 		return fmt.Sprintf("%d + load", c.shards)
 	}
 	return fmt.Sprint(c.shards)
+}
+
+// writeHeapProfile writes the live heap once a point is balanced to
+// -idle-profile's directory as heap-NODESxSHARDS.pprof (read it with
+// go tool pprof -sample_index=inuse_space).
+func writeHeapProfile(c scaleCase) {
+	if idleProfileDir == "" {
+		return
+	}
+	f, err := os.Create(filepath.Join(idleProfileDir, fmt.Sprintf("heap-%s.pprof", c)))
+	if err != nil {
+		log.Printf("heap profile: %v", err)
+		return
+	}
+	defer f.Close()
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		log.Printf("heap profile: %v", err)
+	}
 }

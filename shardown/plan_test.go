@@ -277,3 +277,38 @@ func TestPlannerChanged(t *testing.T) {
 		}
 	}
 }
+
+// TestPlannerDropsALargeMoveList: the moves of a plan that assigns a whole
+// table of free shards are not kept for the next call, whose plan moves
+// few; a small list's array is reused.
+func TestPlannerDropsALargeMoveList(t *testing.T) {
+	t.Parallel()
+	ms := []Member{{ID: "a"}, {ID: "b"}, {ID: "c"}}
+	p := Params{Shards: 3 * keptMoves, MaxMovesInFlight: -1}
+	var pl Planner
+	moves, err := pl.Plan(ms, make([]string, p.Shards), p)
+	if err != nil || len(moves) != p.Shards {
+		t.Fatalf("first plan: %d moves, %v; want every shard assigned", len(moves), err)
+	}
+	table := make([]string, p.Shards)
+	for _, m := range moves {
+		table[m.Shard] = m.To
+	}
+	table[0] = "" // one shard freed
+	moves, err = pl.Plan(ms, table, p)
+	if err != nil || len(moves) != 1 {
+		t.Fatalf("second plan: %v, %v; want the freed shard's move", moves, err)
+	}
+	if c := cap(pl.st.moves); c > keptMoves {
+		t.Fatalf("the planner keeps a move array of %d after a plan of 1 move; at most %d", c, keptMoves)
+	}
+	kept := &pl.st.moves[:1][0]
+	table[0] = moves[0].To
+	table[1] = ""
+	if _, err := pl.Plan(ms, table, p); err != nil {
+		t.Fatal(err)
+	}
+	if &pl.st.moves[:1][0] != kept {
+		t.Fatal("a small move array was not reused")
+	}
+}
