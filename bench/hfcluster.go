@@ -121,6 +121,13 @@ func (h *hfCluster) add(eligible bool) (*hfNode, error) {
 	if os.Getenv("HOLDFAST_BENCH_LOG_NODE") == name { // one node's logs, to read what it went through
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
+	if lv := os.Getenv("HOLDFAST_BENCH_LOG_LEVEL"); lv != "" { // every node's logs from this level up (info, warn, error), each line with its node
+		var level slog.Level
+		if err := level.UnmarshalText([]byte(lv)); err != nil {
+			level = slog.LevelWarn
+		}
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("bench_node", name)
+	}
 	if eligible {
 		cfg.DataDir = filepath.Join(h.dir, name)
 		cfg.Cluster.BootstrapExpect = h.opts.voters
