@@ -81,6 +81,7 @@ func acquiredWithin(c *coordinator.Coordinator, name string, timeout time.Durati
 func testCancelledTryAcquireOnLeaderLeavesNoOrphanGrant(t *testing.T, cl *holdfasttest.Cluster) {
 	leader := cl.WaitFormed(formTimeout)
 	other, _ := followersOf(t, cl, leader)
+	waitReady(t, leader) // without a session TryAcquire fails anyway, and the test would show nothing
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := leader.C().TryAcquire(ctx, "orphan-cancelled"); err == nil {
@@ -100,6 +101,7 @@ func testCancelledTryAcquireOnLeaderLeavesNoOrphanGrant(t *testing.T, cl *holdfa
 func testTimedOutForwardedTryAcquireLeavesNoOrphanGrant(t *testing.T, cl *holdfasttest.Cluster) {
 	leader := cl.WaitFormed(formTimeout)
 	f, other := followersOf(t, cl, leader)
+	waitReady(t, f) // without a session TryAcquire fails anyway, and the test would show nothing
 	heal := lateAnswers(cl, leader, f, 700*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	_, err := f.C().TryAcquire(ctx, "orphan-forwarded")
@@ -325,5 +327,15 @@ func testLateCopiesOfGivenUpRequestsChangeNothing(t *testing.T, cl *holdfasttest
 	}
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// waitReady waits until n is Ready: formed, a leader known, a session held.
+func waitReady(t *testing.T, n *holdfasttest.Node) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	if err := n.C().WaitReady(ctx); err != nil {
+		t.Fatalf("%s: %v", n.Name, err)
 	}
 }

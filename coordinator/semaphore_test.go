@@ -87,6 +87,9 @@ func TestSemaphoreCluster(t *testing.T) {
 	if pb.Token() <= pa.Token() {
 		t.Fatalf("tokens %d then %d", pa.Token(), pb.Token())
 	}
+	if err := c.WaitReady(ctx); err != nil { // TryAcquireSemaphore does not wait for a session
+		t.Fatal(err)
+	}
 	if _, err := c.TryAcquireSemaphore(ctx, name, limit); !errors.Is(err, coordinator.ErrSemaphoreFull) {
 		t.Fatalf("TryAcquireSemaphore of a full semaphore: %v", err)
 	}
@@ -301,6 +304,7 @@ func TestPermitEndsWhenReplicaDropsIt(t *testing.T) {
 func testTimedOutForwardedSemaphoreAcquireLeavesNoPermit(t *testing.T, cl *holdfasttest.Cluster) {
 	leader := cl.WaitFormed(formTimeout)
 	f, other := followersOf(t, cl, leader)
+	waitReady(t, f) // without a session TryAcquireSemaphore fails anyway, and the test would show nothing
 	heal := lateAnswers(cl, leader, f, 700*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	_, err := f.C().TryAcquireSemaphore(ctx, "orphan-permit", 1)

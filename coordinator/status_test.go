@@ -35,6 +35,11 @@ func TestSync(t *testing.T) {
 	f := cl.Node((leader.Index + 1) % 3)
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
+	// TryAcquire does not wait for a session, and a cluster formed a moment
+	// ago may not have opened the leader's yet.
+	if err := leader.C().WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	if _, err := leader.C().TryAcquire(ctx, "before-sync"); err != nil {
 		t.Fatal(err)
