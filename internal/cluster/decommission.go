@@ -27,10 +27,37 @@ import (
 // leaving counts, on the leader, the decommissions in progress by server
 // ID: the promoter counts such a voter as down (so autopilot's own rounds
 // promote its replacement and demote it, rather than demote the
-// replacement) and never promotes it.
+// replacement) and never promotes it. It also remembers the servers this
+// leader took out for good (gone), which the member reconciler never adds
+// back: a node that left is still alive in gossip while it shuts down, and
+// was added again as a non-voter in that window, then promoted in place of
+// the next voter to leave, a voter about to stop. An operator's removal of
+// a peer (Decommission) is not remembered: a peer it removed that is still
+// alive is added back, as documented.
 type leaving struct {
-	mu  sync.Mutex
-	ids map[string]int
+	mu   sync.Mutex
+	ids  map[string]int
+	gone map[string]bool
+}
+
+// markGone records that server id left the configuration for good.
+func (l *leaving) markGone(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.gone == nil {
+		l.gone = map[string]bool{}
+	}
+	l.gone[id] = true
+}
+
+// excluded reports whether the member reconciler must not add server id:
+// it is leaving, or it left for good. A node that left comes back only
+// with a new identity (its data dir wiped), so an ID never needs to leave
+// the set.
+func (l *leaving) excluded(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ids[id] > 0 || l.gone[id]
 }
 
 func (l *leaving) add(id string) {
@@ -142,8 +169,16 @@ func planLeave(f leaveFacts) (leaveStep, error) {
 // promotes a replacement first when one is needed, then removes the
 // server, re-planning after each change and whenever the configuration
 // changed under it. With req.DryRun it only checks. Refusals wrap
-// wire.ErrLeaveRefused; it returns ctx's error if ctx ends first.
+// wire.ErrLeaveRefused; it returns ctx's error if ctx ends first. This is
+// the operator's removal of a peer: one that stays alive in gossip is added
+// back as a non-voter.
 func (cl *Cluster) Decommission(ctx context.Context, req wire.LeaveRequest) (wire.LeaveReply, error) {
+	return cl.decommission(ctx, req, false)
+}
+
+// decommission is Decommission; forGood (a node's own Leave) also keeps
+// the member reconciler from adding the server back while it shuts down.
+func (cl *Cluster) decommission(ctx context.Context, req wire.LeaveRequest, forGood bool) (wire.LeaveReply, error) {
 	var rep wire.LeaveReply
 	if !req.DryRun {
 		cl.leaving.add(req.ID)
@@ -178,6 +213,9 @@ func (cl *Cluster) Decommission(ctx context.Context, req wire.LeaveRequest) (wir
 			return rep, err
 		case step.gone:
 			rep.Removed = !req.DryRun
+			if rep.Removed && forGood {
+				cl.leaving.markGone(req.ID) // before done: no reconcile round sees it unmarked
+			}
 			return rep, nil
 		case step.wait:
 			// A replacement is becoming stable. A dry run waits too: it
@@ -283,7 +321,7 @@ func (cl *Cluster) ServeLeave(ctx context.Context, req wire.LeaveRequest) (wire.
 	if req.ID == "" {
 		return wire.LeaveReply{}, errors.New("leave: no server ID")
 	}
-	return cl.Decommission(ctx, req)
+	return cl.decommission(ctx, req, true)
 }
 
 // Leave asks the raft leader to take this node out of the configuration
@@ -296,7 +334,7 @@ func (cl *Cluster) Leave(ctx context.Context, force, dryRun bool) (wire.LeaveRep
 		var rep wire.LeaveReply
 		var err error
 		if cl.o.Raft.State() == raft.Leader {
-			rep, err = cl.Decommission(ctx, req)
+			rep, err = cl.decommission(ctx, req, true)
 		} else if addr, _, splitErr := transport.SplitRaftAddress(cl.o.Raft.Leader()); splitErr == nil {
 			err = wire.FromRemote(cl.o.Caller.Call(ctx, addr, wire.MethodLeave, req, &rep))
 		} else {

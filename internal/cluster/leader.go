@@ -103,6 +103,9 @@ func (cl *Cluster) reconcileMembers() {
 		if m.State != membership.Alive || m.Meta.NodeID == "" || m.Meta.Fed {
 			continue // a member fed outside raft says so itself, whatever this node's setting
 		}
+		if cl.leaving.excluded(m.Meta.NodeID) {
+			continue // leaving, or left for good: alive in gossip only while it shuts down
+		}
 		addr := transport.RaftAddress(m.Meta.RPCAddr, m.Meta.NodeID)
 		cur, in := inConfig[m.Meta.NodeID]
 		if (in && cur.Address == addr) || (m.Meta.ClusterID != "" && m.Meta.ClusterID != ours) {

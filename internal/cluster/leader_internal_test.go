@@ -250,3 +250,31 @@ func TestMembersSuffrage(t *testing.T) {
 		t.Errorf("NameOf(id-b) = %q", name)
 	}
 }
+
+// TestReconcileSkipsLeavingAndLeftServers: a server being decommissioned,
+// or one that left for good through its own Leave, is not added back while
+// gossip still shows it alive (it shuts down after leaving); one an
+// operator removed (Decommission, not for good) is, once the removal ends.
+func TestReconcileSkipsLeavingAndLeftServers(t *testing.T) {
+	net, clk := newFakeNet(), testkit.NewClock(time.Unix(1_000_000, 0))
+	n := newTestNode(t, "a", net, clk, nil)
+	for _, name := range []string{"left", "removed"} {
+		newTestNode(t, name, net, clk, nil)
+	}
+	leaderOf(n, "a")
+	n.members.set(member("a", membership.Alive, true, ""), member("left", membership.Alive, true, ""),
+		member("removed", membership.Alive, true, ""))
+	n.leaving.add("id-left")
+	n.leaving.add("id-removed")
+	n.reconcileMembers()
+	if len(n.raft.added) != 0 {
+		t.Fatalf("added %v while both were being decommissioned", n.raft.added)
+	}
+	n.leaving.markGone("id-left") // its own Leave completed
+	n.leaving.done("id-left")
+	n.leaving.done("id-removed") // the operator's removal completed
+	n.reconcileMembers()
+	if want := []raft.ServerID{"id-removed"}; !slices.Equal(n.raft.added, want) {
+		t.Fatalf("added %v, want %v: a server that left for good stays out", n.raft.added, want)
+	}
+}
