@@ -83,7 +83,8 @@ type Member struct {
 	// Eligible is true for a node with a data dir: it may become a voter.
 	Eligible bool
 	// Suffrage is its place in the raft configuration (SuffrageVoter,
-	// SuffrageNonVoter, SuffrageNone).
+	// SuffrageNonVoter, or SuffrageNone: not in it, as a replica fed
+	// outside raft or a node not yet added).
 	Suffrage Suffrage
 	// ClusterID is the cluster it says it belongs to ("" before it knows).
 	ClusterID string

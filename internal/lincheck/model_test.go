@@ -216,17 +216,13 @@ func TestRecorderReplaced(t *testing.T) {
 		}
 		return r.Finish(LeaseBounds)
 	}
-	check := func(ops []porcupine.Operation) porcupine.CheckResult {
-		res, _ := Check(LeaseModel(), ops, 10*time.Second)
-		return res
-	}
-	if res := check(history(20, "a")); res != porcupine.Ok {
+	if res := checkLease(history(20, "a")); res != porcupine.Ok {
 		t.Fatalf("a read during the call of the replaced session's grant: %v, want ok", res)
 	}
-	if res := check(history(40, "a")); res != porcupine.Illegal {
+	if res := checkLease(history(40, "a")); res != porcupine.Illegal {
 		t.Fatalf("a read after the call returned of a grant older than the one returned: %v, want illegal", res)
 	}
-	if res := check(history(20, "b")); res != porcupine.Illegal {
+	if res := checkLease(history(20, "b")); res != porcupine.Illegal {
 		t.Fatalf("a read during the call of another client's grant nobody asked for: %v, want illegal", res)
 	}
 	if s := Count(history(20, "a")); s.Settles != 1 || s.Failed != 2 {
@@ -259,16 +255,7 @@ func TestRecorderReplacedRefused(t *testing.T) {
 		}
 		return r.Finish(LeaseBounds)
 	}
-	check := func(ops []porcupine.Operation) porcupine.CheckResult {
-		res, _ := Check(LeaseModel(), ops, 10*time.Second)
-		return res
-	}
-	if res := check(history(true)); res != porcupine.Ok {
-		t.Fatalf("the replaced session's grant read during a refused call, recorded: %v, want ok", res)
-	}
-	if res := check(history(false)); res != porcupine.Illegal {
-		t.Fatalf("the same without Replaced: %v, want illegal", res)
-	}
+	needsReplaced(t, history, "the replaced session's grant read during a refused call")
 }
 
 // TestRecorderReplacedFailed: an acquire that fails (its context ended)
@@ -309,14 +296,23 @@ func TestRecorderReplacedFailed(t *testing.T) {
 		read(50)
 		return r.Finish(LeaseBounds)
 	}
-	check := func(ops []porcupine.Operation) porcupine.CheckResult {
-		res, _ := Check(LeaseModel(), ops, 10*time.Second)
-		return res
+	needsReplaced(t, history, "two grants of a failed call whose session was replaced")
+}
+
+// checkLease checks ops against the lease model.
+func checkLease(ops []porcupine.Operation) porcupine.CheckResult {
+	res, _ := Check(LeaseModel(), ops, 10*time.Second)
+	return res
+}
+
+// needsReplaced checks that history(true), recorded with Replaced, is
+// linearizable, and that history(false), the same without it, is not.
+func needsReplaced(t *testing.T, history func(replaced bool) []porcupine.Operation, what string) {
+	t.Helper()
+	if res := checkLease(history(true)); res != porcupine.Ok {
+		t.Fatalf("%s, recorded: %v, want ok", what, res)
 	}
-	if res := check(history(true)); res != porcupine.Ok {
-		t.Fatalf("two grants of a failed call whose session was replaced, recorded: %v, want ok", res)
-	}
-	if res := check(history(false)); res != porcupine.Illegal {
+	if res := checkLease(history(false)); res != porcupine.Illegal {
 		t.Fatalf("the same without Replaced: %v, want illegal", res)
 	}
 }
