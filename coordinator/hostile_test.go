@@ -100,9 +100,11 @@ func heapInUse() uint64 {
 // TestHostileFramesChangeNothing sends 10,000 random, truncated, oversized
 // and well-formed-but-hostile RPC frames to the raft leader's port while
 // nodes hold leader leases and shards: the node keeps serving, its memory
-// stays bounded, and no lease or shard is lost.
+// stays bounded, and no lease or shard is lost. It does not run in
+// parallel: the heap it reads is the whole process's, and next to the
+// package's parallel tests it grew by their clusters' allocations (CI saw
+// 106 MiB "during the storm", where the storm alone grows it by under 1 MiB).
 func TestHostileFramesChangeNothing(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("sends 10,000 frames")
 	}
@@ -110,7 +112,7 @@ func TestHostileFramesChangeNothing(t *testing.T) {
 	t.Logf("seed %d", seed)
 	mon := newShardMonitor()
 	// Production session and raft timings: the storm is a CPU load of its
-	// own next to the parallel tests, and the claim is that hostile frames
+	// own (on a loaded machine too), and the claim is that hostile frames
 	// change nothing, not that a 3 s session outlives a starved machine
 	// (with the local profile's 300 ms raft timeouts, leadership flapped
 	// under the storm on a loaded run and the holders' beliefs lapsed).

@@ -61,8 +61,9 @@ type nodes struct {
 	closed atomic.Bool
 	logMu  sync.Mutex
 
-	mu  sync.Mutex
-	all []*Node
+	mu    sync.Mutex
+	all   []*Node
+	ports portLocks // loopback ports reserved for the nodes; released by Close
 }
 
 // For returns the same cluster as seen by test t, a subtest of the test
@@ -164,6 +165,8 @@ func (cl *Cluster) newNode() *Node {
 		cfg.RPCAddr = host + ":7000"
 		cfg.GossipAddr = host + ":7001"
 		cfg.Network = cl.Net.Node(host)
+	} else {
+		cl.reserveAddrs(&cfg)
 	}
 	cfg.Logger = newTestLogger(cl.t, &cl.closed, &cl.logMu).With("test_node", n.Name)
 	if cl.CA != nil {
@@ -185,6 +188,25 @@ func (cl *Cluster) newNode() *Node {
 	n.Name = cfg.NodeName
 	cl.all = append(cl.all, n)
 	return n
+}
+
+// reserveAddrs gives a loopback node's RPC and gossip addresses ports of
+// their own that stay reserved for restarts (portLocks); where none can be
+// reserved the node binds port 0 and a restart reuses what it was given.
+// cl.mu is held.
+func (cl *Cluster) reserveAddrs(cfg *coordinator.Config) {
+	for _, addr := range []*string{&cfg.RPCAddr, &cfg.GossipAddr} {
+		if *addr != "127.0.0.1:0" {
+			continue
+		}
+		p, ok, err := cl.ports.reserve()
+		if err != nil {
+			cl.t.Fatalf("holdfasttest: reserving a port: %v", err)
+		}
+		if ok {
+			*addr = fmt.Sprintf("127.0.0.1:%d", p)
+		}
+	}
 }
 
 // NodeTLS returns a TLSConfig (PEM, RequireTLS set) with a certificate for
@@ -267,8 +289,9 @@ func isPortZero(addr string) bool {
 }
 
 // Start starts (or restarts) node i with its Config; it fails the test if
-// New fails. On loopback, the first start's bound addresses are kept for
-// later restarts.
+// New fails. On loopback, each node's ports are reserved for the cluster's
+// life (on Linux: below the kernel's ephemeral range, locked against every
+// other cluster), so a restart finds its addresses free.
 func (cl *Cluster) Start(i int) *coordinator.Coordinator {
 	cl.t.Helper()
 	c, err := cl.TryStart(i)
@@ -366,6 +389,9 @@ func (cl *Cluster) Close() {
 		}()
 	}
 	wg.Wait()
+	cl.mu.Lock()
+	cl.ports.release()
+	cl.mu.Unlock()
 	cl.logMu.Lock()
 	cl.closed.Store(true)
 	cl.logMu.Unlock()
