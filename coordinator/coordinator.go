@@ -44,6 +44,7 @@ type Coordinator struct {
 	shards     *shards.Manager[*ShardLease]
 	shardCount atomic.Int64 // the cluster's shard count, once known
 	loads      *shardLoads  // load reports: this node's, and the leader's book (placement.go)
+	shardEnv   *shardEnv    // what every ShardLease shares
 
 	sessCtx    context.Context // parent of every session; ends at leave or close
 	sessCancel context.CancelCauseFunc
@@ -101,6 +102,7 @@ func New(cfg Config) (*Coordinator, error) {
 	c.sessCtx, c.sessCancel = context.WithCancelCause(c.ctx)
 	c.metrics = newMetrics()
 	c.loads = newShardLoads(cfg.Shards)
+	c.shardEnv = &shardEnv{margin: cfg.Session.LeaseMargin, view: c.fsm.View, loads: c.loads}
 	c.metrics.shards.BindPlan(c.loads.plan.Load)
 	c.sessions = c.newSessionClient()
 	c.noLeader.Start() // no leader is known at start

@@ -72,14 +72,14 @@ func (c *Coordinator) LastSnapshotIndex() string { return c.node.Raft().Stats()[
 // ShardLeaseEnd returns when a shard lease's belief ended: the instant this
 // node ended it, or its session's deadline if it lapsed with the session.
 func ShardLeaseEnd(l *ShardLease) time.Time {
-	if t := l.endedAt(); !t.IsZero() {
+	if t := l.belief.endedAt(); !t.IsZero() {
 		return t
 	}
-	return l.life.Session().ValidUntil()
+	return l.belief.l.Belief().Session().ValidUntil()
 }
 
 // ShardLeaseStart returns when this node began to believe the shard lease.
-func ShardLeaseStart(l *ShardLease) time.Time { return l.life.Start() }
+func ShardLeaseStart(l *ShardLease) time.Time { return l.belief.l.Belief().Start() }
 
 // TransportStats returns the transport's counters of refused input.
 func (c *Coordinator) TransportStats() transport.Stats { return c.trans.Stats() }

@@ -277,7 +277,7 @@ func (l *ShardLease) ReportLoad(load float64) {
 	if l.Context().Err() != nil {
 		return
 	}
-	l.loads.meter.Observe(uint32(l.Shard()), load, time.Now())
+	l.belief.env.loads.meter.Observe(uint32(l.Shard()), load, time.Now())
 }
 
 // recordLocalLoads is the local path of a keepalive this node, the leader,

@@ -51,9 +51,9 @@ var ErrMoveAbandoned = errors.New("holdfast: shard move abandoned")
 // take), or once the shard moved on. The grant that follows the release
 // decides: the shard may still end up elsewhere.
 func (l *ShardLease) NextOwner() (h Holder, ok bool) {
-	v := l.view()
-	sh, found := v.Shard(uint32(l.l.Shard()))
-	if !found || sh.State != fsm.ShardRevoking || sh.Token != l.l.Token() || sh.To == "" {
+	v := l.belief.env.view()
+	sh, found := v.Shard(uint32(l.Shard()))
+	if !found || sh.State != fsm.ShardRevoking || sh.Token != l.Token() || sh.To == "" {
 		return h, false
 	}
 	o, found := v.Session(sh.To)

@@ -15,8 +15,8 @@ import (
 // ended by this node (End), or at a cap (CapAt) that later keepalives do
 // not move.
 type Belief struct {
-	start time.Time // when this node began to believe
-	ctx   endCtx    // its session, and its mu guards the fields below too
+	start time.Duration // when this node began to believe, after its session's born (8 bytes, not a Time's 24)
+	ctx   endCtx        // its session, and its mu guards the fields below too
 
 	endRan bool        // End ran (it runs once)
 	more   *beliefMore // made by End and CapAt: most beliefs never need it
@@ -52,14 +52,14 @@ func NewBelief(s *Session) *Belief {
 // Init starts b, a zero Belief, under s, beginning now: NewBelief for a
 // belief that is a field of a larger value (one allocation, not two).
 func (b *Belief) Init(s *Session) {
-	b.ctx.sess, b.start = s, time.Now()
+	b.ctx.sess, b.start = s, time.Since(s.born)
 }
 
 // Session returns the session the belief is held under.
 func (b *Belief) Session() *Session { return b.ctx.sess }
 
 // Start returns when this node began to believe.
-func (b *Belief) Start() time.Time { return b.start }
+func (b *Belief) Start() time.Time { return b.ctx.sess.born.Add(b.start) }
 
 // Context returns a context cancelled when the belief ends; context.Cause
 // says why.

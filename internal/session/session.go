@@ -24,6 +24,7 @@ type Session struct {
 	cancel  context.CancelCauseFunc
 	clock   Clock
 	step    time.Duration // how often the timer re-reads the clock
+	born    time.Time     // New's time: the origin of its beliefs' start offsets
 
 	mu          sync.Mutex
 	validUntil  time.Time     // the deadline on Go's clock (for reports and waits)
@@ -35,7 +36,7 @@ type Session struct {
 // from parent. It has no deadline until the first Extend; its deadline
 // timer re-reads clock at least every step.
 func New(parent context.Context, id string, ttl time.Duration, clock Clock, step time.Duration) *Session {
-	s := &Session{id: id, ttl: ttl, clock: clock, step: step}
+	s := &Session{id: id, ttl: ttl, clock: clock, step: step, born: time.Now()}
 	s.ctx, s.cancel = context.WithCancelCause(parent)
 	return s
 }

@@ -123,16 +123,23 @@ func (b *LoadBook) Record(session string, shards []uint32, loads []float32) {
 }
 
 // Loads returns, in dst (resized to n), each shard's last reported load,
-// or -1 for a shard no session has reported on: the planner's
+// or -1 for a shard no session has reported on (none at all while no
+// session ever reported: an empty dst): the planner's
 // Params.Load. The load is the shard's, not its owner's: after a handoff
 // the previous owner's last report stands until the new owner's first
 // replaces it (counting a moved shard as unreported, the mean, until then
 // would make every move change the loads the next round plans on, and at
 // scale the rounds would chase their own moves).
 func (b *LoadBook) Loads(n int, dst []float64) []float64 {
-	dst = slices.Grow(dst[:0], n)[:n]
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if len(b.entry) == 0 {
+		// Nothing was ever reported: an empty slice, which the planner reads
+		// as it reads n times -1 (balance by count), without n floats kept
+		// on the leader (0.8 MB at 100,000 shards).
+		return dst[:0]
+	}
+	dst = slices.Grow(dst[:0], n)[:n]
 	for s := range dst {
 		dst[s] = -1
 		if s < len(b.entry) && b.entry[s].session != "" {

@@ -66,9 +66,13 @@ func TestLoadMeterReportsInTurns(t *testing.T) {
 // TestLoadBookKeepsAShardsLoadAcrossOwners: the book gives a shard's last
 // reported load whoever reported it (a new owner's report replaces the
 // old owner's, which stands until then), -1 for a shard without a
-// report, and ignores bad entries.
+// report, and ignores bad entries; before any report it gives no loads at
+// all (an empty slice: balance by count), keeping no buffer of n floats.
 func TestLoadBookKeepsAShardsLoadAcrossOwners(t *testing.T) {
 	var b LoadBook
+	if got := b.Loads(100_000, make([]float64, 0, 8)); len(got) != 0 || cap(got) != 8 {
+		t.Fatalf("loads before any report: len %d cap %d, want an empty slice in the buffer given", len(got), cap(got))
+	}
 	b.Record("a", []uint32{0, 1, 2, fsm.MaxShards}, []float32{10, 20, float32(math.Inf(1)), 5})
 	if got := b.Loads(4, nil); !slices.Equal(got, []float64{10, 20, -1, -1}) {
 		t.Fatalf("loads %v, want [10 20 -1 -1]", got)
