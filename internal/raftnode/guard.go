@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -188,13 +189,24 @@ func (g *guard) useRaft(r *raft.Raft) {
 }
 
 // forward forwards raft requests from in to out when the guard lets
-// them through, and answers the others with the guard's error, until stop
-// closes.
-func (g *guard) forward(in <-chan raft.RPC, out chan<- raft.RPC, stop <-chan struct{}) {
+// them through and also (if not nil) does not refuse them, and answers the
+// others with the refusal, until stop closes.
+func (g *guard) forward(in <-chan raft.RPC, out chan<- raft.RPC, stop <-chan struct{}, also func(raft.RPC) error) {
 	for {
 		select {
 		case rpc := <-in:
-			if err := g.check(rpc.Command); err != nil {
+			err := g.check(rpc.Command)
+			if err == nil && also != nil {
+				err = also(rpc)
+			}
+			if err != nil {
+				if rpc.Reader != nil {
+					// A snapshot's bytes follow its request on the
+					// connection, and its sender reads the answer only
+					// once it sent them all: read them, as raft does,
+					// or the sender gets a reset connection, not this.
+					_, _ = io.Copy(io.Discard, rpc.Reader)
+				}
 				rpc.Respond(nil, err)
 				continue
 			}

@@ -125,7 +125,7 @@ func TestGuardForward(t *testing.T) {
 	g.servers.Store(&servers)
 	in, out, stop := make(chan raft.RPC), make(chan raft.RPC), make(chan struct{})
 	done := make(chan struct{})
-	go func() { defer close(done); g.forward(in, out, stop) }()
+	go func() { defer close(done); g.forward(in, out, stop, nil) }()
 	resp := make(chan raft.RPCResponse, 1)
 	in <- raft.RPC{Command: appendFrom("stranger", "10.0.0.9:1"), RespChan: resp}
 	if r := <-resp; !errors.Is(r.Error, errUnverified) {

@@ -50,6 +50,9 @@ type raftTransport struct {
 	rpcs  chan raft.RPC
 	stop  chan struct{}
 	beat  atomic.Pointer[func(raft.RPC)]
+	// applied is raft's applied index once raft runs (nil before): a
+	// snapshot older than it is refused (oldsnapshot.go).
+	applied atomic.Pointer[func() uint64]
 
 	mu    sync.Mutex
 	last  map[raft.ServerID]idleAnswer
@@ -105,7 +108,9 @@ func (t *raftTransport) heartbeat(rpc raft.RPC) {
 
 // run forwards the network transport's requests to raft through the guard
 // until stopRPCs; Start runs it on the node's wait group.
-func (t *raftTransport) run() { t.guard.forward(t.NetworkTransport.Consumer(), t.rpcs, t.stop) }
+func (t *raftTransport) run() {
+	t.guard.forward(t.NetworkTransport.Consumer(), t.rpcs, t.stop, t.refuseOldSnapshot)
+}
 
 // stopRPCs ends run, after raft stopped reading.
 func (t *raftTransport) stopRPCs() {
@@ -208,6 +213,8 @@ func (t *raftTransport) useRaft(r *raft.Raft) {
 	t.guard.useRaft(r)
 	state := func() (uint64, uint64) { return r.CommitIndex(), r.LastIndex() }
 	t.idle.state.Store(&state)
+	applied := r.AppliedIndex
+	t.applied.Store(&applied)
 }
 
 // voterCache answers whether a server votes in a configuration, keeping
