@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/shards"
 	"github.com/holdfast-go/holdfast/internal/viewstream"
 	"github.com/holdfast-go/holdfast/internal/wire"
 	"github.com/holdfast-go/holdfast/shardown"
-	"time"
 )
 
 // ShardID names a shard: an integer in [0, Shards()).
