@@ -62,11 +62,13 @@ func quickStartBlocks(t *testing.T) (prose string, blocks [][]string) {
 }
 
 // freePort returns a port free for TCP and UDP on loopback, below the
-// ephemeral range (so no :0 listener of a parallel test can be handed it).
+// ephemeral range (so no :0 listener of a parallel test can be handed it)
+// and below the 10,000 ports under it that holdfasttest reserves for its
+// clusters (so no node of theirs, down for a restart, loses its port).
 func freePort(t *testing.T, taken map[string]bool) string {
 	t.Helper()
 	for range 1000 {
-		p := strconv.Itoa(20000 + rand.IntN(12000))
+		p := strconv.Itoa(12000 + rand.IntN(8000))
 		if taken[p] {
 			continue
 		}
