@@ -21,8 +21,8 @@ func TestExpiryLogNamesSessionNode(t *testing.T) {
 	l.Activate(r.rep.f.View())
 	deadline, _ := l.Deadline("s1")
 	r.wall.advance(deadline.Sub(r.wall.Now()))
-	l.sync(r.rep.f.View())
-	l.expireDue(t.Context())
+	l.sync(r.rep.f.View(), r.wall.Now())
+	l.expireDue(t.Context(), r.wall.Now())
 	line := ""
 	for _, s := range strings.Split(buf.String(), "\n") {
 		if strings.Contains(s, `msg="expiring session"`) {

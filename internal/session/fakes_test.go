@@ -222,9 +222,7 @@ func newStallRig(t *testing.T, n int, threshold time.Duration) *lessorRig {
 // step runs one pass of the lessor's loop: the stall check, follow the
 // replica, expire what is due.
 func (r *lessorRig) step() {
-	r.l.observe(r.wall.Now())
-	r.l.sync(r.rep.f.View())
-	r.l.expireDue(context.Background())
+	r.l.pass(context.Background(), r.rep.f.View())
 }
 
 // keepAlive sends one keepalive with a generous deadline.

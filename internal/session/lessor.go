@@ -154,9 +154,7 @@ func (l *Lessor) Run(ctx context.Context) {
 	defer timer.Stop()
 	for {
 		l.held()
-		l.observe(l.now()) // before any expiry is decided
-		l.sync(v)
-		l.expireDue(ctx)
+		l.pass(ctx, v)
 		timer.Reset(min(l.nextDeadline(), l.beatEvery()))
 		select {
 		case <-ctx.Done():
@@ -208,9 +206,21 @@ func (l *Lessor) Deactivate() {
 	l.deadlines, l.expiring, l.heard, l.pending, l.answered = nil, nil, nil, nil, nil
 }
 
-// sync adds sessions new in v (deadline now + TTL) and forgets gone ones.
-func (l *Lessor) sync(v *fsm.View) {
+// pass is one turn of Run's loop on one reading of the clock: the stall
+// check, then the replica's sessions, then the expiries due. Every step
+// takes the same now: with a second reading, a pause of the process (or a
+// jump of the clock) between the stall check and the expiries would expire
+// sessions whose deadlines the check never got to extend, the very failure
+// the check is there to prevent. The pause shows as a gap at the next pass.
+func (l *Lessor) pass(ctx context.Context, v *fsm.View) {
 	now := l.now()
+	l.observe(now) // before any expiry is decided
+	l.sync(v, now)
+	l.expireDue(ctx, now)
+}
+
+// sync adds sessions new in v (deadline now + TTL) and forgets gone ones.
+func (l *Lessor) sync(v *fsm.View, now time.Time) {
 	sessions := v.Sessions() // outside the lock keepalives take
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -246,14 +256,13 @@ func (l *Lessor) nextDeadline() time.Duration {
 	return max(next, time.Millisecond)
 }
 
-// expireDue commits an expiry for every session whose deadline passed and
-// for which no keepalive is in flight (one that arrived and waits for its
-// confirmation round may extend it: the expiry is decided once it is
-// answered or refused). From the moment one is chosen its keepalives are
+// expireDue commits an expiry for every session whose deadline passed at
+// now and for which no keepalive is in flight (one that arrived and waits
+// for its confirmation round may extend it: the expiry is decided once it
+// is answered or refused). From the moment one is chosen its keepalives are
 // refused, so a keepalive can never be answered for a session whose expiry
 // is under way.
-func (l *Lessor) expireDue(ctx context.Context) {
-	now := l.now()
+func (l *Lessor) expireDue(ctx context.Context, now time.Time) {
 	l.mu.Lock()
 	var due []string
 	for id, d := range l.deadlines {

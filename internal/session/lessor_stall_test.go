@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -160,5 +161,37 @@ func TestKeepAliveNotQueuedBehindApply(t *testing.T) {
 	r.step()
 	if n, total := r.l.Stalls(); n != 1 || total < testTTL/2 {
 		t.Fatalf("Stalls() = %d, %v after a %v apply; want it counted", n, total, testTTL/2)
+	}
+}
+
+// TestLessorPassReadsTheClockOnce: a pause (here, the clock jumping three
+// TTLs) right after a pass read the clock does not expire anyone in that
+// pass, whose stall check saw no gap; the next pass sees the gap and
+// extends every deadline before deciding any expiry. With a second reading
+// of the clock for the expiries, the pass expired s1 (CI caught it as
+// TestLessorRunChecksStallFirst failing under the race detector, where Run
+// read the clock between its stall check and its expiries).
+func TestLessorPassReadsTheClockOnce(t *testing.T) {
+	r := newStallRig(t, 1, testStall)
+	var jump atomic.Bool
+	o := r.l.o
+	o.Now = func() time.Time {
+		now := r.wall.Now()
+		if jump.Swap(false) {
+			r.wall.advance(3 * testTTL) // the process pauses after this reading
+		}
+		return now
+	}
+	l := NewLessor(o)
+	r.rep.create(t, "s1", testTTL)
+	l.Activate(r.rep.f.View())
+	jump.Store(true)
+	l.pass(context.Background(), r.rep.f.View())
+	if !r.rep.has("s1") {
+		t.Fatal("the pass expired s1 on a reading of the clock its stall check did not see")
+	}
+	l.pass(context.Background(), r.rep.f.View())
+	if n, _ := l.Stalls(); n != 1 || !r.rep.has("s1") {
+		t.Fatalf("after the next pass: %d stalls (want 1), s1 there: %v (want true)", n, r.rep.has("s1"))
 	}
 }
