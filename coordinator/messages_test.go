@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -143,12 +142,7 @@ func deadAddr(t *testing.T) string {
 // it: a normal start, reported at info level, not as a warning.
 func TestJoinOnlySelfIsInfo(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	self := ln.Addr().String()
-	ln.Close() // memberlist binds it next (TCP and UDP)
+	self := fmt.Sprintf("127.0.0.1:%d", holdfasttest.ReservePort(t)) // free for memberlist's TCP and UDP
 	logs := &levelCapture{}
 	cfg := coordinator.DefaultLocalConfig()
 	cfg.NodeName, cfg.Cluster.BootstrapExpect = "first", 0
@@ -156,7 +150,7 @@ func TestJoinOnlySelfIsInfo(t *testing.T) {
 	cfg.Logger = slog.New(logs)
 	c, err := coordinator.New(cfg)
 	if err != nil {
-		t.Skipf("port %s taken meanwhile: %v", self, err)
+		t.Fatal(err)
 	}
 	defer c.Close()
 	recs := logs.withPrefix("join: the seeds name only this node")

@@ -4,8 +4,6 @@ package main
 
 import (
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -14,16 +12,19 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/holdfast-go/holdfast/holdfasttest"
 )
 
 // The README's quick start, run as written: its shell blocks are parsed
 // out of README.md, so the test fails when the README drifts. Two things
 // are rewritten, and only these: "go run ./cmd/holdfastctl" and "go run
 // ./examples/ledger" become the binaries built once (the same programs,
-// without a link per command), and each port number becomes a free one
-// (the README's fixed ports may be taken on a CI host). HOME is a new
-// directory, so ~/.holdfast is the test's own, and HOLDFASTCTL_ADDR points
-// holdfastctl's default at n1's rewritten -http port.
+// without a link per command), and each port number becomes a reserved
+// one (holdfasttest.ReservePort: the README's fixed ports may be taken on
+// a CI host). HOME is a new directory, so ~/.holdfast is the test's own,
+// and HOLDFASTCTL_ADDR points holdfastctl's default at n1's rewritten
+// -http port.
 
 // quickStartHeading opens the README section the test runs.
 const quickStartHeading = "### A secure three-node cluster on one machine"
@@ -61,34 +62,6 @@ func quickStartBlocks(t *testing.T) (prose string, blocks [][]string) {
 	return s, blocks
 }
 
-// freePort returns a port free for TCP and UDP on loopback, below the
-// ephemeral range (so no :0 listener of a parallel test can be handed it)
-// and below the 10,000 ports under it that holdfasttest reserves for its
-// clusters (so no node of theirs, down for a restart, loses its port).
-func freePort(t *testing.T, taken map[string]bool) string {
-	t.Helper()
-	for range 1000 {
-		p := strconv.Itoa(12000 + rand.IntN(8000))
-		if taken[p] {
-			continue
-		}
-		tl, err := net.Listen("tcp", "127.0.0.1:"+p)
-		if err != nil {
-			continue
-		}
-		ul, err := net.ListenPacket("udp", "127.0.0.1:"+p)
-		tl.Close()
-		if err != nil {
-			continue
-		}
-		ul.Close()
-		taken[p] = true
-		return p
-	}
-	t.Fatal("no free port found")
-	return ""
-}
-
 var loopbackPort = regexp.MustCompile(`127\.0\.0\.1:(\d+)`)
 
 // TestREADMEQuickStart runs the README's quick start: the cert commands,
@@ -101,12 +74,15 @@ func TestREADMEQuickStart(t *testing.T) {
 		t.Fatalf("the quick start has %d shell blocks (%v); want certificates, three nodes, holdfastctl", len(blocks), blocks)
 	}
 	ledger, ctl := buildLedger(t), buildHoldfastctl(t)
-	ports, taken := map[string]string{}, map[string]bool{}
+	ports := map[string]string{}
 	for _, block := range blocks {
 		for _, ln := range block {
 			for _, m := range loopbackPort.FindAllStringSubmatch(ln, -1) {
 				if ports[m[1]] == "" {
-					ports[m[1]] = freePort(t, taken)
+					// Reserved, not only free: no other test's cluster or
+					// outgoing connection is given it while the node runs
+					// and after it stops.
+					ports[m[1]] = strconv.Itoa(holdfasttest.ReservePort(t))
 				}
 			}
 		}
