@@ -66,7 +66,8 @@ func (c *Coordinator) newSessionClient() *session.Client {
 		LeaderChanged: c.noLeader.Changed,
 		Held:          func() error { return c.node.StorageBlocking() },
 		Create: func(ctx context.Context, id string, gen uint64) (uint64, error) {
-			cmd := &fsm.SessionCmd{ID: id, Node: c.cfg.NodeName, NodeID: c.id, TTLNanos: int64(c.cfg.Session.TTL), Gen: gen}
+			cmd := &fsm.SessionCmd{ID: id, Node: c.cfg.NodeName, NodeID: c.id, TTLNanos: int64(c.cfg.Session.TTL), Gen: gen,
+				Level: fsm.CommandLevel}
 			c.shards.FillSessionCmd(cmd)
 			res, err := c.node.Commit(ctx, fsm.Command{Op: fsm.OpSessionCreate, Session: cmd})
 			if err == nil && res.Stale {

@@ -76,6 +76,10 @@ const (
 	// OpShardRule sets or clears a placement rule (written under
 	// RuleCommandVersion).
 	OpShardRule Op = 16
+	// OpLeaseHandover releases one request of a session's lease and asks
+	// for the lease under a later request of the same session, in one
+	// entry (written under HandoverCommandVersion).
+	OpLeaseHandover Op = 17
 )
 
 // String returns the operation's name.
@@ -113,6 +117,8 @@ func (o Op) String() string {
 		return "shard-pin"
 	case OpShardRule:
 		return "shard-rule"
+	case OpLeaseHandover:
+		return "lease-handover"
 	default:
 		return fmt.Sprintf("op(%d)", uint8(o))
 	}
@@ -159,9 +165,14 @@ type SessionCmd struct {
 	// and its zone): a create with tags is written under
 	// RuleCommandVersion.
 	Tags []string `msgpack:"tags,omitempty"`
+	// Level, on create, is the command level of the node's release
+	// (CommandLevel): the newest commands its replica reads. 0: a release
+	// before levels. An older release ignores the field.
+	Level uint32 `msgpack:"lvl,omitempty"`
 }
 
-// LeaseCmd is the body of OpAcquire, OpRelease and OpLeaseValue.
+// LeaseCmd is the body of OpAcquire, OpRelease, OpLeaseValue and
+// OpLeaseHandover.
 type LeaseCmd struct {
 	// Name is the lease's name.
 	Name string `msgpack:"name"`
@@ -189,6 +200,11 @@ type LeaseCmd struct {
 	// one grant (from 1, increasing): an update at or below the grant's
 	// last one is a late or repeated copy and changes nothing.
 	ValueSeq uint64 `msgpack:"vseq,omitempty"`
+	// Prev and PrevToken, on OpLeaseHandover only, name the request (and
+	// its token, 0: whatever it holds) the handover releases before it
+	// asks under Request.
+	Prev      uint64 `msgpack:"prev,omitempty"`
+	PrevToken uint64 `msgpack:"ptoken,omitempty"`
 }
 
 // MaxNameLength bounds lease names and IDs carried in commands.
@@ -262,9 +278,12 @@ func Encode(c Command) ([]byte, error) {
 			return nil, fmt.Errorf("%w: %s without body", ErrMalformed, c.Op)
 		}
 		body = c.Session
-	case OpAcquire, OpRelease, OpLeaseValue:
+	case OpAcquire, OpRelease, OpLeaseValue, OpLeaseHandover:
 		if c.Lease == nil {
 			return nil, fmt.Errorf("%w: %s without body", ErrMalformed, c.Op)
+		}
+		if err := c.Lease.checkOp(c.Op); err != nil {
+			return nil, err
 		}
 		body = c.Lease
 	case OpShardGrant, OpShardRevoke, OpShardRelease:
@@ -294,6 +313,8 @@ func Encode(c Command) ([]byte, error) {
 	switch {
 	case c.Op == OpShardPin:
 		buf.WriteByte(PinCommandVersion)
+	case c.Op == OpLeaseHandover:
+		buf.WriteByte(HandoverCommandVersion)
 	case c.carriesRules():
 		buf.WriteByte(RuleCommandVersion)
 	case c.Op == OpInitCluster && c.Init.hasBase():

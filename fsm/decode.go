@@ -39,6 +39,8 @@ func decode(b []byte, items []ShardItem) (Command, error) {
 		return decodePin(c, body)
 	case b[0] == RuleCommandVersion:
 		return decodeRuled(c, body)
+	case b[0] == HandoverCommandVersion:
+		return decodeHandover(c, body)
 	case b[0] != CommandVersion:
 		return Command{}, fmt.Errorf("%w: %d", ErrUnknownVersion, b[0])
 	}
@@ -64,6 +66,9 @@ func decode(b []byte, items []ShardItem) (Command, error) {
 		}
 		if c.carriesValue() {
 			return Command{}, fmt.Errorf("%w: acquire with a value only under version %d", ErrMalformed, ValueCommandVersion)
+		}
+		if err := c.Lease.checkNotHandover(); err != nil {
+			return Command{}, err
 		}
 	case OpShardGrant, OpShardRevoke, OpShardRelease:
 		c.Shard = new(ShardCmd)

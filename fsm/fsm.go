@@ -157,6 +157,8 @@ func apply(st state, index uint64, c Command, changed *[]uint32) (state, Result,
 		return applyShardPin(st, index, c.Pin)
 	case OpShardRule:
 		return applyShardRule(st, index, c.Rule)
+	case OpLeaseHandover:
+		return applyHandover(st, index, c.Lease)
 	default:
 		return st, Result{}, fmt.Errorf("%w: %d", ErrUnknownOp, c.Op)
 	}

@@ -162,6 +162,7 @@ func FuzzDecodeCommand(f *testing.F) {
 		acquireValued("s", "x", 1, true, "10.0.0.1:8080"),
 		setValue("s", "x", 1, 3, 2, "ready"),
 		pin(1, "n", true), unpin(1, ""),
+		handover("s", "x", 1, 0, 2),
 	} {
 		f.Add(mustEncode(&testing.T{}, c))
 	}

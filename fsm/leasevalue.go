@@ -58,6 +58,9 @@ func decodeValued(c Command, body []byte) (Command, error) {
 	if !c.carriesValue() {
 		return Command{}, fmt.Errorf("%w: acquire without a value under version %d", ErrMalformed, ValueCommandVersion)
 	}
+	if err := c.Lease.checkNotHandover(); err != nil {
+		return Command{}, err
+	}
 	return c, nil
 }
 

@@ -62,7 +62,7 @@ func applySessionCreate(st state, index uint64, c *SessionCmd, changed *[]uint32
 	}
 	st.Sessions = cloneMap(st.Sessions)
 	st.Sessions[c.ID] = &Session{ID: c.ID, Node: c.Node, NodeID: c.NodeID, TTLNanos: c.TTLNanos, Created: index,
-		Addr: c.Addr, Weight: c.Weight, Drained: c.Drain, Gen: c.Gen, Tags: slices.Clone(c.Tags)}
+		Addr: c.Addr, Weight: c.Weight, Drained: c.Drain, Gen: c.Gen, Tags: slices.Clone(c.Tags), Level: c.Level}
 	return supersede(st, index, c, changed), Result{}, nil
 }
 

@@ -3,6 +3,7 @@ package fsm
 import (
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Cluster is the identity and creation parameters of a formed cluster.
@@ -68,6 +69,9 @@ type Session struct {
 	// Tags are the node's placement tags (SessionCmd.Tags), which rules
 	// require of shard owners. Shared between views: never modify.
 	Tags []string `msgpack:"tags,omitempty"`
+	// Level is the command level of the release that created the session
+	// (SessionCmd.Level; 0: a release before levels).
+	Level uint32 `msgpack:"lvl,omitempty"`
 	// Marks are the session's request marks, one per lease name it used,
 	// sorted by name: the highest request ID of its commands for that name.
 	// An acquire at or below its mark that neither holds nor waits is stale
@@ -157,6 +161,10 @@ type View struct {
 	st      state
 	changes changeLog
 	changed chan struct{}
+	// minLevel is the lowest command level of the view's sessions,
+	// computed once (SessionsAtLevel).
+	levelOnce sync.Once
+	minLevel  uint32
 }
 
 // Index is the raft index of the last log entry applied to this view.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/session"
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
@@ -21,8 +22,8 @@ type Grant struct {
 	index  uint64 // the raft index at which the grant was seen
 	sess   *session.Session
 	belief *session.Belief
-	slot   chan struct{} // the local slot of a lease name; see Acquire
-	value  valueState    // the holder value (value.go)
+	slot   *slot      // the local slot of a lease name; see Acquire
+	value  valueState // the holder value (value.go)
 }
 
 // Belief returns this node's belief in the grant: its context, its end.
@@ -78,11 +79,16 @@ func (g *Grant) releaseWith(ctx context.Context, early bool, cause error) error 
 	if !g.end(cause) {
 		return nil
 	}
+	if g.slot != nil && !early && g.p.o.View().SessionsAtLevel(fsm.HandoverLevel) {
+		if w := g.slot.claim(); w != nil {
+			return g.handOver(ctx, w)
+		}
+	}
 	if g.slot != nil {
 		// The slot frees once the release is committed or handed to the
 		// background: a later local acquire that still finds this grant
 		// releases it by its request ID too.
-		defer func() { <-g.slot }()
+		defer g.p.freeSlot(g.slot)
 	}
 	if early && g.p.submitRelease(ctx, g.kind, g.sess, g.name, g.req, g.token, g.index) {
 		return nil // the leader has it, ahead of this node's next command
@@ -110,78 +116,52 @@ func (p *Manager) Acquire(ctx context.Context, r Request) (*Grant, error) {
 		return nil, err
 	}
 	start := p.o.Now()
-	var slot chan struct{}
+	var sl *slot
+	var h handed
 	if r.Kind == Lease {
 		// One local contender per name at a time: the cluster sees one
 		// session per node, so two local callers must not share one grant.
-		slot = p.localSlot(r.Name)
-		if err := p.takeSlot(ctx, slot, r.Wait); err != nil {
+		sl = p.localSlot(r.Name)
+		var err error
+		if h, err = p.takeSlot(ctx, sl, r); err != nil {
 			return nil, err
 		}
 	}
-	g, err := p.acquire(ctx, r)
+	g, err := p.acquire(ctx, r, h)
 	if err != nil {
-		if slot != nil {
-			<-slot
+		if sl != nil {
+			p.freeSlot(sl)
 		}
 		return nil, err
 	}
 	p.o.Metrics.waited(r.Kind, p.o.Now().Sub(start))
-	if slot != nil {
-		g.slot = slot
+	if sl != nil {
+		g.slot = sl
 		ctx := g.belief.Context()
 		context.AfterFunc(ctx, func() {
 			// After a Release the slot stays taken until the release is
-			// applied, so the next local acquire cannot find the old grant.
+			// applied (or handed over with it), so the next local acquire
+			// cannot find the old grant.
 			if !errors.Is(context.Cause(ctx), wire.ErrReleased) {
-				<-slot
+				p.freeSlot(sl)
 			}
 		})
 	}
 	return g, nil
 }
 
-// localSlot returns the per-name semaphore local contenders queue on.
-func (p *Manager) localSlot(name string) chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	ch, ok := p.slots[name]
-	if !ok {
-		ch = make(chan struct{}, 1)
-		p.slots[name] = ch
-	}
-	return ch
-}
-
-// takeSlot takes slot, waiting for it if wait (until ctx ends or the part
-// closes), else failing at once with wire.ErrLeaseHeld.
-func (p *Manager) takeSlot(ctx context.Context, slot chan struct{}, wait bool) error {
-	if !wait {
-		select {
-		case slot <- struct{}{}:
-			return nil
-		default:
-			return fmt.Errorf("%w (by this node)", wire.ErrLeaseHeld)
-		}
-	}
-	select {
-	case slot <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-p.ctx.Done():
-		return wire.ErrShutdown
-	}
-}
-
-// acquire asks for r until it is granted or fails, once per session.
-func (p *Manager) acquire(ctx context.Context, r Request) (*Grant, error) {
+// acquire asks for r until it is granted or fails, once per session. If a
+// handover already asked for it (first.made), it goes on from that answer.
+func (p *Manager) acquire(ctx context.Context, r Request, first handed) (*Grant, error) {
 	for {
-		s, req, err := p.o.NextRequest(ctx)
-		if err != nil {
-			return nil, err
+		s, req, res, err := first.s, first.req, first.res, first.err
+		if !first.made {
+			if s, req, err = p.o.NextRequest(ctx); err != nil {
+				return nil, err
+			}
+			res, err = p.retry(ctx, r.Kind.acquireCmd(r, s.ID(), req))
 		}
-		res, err := p.retry(ctx, r.Kind.acquireCmd(r, s.ID(), req))
+		first = handed{}
 		switch {
 		case errors.Is(err, wire.ErrNoSession):
 			s.End(session.ErrExpired) // the cluster no longer has the session

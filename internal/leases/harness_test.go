@@ -138,13 +138,15 @@ func (h *harness) newSession() *session.Session {
 	h.all = append(h.all, h.sess)
 	s := h.sess
 	h.mu.Unlock()
-	h.commit(fsm.Command{Op: fsm.OpSessionCreate, Session: &fsm.SessionCmd{ID: id, Node: "n-" + id, NodeID: "id-" + id, TTLNanos: int64(time.Minute)}})
+	h.commit(fsm.Command{Op: fsm.OpSessionCreate, Session: &fsm.SessionCmd{ID: id, Node: "n-" + id, NodeID: "id-" + id, TTLNanos: int64(time.Minute),
+		Level: fsm.CommandLevel}})
 	return s
 }
 
 // other opens a session of another node in the replica (not this node's).
 func (h *harness) other(id string) {
-	h.commit(fsm.Command{Op: fsm.OpSessionCreate, Session: &fsm.SessionCmd{ID: id, Node: "n-" + id, NodeID: "id-" + id, TTLNanos: int64(time.Minute)}})
+	h.commit(fsm.Command{Op: fsm.OpSessionCreate, Session: &fsm.SessionCmd{ID: id, Node: "n-" + id, NodeID: "id-" + id, TTLNanos: int64(time.Minute),
+		Level: fsm.CommandLevel}})
 }
 
 func (h *harness) session() *session.Session {

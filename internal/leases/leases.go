@@ -91,9 +91,9 @@ type Manager struct {
 	settling atomic.Int64
 
 	mu     sync.Mutex
-	closed bool                     // Close began: no new goroutine
-	grants map[*Grant]struct{}      // held grants; nil once EndAll ran
-	slots  map[string]chan struct{} // one local contender per lease name
+	closed bool                // Close began: no new goroutine
+	grants map[*Grant]struct{} // held grants; nil once EndAll ran
+	slots  map[string]*slot    // one local contender per lease name
 }
 
 // New returns the part and starts its watch loop; Close stops it.
@@ -107,7 +107,7 @@ func New(o Options) *Manager {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	p := &Manager{o: o, kick: make(chan struct{}, 1), served: make(chan struct{}, maxServedWaits), grants: map[*Grant]struct{}{}, slots: map[string]chan struct{}{}}
+	p := &Manager{o: o, kick: make(chan struct{}, 1), served: make(chan struct{}, maxServedWaits), grants: map[*Grant]struct{}{}, slots: map[string]*slot{}}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	o.Metrics.bind(p)
 	p.spawn(p.watchLoop)

@@ -201,7 +201,7 @@ func (n *Node) Commit(ctx context.Context, cmd fsm.Command) (wire.ApplyResult, e
 				req.BudgetNanos = max(int64(time.Until(dl)), 1)
 			}
 			err := wire.FromRemote(n.CallLeader(ctx, addr, wire.MethodApply, req, &res))
-			if cmd.Op == fsm.OpAcquire || cmd.Op == fsm.OpRelease {
+			if cmd.Op == fsm.OpAcquire || cmd.Op == fsm.OpRelease || cmd.Op == fsm.OpLeaseHandover {
 				n.maybeDuplicate(addr, req)
 			}
 			if !errors.Is(err, wire.ErrNotLeader) {

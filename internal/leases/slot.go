@@ -1,0 +1,153 @@
+package leases
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/holdfast-go/holdfast/internal/session"
+	"github.com/holdfast-go/holdfast/internal/wire"
+)
+
+// slot is the local queue of one lease name: the cluster sees one session
+// per node, so one local caller at a time asks for (or holds) the name, and
+// the others wait here, first come, first served. A caller that releases
+// with a local caller waiting hands the name over (see handOver): its
+// release and the next caller's acquire are one log entry.
+type slot struct {
+	mu    sync.Mutex
+	taken bool
+	queue []*slotWaiter
+}
+
+// slotWaiter is one local caller waiting for its turn.
+type slotWaiter struct {
+	r     Request
+	ready chan handed // receives the turn, once
+	// claimed: a releasing caller took the waiter out of the queue and
+	// will hand it its turn; gone: the waiter stopped waiting after that,
+	// so whoever holds its turn disposes of it (Manager.dispose).
+	claimed, gone bool
+}
+
+// handed is what a waiter is given with its turn: nothing (it asks the
+// cluster itself), or what the handover that asked for it returned.
+type handed struct {
+	made bool // a handover asked for the waiter: s, req, res and err are its
+	s    *session.Session
+	req  uint64
+	res  Result
+	err  error
+}
+
+// localSlot returns the slot of the lease name.
+func (p *Manager) localSlot(name string) *slot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sl, ok := p.slots[name]
+	if !ok {
+		sl = new(slot)
+		p.slots[name] = sl
+	}
+	return sl
+}
+
+// takeSlot takes sl for r, waiting for its turn if r.Wait (until ctx ends
+// or the part closes), else failing at once with wire.ErrLeaseHeld.
+func (p *Manager) takeSlot(ctx context.Context, sl *slot, r Request) (handed, error) {
+	sl.mu.Lock()
+	if !sl.taken {
+		sl.taken = true
+		sl.mu.Unlock()
+		return handed{}, nil
+	}
+	if !r.Wait {
+		sl.mu.Unlock()
+		return handed{}, fmt.Errorf("%w (by this node)", wire.ErrLeaseHeld)
+	}
+	w := &slotWaiter{r: r, ready: make(chan handed, 1)}
+	sl.queue = append(sl.queue, w)
+	sl.mu.Unlock()
+	select {
+	case h := <-w.ready:
+		return h, nil
+	case <-ctx.Done():
+		return handed{}, p.leaveSlot(sl, w, r.Name, ctx.Err())
+	case <-p.ctx.Done():
+		return handed{}, p.leaveSlot(sl, w, r.Name, wire.ErrShutdown)
+	}
+}
+
+// leaveSlot takes w, whose caller stops waiting with err, out of sl's
+// queue; a turn already handed to it, or on its way, is disposed of.
+func (p *Manager) leaveSlot(sl *slot, w *slotWaiter, name string, err error) error {
+	sl.mu.Lock()
+	if !w.claimed {
+		sl.queue = slices.DeleteFunc(sl.queue, func(o *slotWaiter) bool { return o == w })
+		sl.mu.Unlock()
+		return err
+	}
+	select {
+	case h := <-w.ready:
+		sl.mu.Unlock()
+		p.dispose(sl, name, h)
+	default:
+		w.gone = true
+		sl.mu.Unlock()
+	}
+	return err
+}
+
+// freeSlot ends the current turn of sl: the first waiter gets the next one
+// (and asks the cluster itself), or the slot is free.
+func (p *Manager) freeSlot(sl *slot) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if len(sl.queue) == 0 {
+		sl.taken = false
+		return
+	}
+	w := sl.queue[0]
+	sl.queue = sl.queue[1:]
+	w.claimed = true
+	w.ready <- handed{}
+}
+
+// claim takes sl's first waiter out of the queue for a handover, or
+// returns nil when nobody waits. The turn stays taken until pass.
+func (sl *slot) claim() *slotWaiter {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if len(sl.queue) == 0 {
+		return nil
+	}
+	w := sl.queue[0]
+	sl.queue = sl.queue[1:]
+	w.claimed = true
+	return w
+}
+
+// pass hands the turn, with h, to the claimed waiter w; if w stopped
+// waiting meanwhile, h is disposed of instead.
+func (p *Manager) pass(sl *slot, w *slotWaiter, name string, h handed) {
+	sl.mu.Lock()
+	if !w.gone {
+		w.ready <- h
+		sl.mu.Unlock()
+		return
+	}
+	sl.mu.Unlock()
+	p.dispose(sl, name, h)
+}
+
+// dispose ends a turn nobody takes: what its handover may have been
+// granted or queued is given up in the background, and the next waiter
+// gets the turn.
+func (p *Manager) dispose(sl *slot, name string, h handed) {
+	if h.made && (h.err == nil || p.mayHaveCommitted(h.err) && !errors.Is(h.err, wire.ErrShutdown)) {
+		p.settle(Lease, h.s, name, h.req, 0, opAcquire)
+	}
+	p.freeSlot(sl)
+}
