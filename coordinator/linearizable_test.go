@@ -18,10 +18,12 @@ import (
 )
 
 // The linearizability check (internal/lincheck): three nodes on the
-// in-memory network, a worker per node and name acquiring and releasing,
-// a reader per node doing Sync then reading the holders, while the raft
-// leader or a follower is cut off for less than a second every one to two
-// seconds (cuts far shorter than the session TTL). The history is checked
+// in-memory network, workers per node and name acquiring and releasing
+// (two per lease name, so that a release hands the name to the node's
+// other worker when it waits), a reader per node doing Sync then reading
+// the holders, while the raft leader or a follower is cut off for less
+// than a second every one to two seconds (cuts far shorter than the
+// session TTL). The history is checked
 // with porcupine against a one-holder lease model and an N-permit
 // semaphore model.
 //
@@ -57,7 +59,7 @@ type grant struct {
 func TestLeaseHistoryLinearizable(t *testing.T) {
 	t.Parallel()
 	forLinSeeds(t, func(t *testing.T, seed int64) {
-		r := &linRun{t: t, seed: seed, names: []string{"lin-a", "lin-b"}, workers: 1,
+		r := &linRun{t: t, seed: seed, names: []string{"lin-a", "lin-b"}, workers: 2,
 			grab: func(ctx context.Context, c *coordinator.Coordinator, name string, wait bool) (grant, error) {
 				acquire := c.TryAcquire
 				if wait {
@@ -209,7 +211,7 @@ func (r *linRun) work(ctx context.Context, n *holdfasttest.Node, name, worker st
 		if wait {
 			kind = lincheck.Acquire
 		}
-		call := r.rec.Begin(worker, lincheck.Input{Kind: kind, Name: name, Client: n.Name})
+		call := r.rec.Begin(worker, lincheck.Input{Kind: kind, Name: name, Client: n.Name, Worker: worker})
 		actx, cancel := context.WithTimeout(context.Background(), time.Duration(500+rng.IntN(1000))*time.Millisecond)
 		g, err := r.grab(actx, c, name, wait)
 		cancel()
@@ -217,7 +219,8 @@ func (r *linRun) work(ctx context.Context, n *holdfasttest.Node, name, worker st
 		case err == nil:
 			call.End(lincheck.Output{Token: g.token})
 		case r.refused(err):
-			call.End(lincheck.Output{Refused: true})
+			// Refused "by this node": another local worker holds or waits.
+			call.End(lincheck.Output{Refused: true, Local: strings.Contains(err.Error(), "by this node")})
 			continue
 		default:
 			call.Fail()

@@ -53,6 +53,15 @@
 // release without a request ID comes from an older log and keeps its old
 // meaning.
 //
+// OpLeaseHandover is one node passing a name between two of its callers:
+// the release of one request and the acquire of a later request of the
+// same session, applied in one step as an OpRelease and an OpAcquire at
+// the same index would be (the queue order is kept: another session that
+// waits is granted first). It is written under HandoverCommandVersion (7).
+// Nodes propose it only while every live session carries the command
+// level that reads it (SessionCmd.Level, View.SessionsAtLevel), so a
+// replica of an older release is never sent one.
+//
 // # Semaphores
 //
 // A semaphore lets up to Limit requests hold a name at once, each permit

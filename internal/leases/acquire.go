@@ -127,7 +127,7 @@ func (p *Manager) Acquire(ctx context.Context, r Request) (*Grant, error) {
 			return nil, err
 		}
 	}
-	g, err := p.acquire(ctx, r, h)
+	g, err := p.acquire(ctx, r, sl, h)
 	if err != nil {
 		if sl != nil {
 			p.freeSlot(sl)
@@ -152,12 +152,17 @@ func (p *Manager) Acquire(ctx context.Context, r Request) (*Grant, error) {
 
 // acquire asks for r until it is granted or fails, once per session. If a
 // handover already asked for it (first.made), it goes on from that answer.
-func (p *Manager) acquire(ctx context.Context, r Request, first handed) (*Grant, error) {
+// It marks sl's turn answered (nil: a semaphore) once the cluster granted or
+// queued the request.
+func (p *Manager) acquire(ctx context.Context, r Request, sl *slot, first handed) (*Grant, error) {
 	for {
 		s, req, res, err := first.s, first.req, first.res, first.err
 		if !first.made {
-			if s, req, err = p.o.NextRequest(ctx); err != nil {
-				return nil, err
+			sl.ask()
+			if !first.reuse {
+				if s, req, err = p.o.NextRequest(ctx); err != nil {
+					return nil, err
+				}
 			}
 			res, err = p.retry(ctx, r.Kind.acquireCmd(r, s.ID(), req))
 		}
@@ -183,6 +188,7 @@ func (p *Manager) acquire(ctx context.Context, r Request, first handed) (*Grant,
 			}
 			continue
 		}
+		sl.answered()
 		var g *Grant
 		if r.Kind.grantedNow(res, s.ID()) {
 			// The leader committed the grant and answered it: its token,

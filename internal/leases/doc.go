@@ -79,6 +79,29 @@
 // gives up on a leader that lost office) is repeated at the next one at
 // once; repeating it is harmless, as it names its request.
 //
+// # Handovers
+//
+// Local callers of one lease name wait in its slot, first come, first
+// served; a local TryAcquire is refused while the slot's turn holds the
+// name, waits in the cluster's queue or releases it, and waits while the
+// turn's acquire is unanswered (the name may still be free). A Release while one waits hands the name over: the releasing
+// goroutine numbers the waiter's request and proposes the release and the
+// waiter's acquire as one command (fsm.OpLeaseHandover), and the waiter
+// goes on from that command's answer as if it had asked itself (granted,
+// or queued behind other nodes' sessions, which keep their turn). The
+// release promises what it always did: it returns once that command has
+// committed. The gain is the commit: without it the waiter's acquire is
+// proposed only after the release has committed, so a contended name
+// changes hands in two commits in turn (two fsyncs on a single voter); with
+// it, in one. If the waiter gives up meanwhile, what the handover asked
+// for it is settled and the next waiter gets the slot; if the handover's
+// outcome is unknown when the releaser's context ends, both halves are
+// settled and the waiter asks itself; if the handover cannot be made (the
+// node's session changed, the command was refused) the release goes alone.
+// ReleaseBeforeCommit does not hand over. Nodes hand over only while every
+// live session was created by a release that reads the command (see
+// fsm.CommandLevel): during a rolling upgrade, releases stay two commands.
+//
 // # Releases before their commit
 //
 // With Proposer.Accept, ReleaseBeforeCommit returns as soon as raft on the

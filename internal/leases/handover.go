@@ -16,8 +16,8 @@ import (
 // the acquire's answer and goes on from it as if it had asked itself. When
 // the handover cannot be made (the node has a newer session, the command
 // is refused) g is released on its own and w asks itself; when its outcome
-// is unknown as ctx ends, both halves are settled in the background and w
-// asks itself.
+// is unknown as ctx ends, the release is settled in the background and w
+// asks again under the request the handover made for it.
 func (g *Grant) handOver(ctx context.Context, w *slotWaiter) error {
 	p := g.p
 	s, req, err := p.o.NextRequest(ctx)
@@ -39,12 +39,14 @@ func (g *Grant) handOver(ctx context.Context, w *slotWaiter) error {
 		p.pass(g.slot, w, g.name, handed{})
 		return err
 	default:
-		// Unknown as ctx ended: settle both halves, and w asks anew.
+		// Unknown as ctx ended: the release half is settled, and w asks
+		// again under the same request, so that a handover that did (or
+		// will) commit is what w's acquire answers: w's request never
+		// holds a grant w does not know of.
 		if s.Context().Err() == nil {
 			p.settle(Lease, s, g.name, g.req, g.token, opRelease)
-			p.settle(Lease, s, g.name, req, 0, opAcquire)
 		}
-		h = handed{}
+		h = handed{reuse: true, s: s, req: req}
 	}
 	p.pass(g.slot, w, g.name, h)
 	switch {

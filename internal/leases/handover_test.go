@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,15 +153,18 @@ func TestHandoverToAWaiterThatGaveUp(t *testing.T) {
 }
 
 // A handover whose outcome stays unknown as the releaser's context ends
-// goes on in the background: the release is settled, so is the acquire it
-// made, and the waiter asks on its own and is granted.
+// goes on in the background: the release is settled, and the waiter asks
+// again under the request the handover made for it, so no grant of its
+// request can outlive its knowledge.
 func TestHandoverOutcomeUnknown(t *testing.T) {
 	h := newHarness(t)
 	a := h.acquire(req(Lease, "x", true))
 	next := h.acquireAsync(context.Background(), "x")
 	h.waitLocalWaiters("x", 1)
+	var dropped atomic.Pointer[fsm.Command]
 	h.setFault(func(cmd fsm.Command) fault {
 		if cmd.Op == fsm.OpLeaseHandover {
+			dropped.Store(&cmd)
 			return drop
 		}
 		return pass
@@ -178,8 +182,17 @@ func TestHandoverOutcomeUnknown(t *testing.T) {
 	if holder, _, request, ok := h.fsm.View().Grant("x"); !ok || holder != b.g.SessionID() || request != b.g.Request() {
 		t.Fatalf("replica: holder %q request %d (ok %v), want the waiter's request %d", holder, request, ok, b.g.Request())
 	}
-	if h.settled(Lease.label(opRelease)) != 1 || h.settled(Lease.label(opAcquire)) != 1 {
-		t.Fatalf("settlements: release %v, acquire %v; want 1 and 1", h.settled(Lease.label(opRelease)), h.settled(Lease.label(opAcquire)))
+	if b.g.Request() < dropped.Load().Lease.Request {
+		t.Fatalf("the waiter was granted request %d, before the handover's %d", b.g.Request(), dropped.Load().Lease.Request)
+	}
+	// The handover, delivered late after all, grants nothing more.
+	h.commit(*dropped.Load())
+	if holder, token, request, ok := h.fsm.View().Grant("x"); !ok || holder != b.g.SessionID() || request != b.g.Request() || token != b.g.Token() {
+		t.Fatalf("after a late copy of the handover: holder %q request %d token %d (ok %v), want the waiter's request %d token %d",
+			holder, request, token, ok, b.g.Request(), b.g.Token())
+	}
+	if h.settled(Lease.label(opRelease)) != 1 || h.settled(Lease.label(opAcquire)) != 0 {
+		t.Fatalf("settlements: release %v, acquire %v; want 1 and 0", h.settled(Lease.label(opRelease)), h.settled(Lease.label(opAcquire)))
 	}
 }
 
@@ -238,5 +251,108 @@ func TestNoHandoverWhileAnOlderNodeIsLive(t *testing.T) {
 	defer c.g.Release(context.Background())
 	if n := h.count(fsm.OpLeaseHandover); n != 1 {
 		t.Fatalf("%d handovers once every node reads them, want 1", n)
+	}
+}
+
+// tryWaiting polls until n local TryAcquires of name wait for the local
+// turn's answer.
+func (h *harness) tryWaiting(name string, n int) {
+	h.t.Helper()
+	sl := h.part.localSlot(name)
+	deadline := time.Now().Add(waitFor)
+	for {
+		sl.mu.Lock()
+		got := sl.tries
+		sl.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%d TryAcquires of %q wait, want %d", got, name, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A local TryAcquire while another local caller's acquire is unanswered
+// waits for the answer: the name may still be free, and refusing it
+// would say it is held. Once the acquire is granted it is refused; once it
+// failed, it asks itself.
+func TestTryAcquireWaitsForALocalAsk(t *testing.T) {
+	h := newHarness(t)
+	inFlight, resume := make(chan struct{}), make(chan struct{})
+	var once atomic.Bool
+	h.setFault(func(cmd fsm.Command) fault {
+		if cmd.Op == fsm.OpAcquire && once.CompareAndSwap(false, true) {
+			close(inFlight)
+			<-resume
+		}
+		return pass
+	})
+	first := h.acquireAsync(context.Background(), "x")
+	<-inFlight
+	try := make(chan error, 1)
+	go func() {
+		g, err := h.part.Acquire(context.Background(), req(Lease, "x", false))
+		if g != nil {
+			g.Release(context.Background())
+		}
+		try <- err
+	}()
+	h.tryWaiting("x", 1)
+	select {
+	case err := <-try:
+		t.Fatalf("TryAcquire answered %v while the local acquire was unanswered", err)
+	default:
+	}
+	close(resume)
+	a := <-first
+	if a.err != nil {
+		t.Fatalf("the first acquire: %v", a.err)
+	}
+	if err := <-try; !errors.Is(err, errHeld) {
+		t.Fatalf("TryAcquire once the local acquire was granted: %v, want errHeld", err)
+	}
+	if err := a.g.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	// The local acquire fails unanswered: the TryAcquire then asks itself.
+	h.setFault(func(cmd fsm.Command) fault {
+		if cmd.Op == fsm.OpAcquire && cmd.Lease.Wait {
+			return drop
+		}
+		return pass
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	failing := h.acquireAsync(ctx, "x")
+	h.waitAsking("x")
+	got, err := h.part.Acquire(context.Background(), req(Lease, "x", false))
+	if err != nil {
+		t.Fatalf("TryAcquire while, then after, the local acquire failed: %v", err)
+	}
+	defer got.Release(context.Background())
+	if f := <-failing; f.err == nil {
+		t.Fatal("the dropped acquire succeeded")
+	}
+}
+
+// waitAsking polls until name's local turn asks the cluster.
+func (h *harness) waitAsking(name string) {
+	h.t.Helper()
+	sl := h.part.localSlot(name)
+	deadline := time.Now().Add(waitFor)
+	for {
+		sl.mu.Lock()
+		asking := sl.taken && sl.asking != nil
+		sl.mu.Unlock()
+		if asking {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("the local turn of %q does not ask", name)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -19,7 +19,12 @@ import (
 type slot struct {
 	mu    sync.Mutex
 	taken bool
-	queue []*slotWaiter
+	// asking, while not nil, is closed once the turn's acquire is answered
+	// (granted or queued) or the turn ends: a local TryAcquire waits for
+	// it rather than refuse a name nobody may hold yet (see takeSlot).
+	asking chan struct{}
+	tries  int // TryAcquires waiting for asking
+	queue  []*slotWaiter
 }
 
 // slotWaiter is one local caller waiting for its turn.
@@ -33,13 +38,17 @@ type slotWaiter struct {
 }
 
 // handed is what a waiter is given with its turn: nothing (it asks the
-// cluster itself), or what the handover that asked for it returned.
+// cluster itself), what the handover that asked for it returned (made), or
+// the request a handover of unknown outcome asked under (reuse: the
+// waiter asks again under it, so that whatever the handover did for it is
+// what the waiter's acquire answers).
 type handed struct {
-	made bool // a handover asked for the waiter: s, req, res and err are its
-	s    *session.Session
-	req  uint64
-	res  Result
-	err  error
+	made  bool // res and err are the handover's answer for s and req
+	reuse bool // the handover's outcome is unknown: ask under s and req
+	s     *session.Session
+	req   uint64
+	res   Result
+	err   error
 }
 
 // localSlot returns the slot of the lease name.
@@ -56,10 +65,35 @@ func (p *Manager) localSlot(name string) *slot {
 
 // takeSlot takes sl for r, waiting for its turn if r.Wait (until ctx ends
 // or the part closes), else failing at once with wire.ErrLeaseHeld.
+//
+// A TryAcquire is refused only while the local turn holds the name, waits
+// in the cluster's queue (someone else holds it) or releases it: while the
+// turn's own acquire is still unanswered the name may be free, and the
+// refusal would say otherwise, so it waits for that answer first.
 func (p *Manager) takeSlot(ctx context.Context, sl *slot, r Request) (handed, error) {
 	sl.mu.Lock()
+	for !r.Wait && sl.taken && sl.asking != nil {
+		asking := sl.asking
+		sl.tries++
+		sl.mu.Unlock()
+		var err error
+		select {
+		case <-asking:
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-p.ctx.Done():
+			err = wire.ErrShutdown
+		}
+		sl.mu.Lock()
+		sl.tries--
+		if err != nil {
+			sl.mu.Unlock()
+			return handed{}, err
+		}
+	}
 	if !sl.taken {
 		sl.taken = true
+		sl.asking = make(chan struct{})
 		sl.mu.Unlock()
 		return handed{}, nil
 	}
@@ -105,6 +139,7 @@ func (p *Manager) leaveSlot(sl *slot, w *slotWaiter, name string, err error) err
 func (p *Manager) freeSlot(sl *slot) {
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
+	sl.answeredLocked()
 	if len(sl.queue) == 0 {
 		sl.taken = false
 		return
@@ -112,7 +147,47 @@ func (p *Manager) freeSlot(sl *slot) {
 	w := sl.queue[0]
 	sl.queue = sl.queue[1:]
 	w.claimed = true
-	w.ready <- handed{}
+	sl.give(w, handed{})
+}
+
+// give hands w the turn with h; sl.mu is held. A turn without a handover's
+// answer starts asking.
+func (sl *slot) give(w *slotWaiter, h handed) {
+	if !h.made {
+		sl.asking = make(chan struct{})
+	}
+	w.ready <- h
+}
+
+// ask marks the turn's acquire unanswered again (sl may be nil): it asks
+// anew (a new session, a stale answer).
+func (sl *slot) ask() {
+	if sl == nil {
+		return
+	}
+	sl.mu.Lock()
+	if sl.asking == nil {
+		sl.asking = make(chan struct{})
+	}
+	sl.mu.Unlock()
+}
+
+// answered marks the turn's acquire answered (granted or queued); sl may
+// be nil (a semaphore).
+func (sl *slot) answered() {
+	if sl == nil {
+		return
+	}
+	sl.mu.Lock()
+	sl.answeredLocked()
+	sl.mu.Unlock()
+}
+
+func (sl *slot) answeredLocked() {
+	if sl.asking != nil {
+		close(sl.asking)
+		sl.asking = nil
+	}
 }
 
 // claim takes sl's first waiter out of the queue for a handover, or
@@ -134,7 +209,7 @@ func (sl *slot) claim() *slotWaiter {
 func (p *Manager) pass(sl *slot, w *slotWaiter, name string, h handed) {
 	sl.mu.Lock()
 	if !w.gone {
-		w.ready <- h
+		sl.give(w, h)
 		sl.mu.Unlock()
 		return
 	}
@@ -146,7 +221,7 @@ func (p *Manager) pass(sl *slot, w *slotWaiter, name string, h handed) {
 // granted or queued is given up in the background, and the next waiter
 // gets the turn.
 func (p *Manager) dispose(sl *slot, name string, h handed) {
-	if h.made && (h.err == nil || p.mayHaveCommitted(h.err) && !errors.Is(h.err, wire.ErrShutdown)) {
+	if h.reuse || h.made && (h.err == nil || p.mayHaveCommitted(h.err) && !errors.Is(h.err, wire.ErrShutdown)) {
 		p.settle(Lease, h.s, name, h.req, 0, opAcquire)
 	}
 	p.freeSlot(sl)

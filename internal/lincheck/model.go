@@ -57,6 +57,11 @@ type Input struct {
 	// Client is who holds what the operation acquires or releases (a node
 	// name); empty for a Read.
 	Client string
+	// Worker, if set, is the caller within its client (several callers of
+	// one node): a refusal to a caller while another caller of the same
+	// client holds the name is then legal. Empty: the client is one caller,
+	// and a refusal while it holds the name is not.
+	Worker string
 	// Token is the grant a Release or Lost gives up.
 	Token uint64
 	// Ref is, for a Settle, the ID of the failed acquire it settles.
@@ -79,6 +84,11 @@ type Output struct {
 	Token uint64
 	// Refused: a TryAcquire found nothing free.
 	Refused bool
+	// Local: the refusal came from the client itself, without asking the
+	// cluster (another caller of the same client holds the name, or waits
+	// in its queue): it gives nothing of the client's up, so it bounds no
+	// earlier operation (see Bounds).
+	Local bool
 	// Holders is what a Read saw, in any order.
 	Holders []Holder
 }
@@ -89,6 +99,7 @@ type Output struct {
 // token granted after.
 type grant struct {
 	client string
+	worker string // Input.Worker of the acquire
 	token  uint64 // 0: not known yet
 	ref    int    // the failed acquire that made it (0: a seen grant)
 	lo, hi uint64
@@ -127,9 +138,20 @@ func (s state) key() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d|", s.floor)
 	for _, g := range s.grants {
-		fmt.Fprintf(&b, "%s:%d:%d:%d:%d;", g.client, g.token, g.ref, g.lo, g.hi)
+		fmt.Fprintf(&b, "%s/%s:%d:%d:%d:%d;", g.client, g.worker, g.token, g.ref, g.lo, g.hi)
 	}
 	return b.String()
+}
+
+// refusesItsOwner reports whether refusing in while g holds the name is
+// illegal: g is the caller's own grant. A client that is one caller gives
+// up any grant of its own before it asks again, so it is never refused
+// by one. A caller among several (Input.Worker set) knows only the grants
+// it was told of: a grant of its failed acquire (a phantom) may still
+// hold the name when another caller of its client has the local turn,
+// and the refusal is then true.
+func (g grant) refusesItsOwner(in Input) bool {
+	return g.client == in.Client && g.worker == in.Worker && (in.Worker == "" || g.ref == 0)
 }
 
 func (s state) with(g grant) state {
@@ -240,9 +262,9 @@ func stepAcquire(limit int, s state, in Input, out Output) []any {
 		if !free {
 			return []any{s}
 		}
-		return []any{s, s.with(grant{client: in.Client, ref: in.ID, lo: s.floor, hi: math.MaxUint64})}
+		return []any{s, s.with(grant{client: in.Client, worker: in.Worker, ref: in.ID, lo: s.floor, hi: math.MaxUint64})}
 	case out.Refused:
-		if free || (limit == 1 && s.grants[0].client == in.Client) {
+		if free || (limit == 1 && s.grants[0].refusesItsOwner(in)) {
 			return nil
 		}
 		return []any{s}
@@ -257,7 +279,7 @@ func stepAcquire(limit int, s state, in Input, out Output) []any {
 		}
 	}
 	next := state{grants: gs, floor: out.Token}
-	return []any{next.with(grant{client: in.Client, token: out.Token})}
+	return []any{next.with(grant{client: in.Client, worker: in.Worker, token: out.Token})}
 }
 
 // read matches what a read saw against s: every known grant exactly, and

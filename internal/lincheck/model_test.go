@@ -85,6 +85,28 @@ func TestLeaseModel(t *testing.T) {
 		{"a release of a grant not held", []porcupine.Operation{
 			op(0, 0, 1, rel("a", 5), Output{}),
 		}, false},
+		{"a refusal to the holder itself", []porcupine.Operation{
+			op(0, 0, 1, acq("a", 1), Output{Token: 5}),
+			op(1, 2, 3, Input{Kind: TryAcquire, Client: "a", ID: 2}, Output{Refused: true}),
+		}, false},
+		{"a refusal to another caller of the holder's client", []porcupine.Operation{
+			op(0, 0, 1, Input{Kind: Acquire, Client: "a", Worker: "a/0", ID: 1}, Output{Token: 5}),
+			op(1, 2, 3, Input{Kind: TryAcquire, Client: "a", Worker: "a/1", ID: 2}, Output{Refused: true}),
+		}, true},
+		{"a refusal to a caller whose failed acquire may hold the name", []porcupine.Operation{
+			op(0, 0, 10, Input{Kind: Acquire, Client: "a", Worker: "a/0", ID: 1}, Output{Unknown: true}),
+			op(0, 11, 12, Input{Kind: TryAcquire, Client: "a", Worker: "a/0", ID: 2}, Output{Refused: true, Local: true}),
+			op(1, 13, 14, read, seen(Holder{"a", 5})),
+		}, true},
+		{"a refusal to a lone client whose failed acquire may hold the name", []porcupine.Operation{
+			op(0, 0, 10, Input{Kind: Acquire, Client: "a", ID: 1}, Output{Unknown: true}),
+			op(0, 11, 12, Input{Kind: TryAcquire, Client: "a", ID: 2}, Output{Refused: true}),
+			op(1, 13, 14, read, seen(Holder{"a", 5})),
+		}, false},
+		{"a refusal to the holding caller itself", []porcupine.Operation{
+			op(0, 0, 1, Input{Kind: Acquire, Client: "a", Worker: "a/0", ID: 1}, Output{Token: 5}),
+			op(0, 2, 3, Input{Kind: TryAcquire, Client: "a", Worker: "a/0", ID: 2}, Output{Refused: true}),
+		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, _ := Check(LeaseModel(), tc.ops, 10*time.Second)
@@ -155,6 +177,26 @@ func TestRecorderBounds(t *testing.T) {
 	}
 	if s := Count(ops); s.Operations != 4 || s.Failed != 3 || s.Refused != 1 || s.Settles != 1 {
 		t.Fatalf("counts %+v", s)
+	}
+}
+
+// TestRecorderLocalRefusalBoundsNothing: a refusal the client gave itself
+// (another of its callers holds the name) asked the cluster nothing, so it
+// does not bound the client's earlier failed acquire or its settlement;
+// the next known acquire that did ask does.
+func TestRecorderLocalRefusalBoundsNothing(t *testing.T) {
+	var now int64
+	r := NewRecorder(func() int64 { now++; return now })
+	failed := r.Begin("a/0", Input{Kind: Acquire, Name: "x", Client: "a"}) // call 1
+	failed.Fail()                                                          // 2
+	r.Settle("a/0", failed)                                                // 3
+	local := r.Begin("a/1", Input{Kind: TryAcquire, Name: "x", Client: "a"})
+	local.End(Output{Refused: true, Local: true}) // 4, 5
+	asked := r.Begin("a/1", Input{Kind: TryAcquire, Name: "x", Client: "a"})
+	asked.End(Output{Refused: true}) // 6, 7
+	ops := r.Finish(LeaseBounds)
+	if ops[0].Return != 7 || ops[1].Return != 7 {
+		t.Fatalf("failed acquire and its settlement return at %d and %d, want 7 (the next acquire that asked)", ops[0].Return, ops[1].Return)
 	}
 }
 

@@ -158,6 +158,8 @@ type Bounds struct {
 	// AcquireBeforeNext: an unknown acquire takes effect, if at all,
 	// before the client's next acquire of the name with a known outcome
 	// returns (a later request of the client makes an earlier one stale).
+	// A refusal the client gave itself (Output.Local) asked nothing and
+	// bounds nothing, here and below.
 	AcquireBeforeNext bool
 	// ReleaseBeforeNext: an unknown release, and a settlement, take effect
 	// before the client's next acquire of the name with a known outcome
@@ -227,7 +229,7 @@ func (r *Recorder) nextKnownAcquire(i int, b Bounds) (int64, bool) {
 	}
 	for _, n := range r.ops[i+1:] {
 		if !n.discarded && n.in.Name == o.in.Name && n.in.Client == o.in.Client && (n.in.Kind == Acquire || n.in.Kind == TryAcquire) &&
-			n.returned && !n.out.Unknown && n.call >= from {
+			n.returned && !n.out.Unknown && !n.out.Local && n.call >= from {
 			return n.ret, true
 		}
 	}
