@@ -60,7 +60,9 @@ func (c *Coordinator) Holder(name string) (h Holder, ok bool) {
 
 // Acquire blocks until this node holds the named lease, or ctx ends.
 // Waiters are served first come, first served: a release hands the lease to
-// the next waiter directly. If this node's session ends while it waits, it
+// the next waiter directly (to a waiting caller of the same node, the
+// release and that caller's acquire are one commit; nodes waiting in the
+// cluster keep their turn). If this node's session ends while it waits, it
 // asks again with its next session. WithValue attaches a holder value to
 // the grant.
 func (c *Coordinator) Acquire(ctx context.Context, name string, opts ...AcquireOption) (*Lease, error) {
@@ -68,9 +70,12 @@ func (c *Coordinator) Acquire(ctx context.Context, name string, opts ...AcquireO
 }
 
 // TryAcquire takes the named lease if nobody holds it, and otherwise
-// returns an error wrapping ErrLeaseHeld at once. It does not wait for a
-// session either: while this node has none (the cluster is not formed, no
-// quorum), it fails at once with Ready's error, wrapping ErrNotReady.
+// returns an error wrapping ErrLeaseHeld at once; while another caller of
+// this node is asking for the name, it first waits for that caller's
+// answer (a commit), so that it never reports held a name nobody holds. It
+// does not wait for a session either: while this node has none (the
+// cluster is not formed, no quorum), it fails at once with Ready's error,
+// wrapping ErrNotReady.
 func (c *Coordinator) TryAcquire(ctx context.Context, name string, opts ...AcquireOption) (*Lease, error) {
 	return c.acquire(ctx, name, false, opts)
 }
