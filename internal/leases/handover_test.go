@@ -46,6 +46,24 @@ type acquired struct {
 	err error
 }
 
+// releaseToLocalWaiter starts a local Acquire of a's name, waits until it
+// waits in the slot, releases a with release and returns the waiter's
+// grant (released at the test's end).
+func (h *harness) releaseToLocalWaiter(a *Grant, release func(*Grant, context.Context) error) *Grant {
+	h.t.Helper()
+	next := h.acquireAsync(context.Background(), a.Name())
+	h.waitLocalWaiters(a.Name(), 1)
+	if err := release(a, context.Background()); err != nil {
+		h.t.Fatalf("release: %v", err)
+	}
+	b := <-next
+	if b.err != nil {
+		h.t.Fatalf("the waiter's acquire: %v", b.err)
+	}
+	h.t.Cleanup(func() { b.g.Release(context.Background()) })
+	return b.g
+}
+
 // A release with a local caller waiting for the name is one command: the
 // handover releases the grant and asks for the waiter, and the waiter is
 // granted from its answer, with a later token, without a command of its
@@ -53,27 +71,18 @@ type acquired struct {
 func TestReleaseHandsOverToTheLocalWaiter(t *testing.T) {
 	h := newHarness(t)
 	a := h.acquire(req(Lease, "x", true))
-	next := h.acquireAsync(context.Background(), "x")
-	h.waitLocalWaiters("x", 1)
 	acquires := h.count(fsm.OpAcquire)
-	if err := a.Release(context.Background()); err != nil {
-		t.Fatalf("release: %v", err)
-	}
+	b := h.releaseToLocalWaiter(a, (*Grant).Release)
 	if err := ended(t, a); !errors.Is(err, errReleased) {
 		t.Fatalf("the released grant ended with %v", err)
 	}
-	b := <-next
-	if b.err != nil {
-		t.Fatalf("the waiter's acquire: %v", b.err)
-	}
-	defer b.g.Release(context.Background())
 	if n, r, acq := h.count(fsm.OpLeaseHandover), h.count(fsm.OpRelease), h.count(fsm.OpAcquire)-acquires; n != 1 || r != 0 || acq != 0 {
 		t.Fatalf("proposed %d handovers, %d releases, %d acquires; want 1, 0, 0", n, r, acq)
 	}
 	holder, token, request, ok := h.fsm.View().Grant("x")
-	if !ok || holder != b.g.SessionID() || request != b.g.Request() || token != b.g.Token() || token <= a.Token() {
+	if !ok || holder != b.SessionID() || request != b.Request() || token != b.Token() || token <= a.Token() {
 		t.Fatalf("replica: holder %q request %d token %d (ok %v); waiter's grant request %d token %d; released token %d",
-			holder, request, token, ok, b.g.Request(), b.g.Token(), a.Token())
+			holder, request, token, ok, b.Request(), b.Token(), a.Token())
 	}
 }
 
@@ -200,17 +209,7 @@ func TestHandoverOutcomeUnknown(t *testing.T) {
 // own, and the waiter asks itself.
 func TestReleaseBeforeCommitDoesNotHandOver(t *testing.T) {
 	h := newHarness(t)
-	a := h.acquire(req(Lease, "x", true))
-	next := h.acquireAsync(context.Background(), "x")
-	h.waitLocalWaiters("x", 1)
-	if err := a.ReleaseBeforeCommit(context.Background()); err != nil {
-		t.Fatalf("release: %v", err)
-	}
-	b := <-next
-	if b.err != nil {
-		t.Fatalf("the waiter's acquire: %v", b.err)
-	}
-	defer b.g.Release(context.Background())
+	h.releaseToLocalWaiter(h.acquire(req(Lease, "x", true)), (*Grant).ReleaseBeforeCommit)
 	if n := h.count(fsm.OpLeaseHandover); n != 0 {
 		t.Fatalf("%d handovers after ReleaseBeforeCommit", n)
 	}
@@ -223,32 +222,13 @@ func TestReleaseBeforeCommitDoesNotHandOver(t *testing.T) {
 func TestNoHandoverWhileAnOlderNodeIsLive(t *testing.T) {
 	h := newHarness(t)
 	h.commit(fsm.Command{Op: fsm.OpSessionCreate, Session: &fsm.SessionCmd{ID: "old", Node: "n-old", NodeID: "id-old", TTLNanos: int64(time.Minute)}})
-	a := h.acquire(req(Lease, "x", true))
-	next := h.acquireAsync(context.Background(), "x")
-	h.waitLocalWaiters("x", 1)
-	if err := a.Release(context.Background()); err != nil {
-		t.Fatalf("release: %v", err)
-	}
-	b := <-next
-	if b.err != nil {
-		t.Fatalf("the waiter's acquire: %v", b.err)
-	}
-	defer b.g.Release(context.Background())
+	b := h.releaseToLocalWaiter(h.acquire(req(Lease, "x", true)), (*Grant).Release)
 	if n, r := h.count(fsm.OpLeaseHandover), h.count(fsm.OpRelease); n != 0 || r != 1 {
 		t.Fatalf("proposed %d handovers and %d releases with an older node live; want 0 and 1", n, r)
 	}
 	// Once the older node's session is gone, releases hand over.
 	h.commit(fsm.Command{Op: fsm.OpSessionClose, Session: &fsm.SessionCmd{ID: "old"}})
-	next = h.acquireAsync(context.Background(), "x")
-	h.waitLocalWaiters("x", 1)
-	if err := b.g.Release(context.Background()); err != nil {
-		t.Fatalf("release: %v", err)
-	}
-	c := <-next
-	if c.err != nil {
-		t.Fatalf("the second waiter's acquire: %v", c.err)
-	}
-	defer c.g.Release(context.Background())
+	h.releaseToLocalWaiter(b, (*Grant).Release)
 	if n := h.count(fsm.OpLeaseHandover); n != 1 {
 		t.Fatalf("%d handovers once every node reads them, want 1", n)
 	}
@@ -318,23 +298,33 @@ func TestTryAcquireWaitsForALocalAsk(t *testing.T) {
 	}
 
 	// The local acquire fails unanswered: the TryAcquire then asks itself.
+	block := make(chan struct{})
 	h.setFault(func(cmd fsm.Command) fault {
 		if cmd.Op == fsm.OpAcquire && cmd.Lease.Wait {
+			<-block
 			return drop
 		}
 		return pass
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
+	ctx, giveUp := context.WithCancel(context.Background())
+	defer giveUp()
 	failing := h.acquireAsync(ctx, "x")
 	h.waitAsking("x")
-	got, err := h.part.Acquire(context.Background(), req(Lease, "x", false))
-	if err != nil {
-		t.Fatalf("TryAcquire while, then after, the local acquire failed: %v", err)
-	}
-	defer got.Release(context.Background())
+	go func() {
+		g, err := h.part.Acquire(context.Background(), req(Lease, "x", false))
+		if err == nil {
+			err = g.Release(context.Background())
+		}
+		try <- err
+	}()
+	h.tryWaiting("x", 1)
+	giveUp()
+	close(block)
 	if f := <-failing; f.err == nil {
 		t.Fatal("the dropped acquire succeeded")
+	}
+	if err := <-try; err != nil {
+		t.Fatalf("TryAcquire after the local acquire failed: %v", err)
 	}
 }
 
