@@ -95,9 +95,11 @@
 // changes hands in two commits in turn (two fsyncs on a single voter); with
 // it, in one. If the waiter gives up meanwhile, what the handover asked
 // for it is settled and the next waiter gets the slot; if the handover's
-// outcome is unknown when the releaser's context ends, both halves are
-// settled and the waiter asks itself; if the handover cannot be made (the
-// node's session changed, the command was refused) the release goes alone.
+// outcome is unknown when the releaser's context ends, the release half is
+// settled and the waiter asks again under the request the handover made for
+// it (so a late commit of the handover is what its acquire answers); if the
+// handover cannot be made (the node's session changed, the command was
+// refused) the release goes alone.
 // ReleaseBeforeCommit does not hand over. Nodes hand over only while every
 // live session was created by a release that reads the command (see
 // fsm.CommandLevel): during a rolling upgrade, releases stay two commands.
