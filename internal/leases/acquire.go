@@ -79,7 +79,9 @@ func (g *Grant) releaseWith(ctx context.Context, early bool, cause error) error 
 	if !g.end(cause) {
 		return nil
 	}
-	if g.slot != nil && !early && g.p.o.View().SessionsAtLevel(fsm.HandoverLevel) {
+	// The level check scans the sessions once per view: only when a local
+	// caller waits, not on every release.
+	if g.slot != nil && !early && g.slot.waiting() && g.p.o.View().SessionsAtLevel(fsm.HandoverLevel) {
 		if w := g.slot.claim(); w != nil {
 			return g.handOver(ctx, w)
 		}

@@ -190,6 +190,13 @@ func (sl *slot) answeredLocked() {
 	}
 }
 
+// waiting reports whether a local caller waits for sl's turn.
+func (sl *slot) waiting() bool {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	return len(sl.queue) > 0
+}
+
 // claim takes sl's first waiter out of the queue for a handover, or
 // returns nil when nobody waits. The turn stays taken until pass.
 func (sl *slot) claim() *slotWaiter {

@@ -149,15 +149,23 @@ func TestSemaphoreModel(t *testing.T) {
 	}
 }
 
+// settledFailure returns a recorder on a clock that ticks at every reading,
+// holding worker's failed acquire of "x" by client "a" (ticks 1 and 2) and
+// its settlement (tick 3).
+func settledFailure(worker string) (*Recorder, *Call) {
+	var now int64
+	r := NewRecorder(func() int64 { now++; return now })
+	failed := r.Begin(worker, Input{Kind: Acquire, Name: "x", Client: "a"})
+	failed.Fail()
+	r.Settle(worker, failed)
+	return r, failed
+}
+
 // TestRecorderBounds: a failed acquire returns, in the history, when the
 // client's next known acquire of the name returns; without a later one,
 // after everything else; Settle and Lost are unknown from their call.
 func TestRecorderBounds(t *testing.T) {
-	var now int64
-	r := NewRecorder(func() int64 { now++; return now })
-	failed := r.Begin("w0", Input{Kind: Acquire, Name: "x", Client: "a"}) // call 1
-	failed.Fail()                                                         // 2
-	r.Settle("w0", failed)                                                // 3
+	r, failed := settledFailure("w0") // calls 1, 2, 3
 	next := r.Begin("w0", Input{Kind: TryAcquire, Name: "x", Client: "a"})
 	next.End(Output{Refused: true}) // 4, 5
 	other := r.Begin("w1", Input{Kind: Acquire, Name: "x", Client: "b"})
@@ -185,11 +193,7 @@ func TestRecorderBounds(t *testing.T) {
 // does not bound the client's earlier failed acquire or its settlement;
 // the next known acquire that did ask does.
 func TestRecorderLocalRefusalBoundsNothing(t *testing.T) {
-	var now int64
-	r := NewRecorder(func() int64 { now++; return now })
-	failed := r.Begin("a/0", Input{Kind: Acquire, Name: "x", Client: "a"}) // call 1
-	failed.Fail()                                                          // 2
-	r.Settle("a/0", failed)                                                // 3
+	r, _ := settledFailure("a/0") // calls 1, 2, 3
 	local := r.Begin("a/1", Input{Kind: TryAcquire, Name: "x", Client: "a"})
 	local.End(Output{Refused: true, Local: true}) // 4, 5
 	asked := r.Begin("a/1", Input{Kind: TryAcquire, Name: "x", Client: "a"})
