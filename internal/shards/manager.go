@@ -136,11 +136,11 @@ func (m *Manager[W]) Sync(v *fsm.View, s *session.Session) {
 		return
 	}
 	m.synced = v.Index()
-	defer m.syncPreparedLocked(v, s) // after the leases started: Acquire comes first
 	sid := ""
 	if s != nil {
 		sid = s.ID()
 	}
+	defer m.syncPreparedLocked(v, sid) // after the leases started: Acquire comes first
 	now := time.Now()
 	m.growLocked(v.ShardCount())
 	if sid == m.scanSess {

@@ -153,9 +153,12 @@ func (m *Manager[W]) Abandon(to string, items []fsm.ShardItem) {
 	}
 }
 
-// syncPreparedLocked ends the prepares that v (synced for session s, nil:
-// none) shows done or impossible, as Prepare says.
-func (m *Manager[W]) syncPreparedLocked(v *fsm.View, s interface{ ID() string }) {
+// syncPreparedLocked ends the prepares that v (synced for the session
+// sid, "": none) shows done or impossible, as Prepare says. It takes the
+// ID, not the session: a nil *session.Session in an interface is not a nil
+// interface, and the node without a session (its storage failing) once
+// panicked here on that.
+func (m *Manager[W]) syncPreparedLocked(v *fsm.View, sid string) {
 	if len(m.prepared) == 0 {
 		return
 	}
@@ -166,7 +169,7 @@ func (m *Manager[W]) syncPreparedLocked(v *fsm.View, s interface{ ID() string })
 		switch {
 		case m.closed:
 			cause = m.o.Errors.Shutdown
-		case s == nil || s.ID() != r.to:
+		case sid == "" || sid != r.to:
 			cause = m.o.Errors.Abandoned
 		case sh.State != fsm.ShardFree && sh.Owner == r.to:
 			cause = context.Canceled // granted here: the lease started

@@ -193,3 +193,19 @@ func TestManagerPrepareWrongTarget(t *testing.T) {
 		t.Fatalf("at Close: cause %v", cause)
 	}
 }
+
+// TestManagerPrepareEndsWithoutASession: a sync for no session (the node
+// lost it and cannot open another, as when its storage fails) abandons the
+// prepares under way; it once panicked on the nil session.
+func TestManagerPrepareEndsWithoutASession(t *testing.T) {
+	rig := newPrepRig(t)
+	if _, err := rig.m.Prepare(context.Background(), "me", rig.items(0), time.Millisecond); err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	ctx := rig.nextCall()
+	rig.grant("old", 1) // a new view to sync
+	rig.m.Sync(rig.view(), nil)
+	if cause := endedWith(t, ctx); cause != ErrAbandoned {
+		t.Fatalf("synced without a session: cause %v", cause)
+	}
+}
