@@ -47,9 +47,12 @@ type raftTransport struct {
 	// guard keeps other clusters' raft traffic from raft (guard.go):
 	// requests reach raft through rpcs, heartbeats through beat.
 	guard *guard
-	rpcs  chan raft.RPC
-	stop  chan struct{}
-	beat  atomic.Pointer[func(raft.RPC)]
+	// writes lowers the commit index sent while the leader's copy is not
+	// on disk (leaderwrite.go); nil in tests that build a transport alone.
+	writes *leaderWrites
+	rpcs   chan raft.RPC
+	stop   chan struct{}
+	beat   atomic.Pointer[func(raft.RPC)]
 	// applied is raft's applied index once raft runs (nil before): a
 	// snapshot older than it is refused (oldsnapshot.go).
 	applied atomic.Pointer[func() uint64]
@@ -133,6 +136,11 @@ func (*raftTransport) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (
 // heartbeat to a non-voter from memory (see raftTransport).
 func (t *raftTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress,
 	req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	if c := t.writes.clamp(req.LeaderCommitIndex); c < req.LeaderCommitIndex {
+		cp := *req // raft's own request is left as it is
+		cp.LeaderCommitIndex = c
+		req = &cp
+	}
 	// A heartbeat carries no commit index and no previous entry; a
 	// replication round carries a commit index once anything committed.
 	idle := len(req.Entries) == 0 && req.LeaderCommitIndex > 0

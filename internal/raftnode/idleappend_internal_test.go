@@ -15,6 +15,7 @@ import (
 type follower struct {
 	trans    *raft.NetworkTransport
 	got      atomic.Int64
+	commit   atomic.Uint64 // the commit index of the last request
 	refuse   atomic.Bool
 	stop     chan struct{}
 	finished chan struct{}
@@ -34,6 +35,7 @@ func startFollower(t *testing.T) *follower {
 			case rpc := <-f.trans.Consumer():
 				req := rpc.Command.(*raft.AppendEntriesRequest)
 				f.got.Add(1)
+				f.commit.Store(req.LeaderCommitIndex)
 				rpc.Respond(&raft.AppendEntriesResponse{Term: req.Term, LastLog: req.PrevLogEntry,
 					Success: !f.refuse.Load()}, nil)
 			case <-f.stop:

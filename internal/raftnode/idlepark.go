@@ -101,14 +101,30 @@ func (w wakingLogs) IsMonotonic() bool {
 }
 
 // wakingFSM is the node's state machine, waking parked answers after each
-// applied entry.
+// applied entry. It applies an entry only once the entry is on this node's
+// disk (leaderWrites.gate).
 type wakingFSM struct {
 	raft.FSM
 	changed func()
+	writes  *leaderWrites
+	stop    <-chan struct{} // closed once raft's shutdown has begun (nil: never)
 }
 
 func (w wakingFSM) Apply(l *raft.Log) any {
+	if err := w.writes.gate(l.Index, w.stop); err != nil {
+		return err
+	}
 	r := w.FSM.Apply(l)
 	w.changed()
 	return r
+}
+
+// Snapshot is the state machine's, unless an entry was let through
+// unapplied (the node stopping before the entry reached its disk): then
+// the state does not match raft's applied index, and is not saved.
+func (w wakingFSM) Snapshot() (raft.FSMSnapshot, error) {
+	if w.writes.unapplied() {
+		return nil, errNotApplied
+	}
+	return w.FSM.Snapshot()
 }

@@ -149,8 +149,9 @@ func Start(opts Options) (*Node, error) {
 	if n.log == nil {
 		n.log = slog.New(slog.DiscardHandler)
 	}
+	writes := newLeaderWrites()
 	st, err := openStores(opts.DataDir, n.log, n.closing, storeOptions{
-		segmentSize: opts.Timing.LogSegmentSize, count: opts.Metrics.storageError, fs: opts.LogFS})
+		segmentSize: opts.Timing.LogSegmentSize, count: opts.Metrics.storageError, fs: opts.LogFS, writes: writes})
 	if err != nil {
 		return nil, err
 	}
@@ -162,12 +163,16 @@ func Start(opts Options) (*Node, error) {
 	})
 	g := newGuard(opts.Cluster, n.askIdentity, opts.RPCTimeout, n.log)
 	trans := newRaftTransport(n.raftTrans, opts.Timing.HeartbeatTimeout, g)
+	trans.writes = writes
 	if st.guard != nil {
 		st.guard.self = []byte(transport.RaftAddress(opts.Trans.Addr(), opts.ID))
 	}
 	n.idle = trans.idle
 	logs := wakingLogs{LogStore: st.logs, changed: trans.idle.changed}
-	fsm := wakingFSM{FSM: opts.FSM, changed: trans.idle.changed}
+	fsm := wakingFSM{FSM: opts.FSM, changed: trans.idle.changed, writes: writes}
+	if st.guard != nil {
+		fsm.stop = st.guard.stop
+	}
 	r, err := raft.NewRaft(n.raftConfig(), fsm, logs, st.stable, st.snaps, trans)
 	if err != nil {
 		n.raftTrans.Close()
@@ -180,6 +185,10 @@ func Start(opts Options) (*Node, error) {
 	n.stores, n.raft, n.trans = st, r, trans
 	trans.useRaft(r)
 	n.spawn(trans.run)
+	if writes.log != nil && st.guard != nil {
+		writes.raft.Store(r)
+		n.spawn(func() { writes.run(st.guard.stop, n.log) })
+	}
 	opts.Metrics.bind(n)
 	return n, nil
 }

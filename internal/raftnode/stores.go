@@ -42,6 +42,7 @@ type storeOptions struct {
 	segmentSize int64
 	count       func(op string)
 	fs          walog.FS
+	writes      *leaderWrites // lets the leader's appends defer their sync (nil: none do)
 }
 
 // openStores opens the raft stores under dataDir, or in-memory stores when

@@ -28,7 +28,7 @@ func openWAL(dir string, readOnly bool, o storeOptions, log *slog.Logger, cs *cl
 	if segSize == 0 {
 		segSize = WALSegmentSize
 	}
-	w, err := walog.Open(dir, walog.Options{SegmentSize: segSize, ReadOnly: readOnly, FS: o.fs,
+	opts := walog.Options{SegmentSize: segSize, ReadOnly: readOnly, FS: o.fs,
 		Note: func(op, msg string, err error) {
 			if err != nil {
 				if o.count != nil {
@@ -38,9 +38,16 @@ func openWAL(dir string, readOnly bool, o storeOptions, log *slog.Logger, cs *cl
 				return
 			}
 			log.Warn("raft log: " + msg)
-		}})
+		}}
+	if o.writes != nil {
+		opts.DeferSync, opts.Deferred = o.writes.decide, o.writes.deferred
+	}
+	w, err := walog.Open(dir, opts)
 	if err != nil {
 		return nil, nil, err
+	}
+	if o.writes != nil {
+		o.writes.log = w
 	}
 	*cs = append(closers{w}, *cs...)
 	return w, w, nil

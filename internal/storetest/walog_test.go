@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/holdfast-go/holdfast/internal/walog"
 )
 
@@ -46,6 +48,21 @@ func shortly(n int) int {
 func walogOn(segSize int64) Opener {
 	return func(fsys walog.FS) (Store, error) {
 		l, err := walog.Open("/data/raft/wal", walog.Options{SegmentSize: segSize, FS: fsys})
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
+}
+
+// deferredWalogOn is walogOn with the sync of two appends in three
+// deferred (walog.Options.DeferSync, as a raft leader's): such an append
+// returns unsynced, and the next write syncs it first. No goroutine syncs
+// it meanwhile (Options.Deferred is unset), so a seed replays exactly.
+func deferredWalogOn(segSize int64) Opener {
+	return func(fsys walog.FS) (Store, error) {
+		l, err := walog.Open("/data/raft/wal", walog.Options{SegmentSize: segSize, FS: fsys,
+			DeferSync: func(logs []*raft.Log) bool { return logs[0].Index%3 != 0 }})
 		if err != nil {
 			return nil, err
 		}
@@ -95,6 +112,22 @@ func TestPowerCuts(t *testing.T) {
 			PowerCuts(t, seed, walogOn(int64(512+seed%4*700)), 600, f)
 		})
 	})
+}
+
+// TestPowerCutsDeferredSync is TestPowerCuts with most appends
+// acknowledged before their sync: a cut before the next write may lose or
+// tear such an append (it was not on disk), never anything before it, and
+// the store still always opens.
+func TestPowerCutsDeferredSync(t *testing.T) {
+	fig := figures(t)
+	t.Run("seeds", func(t *testing.T) {
+		parallelSeeds(t, seeds(t, 16), fig, func(t *testing.T, seed uint64, f *Figures) {
+			PowerCuts(t, seed, deferredWalogOn(int64(512+seed%4*700)), 600, f)
+		})
+	})
+	if fig.Deferred == 0 {
+		t.Fatal("no append was acknowledged before its sync")
+	}
 }
 
 // TestInjectedFaults: EIO and ENOSPC injected at every file system call of

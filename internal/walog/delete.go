@@ -13,6 +13,9 @@ func (l *Log) DeleteRange(min, max uint64) error {
 	if err := l.writable(); err != nil {
 		return err
 	}
+	if err := l.flushLocked(); err != nil {
+		return err
+	}
 	l.retryLeftovers()
 	l.mu.RLock()
 	first, last := l.first, l.last
@@ -22,10 +25,12 @@ func (l *Log) DeleteRange(min, max uint64) error {
 	}
 	switch {
 	case min <= first && max >= last:
+		defer l.lowerDurable(min - 1)
 		return l.dropSegments()
 	case min <= first:
 		return l.deletePrefix(max)
 	case max >= last:
+		defer l.lowerDurable(min - 1)
 		return l.deleteSuffix(min)
 	}
 	return fmt.Errorf("walog: DeleteRange(%d, %d) is inside the log %d..%d", min, max, first, last)

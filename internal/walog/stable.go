@@ -11,13 +11,17 @@ import (
 var errNotFound = errors.New("not found")
 
 // Set stores a stable key (raft's term and vote): it is on disk when Set
-// returns. A value equal to the stored one writes nothing. On failure the
+// returns, after any append whose sync was deferred. A value equal to the
+// stored one writes nothing. On failure the
 // key keeps its value, on disk too; if even putting the file back fails,
 // every later write fails.
 func (l *Log) Set(key, val []byte) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if err := l.writable(); err != nil {
+		return err
+	}
+	if err := l.flushLocked(); err != nil {
 		return err
 	}
 	if old, ok := l.st.cur.kv[string(key)]; ok && bytes.Equal(old, val) {

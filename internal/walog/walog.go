@@ -26,6 +26,15 @@ type Options struct {
 	// removed): op names the operation ("recover", "remove"), err is nil
 	// for a repair.
 	Note func(op, msg string, err error)
+	// DeferSync, if set, is asked at each StoreLogs whether that call may
+	// return once its entries are written, before they are synced (a raft
+	// leader's appends: see the package doc). Such a batch is synced by
+	// SyncDeferred, or by the next call that writes, whichever comes first,
+	// so at most the last batch is ever unsynced; Durable tells what is on
+	// disk. Deferred, if set, is called after each such StoreLogs (to wake
+	// whoever calls SyncDeferred).
+	DeferSync func(logs []*raft.Log) bool
+	Deferred  func()
 }
 
 // Log is a raft.LogStore and raft.StableStore in one directory (see the
@@ -45,6 +54,7 @@ type Log struct {
 	st        *stateStore // the state file, written under wmu
 	failed    error       // set under wmu and mu: a failure that could not be undone
 	leftovers []string    // under wmu: deleted segments' files still to remove
+	dur       durability  // deferred syncs (deferred.go)
 
 	mu          sync.RWMutex // guards what follows; held shortly, never across a sync
 	segs        []*segment   // in order; the last takes appends
@@ -76,6 +86,10 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := l.load(); err != nil {
 		l.closeFiles()
 		return nil, err
+	}
+	l.setDurable(l.last)
+	if !l.readOnly {
+		l.dur.decide, l.dur.deferred = opts.DeferSync, opts.Deferred
 	}
 	return l, nil
 }
@@ -329,17 +343,29 @@ func (l *Log) GetLog(index uint64, out *raft.Log) error {
 	return nil
 }
 
-// Close closes the files. The log is unusable after.
+// Close syncs a batch whose sync was deferred, then closes the files. The
+// log is unusable after.
 func (l *Log) Close() error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
+	l.mu.RLock()
+	closed := l.closed
+	l.mu.RUnlock()
+	if closed {
 		return nil
 	}
+	var first error
+	if l.failed == nil {
+		first = l.flushLocked()
+	}
+	l.endDurability(ErrClosed)
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.closed = true
-	return l.closeFiles()
+	if err := l.closeFiles(); first == nil {
+		first = err
+	}
+	return first
 }
 
 func (l *Log) closeFiles() error {

@@ -29,6 +29,9 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 	if err := l.writable(); err != nil {
 		return err
 	}
+	if err := l.flushLocked(); err != nil {
+		return err
+	}
 	l.mu.RLock()
 	last := l.last
 	l.mu.RUnlock()
@@ -52,9 +55,11 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 		buf = appendRecord(buf, e, uint64(i))
 	}
 	l.buf = buf
-	if err := l.writeRecords(s, buf); err != nil {
+	deferred := l.deferring(logs)
+	if err := l.writeRecords(s, buf, !deferred); err != nil {
 		return err
 	}
+	defer l.stored(s, last, deferred)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s.offs = append(s.offs, offs...)
@@ -84,11 +89,12 @@ func (l *Log) writable() error {
 	return nil
 }
 
-// writeRecords writes buf after s's last record and syncs. The space is
+// writeRecords writes buf after s's last record and syncs (unless sync is
+// false: a deferred sync, flushLocked's). The space is
 // reserved first where the segment's allocation does not cover it (so a
 // full disk fails before anything is written); a failed write or sync is
 // undone.
-func (l *Log) writeRecords(s *segment, buf []byte) error {
+func (l *Log) writeRecords(s *segment, buf []byte, sync bool) error {
 	end := s.size + int64(len(buf))
 	if end > s.alloc {
 		err := s.f.Allocate(s.alloc, end-s.alloc)
@@ -100,7 +106,7 @@ func (l *Log) writeRecords(s *segment, buf []byte) error {
 		}
 	}
 	_, err := s.f.WriteAt(buf, s.size)
-	if err == nil {
+	if err == nil && sync {
 		err = s.f.Sync()
 	}
 	if err != nil {

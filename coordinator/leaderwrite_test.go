@@ -1,0 +1,132 @@
+package coordinator_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/holdfast-go/holdfast/coordinator"
+	"github.com/holdfast-go/holdfast/holdfasttest"
+	"github.com/holdfast-go/holdfast/internal/storetest"
+	"github.com/holdfast-go/holdfast/internal/walog"
+)
+
+// TestLeaderSyncsBesideItsFollowers: the raft leader's append of a command
+// returns before its sync, so the followers store the entry while the
+// leader's disk writes it, and raft commits it on the followers' copies.
+// Nothing may act on that commit until the leader's copy is on disk: with
+// the leader's sync held (its log on a file system whose segment sync
+// blocks), the leader's commit index passes the entry, yet no node
+// applies it and the Acquire it answers does not return; once the sync
+// is let go, the Acquire returns and every node applies the entry. (Any
+// entry the leader appends while its sync is held waits behind that sync,
+// so the check holds whatever entries the cluster makes meanwhile.)
+func TestLeaderSyncsBesideItsFollowers(t *testing.T) {
+	t.Parallel()
+	regs := make([]*prometheus.Registry, 3)
+	disks := make([]*storetest.FaultFS, 3)
+	for i := range regs {
+		regs[i], disks[i] = prometheus.NewRegistry(), storetest.NewFaultFS(walog.OSFS())
+	}
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, Configure: func(i int, c *coordinator.Config) {
+		c.Shards.Count = 1
+		c.Registerer = regs[i]
+		coordinator.SetLogFS(c, disks[i])
+	}})
+	for _, n := range cl.Nodes() {
+		waitReady(t, n)
+	}
+	leader := cl.WaitLeader(formTimeout)
+	var follower *holdfasttest.Node
+	for _, n := range cl.Nodes() {
+		if n != leader {
+			follower = n
+		}
+	}
+	commitOf := func(n *holdfasttest.Node) uint64 {
+		return uint64(metricValue(t, regs[n.Index], "holdfast_raft_commit_index", nil))
+	}
+	commit := func() uint64 { return commitOf(leader) }
+	cl.WaitFor("every node at the leader's commit index, with the same state", formTimeout, func() error {
+		c, a := commit(), leader.C().AppliedIndex()
+		for _, n := range cl.Nodes() {
+			if nc, na := commitOf(n), n.C().AppliedIndex(); nc != c || na != a {
+				return fmt.Errorf("%w: %s at commit %d, state %d; the leader at %d, %d", holdfasttest.ErrNotYet, n.Name, nc, na, c, a)
+			}
+		}
+		return nil
+	})
+	base := commit()
+
+	var hold atomic.Bool
+	held, release := make(chan struct{}, 1), make(chan struct{})
+	released := false
+	let := func() {
+		if !released {
+			released = true
+			close(release)
+		}
+	}
+	defer let()
+	disks[leader.Index].SetRule(func(c storetest.Call) error {
+		if c.Op == storetest.OpSync && strings.HasSuffix(c.Path, ".seg") && hold.Load() {
+			select {
+			case held <- struct{}{}:
+			default:
+			}
+			<-release
+		}
+		return nil
+	})
+	hold.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		l, err := follower.C().Acquire(ctx, "beside")
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		done <- err
+	}()
+	select {
+	case <-held:
+	case err := <-done:
+		t.Fatalf("the Acquire returned (%v) before the leader synced its entry", err)
+	case <-ctx.Done():
+		t.Fatal("the leader never synced the Acquire's entry")
+	}
+	cl.WaitFor("the entry committed on the followers' copies", formTimeout, func() error {
+		if c := commit(); c <= base {
+			return fmt.Errorf("%w: commit index %d", holdfasttest.ErrNotYet, c)
+		}
+		return nil
+	})
+	for _, n := range cl.Nodes() {
+		if a := n.C().AppliedIndex(); a > base {
+			t.Errorf("%s applied up to %d with the leader's copy of %d not on disk", n.Name, a, base+1)
+		}
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the Acquire returned (%v) with the leader's copy of its entry not on disk", err)
+	default:
+	}
+	hold.Store(false)
+	let()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	cl.WaitFor("every node applied the entry", formTimeout, func() error {
+		for _, n := range cl.Nodes() {
+			if a := n.C().AppliedIndex(); a <= base {
+				return fmt.Errorf("%w: %s applied %d", holdfasttest.ErrNotYet, n.Name, a)
+			}
+		}
+		return nil
+	})
+}
