@@ -31,7 +31,15 @@
 //
 // StoreLogs returns once its records are written and synced (a new
 // segment's file, its directory and the state file listing it are synced
-// before). Open replays the segments the state file lists, in order, and
+// before), unless Options.DeferSync says the batch's sync may follow (a
+// raft leader's commands, whose followers store them meanwhile): the call
+// then returns once the records are written, SyncDeferred syncs them, and
+// Durable tells how far the disk goes. Every write (an append, a stable
+// key, a deletion, Close) first syncs a deferred batch, so at most the last
+// batch is ever unsynced, and a crash tears at most that batch, as when
+// every append syncs. A deferred sync that fails cannot be undone: the log
+// refuses every later write and the batch never becomes durable through
+// it. Open replays the segments the state file lists, in order, and
 // checks that each is there, has its own header and continues the one
 // before; files before the list (a compaction's not yet removed) are
 // removed, files after it (a segment being created, or a suffix being
