@@ -3,6 +3,7 @@ package raftnode
 import (
 	"errors"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
@@ -40,9 +41,10 @@ import (
 // as stored): the log refuses every write after it, the entries never
 // pass gate, and the node stops applying until it is stopped.
 type leaderWrites struct {
-	raft atomic.Pointer[raft.Raft]
-	log  deferredLog // nil: the log syncs every append (bbolt, memory)
-	kick chan struct{}
+	raft   atomic.Pointer[raft.Raft]
+	log    deferredLog // nil: the log syncs every append (bbolt, memory)
+	voters voterCount
+	kick   chan struct{}
 	// skipped is set once gate let an entry through unapplied (the node
 	// stopped first): the state machine then lacks an entry raft counts as
 	// applied, and must not be snapshotted.
@@ -67,7 +69,9 @@ var errNotApplied = errors.New("holdfast: the node stopped before the entry reac
 func newLeaderWrites() *leaderWrites { return &leaderWrites{kick: make(chan struct{}, 1)} }
 
 // decide reports whether an append of logs may return before its sync:
-// on the leader, for a batch of commands only.
+// on the leader of more than one voter (alone, the commit comes right
+// after the append and nothing could go on beside the sync), for a batch
+// of commands only.
 func (w *leaderWrites) decide(logs []*raft.Log) bool {
 	r := w.raft.Load()
 	if r == nil || r.State() != raft.Leader {
@@ -78,7 +82,36 @@ func (w *leaderWrites) decide(logs []*raft.Log) bool {
 			return false
 		}
 	}
-	return true
+	// GetConfiguration reads raft's latest configuration without its main
+	// loop (the caller here).
+	return w.voters.count(r.GetConfiguration().Configuration().Servers) > 1
+}
+
+// voterCount counts the voters of a configuration, keeping the count of
+// the last one it saw (raft stores each new configuration as a new slice:
+// see voterCache).
+type voterCount struct {
+	mu     sync.Mutex
+	first  *raft.Server
+	n      int
+	voters int
+}
+
+func (c *voterCount) count(servers []raft.Server) int {
+	if len(servers) == 0 {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.first != &servers[0] || c.n != len(servers) {
+		c.first, c.n, c.voters = &servers[0], len(servers), 0
+		for _, s := range servers {
+			if s.Suffrage == raft.Voter {
+				c.voters++
+			}
+		}
+	}
+	return c.voters
 }
 
 // deferred wakes run after an append whose sync was deferred.
@@ -111,8 +144,8 @@ func (w *leaderWrites) gate(index uint64, stop <-chan struct{}) error {
 	if w == nil || w.log == nil || w.log.Durable() >= index {
 		return nil
 	}
-	// Sync here rather than wait for run to: with one voter the commit
-	// comes right after the append, and waking run would add a hop.
+	// Sync here rather than wait for run to, when it has not woken yet (a
+	// loaded host): the wait would only add its wake-up.
 	err := w.log.SyncDeferred()
 	if err == nil {
 		err = w.log.WaitDurable(index, stop)

@@ -109,3 +109,20 @@ func TestGateNeverAppliesAnEntryOffDisk(t *testing.T) {
 		}
 	}
 }
+
+// TestVoterCount: the voters of a configuration, recounted when raft
+// stores a new one.
+func TestVoterCount(t *testing.T) {
+	var c voterCount
+	one := []raft.Server{{ID: "a", Suffrage: raft.Voter}, {ID: "b", Suffrage: raft.Nonvoter}}
+	if n := c.count(one); n != 1 {
+		t.Fatalf("%d voters, want 1", n)
+	}
+	three := []raft.Server{{ID: "a", Suffrage: raft.Voter}, {ID: "b", Suffrage: raft.Voter}, {ID: "c", Suffrage: raft.Voter}}
+	if n := c.count(three); n != 3 {
+		t.Fatalf("%d voters, want 3", n)
+	}
+	if n := c.count(nil); n != 0 {
+		t.Fatalf("%d voters in no configuration, want 0", n)
+	}
+}
