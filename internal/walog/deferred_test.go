@@ -43,17 +43,29 @@ func (f syncFile) Sync() error {
 	return f.File.Sync()
 }
 
-// openDeferring opens a log in dir on fsys that defers the sync of every
-// append while deferring is set, counting the wake-ups it sends.
-func openDeferring(t *testing.T, dir string, fsys FS, deferring *atomic.Bool, wakes *atomic.Int64) *Log {
+// deferringRig is a log on a syncFS that defers the sync of every append
+// while deferring is set (it starts set), counting the wake-ups it sends.
+type deferringRig struct {
+	fsys      *syncFS
+	deferring atomic.Bool
+	wakes     atomic.Int64
+}
+
+func (r *deferringRig) open(t *testing.T, dir string) *Log {
 	t.Helper()
-	l, err := Open(dir, Options{FS: fsys, SegmentSize: 1 << 20,
-		DeferSync: func([]*raft.Log) bool { return deferring.Load() },
-		Deferred:  func() { wakes.Add(1) }})
+	l, err := Open(dir, Options{FS: r.fsys, SegmentSize: 1 << 20,
+		DeferSync: func([]*raft.Log) bool { return r.deferring.Load() },
+		Deferred:  func() { r.wakes.Add(1) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l
+}
+
+func newDeferringRig() *deferringRig {
+	r := &deferringRig{fsys: &syncFS{FS: OSFS()}}
+	r.deferring.Store(true)
+	return r
 }
 
 func wantDurable(t *testing.T, l *Log, want uint64, when string) {
@@ -70,18 +82,15 @@ func wantDurable(t *testing.T, l *Log, want uint64, when string) {
 // back with the log.
 func TestDeferredAppendSyncedByTheNextWrite(t *testing.T) {
 	dir := t.TempDir()
-	fsys := &syncFS{FS: OSFS()}
-	var deferring atomic.Bool
-	var wakes atomic.Int64
-	deferring.Store(true)
-	l := openDeferring(t, dir, fsys, &deferring, &wakes)
+	rig := newDeferringRig()
+	l := rig.open(t, dir)
 	store(t, l, 1, 5)
-	if n := fsys.syncs.Load(); n != 1 { // the new segment's header
+	if n := rig.fsys.syncs.Load(); n != 1 { // the new segment's header
 		t.Fatalf("%d segment syncs after a deferred append to a new log, want 1 (the header)", n)
 	}
 	wantDurable(t, l, 0, "a deferred append")
-	if wakes.Load() != 1 {
-		t.Fatalf("%d wake-ups, want 1", wakes.Load())
+	if n := rig.wakes.Load(); n != 1 {
+		t.Fatalf("%d wake-ups, want 1", n)
 	}
 	store(t, l, 6, 10)
 	wantDurable(t, l, 5, "a second deferred append")
@@ -102,10 +111,10 @@ func TestDeferredAppendSyncedByTheNextWrite(t *testing.T) {
 	if err := l.WaitDurable(15, nil); err != nil {
 		t.Fatal(err)
 	}
-	deferring.Store(false)
+	rig.deferring.Store(false)
 	store(t, l, 16, 20)
 	wantDurable(t, l, 20, "an append that syncs")
-	deferring.Store(true)
+	rig.deferring.Store(true)
 	store(t, l, 21, 25)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
@@ -119,11 +128,7 @@ func TestDeferredAppendSyncedByTheNextWrite(t *testing.T) {
 // for an index already synced, ErrClosed when its stop closes, and
 // ErrNotDurable once the log closes.
 func TestWaitDurable(t *testing.T) {
-	fsys := &syncFS{FS: OSFS()}
-	var deferring atomic.Bool
-	var wakes atomic.Int64
-	deferring.Store(true)
-	l := openDeferring(t, t.TempDir(), fsys, &deferring, &wakes)
+	l := newDeferringRig().open(t, t.TempDir())
 	store(t, l, 1, 5)
 	got := make(chan error, 1)
 	go func() { got <- l.WaitDurable(5, nil) }()
@@ -151,11 +156,9 @@ func TestWaitDurable(t *testing.T) {
 // fails; a reopened log shows the entries whole or cut as a torn batch.
 func TestFailedDeferredSyncRefusesWrites(t *testing.T) {
 	dir := t.TempDir()
-	fsys := &syncFS{FS: OSFS()}
-	var deferring atomic.Bool
-	var wakes atomic.Int64
-	deferring.Store(true)
-	l := openDeferring(t, dir, fsys, &deferring, &wakes)
+	rig := newDeferringRig()
+	fsys := rig.fsys
+	l := rig.open(t, dir)
 	store(t, l, 1, 5)
 	if err := l.SyncDeferred(); err != nil {
 		t.Fatal(err)
