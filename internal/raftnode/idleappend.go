@@ -225,15 +225,16 @@ func (t *raftTransport) useRaft(r *raft.Raft) {
 	t.applied.Store(&applied)
 }
 
-// voterCache answers whether a server votes in a configuration, keeping
-// the non-voters of the last configuration it saw: raft stores each new
-// configuration as a new slice, so the same first element and length mean
-// the same configuration.
+// voterCache answers whether a server votes in a configuration, and how
+// many do, keeping what it found in the last configuration it saw: raft
+// stores each new configuration as a new slice, so the same first element
+// and length mean the same configuration.
 type voterCache struct {
 	mu        sync.Mutex
 	first     *raft.Server
 	n         int
 	nonVoters map[raft.ServerID]bool
+	voters    int
 }
 
 func (c *voterCache) voter(servers []raft.Server, id raft.ServerID) bool {
@@ -242,14 +243,34 @@ func (c *voterCache) voter(servers []raft.Server, id raft.ServerID) bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.first != &servers[0] || c.n != len(servers) {
-		c.first, c.n = &servers[0], len(servers)
-		c.nonVoters = make(map[raft.ServerID]bool, len(servers))
-		for _, s := range servers {
-			if s.Suffrage == raft.Nonvoter {
-				c.nonVoters[s.ID] = true
-			}
+	c.refreshLocked(servers)
+	return !c.nonVoters[id]
+}
+
+// count returns the number of voters in servers.
+func (c *voterCache) count(servers []raft.Server) int {
+	if len(servers) == 0 {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refreshLocked(servers)
+	return c.voters
+}
+
+// refreshLocked reads servers unless it is the configuration last read.
+func (c *voterCache) refreshLocked(servers []raft.Server) {
+	if c.first == &servers[0] && c.n == len(servers) {
+		return
+	}
+	c.first, c.n, c.voters = &servers[0], len(servers), 0
+	c.nonVoters = make(map[raft.ServerID]bool, len(servers))
+	for _, s := range servers {
+		switch s.Suffrage {
+		case raft.Nonvoter:
+			c.nonVoters[s.ID] = true
+		case raft.Voter:
+			c.voters++
 		}
 	}
-	return !c.nonVoters[id]
 }

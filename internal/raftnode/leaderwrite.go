@@ -3,7 +3,6 @@ package raftnode
 import (
 	"errors"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
@@ -43,7 +42,7 @@ import (
 type leaderWrites struct {
 	raft   atomic.Pointer[raft.Raft]
 	log    deferredLog // nil: the log syncs every append (bbolt, memory)
-	voters voterCount
+	voters voterCache  // counts the voters (a leader alone syncs first)
 	kick   chan struct{}
 	// skipped is set once gate let an entry through unapplied (the node
 	// stopped first): the state machine then lacks an entry raft counts as
@@ -85,33 +84,6 @@ func (w *leaderWrites) decide(logs []*raft.Log) bool {
 	// GetConfiguration reads raft's latest configuration without its main
 	// loop (the caller here).
 	return w.voters.count(r.GetConfiguration().Configuration().Servers) > 1
-}
-
-// voterCount counts the voters of a configuration, keeping the count of
-// the last one it saw (raft stores each new configuration as a new slice:
-// see voterCache).
-type voterCount struct {
-	mu     sync.Mutex
-	first  *raft.Server
-	n      int
-	voters int
-}
-
-func (c *voterCount) count(servers []raft.Server) int {
-	if len(servers) == 0 {
-		return 0
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.first != &servers[0] || c.n != len(servers) {
-		c.first, c.n, c.voters = &servers[0], len(servers), 0
-		for _, s := range servers {
-			if s.Suffrage == raft.Voter {
-				c.voters++
-			}
-		}
-	}
-	return c.voters
 }
 
 // deferred wakes run after an append whose sync was deferred.

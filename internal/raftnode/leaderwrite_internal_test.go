@@ -113,7 +113,7 @@ func TestGateNeverAppliesAnEntryOffDisk(t *testing.T) {
 // TestVoterCount: the voters of a configuration, recounted when raft
 // stores a new one.
 func TestVoterCount(t *testing.T) {
-	var c voterCount
+	var c voterCache
 	one := []raft.Server{{ID: "a", Suffrage: raft.Voter}, {ID: "b", Suffrage: raft.Nonvoter}}
 	if n := c.count(one); n != 1 {
 		t.Fatalf("%d voters, want 1", n)
