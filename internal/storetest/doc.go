@@ -15,8 +15,11 @@
 // after each fault: nothing acknowledged lost, nothing stale or
 // unacknowledged returned, the last log term never going backwards.
 //
-// PowerCuts, Faults and DiskFull run a seed of a workload through those
-// faults; Corruptions damages a closed store's files (bit flips in every
+// PowerCuts, ProcessCrashes, Faults and DiskFull run a seed of a workload
+// through those faults (ProcessCrashes kills the process instead of
+// cutting the power: the page cache keeps every write, the store restarts
+// on it, and a power cut right after that restart must leave what the
+// restart showed); Corruptions damages a closed store's files (bit flips in every
 // file, zeroed sectors, garbled lengths, lost, renamed and extra segment
 // files, another store's files) and requires a refusal naming the file, or
 // a recovery that loses at most a torn last batch and keeps a copy of what

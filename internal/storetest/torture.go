@@ -37,6 +37,7 @@ type Figures struct {
 	Recovered   int // corrupt stores that opened, showing the right entries
 	Lost, Stale int // always 0, or the run failed
 	Deferred    int // appends acknowledged before their sync (walog's DeferSync)
+	Restarts    int // process crashes, each restarted and then power cut (ProcessCrashes)
 }
 
 // NewFigures returns zero figures.
@@ -56,6 +57,7 @@ func (f *Figures) Add(o *Figures) {
 	f.Lost += o.Lost
 	f.Stale += o.Stale
 	f.Deferred += o.Deferred
+	f.Restarts += o.Restarts
 	for k, v := range o.Modes {
 		f.Modes[k] += v
 	}
@@ -80,9 +82,9 @@ func (f *Figures) String() string {
 	for _, n := range f.Faults {
 		total += n
 	}
-	return fmt.Sprintf("%d calls (%d appends acknowledged before their sync); %d crash points (%s); %d I/O faults injected (%s), %d left the store refusing writes; "+
+	return fmt.Sprintf("%d calls (%d appends acknowledged before their sync); %d power cuts and %d process crashes (%s); %d I/O faults injected (%s), %d left the store refusing writes; "+
 		"%d calls failed by a full disk; %d corruptions: %d refused, %d recovered; %d acknowledged entries lost, %d stale entries returned",
-		f.Ops, f.Deferred, f.CrashPoints, strings.Join(modes, ", "), total, strings.Join(faults, ", "), f.Poisoned,
+		f.Ops, f.Deferred, f.CrashPoints, f.Restarts, strings.Join(modes, ", "), total, strings.Join(faults, ", "), f.Poisoned,
 		f.DiskFull, f.Corruptions, f.Refused, f.Recovered, f.Lost, f.Stale)
 }
 
@@ -119,22 +121,50 @@ func do(st *Store, op StoreOp, open Opener, fsys walog.FS) error {
 // call was writing, nothing stale, and never refuse to open.
 func PowerCuts(t testing.TB, seed uint64, open Opener, ops int, fig *Figures) {
 	t.Helper()
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	mem := NewMemFS(0)
-	ff := NewFaultFS(mem)
-	st, err := open(ff)
-	if err != nil {
+	interrupted(t, seed, open, ops, fig, powerCut)
+}
+
+// A stop is what a run does at a fault: it brings up a new store (cutRun's
+// reopen) on what the file system keeps, and checks what the store shows
+// after op (outcome out; pend is an append acknowledged before its sync,
+// if one is still unsynced). It returns the model the workload goes on
+// from, or an error wrapping ErrLost or ErrStale.
+type stop func(t testing.TB, r *cutRun, op StoreOp, out Outcome, pend *unsynced) (*Model, error)
+
+// cutRun is the state of one PowerCuts or ProcessCrashes run.
+type cutRun struct {
+	seed    uint64
+	rng     *rand.Rand
+	open    Opener
+	mem     *MemFS
+	ff      *FaultFS
+	st      Store
+	m       *Model
+	after   *Model
+	fig     *Figures
+	callNum int
+}
+
+// interrupted runs ops calls of a workload, stopping it (powerCut or
+// processCrash) at a random call every few calls.
+func interrupted(t testing.TB, seed uint64, open Opener, ops int, fig *Figures, stopAt stop) {
+	t.Helper()
+	r := &cutRun{seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), open: open, mem: NewMemFS(0), fig: fig}
+	r.ff = NewFaultFS(r.mem)
+	var err error
+	if r.st, err = open(r.ff); err != nil {
 		t.Fatalf("seed %d: opening a new store: %v", seed, err)
 	}
 	defer func() {
-		if st != nil {
-			st.Close()
+		if r.st != nil {
+			r.st.Close()
 		}
 	}()
-	m, w := NewModel(), NewWorkload(rng)
+	w := NewWorkload(r.rng)
+	r.m = NewModel()
 	arm := func() {
-		cut := ff.Calls() + 1 + rng.IntN(24)
-		ff.SetRule(func(c Call) error {
+		cut := r.ff.Calls() + 1 + r.rng.IntN(24)
+		r.ff.SetRule(func(c Call) error {
 			if c.N > cut {
 				return ErrPowerCut
 			}
@@ -144,54 +174,74 @@ func PowerCuts(t testing.TB, seed uint64, open Opener, ops int, fig *Figures) {
 	arm()
 	var pend *unsynced
 	for i := 0; i < ops; i++ {
-		op := w.Next(m)
-		after := m.Apply(op)
-		hits := total(ff.Injected())
-		err := do(&st, op, open, ff)
+		op := w.Next(r.m)
+		r.after = r.m.Apply(op)
+		hits := total(r.ff.Injected())
+		err := do(&r.st, op, open, r.ff)
 		fig.Ops++
 		if debug {
-			t.Logf("call %d %v: %v (calls %d, injected %d)", i, op, err, ff.Calls(), total(ff.Injected())-hits)
+			t.Logf("call %d %v: %v (calls %d, injected %d)", i, op, err, r.ff.Calls(), total(r.ff.Injected())-hits)
 		}
-		if total(ff.Injected()) == hits {
+		if total(r.ff.Injected()) == hits {
 			if err != nil {
 				t.Fatalf("seed %d, call %d %v: %v (no fault injected)", seed, i, op, err)
 			}
-			pend = pend.next(st, m, after, op, fig)
-			m = after
+			pend = pend.next(r.st, r.m, r.after, op, fig)
+			r.m = r.after
 			continue
 		}
 		out := InFlight
 		if err == nil {
 			out = Done
 		}
-		mode := CrashMode(rng.IntN(int(crashModes)))
-		st.Close()
-		mem = mem.Crash(rng, mode)
-		ff = NewFaultFS(mem)
-		if st, err = open(ff); err != nil {
-			if debug {
-				dumpCorrupt(t, mem, err)
-			}
-			t.Fatalf("seed %d: a power cut (%v) during call %d %v: the store refuses to open: %v", seed, mode, i, op, err)
-		}
-		obs, err := Observe(st)
-		if err == nil {
-			err = Check(obs, m, after, op, out)
-		}
-		if err != nil && pend != nil && Check(obs, pend.before, pend.after, pend.op, InFlight) == nil {
-			err = nil // the unsynced append was lost or torn: the cut came before the next write synced it
+		r.callNum = i
+		if r.m, err = stopAt(t, r, op, out, pend); err != nil {
+			fig.count(err)
+			t.Fatal(err)
 		}
 		pend = nil
-		if err != nil {
-			fig.count(err)
-			t.Fatalf("seed %d: a power cut (%v) during call %d %v (outcome %v): %v", seed, mode, i, op, out, err)
-		}
-		fig.CrashPoints++
-		fig.Modes[mode]++
-		m = obs.Model()
 		w.Reset()
 		arm()
 	}
+}
+
+// reopen closes the store (its calls fail: the file system is dead, so
+// nothing reaches it) and opens one on fsys, which must succeed.
+func (r *cutRun) reopen(t testing.TB, fsys *MemFS, what string, op StoreOp) {
+	t.Helper()
+	r.st.Close()
+	r.st = nil
+	r.mem, r.ff = fsys, NewFaultFS(fsys)
+	st, err := r.open(r.ff)
+	if err != nil {
+		if debug {
+			dumpCorrupt(t, fsys, err)
+		}
+		t.Fatalf("seed %d: %s during call %d %v: the store refuses to open: %v", r.seed, what, r.callNum, op, err)
+	}
+	r.st = st
+}
+
+// powerCut is PowerCuts' stop: the MemFS keeps what a random CrashMode
+// says, and the store reopened on it shows the acknowledged calls, plus
+// at most the interrupted one (and an append acknowledged before its sync
+// that no later write synced: the cut may lose or tear it).
+func powerCut(t testing.TB, r *cutRun, op StoreOp, out Outcome, pend *unsynced) (*Model, error) {
+	mode := CrashMode(r.rng.IntN(int(crashModes)))
+	r.reopen(t, r.mem.Crash(r.rng, mode), fmt.Sprintf("a power cut (%v)", mode), op)
+	obs, err := Observe(r.st)
+	if err == nil {
+		err = Check(obs, r.m, r.after, op, out)
+	}
+	if err != nil && pend != nil && Check(obs, pend.before, pend.after, pend.op, InFlight) == nil {
+		err = nil // the unsynced append was lost or torn: the cut came before the next write synced it
+	}
+	if err != nil {
+		return nil, fmt.Errorf("seed %d: a power cut (%v) during call %d %v (outcome %v): %w", r.seed, mode, r.callNum, op, out, err)
+	}
+	r.fig.CrashPoints++
+	r.fig.Modes[mode]++
+	return obs.Model(), nil
 }
 
 // unsynced is an append a store acknowledged before syncing it (walog with

@@ -130,6 +130,36 @@ func TestPowerCutsDeferredSync(t *testing.T) {
 	}
 }
 
+// TestProcessCrashes: thousands of process crashes at random calls, each
+// restarted on what the page cache kept (every write, synced or not), then
+// cut from power right after the restart's Open: the restarted store shows
+// what was acknowledged and nothing stale, and the power cut takes nothing
+// of what it showed.
+func TestProcessCrashes(t *testing.T) {
+	fig := figures(t)
+	t.Run("seeds", func(t *testing.T) {
+		parallelSeeds(t, seeds(t, 12), fig, func(t *testing.T, seed uint64, f *Figures) {
+			ProcessCrashes(t, seed, walogOn(int64(512+seed%4*700)), 600, f)
+		})
+	})
+}
+
+// TestProcessCrashesDeferredSync is TestProcessCrashes with most appends
+// acknowledged before their sync: a process crash leaves such an append in
+// the page cache, the restarted store shows it, and so it must be on disk
+// once the restart's Open returns.
+func TestProcessCrashesDeferredSync(t *testing.T) {
+	fig := figures(t)
+	t.Run("seeds", func(t *testing.T) {
+		parallelSeeds(t, seeds(t, 12), fig, func(t *testing.T, seed uint64, f *Figures) {
+			ProcessCrashes(t, seed, deferredWalogOn(int64(512+seed%4*700)), 600, f)
+		})
+	})
+	if fig.Deferred == 0 {
+		t.Fatal("no append was acknowledged before its sync")
+	}
+}
+
 // TestInjectedFaults: EIO and ENOSPC injected at every file system call of
 // a workload, once and until the failing call returns.
 func TestInjectedFaults(t *testing.T) {

@@ -44,7 +44,10 @@
 // before; files before the list (a compaction's not yet removed) are
 // removed, files after it (a segment being created, or a suffix being
 // deleted, at a crash) are set aside as NAME.broken, and any other file is
-// refused, hashicorp/raft-wal's among them.
+// refused, hashicorp/raft-wal's among them. Open syncs the last segment
+// before it returns: after a process crash (not a power cut) the page
+// cache still holds what the process wrote and had not synced, Open shows
+// it, and raft acts on it at once, so it must reach the disk first.
 //
 // A record that is cut short, fails its checksum or does not follow its
 // predecessor (index, term, batch) is corruption anywhere but in the last
