@@ -190,7 +190,10 @@ func hasBolt(dir string) (bool, error) {
 // commit. It does not write its freelist on every commit (NoFreelistSync,
 // as etcd does): that saves a page write per raft append, and the freelist
 // is rebuilt by a scan when the file is opened. Files written either way
-// open either way.
+// open either way. A writable file is synced once opened, as walog syncs
+// its last segment: after a process crash the page cache may still hold a
+// commit bbolt had written and not yet synced (its meta page), which the
+// open reads and raft acts on at once.
 func openBolt(dir string, readOnly bool, cs *closers) (raft.LogStore, raft.StableStore, error) {
 	bolt, err := raftboltdb.New(raftboltdb.Options{
 		Path:        filepath.Join(dir, boltFile),
@@ -198,6 +201,12 @@ func openBolt(dir string, readOnly bool, cs *closers) (raft.LogStore, raft.Stabl
 	})
 	if err != nil {
 		return nil, nil, err
+	}
+	if !readOnly {
+		if err := bolt.Sync(); err != nil {
+			_ = bolt.Close()
+			return nil, nil, fmt.Errorf("syncing %s after open: %w", boltFile, err)
+		}
 	}
 	*cs = append(closers{bolt}, *cs...)
 	return bolt, bolt, nil
