@@ -102,63 +102,49 @@ func eachSeed(t *testing.T, ss []uint64, fig *Figures, parallel bool, run func(t
 	}
 }
 
+// interruptions runs run (PowerCuts or ProcessCrashes) over n seeds, each
+// on a walog with segments of 512 to 2,612 bytes (by seed) and, when
+// deferred is set, two appends in three acknowledged before their sync (a
+// raft leader's); such a run fails if no append was.
+func interruptions(t *testing.T, n int, deferred bool, run func(testing.TB, uint64, Opener, int, *Figures)) {
+	fig := figures(t)
+	on := walogOn
+	if deferred {
+		on = deferredWalogOn
+	}
+	t.Run("seeds", func(t *testing.T) {
+		parallelSeeds(t, seeds(t, n), fig, func(t *testing.T, seed uint64, f *Figures) {
+			run(t, seed, on(int64(512+seed%4*700)), 600, f)
+		})
+	})
+	if deferred && fig.Deferred == 0 {
+		t.Fatal("no append was acknowledged before its sync")
+	}
+}
+
 // TestPowerCuts: thousands of power cuts at random calls of a raft-like
 // workload, each reopened under one of the crash modes: the store always
 // opens, with every acknowledged entry and key, nothing stale.
-func TestPowerCuts(t *testing.T) {
-	fig := figures(t)
-	t.Run("seeds", func(t *testing.T) {
-		parallelSeeds(t, seeds(t, 24), fig, func(t *testing.T, seed uint64, f *Figures) {
-			PowerCuts(t, seed, walogOn(int64(512+seed%4*700)), 600, f)
-		})
-	})
-}
+func TestPowerCuts(t *testing.T) { interruptions(t, 24, false, PowerCuts) }
 
 // TestPowerCutsDeferredSync is TestPowerCuts with most appends
 // acknowledged before their sync: a cut before the next write may lose or
 // tear such an append (it was not on disk), never anything before it, and
 // the store still always opens.
-func TestPowerCutsDeferredSync(t *testing.T) {
-	fig := figures(t)
-	t.Run("seeds", func(t *testing.T) {
-		parallelSeeds(t, seeds(t, 16), fig, func(t *testing.T, seed uint64, f *Figures) {
-			PowerCuts(t, seed, deferredWalogOn(int64(512+seed%4*700)), 600, f)
-		})
-	})
-	if fig.Deferred == 0 {
-		t.Fatal("no append was acknowledged before its sync")
-	}
-}
+func TestPowerCutsDeferredSync(t *testing.T) { interruptions(t, 16, true, PowerCuts) }
 
 // TestProcessCrashes: thousands of process crashes at random calls, each
 // restarted on what the page cache kept (every write, synced or not), then
 // cut from power right after the restart's Open: the restarted store shows
 // what was acknowledged and nothing stale, and the power cut takes nothing
 // of what it showed.
-func TestProcessCrashes(t *testing.T) {
-	fig := figures(t)
-	t.Run("seeds", func(t *testing.T) {
-		parallelSeeds(t, seeds(t, 12), fig, func(t *testing.T, seed uint64, f *Figures) {
-			ProcessCrashes(t, seed, walogOn(int64(512+seed%4*700)), 600, f)
-		})
-	})
-}
+func TestProcessCrashes(t *testing.T) { interruptions(t, 12, false, ProcessCrashes) }
 
 // TestProcessCrashesDeferredSync is TestProcessCrashes with most appends
 // acknowledged before their sync: a process crash leaves such an append in
 // the page cache, the restarted store shows it, and so it must be on disk
 // once the restart's Open returns.
-func TestProcessCrashesDeferredSync(t *testing.T) {
-	fig := figures(t)
-	t.Run("seeds", func(t *testing.T) {
-		parallelSeeds(t, seeds(t, 12), fig, func(t *testing.T, seed uint64, f *Figures) {
-			ProcessCrashes(t, seed, deferredWalogOn(int64(512+seed%4*700)), 600, f)
-		})
-	})
-	if fig.Deferred == 0 {
-		t.Fatal("no append was acknowledged before its sync")
-	}
-}
+func TestProcessCrashesDeferredSync(t *testing.T) { interruptions(t, 12, true, ProcessCrashes) }
 
 // TestInjectedFaults: EIO and ENOSPC injected at every file system call of
 // a workload, once and until the failing call returns.
