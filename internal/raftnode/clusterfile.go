@@ -15,6 +15,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/atomicfile"
+	"github.com/holdfast-go/holdfast/internal/walog"
 )
 
 // clusterFileName holds, in a data dir, the cluster the node belongs to.
@@ -38,6 +39,7 @@ type ClusterRecord struct {
 // message: a restarted node knows its cluster from its first word. Safe for
 // concurrent use.
 type ClusterFile struct {
+	fsys walog.FS
 	path string // "" without a data dir
 	cur  atomic.Pointer[ClusterRecord]
 	mu   sync.Mutex // serialises Record
@@ -47,13 +49,18 @@ type ClusterFile struct {
 // record). A record that cannot be read or parsed is an error naming the
 // file: delete it and the node learns its cluster again from its raft log.
 func OpenClusterFile(dataDir string) (*ClusterFile, error) {
-	f := &ClusterFile{}
+	return openClusterFile(walog.OSFS(), dataDir)
+}
+
+// openClusterFile is OpenClusterFile on the file system fsys.
+func openClusterFile(fsys walog.FS, dataDir string) (*ClusterFile, error) {
+	f := &ClusterFile{fsys: fsys}
 	f.cur.Store(&ClusterRecord{})
 	if dataDir == "" {
 		return f, nil
 	}
 	f.path = filepath.Join(dataDir, clusterFileName)
-	b, err := os.ReadFile(f.path)
+	b, err := atomicfile.ReadFS(fsys, f.path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return f, nil
@@ -87,7 +94,7 @@ func (f *ClusterFile) Record(r ClusterRecord) error {
 		if err != nil {
 			return err
 		}
-		if err := atomicfile.Write(f.path, append(b, '\n')); err != nil {
+		if err := atomicfile.WriteFS(f.fsys, f.path, append(b, '\n')); err != nil {
 			return fmt.Errorf("holdfast: DataDir: recording cluster %s: %w", r.ID, err)
 		}
 	}

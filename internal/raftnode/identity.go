@@ -104,31 +104,49 @@ func PrepareDataDir(o DataDirOptions) (Identity, *ClusterFile, error) {
 // server to raft and cannot answer for the old one's vote. A data dir last
 // used under another name is refused (a *RenameError) unless allowRename,
 // which records the new name.
+//
+// A start that finds an identity syncs the data dir before it goes on: a
+// start that died after renaming a file of the directory into place (the
+// identity, the name, the cluster record) and before syncing the directory
+// left the rename in the page cache alone. This start reads it and runs as
+// that node (raft keeps its term and vote under the identity), so a power
+// cut later must not take it away, or the next start would make a new
+// identity beside the old node's raft state.
 func LoadIdentity(dataDir, name string, allowRename bool) (Identity, error) {
+	return loadIdentity(walog.OSFS(), dataDir, name, allowRename)
+}
+
+// loadIdentity is LoadIdentity on the file system fsys.
+func loadIdentity(fsys walog.FS, dataDir, name string, allowRename bool) (Identity, error) {
 	if dataDir == "" {
 		return Identity{ID: NewID(), Fresh: true}, nil
 	}
-	if err := walog.MkdirAll(walog.OSFS(), dataDir); err != nil { // parents synced: a first boot survives a power cut
+	if err := walog.MkdirAll(fsys, dataDir); err != nil { // parents synced: a first boot survives a power cut
 		return Identity{}, fmt.Errorf("holdfast: DataDir: %w", err)
 	}
 	path := filepath.Join(dataDir, identityFile)
-	b, err := os.ReadFile(path)
+	b, err := atomicfile.ReadFS(fsys, path)
 	switch {
 	case err == nil:
 		id := Identity{ID: strings.TrimSpace(string(b))}
 		if len(id.ID) != 32 {
 			return Identity{}, fmt.Errorf("holdfast: DataDir: %s holds %q, not a node identity", path, id.ID)
 		}
-		id.RenamedFrom, err = checkName(dataDir, name, allowRename)
-		return id, err
+		if id.RenamedFrom, err = checkName(fsys, dataDir, name, allowRename); err != nil {
+			return id, err
+		}
+		if err := fsys.SyncDir(dataDir); err != nil {
+			return Identity{}, fmt.Errorf("holdfast: DataDir: syncing %s: %w", dataDir, err)
+		}
+		return id, nil
 	case !errors.Is(err, os.ErrNotExist):
 		return Identity{}, fmt.Errorf("holdfast: DataDir: %w", err)
 	}
 	id := Identity{ID: NewID(), Fresh: true}
-	if err := atomicfile.Write(path, []byte(id.ID+"\n")); err != nil {
+	if err := atomicfile.WriteFS(fsys, path, []byte(id.ID+"\n")); err != nil {
 		return Identity{}, fmt.Errorf("holdfast: DataDir: %w", err)
 	}
-	if err := atomicfile.Write(filepath.Join(dataDir, nameFile), []byte(name+"\n")); err != nil {
+	if err := atomicfile.WriteFS(fsys, filepath.Join(dataDir, nameFile), []byte(name+"\n")); err != nil {
 		return Identity{}, fmt.Errorf("holdfast: DataDir: %w", err)
 	}
 	return id, nil
@@ -137,9 +155,9 @@ func LoadIdentity(dataDir, name string, allowRename bool) (Identity, error) {
 // checkName compares name with the node name recorded in dataDir, and
 // records name when there is none, or when it differs and allowRename;
 // it returns the previous name after a rename.
-func checkName(dataDir, name string, allowRename bool) (renamedFrom string, err error) {
+func checkName(fsys walog.FS, dataDir, name string, allowRename bool) (renamedFrom string, err error) {
 	path := filepath.Join(dataDir, nameFile)
-	b, err := os.ReadFile(path)
+	b, err := atomicfile.ReadFS(fsys, path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("holdfast: DataDir: %w", err)
 	}
@@ -150,7 +168,7 @@ func checkName(dataDir, name string, allowRename bool) (renamedFrom string, err 
 	if err == nil && !allowRename {
 		return "", &RenameError{Name: name, Previous: prev, DataDir: dataDir}
 	}
-	if err := atomicfile.Write(path, []byte(name+"\n")); err != nil {
+	if err := atomicfile.WriteFS(fsys, path, []byte(name+"\n")); err != nil {
 		return "", fmt.Errorf("holdfast: DataDir: %w", err)
 	}
 	return prev, nil

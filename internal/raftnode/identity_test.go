@@ -2,10 +2,14 @@ package raftnode
 
 import (
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/holdfast-go/holdfast/internal/storetest"
+	"github.com/holdfast-go/holdfast/internal/walog"
 )
 
 func readName(t *testing.T, dir string) string {
@@ -106,4 +110,53 @@ func TestIdentityEdgeCases(t *testing.T) {
 	if id, err := LoadIdentity(dir, "n9", false); err == nil {
 		t.Fatalf("a damaged identity file was accepted: %+v", id)
 	}
+}
+
+// TestDataDirOutlivesACrashBeforeItsDirectorySync: a node that dies after
+// renaming its cluster record into place and before syncing the data dir
+// leaves the rename in the page cache alone. The next start reads that
+// record and runs with it (its first gossip and raft words name the
+// cluster), and writes nothing itself, so it must sync the data dir before
+// it goes on: a power cut after that start keeps the record, and the
+// identity.
+func TestDataDirOutlivesACrashBeforeItsDirectorySync(t *testing.T) {
+	const dir = "/data/n1"
+	mem := storetest.NewMemFS(0)
+	first, err := loadIdentity(mem, dir, "n1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dying := storetest.NewFaultFS(mem)
+	renamed := false
+	errDied := errors.New("the process died")
+	dying.SetRule(func(c storetest.Call) error {
+		switch {
+		case renamed:
+			return errDied // nothing more reaches the file system
+		case c.Op == storetest.OpRename && strings.HasSuffix(c.Path, clusterFileName+".tmp"):
+			renamed = true
+		}
+		return nil
+	})
+	f, err := openClusterFile(dying, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := ClusterRecord{ID: "c1", Incarnation: 7}
+	if err := f.Record(rec); !errors.Is(err, errDied) {
+		t.Fatalf("recording the cluster: %v, want the process to die after the rename", err)
+	}
+	start := func(fsys walog.FS, what string) {
+		t.Helper()
+		id, err := loadIdentity(fsys, dir, "n1", false)
+		if err != nil || id.Fresh || id.ID != first.ID {
+			t.Fatalf("%s: identity %+v, %v; want %s", what, id, err, first.ID)
+		}
+		f, err := openClusterFile(fsys, dir)
+		if err != nil || f.Get() != rec {
+			t.Fatalf("%s: cluster record %+v, %v; want %+v", what, f.Get(), err, rec)
+		}
+	}
+	start(mem, "the start after the crash") // what the page cache kept
+	start(mem.Crash(rand.New(rand.NewPCG(1, 2)), storetest.DropUnsynced), "the start after a power cut after it")
 }
