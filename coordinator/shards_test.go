@@ -16,7 +16,10 @@ import (
 // TestShardsBalancedAndJoin: 5 nodes on loopback TCP own 256 shards,
 // balanced; a sixth node joins and receives about S/6 shards, no more than
 // 1.1 × ceil(S/6) moves, and no two nodes ever believe they own the same
-// shard at once.
+// shard at once. The bound on moves is about the join alone: when a node's
+// session ends meanwhile (a process starved of CPU for longer than its
+// keepalives allow), its shards move too, and the run says so instead of
+// judging the bound.
 func TestShardsBalancedAndJoin(t *testing.T) {
 	const shards = 256
 	mon := newShardMonitor()
@@ -30,13 +33,17 @@ func TestShardsBalancedAndJoin(t *testing.T) {
 	// Let every session become stable, so the join is a join into a
 	// settled cluster (the newcomer waits out its own stabilization).
 	waitStable(cl)
+	sessions := sessionsOf(cl)
 	joined := time.Now()
 	cl.Add()
 	counts = waitBalanced(t, cl, shards, formTimeout)
 	moves, perShard := mon.grantsSince(joined)
 	bound := 1.1 * math.Ceil(shards/6.0)
 	t.Logf("6 nodes: %v; %d moves after the join (bound %.1f)", counts, moves, bound)
-	if float64(moves) > bound {
+	if ended := endedSince(cl, sessions); len(ended) > 0 {
+		t.Logf("the sessions of %v ended during the join, and their shards moved with them: the bound on moves does not apply to this run", ended)
+		perShard = nil
+	} else if float64(moves) > bound {
 		t.Errorf("%d shards moved after one join, want at most %.1f", moves, bound)
 	}
 	for s, n := range perShard {
@@ -46,6 +53,27 @@ func TestShardsBalancedAndJoin(t *testing.T) {
 	}
 	gap := mon.check(t)
 	t.Logf("longest time a shard was unowned between two owners: %v", gap)
+}
+
+// sessionsOf returns each running node's session ID, by node name.
+func sessionsOf(cl *holdfasttest.Cluster) map[string]string {
+	out := map[string]string{}
+	for _, n := range cl.Running() {
+		out[n.Name] = n.C().SessionID()
+	}
+	return out
+}
+
+// endedSince names the nodes of before whose session is no longer their
+// current one.
+func endedSince(cl *holdfasttest.Cluster, before map[string]string) []string {
+	var ended []string
+	for _, n := range cl.Running() {
+		if id, ok := before[n.Name]; ok && n.C().SessionID() != id {
+			ended = append(ended, n.Name)
+		}
+	}
+	return ended
 }
 
 // waitStable waits out the join stabilization of every running node's
