@@ -182,16 +182,23 @@ func (r *chaosRun) slowForwards(rng *rand.Rand, victim int) {
 	r.h.healFault(f)
 }
 
+// chaosSample is monitorBlocked's sampling period.
+const chaosSample = 50 * time.Millisecond
+
 // monitorBlocked watches, from after (when the faults stopped) until ctx
 // ends, for Acquires blocked more than ttl while their node's session
 // holds the name and no Lease of that node does, and for orphans: a name
 // held or queued by a node's current session while that node has no live
-// Lease or call in flight for it, for more than ttl.
+// Lease or call in flight for it, for more than ttl. Both count the time
+// the process ran: a sample late by more than a period is a stall of the
+// whole process (a host that took its CPU away; the lessor extends every
+// deadline by such a stall too), and moves every start forward by it.
 func (r *chaosRun) monitorBlocked(ctx context.Context, after time.Time, ttl time.Duration) {
 	q := r.req
 	orphanSince := map[chaosOrphan]time.Time{}
-	tick := time.NewTicker(50 * time.Millisecond) // sampling period
+	tick := time.NewTicker(chaosSample)
 	defer tick.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -199,6 +206,10 @@ func (r *chaosRun) monitorBlocked(ctx context.Context, after time.Time, ttl time
 		case <-tick.C:
 		}
 		now := time.Now()
+		if stall := now.Sub(last) - chaosSample; stall > chaosSample && last.After(after) {
+			after = r.discount(stall, after, orphanSince)
+		}
+		last = now
 		r.watchOrphans(now, after, ttl, orphanSince)
 		q.mu.Lock()
 		for k, calls := range q.pending {
@@ -224,6 +235,26 @@ func (r *chaosRun) monitorBlocked(ctx context.Context, after time.Time, ttl time
 		}
 		q.mu.Unlock()
 	}
+}
+
+// discount moves every start monitorBlocked counts from, and after, forward
+// by stall; it returns the new after.
+func (r *chaosRun) discount(stall time.Duration, after time.Time, orphanSince map[chaosOrphan]time.Time) time.Time {
+	for o, since := range orphanSince {
+		if !since.IsZero() {
+			orphanSince[o] = since.Add(stall)
+		}
+	}
+	r.req.mu.Lock()
+	for _, calls := range r.req.pending {
+		for call := range calls {
+			if !call.heldSince.IsZero() {
+				call.heldSince = call.heldSince.Add(stall)
+			}
+		}
+	}
+	r.req.mu.Unlock()
+	return after.Add(stall)
 }
 
 // checkNoOrphans waits, once every worker stopped and the cluster has a
