@@ -100,30 +100,6 @@ func Open(dir string, opts Options) (*Log, error) {
 	return l, nil
 }
 
-// syncOpened makes what Open read durable before Open returns. After a
-// process crash (not a power cut) the page cache still holds what the
-// process wrote and had not synced yet: an append in flight or acknowledged
-// before its sync, a suffix cut, a failed append zeroed back. Open reads it
-// like anything else, and raft acts on it at once (it acknowledges the
-// entries it finds), so a power cut later must not take it away. Only the
-// last segment can hold such writes: every other one was synced whole
-// before the next one was started. The state file needs no sync here: a
-// slot written but not synced differs from the other, which makes Open
-// rewrite and sync both (heal), and once the second slot is synced the
-// first holds the same state. Nor does the directory: a segment is listed
-// only once its creation is synced, and a file whose removal or renaming
-// was lost comes back unlisted, which the next Open handles again.
-func (l *Log) syncOpened() error {
-	n := len(l.segs)
-	if n == 0 {
-		return nil
-	}
-	if err := l.segs[n-1].f.Sync(); err != nil {
-		return fmt.Errorf("walog: syncing %s after open: %w", l.segs[n-1].path, err)
-	}
-	return nil
-}
-
 // notef reports a repair Open made (or, read-only, would make).
 func (l *Log) notef(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
