@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/admin"
-	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // The cluster under test: four ledger processes on loopback sharing one
@@ -413,22 +412,7 @@ func testKilledOwner(t *testing.T, lc *ledgerCluster) {
 	leader := lc.observer.raftLeader()
 	killed := time.Now()
 	p.signal(t, syscall.SIGKILL)
-	elected := make(chan time.Duration, 1)
-	if leader == p.name {
-		go func() {
-			var took time.Duration
-			_ = testkit.Poll(30*time.Second, func() error {
-				if l := lc.observer.raftLeader(); l == "" || l == p.name {
-					return testkit.ErrNotYet
-				}
-				took = time.Since(killed)
-				return nil
-			})
-			elected <- took
-		}()
-	} else {
-		elected <- 0
-	}
+	elected := lc.observer.leaderElected(killed, func(l string) bool { return l == p.name })
 	rows, took := lc.waitReowned(t, old, p.name, killed)
 	bound := testTTL + testGrace + 2*time.Second
 	if e := <-elected; e > time.Second {

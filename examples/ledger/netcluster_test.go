@@ -13,7 +13,6 @@ import (
 
 	"github.com/holdfast-go/holdfast/admin"
 	"github.com/holdfast-go/holdfast/internal/netns"
-	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // The network-cut scenarios: ledger processes (-ttl 2s, the local timing
@@ -196,18 +195,7 @@ func (cc *cutCluster) healNodes(names ...string) {
 // by as much, and the figure says so.
 func (cc *cutCluster) waitReowned(t *testing.T, what string, since time.Time) {
 	t.Helper()
-	elected := make(chan time.Duration, 1)
-	go func() {
-		var took time.Duration
-		_ = testkit.Poll(90*time.Second, func() error {
-			if l := cc.observer.raftLeader(); l == "" || cc.cut[l] {
-				return testkit.ErrNotYet
-			}
-			took = time.Since(since)
-			return nil
-		})
-		elected <- took
-	}()
+	elected := cc.observer.leaderElected(since, func(l string) bool { return cc.cut[l] })
 	poll(t, "every shard owned by a live node after "+what, 90*time.Second, func() error {
 		l, err := cc.observer.shards()
 		if err != nil {

@@ -320,6 +320,26 @@ func (p *proc) raftLeader() string {
 	return st.Leader.Name
 }
 
+// leaderElected polls p's status, in a goroutine, until it names a raft
+// leader that gone does not rule out, and delivers the time from since
+// until then (0 when none came within 90 s). Receive from it before
+// changing what gone reads.
+func (p *proc) leaderElected(since time.Time, gone func(name string) bool) <-chan time.Duration {
+	elected := make(chan time.Duration, 1)
+	go func() {
+		var took time.Duration
+		_ = testkit.Poll(90*time.Second, func() error {
+			if l := p.raftLeader(); l == "" || gone(l) {
+				return testkit.ErrNotYet
+			}
+			took = time.Since(since)
+			return nil
+		})
+		elected <- took
+	}()
+	return elected
+}
+
 // ownedBy returns the shards list shows owned by node, with their tokens.
 func ownedBy(list admin.ShardList, node string) map[uint32]uint64 {
 	out := map[uint32]uint64{}

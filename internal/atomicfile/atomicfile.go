@@ -59,11 +59,4 @@ func ReadFS(fsys walog.FS, path string) ([]byte, error) {
 
 // SyncDir syncs the directory dir, so that the files created, renamed or
 // removed in it survive a crash.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+func SyncDir(dir string) error { return walog.OSFS().SyncDir(dir) }
