@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -21,8 +22,11 @@ import (
 // Nothing may act on that commit until the leader's copy is on disk: with
 // the leader's sync held (its log on a file system whose segment sync
 // blocks), the leader's commit index passes the entry, yet no node
-// applies it (shows the grant) and the Acquire it answers does not return; once the sync
-// is let go, the Acquire returns and every node applies the entry. (Any
+// applies it (shows the grant) and the Acquire it answers does not return;
+// once the sync is let go, the Acquire returns and every node applies the
+// entry. The nodes are watched for the grant over fifty commit timeouts,
+// so a follower told of the commit (an AppendEntries whose commit index
+// was not lowered to the leader's disk) would show it. (Any
 // entry the leader appends while its sync is held waits behind that sync,
 // so the check holds whatever entries the cluster makes meanwhile.) A
 // leader that loses office meanwhile (on a machine starved of CPU) leaves
@@ -49,6 +53,28 @@ func TestLeaderSyncsBesideItsFollowers(t *testing.T) {
 		}
 		t.Logf("attempt %d: the leader lost office while its sync was held; trying again", i)
 	}
+}
+
+// followerWatch is how long TestLeaderSyncsBesideItsFollowers watches the
+// nodes for the grant once the leader committed it: fifty of the
+// CommitTimeouts after which an idle leader tells the followers its commit
+// index.
+var followerWatch = 50 * coordinator.DefaultLocalConfig().Raft.CommitTimeout
+
+// grantShown polls every node of cl for a grant of name until watch has
+// passed, and describes each node that showed one.
+func grantShown(cl *holdfasttest.Cluster, name string, watch time.Duration) []string {
+	var wrong []string
+	seen := map[string]bool{}
+	for end := time.Now().Add(watch); time.Now().Before(end); time.Sleep(time.Millisecond) { // watching for what must not happen
+		for _, n := range cl.Nodes() {
+			if h, ok := n.C().Holder(name); ok && h.Session != "" && !seen[n.Name] {
+				seen[n.Name] = true
+				wrong = append(wrong, fmt.Sprintf("%s applied the grant (applied index %d) with the leader's copy of it not on disk", n.Name, n.C().AppliedIndex()))
+			}
+		}
+	}
+	return wrong
 }
 
 // syncBeside is one attempt of TestLeaderSyncsBesideItsFollowers; it
@@ -136,13 +162,11 @@ func syncBeside(t *testing.T, cl *holdfasttest.Cluster, regs []*prometheus.Regis
 	})
 	// The grant is what must not show: another entry may have been synced
 	// before the hold and committed since, so indexes past base prove
-	// nothing by themselves.
-	var wrong []string
-	for _, n := range cl.Nodes() {
-		if h, ok := n.C().Holder("beside"); ok && h.Session != "" {
-			wrong = append(wrong, fmt.Sprintf("%s applied the grant (applied index %d) with the leader's copy of it not on disk", n.Name, n.C().AppliedIndex()))
-		}
-	}
+	// nothing by themselves. The followers hear of a commit in the next
+	// AppendEntries (one every CommitTimeout while the leader idles), so
+	// the grant is looked for over many of those: a commit index sent past
+	// the leader's disk would show it there.
+	wrong := grantShown(cl, "beside", followerWatch)
 	select {
 	case err := <-done:
 		finished = true
