@@ -45,6 +45,11 @@ func (l *Lease) Release(ctx context.Context) error { return l.g.Release(ctx) }
 // and delivered again (as soon as this node learns of the new leader), so
 // others see the name free only later. The lease never has two holders
 // either way: the next holder is granted only once the release commits.
+// It does not hand the name over to a caller of this node waiting for it
+// (Release does, in the release's own command), so that caller asks only
+// after the release commits: when several callers of a node contend for a
+// name, the name changes hands more slowly than with Release (see
+// docs/BENCHMARKS.md, the 8-contender rows).
 func (l *Lease) ReleaseBeforeCommit(ctx context.Context) error { return l.g.ReleaseBeforeCommit(ctx) }
 
 // Holder returns who holds the named lease (node, address, session and
