@@ -29,8 +29,9 @@ import (
 // was not lowered to the leader's disk) would show it. (Any
 // entry the leader appends while its sync is held waits behind that sync,
 // so the check holds whatever entries the cluster makes meanwhile.) A
-// leader that loses office meanwhile (on a machine starved of CPU) leaves
-// nothing to check: that attempt is let go and made again.
+// leader that loses office meanwhile (on a machine starved of CPU), even
+// if it wins it back, leaves nothing to check: that attempt is let go and
+// made again.
 func TestLeaderSyncsBesideItsFollowers(t *testing.T) {
 	t.Parallel()
 	regs := make([]*prometheus.Registry, 3)
@@ -88,7 +89,12 @@ func syncBeside(t *testing.T, cl *holdfasttest.Cluster, regs []*prometheus.Regis
 			follower = n
 		}
 	}
-	leads := func() bool { return leader.C().RaftState() == coordinator.StateLeader }
+	// leads reports whether the leader still leads in the term it led in
+	// when the attempt began: one that lost office and won it back may
+	// have let another leader commit the entry meanwhile.
+	termOf := func() float64 { return metricValue(t, regs[leader.Index], "holdfast_raft_term", nil) }
+	term := termOf()
+	leads := func() bool { return leader.C().RaftState() == coordinator.StateLeader && termOf() == term }
 	commitOf := func(n *holdfasttest.Node) uint64 {
 		return uint64(metricValue(t, regs[n.Index], "holdfast_raft_commit_index", nil))
 	}
