@@ -55,7 +55,9 @@
 // what a crash during one append can leave: zeros; or a bad record with a
 // zero-filled sector (unwritten preallocated space), a zero where its end
 // mark belongs (a short write) or a length running past the end of the
-// file, possibly followed by records of the same batch
+// file; or non-zero bytes that stop before the shortest record's end mark
+// would be (a short write that cut the length field itself); possibly
+// followed by records of the same batch
 // (a batch's pages reach the disk in any order until its sync returns). A
 // valid record of a later batch proves the bad one was synced, and so
 // acknowledged: Open refuses. So does a record garbled in place with no

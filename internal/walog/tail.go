@@ -25,7 +25,8 @@ type tail struct {
 // last segment s (the scan stopped at st) are what a crash during the
 // last append can leave: zeros, or a torn last batch. It returns the tail
 // to cut (nonZero > off) or a CorruptError. A torn batch is a bad record
-// with a zero-filled sector or running past the end of the file, possibly
+// with a zero-filled sector or running past the end of the file, or (format
+// 2) bytes that stop before the shortest record's end mark, possibly
 // followed by records of the same batch (written back out of order); a
 // valid record of a later batch, or a record failing its checksum with no
 // sign of a torn write, is corruption: the log went on after it, so it was
@@ -45,6 +46,13 @@ func (s *segment) examineTail(st stop, fileSize int64) (tail, error) {
 		return t, err
 	}
 	if sameBatch {
+		return t, nil
+	}
+	if s.format == format2 && z < st.off+headerSize+minPayload+2 {
+		// Zeros from where the shortest record's end mark would be: no
+		// record was completed here, only the start of one. A short write
+		// may have cut its length field, so that the length read is
+		// impossible and points at no end mark to look at.
 		return t, nil
 	}
 	torn, err := s.looksTorn(st.off, fileSize)

@@ -192,6 +192,14 @@ func TestTornLastRecordCut(t *testing.T) {
 		"garbled":    func(b []byte, end int) []byte { b[end-2] ^= 0xff; return b },
 		"zero tail":  func(b []byte, end int) []byte { return append(b[:end], make([]byte, 64)...) },
 		"junk after": func(b []byte, end int) []byte { return append(b[:end], 9, 0, 0, 0, 1, 2) },
+		// A short write that stopped one byte into a record's length: 26
+		// is no record's length, and zeros follow.
+		"length cut": func(b []byte, end int) []byte { return append(append(b[:end], 26), make([]byte, 64)...) },
+		// The same byte with a non-zero byte past where the shortest
+		// record would end: not the start of one append, refused.
+		"length garbled": func(b []byte, end int) []byte {
+			return append(append(append(b[:end], 26), make([]byte, 40)...), append([]byte{1}, make([]byte, 64)...)...)
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -208,7 +216,7 @@ func TestTornLastRecordCut(t *testing.T) {
 			if err := os.WriteFile(path, damage(b, end), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if name == "garbled" {
+			if name == "garbled" || name == "length garbled" {
 				if l, err := Open(dir, Options{SegmentSize: 1 << 20}); err == nil {
 					l.Close()
 					t.Fatal("a last record garbled in place opened")
@@ -218,7 +226,7 @@ func TestTornLastRecordCut(t *testing.T) {
 			l = open(t, dir, 1<<20)
 			last, _ := l.LastIndex()
 			want := uint64(19)
-			if name == "zero tail" || name == "junk after" {
+			if name == "zero tail" || name == "junk after" || name == "length cut" {
 				want = 20
 			}
 			if last != want {
