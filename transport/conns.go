@@ -47,6 +47,11 @@ func (t *Transport) track(c *trackedConn) error {
 	}
 	t.mu.Unlock()
 	if err != nil {
+		if err == errTooManyConns {
+			// Counted before the close, so that a peer that sees its
+			// connection refused finds the refusal in Stats.
+			t.stats.rejectedConns.Add(1)
+		}
 		c.once.Do(func() {}) // never untracked
 		_ = c.raw.Close()
 	}

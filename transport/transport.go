@@ -21,7 +21,8 @@ const (
 // Stats is a snapshot of a Transport's counters of refused input.
 type Stats struct {
 	// RejectedConns counts inbound connections closed because
-	// MaxInboundConns were already open.
+	// MaxInboundConns were already open; each is counted before it is
+	// closed.
 	RejectedConns uint64
 	// BadHandshakes counts inbound connections closed before or while
 	// reading their kind byte and header: timeout, EOF, unknown kind.
@@ -286,7 +287,6 @@ func (t *Transport) acceptLoop() {
 		c := &trackedConn{Conn: raw, raw: raw, t: t, inbound: true}
 		if err := t.track(c); err != nil {
 			if errors.Is(err, errTooManyConns) {
-				t.stats.rejectedConns.Add(1)
 				t.log.Warn("transport: inbound connection refused", "remote", raw.RemoteAddr().String(), "error", err)
 			}
 			continue
