@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,19 +63,32 @@ func TestLeaderSyncsBesideItsFollowers(t *testing.T) {
 // index.
 var followerWatch = 50 * coordinator.DefaultLocalConfig().Raft.CommitTimeout
 
-// grantShown polls every node of cl for a grant of name until watch has
-// passed, and describes each node that showed one.
+// grantShown watches every node of cl (WatchHolder) for a grant of name
+// until watch has passed, and describes each node that showed one.
 func grantShown(cl *holdfasttest.Cluster, name string, watch time.Duration) []string {
-	var wrong []string
-	seen := map[string]bool{}
-	for end := time.Now().Add(watch); time.Now().Before(end); time.Sleep(time.Millisecond) { // watching for what must not happen
-		for _, n := range cl.Nodes() {
-			if h, ok := n.C().Holder(name); ok && h.Session != "" && !seen[n.Name] {
-				seen[n.Name] = true
-				wrong = append(wrong, fmt.Sprintf("%s applied the grant (applied index %d) with the leader's copy of it not on disk", n.Name, n.C().AppliedIndex()))
+	ctx, cancel := context.WithTimeout(context.Background(), watch)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		wrong []string
+		wg    sync.WaitGroup
+	)
+	for _, n := range cl.Nodes() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seen := false
+			for h := range n.C().WatchHolder(ctx, name) { // closed when the watch ends
+				if h.Session != "" && !seen {
+					seen = true
+					mu.Lock()
+					wrong = append(wrong, fmt.Sprintf("%s applied the grant (applied index %d) with the leader's copy of it not on disk", n.Name, n.C().AppliedIndex()))
+					mu.Unlock()
+				}
 			}
-		}
+		}()
 	}
+	wg.Wait()
 	return wrong
 }
 
