@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"os/exec"
 	"slices"
 	"sort"
 	"strconv"
@@ -119,68 +118,19 @@ func runOwnerChild() int {
 }
 
 // ownerChild is a running "owner" child process.
-type ownerChild struct {
-	name   string
-	cmd    *exec.Cmd
-	pid    int
-	out    *childOutput
-	stderr *lockedBuffer
-
-	exited  chan struct{}
-	waitErr error
-}
+type ownerChild struct{ *childProc }
 
 // startOwnerChild starts an owner child named name that joins join; it is
 // killed and reaped at the latest when tb's cleanup runs.
 func startOwnerChild(tb testing.TB, join, name string, shards int, ttl time.Duration) *ownerChild {
 	tb.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$", "-test.count=1")
-	cmd.Env = append(os.Environ(),
+	return &ownerChild{startChild(tb, name,
 		childEnvRole+"=owner",
 		childEnvJoin+"="+join,
 		childEnvShards+"="+strconv.Itoa(shards),
 		childEnvTTL+"="+ttl.String(),
 		childEnvName+"="+name,
-	)
-	ch := &ownerChild{name: name, cmd: cmd, out: &childOutput{}, stderr: &lockedBuffer{}, exited: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = ch.out, ch.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	ch.pid = cmd.Process.Pid
-	go func() {
-		ch.waitErr = cmd.Wait()
-		close(ch.exited)
-	}()
-	tb.Cleanup(func() {
-		ch.stop()
-		if tb.Failed() {
-			tb.Logf("%s stdout:\n%s", name, strings.Join(ch.out.Lines(), "\n"))
-			tb.Logf("%s stderr:\n%s", name, ch.stderr.String())
-		}
-	})
-	return ch
-}
-
-// stop kills the child (if it still runs) and reaps it.
-func (ch *ownerChild) stop() {
-	select {
-	case <-ch.exited:
-	default:
-		_ = syscall.Kill(ch.pid, syscall.SIGKILL)
-		<-ch.exited
-	}
-}
-
-// exitedEarly returns an error once the child has exited.
-func (ch *ownerChild) exitedEarly() error {
-	select {
-	case <-ch.exited:
-		return fmt.Errorf("%s exited early: %v", ch.name, ch.waitErr)
-	default:
-		return nil
-	}
+	)}
 }
 
 // owned returns the shard set the child printed last.

@@ -3,20 +3,14 @@
 package coordinator_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
-	"syscall"
-	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -24,14 +18,12 @@ import (
 
 	"github.com/holdfast-go/holdfast/coordinator"
 	"github.com/holdfast-go/holdfast/fence"
-	"github.com/holdfast-go/holdfast/holdfasttest"
 )
 
-// This file runs a lease holder in a real OS process (the test binary
-// re-executed with HOLDFAST_CHILD set, see TestMain), stops it with SIGSTOP
-// and checks, on one system-wide monotonic clock and in a real SQLite file,
-// that it lost its lease before the next grant and that its zombie write
-// is fenced.
+// This file is the lease holder that TestSIGSTOPHolderIsFenced
+// (process_sigstop_test.go) runs in a real OS process (the test binary
+// re-executed with HOLDFAST_CHILD set, see TestMain), and the helpers that
+// read what it prints on one system-wide monotonic clock.
 
 const (
 	childEnvRole = "HOLDFAST_CHILD"
@@ -168,51 +160,6 @@ func runChild() int {
 	}
 }
 
-// childOutput collects the child's stdout by lines.
-type childOutput struct {
-	mu    sync.Mutex
-	lines []string
-	part  []byte
-}
-
-func (o *childOutput) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.part = append(o.part, p...)
-	for {
-		i := bytes.IndexByte(o.part, '\n')
-		if i < 0 {
-			break
-		}
-		o.lines = append(o.lines, string(o.part[:i]))
-		o.part = o.part[i+1:]
-	}
-	return len(p), nil
-}
-
-func (o *childOutput) Lines() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return append([]string(nil), o.lines...)
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // beliefs returns the belief deadlines printed in lines while the child
 // still had time left (rem > 0), and the last of them.
 func beliefs(lines []string) (all []int64, last int64, ok bool) {
@@ -240,279 +187,6 @@ func processState(pid int) (string, error) {
 		return "", fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
 	}
 	return s[i+2 : i+3], nil
-}
-
-func TestSIGSTOPHolderIsFenced(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts a child process and waits out a session TTL")
-	}
-	const timeout = 90 * time.Second
-	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3})
-	cl.WaitFormed(formTimeout)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*timeout)
-	defer cancel()
-
-	// The protected resource: a real SQLite file in WAL mode.
-	dbPath := filepath.Join(t.TempDir(), "jobs.db")
-	db, err := openJobsDB(dbPath, 20000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	var mode string
-	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
-		t.Fatalf("journal_mode = %q, %v; want wal", mode, err)
-	}
-	for _, q := range []string{
-		"CREATE TABLE jobs (id TEXT PRIMARY KEY, fence BIGINT NOT NULL, value TEXT)",
-		"CREATE TABLE writes (seq INTEGER PRIMARY KEY AUTOINCREMENT, token BIGINT, writer TEXT, accepted INTEGER)",
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f, err := jobsFence()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Init(ctx, db, childLease); err != nil {
-		t.Fatal(err)
-	}
-	// probe takes the write lock without waiting: it tells whether a
-	// stopped child is in the middle of a write transaction.
-	probe, err := openJobsDB(dbPath, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = probe.Close() })
-	probe.SetMaxOpenConns(1)
-
-	// The child: this test binary again, running runChild.
-	parent := cl.Node(0).C()
-	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.count=1")
-	cmd.Env = append(os.Environ(),
-		childEnvRole+"=holder",
-		childEnvJoin+"="+parent.GossipAddr(),
-		childEnvDB+"="+dbPath,
-	)
-	out, stderr := &childOutput{}, &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := cmd.Process.Pid
-	exited := make(chan struct{})
-	var waitErr error
-	go func() {
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			_ = syscall.Kill(pid, syscall.SIGCONT)
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("child stdout:\n%s", strings.Join(out.Lines(), "\n"))
-			t.Logf("child stderr:\n%s", stderr.String())
-		}
-	})
-	childExited := func() error {
-		select {
-		case <-exited:
-			return fmt.Errorf("child exited early: %v", waitErr)
-		default:
-			return nil
-		}
-	}
-
-	// The child holds the lease and has written under it.
-	var childToken uint64
-	cl.WaitFor("the child to hold the lease and write 3 times", timeout, func() error {
-		if err := childExited(); err != nil {
-			return err
-		}
-		h, ok := parent.Holder(childLease)
-		if !ok || h.Node.Name != "child" {
-			return fmt.Errorf("%w: holder %+v", holdfasttest.ErrNotYet, h)
-		}
-		var n int
-		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM writes WHERE writer = 'child' AND accepted = 1").Scan(&n); err != nil {
-			return err
-		}
-		if n < 3 {
-			return fmt.Errorf("%w: %d accepted child writes", holdfasttest.ErrNotYet, n)
-		}
-		childToken = h.Token
-		return nil
-	})
-	leased := fmt.Sprintf("leased %d", childToken)
-	if !slices.Contains(out.Lines(), leased) {
-		t.Fatalf("the replica shows the child holding token %d, but the child did not print %q", childToken, leased)
-	}
-
-	// Stop the child while it is outside a write transaction: a process
-	// stopped holding SQLite's write lock would block every writer, the
-	// new holder included (a database with row locks and a lock timeout
-	// would not care). Stopped, it cannot start one.
-	var stopAttempts int
-	cl.WaitFor("the child stopped outside a write transaction", timeout, func() error {
-		if err := childExited(); err != nil {
-			return err
-		}
-		stopAttempts++
-		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-			return err
-		}
-		if err := holdfasttest.Poll(10*time.Second, func() error {
-			st, err := processState(pid)
-			if err != nil {
-				return err
-			}
-			if st != "T" {
-				return fmt.Errorf("%w: child state %s", holdfasttest.ErrNotYet, st)
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		tx, err := probe.BeginTx(ctx, nil)
-		if err == nil {
-			return tx.Rollback()
-		}
-		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-			return err
-		}
-		return fmt.Errorf("%w: stopped inside a transaction (%v)", holdfasttest.ErrNotYet, err)
-	})
-	stoppedAt := monoNow()
-
-	// The next holder: Acquire returns once the leader has expired the
-	// child's session and granted the lease.
-	l, err := parent.Acquire(ctx, childLease)
-	if err != nil {
-		t.Fatal(err)
-	}
-	grantSeen := monoNow()
-	defer func() {
-		rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer rcancel()
-		_ = l.Release(rctx)
-	}()
-	if st, err := processState(pid); err != nil || st != "T" {
-		t.Fatalf("child not stopped when the lease was granted: state %q, %v", st, err)
-	}
-	// The child is stopped and its output drained long ago (a TTL passed).
-	_, lastBelief, ok := beliefs(out.Lines())
-	if !ok {
-		t.Fatal("the child printed no belief with time left")
-	}
-	t.Logf("stopped the child %d time(s); last belief before the stop ends %v after the stop; grant seen %v after the stop",
-		stopAttempts, time.Duration(lastBelief-stoppedAt), time.Duration(grantSeen-stoppedAt))
-	t.Logf("gap between the child's last belief deadline and the grant: %v", time.Duration(grantSeen-lastBelief))
-	if lastBelief >= grantSeen {
-		t.Errorf("I1: the child believed until %d, the grant was seen at %d (%v before the child's belief ended)",
-			lastBelief, grantSeen, time.Duration(lastBelief-grantSeen))
-	}
-	if l.Token() <= childToken {
-		t.Errorf("I2: new token %d is not above the child's %d", l.Token(), childToken)
-	}
-	if err := fencedWrite(ctx, db, f, l.Token(), "parent"); err != nil {
-		t.Fatalf("the new holder's write: %v", err)
-	}
-
-	// Resume the zombie: its next write must be refused.
-	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-exited:
-	case <-time.After(timeout):
-		t.Fatalf("the child did not exit within %v of SIGCONT", timeout)
-	}
-	if waitErr != nil {
-		t.Fatalf("child: %v", waitErr)
-	}
-	lines := out.Lines()
-	if !slices.Contains(lines, fmt.Sprintf("fenced %d", childToken)) || !slices.Contains(lines, "done") {
-		t.Fatalf("the child exited without reporting a fenced write")
-	}
-	// Every belief the child ever printed with time left, after SIGCONT
-	// included, ended before the grant.
-	all, _, _ := beliefs(lines)
-	for _, at := range all {
-		if at >= grantSeen {
-			t.Errorf("I1: the child printed a belief until %d, after the grant at %d", at, grantSeen)
-		}
-	}
-	for _, ln := range lines {
-		var at int64
-		if _, err := fmt.Sscanf(ln, "lease-lost %d", &at); err == nil {
-			t.Logf("the child's lease context ended %v after the grant (its timer ran late: it was stopped)",
-				time.Duration(at-grantSeen))
-		}
-	}
-
-	// The resource's view.
-	rows, err := db.QueryContext(ctx, "SELECT seq, token, writer, accepted FROM writes ORDER BY seq")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		highest              int64
-		rejected, childAfter int
-		parentSeen           bool
-		acceptedChild        int
-	)
-	for rows.Next() {
-		var seq, token, accepted int64
-		var writer string
-		if err := rows.Scan(&seq, &token, &writer, &accepted); err != nil {
-			t.Fatal(err)
-		}
-		switch {
-		case accepted == 0:
-			if writer == "child" {
-				rejected++
-			}
-		case token < highest:
-			t.Errorf("I4: write %d by %s accepted with token %d after token %d", seq, writer, token, highest)
-		default:
-			highest = token
-		}
-		if accepted == 1 && writer == "child" {
-			acceptedChild++
-			if parentSeen {
-				childAfter++
-			}
-		}
-		if accepted == 1 && writer == "parent" {
-			parentSeen = true
-		}
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	rows.Close()
-	if rejected == 0 {
-		t.Error("I4: no rejected write from the child")
-	}
-	if childAfter > 0 {
-		t.Errorf("I4: %d child writes accepted after the new holder's", childAfter)
-	}
-	h, err := f.Highest(ctx, db, childLease)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h != l.Token() {
-		t.Errorf("fence is %d, want the new holder's token %d", h, l.Token())
-	}
-	t.Logf("child token %d: %d accepted writes, %d rejected; new holder token %d", childToken, acceptedChild, rejected, l.Token())
 }
 
 // startChildNonVoter starts a child process's coordinator: named name, on
