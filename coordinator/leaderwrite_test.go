@@ -109,44 +109,12 @@ func syncBeside(t *testing.T, cl *holdfasttest.Cluster, regs []*prometheus.Regis
 	termOf := func() float64 { return metricValue(t, regs[leader.Index], "holdfast_raft_term", nil) }
 	term := termOf()
 	leads := func() bool { return leader.C().RaftState() == coordinator.StateLeader && termOf() == term }
-	commitOf := func(n *holdfasttest.Node) uint64 {
-		return uint64(metricValue(t, regs[n.Index], "holdfast_raft_commit_index", nil))
-	}
-	commit := func() uint64 { return commitOf(leader) }
-	cl.WaitFor("every node at the leader's commit index, with the same state", formTimeout, func() error {
-		c, a := commit(), leader.C().AppliedIndex()
-		for _, n := range cl.Nodes() {
-			if nc, na := commitOf(n), n.C().AppliedIndex(); nc != c || na != a {
-				return fmt.Errorf("%w: %s at commit %d, state %d; the leader at %d, %d", holdfasttest.ErrNotYet, n.Name, nc, na, c, a)
-			}
-		}
-		return nil
-	})
+	commit := func() uint64 { return raftCommitIndex(t, regs[leader.Index]) }
+	waitSettled(t, cl, leader, regs)
 	base := commit()
 
-	var hold atomic.Bool
-	held, release := make(chan struct{}, 1), make(chan struct{})
-	released := false
-	let := func() {
-		hold.Store(false)
-		if !released {
-			released = true
-			close(release)
-		}
-	}
-	defer disks[leader.Index].SetRule(nil)
-	defer let()
-	disks[leader.Index].SetRule(func(c storetest.Call) error {
-		if c.Op == storetest.OpSync && strings.HasSuffix(c.Path, ".seg") && hold.Load() {
-			select {
-			case held <- struct{}{}:
-			default:
-			}
-			<-release
-		}
-		return nil
-	})
-	hold.Store(true)
+	hold := holdSegmentSyncs(disks[leader.Index])
+	defer hold.let()
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
 	done := make(chan error, 1)
@@ -159,13 +127,13 @@ func syncBeside(t *testing.T, cl *holdfasttest.Cluster, regs []*prometheus.Regis
 	}()
 	finished := false
 	settle := func() { // the attempt is given up: its Acquire goes on without the hold
-		let()
+		hold.let()
 		if !finished {
 			<-done
 		}
 	}
 	select {
-	case <-held:
+	case <-hold.held:
 	case err := <-done:
 		if !leads() {
 			return false
@@ -203,7 +171,7 @@ func syncBeside(t *testing.T, cl *holdfasttest.Cluster, regs []*prometheus.Regis
 	if len(wrong) > 0 {
 		t.FailNow()
 	}
-	let()
+	hold.let()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -216,4 +184,63 @@ func syncBeside(t *testing.T, cl *holdfasttest.Cluster, regs []*prometheus.Regis
 		return nil
 	})
 	return true
+}
+
+// raftCommitIndex reads a node's commit index from its registry.
+func raftCommitIndex(t *testing.T, reg *prometheus.Registry) uint64 {
+	return uint64(metricValue(t, reg, "holdfast_raft_commit_index", nil))
+}
+
+// waitSettled waits until every node is at the leader's commit index with
+// the leader's applied state.
+func waitSettled(t *testing.T, cl *holdfasttest.Cluster, leader *holdfasttest.Node, regs []*prometheus.Registry) {
+	t.Helper()
+	cl.WaitFor("every node at the leader's commit index, with the same state", formTimeout, func() error {
+		c, a := raftCommitIndex(t, regs[leader.Index]), leader.C().AppliedIndex()
+		for _, n := range cl.Nodes() {
+			if nc, na := raftCommitIndex(t, regs[n.Index]), n.C().AppliedIndex(); nc != c || na != a {
+				return fmt.Errorf("%w: %s at commit %d, state %d; the leader at %d, %d", holdfasttest.ErrNotYet, n.Name, nc, na, c, a)
+			}
+		}
+		return nil
+	})
+}
+
+// segmentSyncHold holds every sync of a raft log segment on one disk
+// until let is called; held receives (at most one value, never blocking
+// the disk) when a sync is held.
+type segmentSyncHold struct {
+	disk     *storetest.FaultFS
+	on       atomic.Bool
+	held     chan struct{}
+	release  chan struct{}
+	released bool
+}
+
+// holdSegmentSyncs starts holding disk's segment syncs.
+func holdSegmentSyncs(disk *storetest.FaultFS) *segmentSyncHold {
+	h := &segmentSyncHold{disk: disk, held: make(chan struct{}, 1), release: make(chan struct{})}
+	disk.SetRule(func(c storetest.Call) error {
+		if c.Op == storetest.OpSync && strings.HasSuffix(c.Path, ".seg") && h.on.Load() {
+			select {
+			case h.held <- struct{}{}:
+			default:
+			}
+			<-h.release
+		}
+		return nil
+	})
+	h.on.Store(true)
+	return h
+}
+
+// let releases the held syncs and holds no more; the disk's rule is
+// removed. It may be called more than once, from the test's goroutine.
+func (h *segmentSyncHold) let() {
+	h.on.Store(false)
+	if !h.released {
+		h.released = true
+		close(h.release)
+		h.disk.SetRule(nil)
+	}
 }
