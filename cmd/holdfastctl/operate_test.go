@@ -90,37 +90,66 @@ func TestOperatorCommands(t *testing.T) {
 		c.Logger = slog.New(logs)
 	}})
 	cl.WaitFormed(settle)
-	c0, c1, c2 := cl.Node(0).C(), cl.Node(1).C(), cl.Node(2).C()
-	srv := httptest.NewServer(admin.New(c0, admin.Options{Authorize: admin.LoopbackOnly}))
+	srv := httptest.NewServer(admin.New(cl.Node(0).C(), admin.Options{Authorize: admin.LoopbackOnly}))
 	defer srv.Close()
-	addr := srv.Listener.Addr().String()
-	act := func(args ...string) string {
-		t.Helper()
-		return mustCtl(t, append([]string{"-addr", addr, "-confirm", "node0"}, args...)...)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), settle)
 	defer cancel()
+	op := &operatorRun{t: t, cl: cl, addr: srv.Listener.Addr().String(), logs: logs}
 
-	p, err := c1.AcquireSemaphore(ctx, "importers", 2)
+	op.semaphoreListed(ctx)
+	op.drainAndUndrain()
+	op.releaseStuckLease(ctx)
+	op.stepDownAndRemovePeer()
+	for _, a := range []string{"undrain", "release-lease", "step-down", "remove-peer"} {
+		if len(logs.asked(a)) == 0 {
+			t.Errorf("no leader logged %s with who asked", a)
+		}
+	}
+}
+
+// operatorRun is TestOperatorCommands' cluster of three, reached through
+// node0's admin endpoint at addr, and the records of its nodes' logs.
+type operatorRun struct {
+	t    *testing.T
+	cl   *holdfasttest.Cluster
+	addr string
+	logs *records
+}
+
+// act runs holdfastctl against node0, confirmed, and returns its output.
+func (op *operatorRun) act(args ...string) string {
+	op.t.Helper()
+	return mustCtl(op.t, append([]string{"-addr", op.addr, "-confirm", "node0"}, args...)...)
+}
+
+// semaphoreListed checks that node0 lists a semaphore permit node1 holds.
+func (op *operatorRun) semaphoreListed(ctx context.Context) {
+	t := op.t
+	p, err := op.cl.Node(1).C().AcquireSemaphore(ctx, "importers", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl.WaitFor("node0 to list the semaphore", settle, func() error {
-		out := mustCtl(t, "-addr", addr, "semaphores")
+	op.cl.WaitFor("node0 to list the semaphore", settle, func() error {
+		out := mustCtl(t, "-addr", op.addr, "semaphores")
 		if !regexp.MustCompile(fmt.Sprintf(`(?m)^importers +2 +1 +0 +node1:%d$`, p.Token())).MatchString(out) {
 			return fmt.Errorf("%w: %s", holdfasttest.ErrNotYet, out)
 		}
 		return nil
 	})
 	p.Release(ctx)
+}
 
-	cl.WaitFor("node2 to own shards", settle, func() error {
+// drainAndUndrain drains node2 (it owns no shard when the command
+// returns), undrains it, and checks the leader logged who asked.
+func (op *operatorRun) drainAndUndrain() {
+	t, c2 := op.t, op.cl.Node(2).C()
+	op.cl.WaitFor("node2 to own shards", settle, func() error {
 		if len(c2.Owned()) == 0 {
 			return holdfasttest.ErrNotYet
 		}
 		return nil
 	})
-	if out := act("drain", "node2"); !strings.Contains(out, "node2 drained: it owns no shard and takes none until undrained.\n") {
+	if out := op.act("drain", "node2"); !strings.Contains(out, "node2 drained: it owns no shard and takes none until undrained.\n") {
 		t.Errorf("drain: %q", out)
 	}
 	if n := len(c2.Owned()); n != 0 {
@@ -129,13 +158,19 @@ func TestOperatorCommands(t *testing.T) {
 	if s, _ := c2.Session(); !s.Drained {
 		t.Error("node2's session is not drained")
 	}
-	if out := act("undrain", "node2"); !strings.Contains(out, "node2 undrained: it takes shards again.\n") {
+	if out := op.act("undrain", "node2"); !strings.Contains(out, "node2 undrained: it takes shards again.\n") {
 		t.Errorf("undrain: %q", out)
 	}
-	if by := logs.asked("drain"); len(by) != 1 || !strings.HasSuffix(by[0], " (no client certificate)") || !strings.HasPrefix(by[0], "127.0.0.1:") {
+	if by := op.logs.asked("drain"); len(by) != 1 || !strings.HasSuffix(by[0], " (no client certificate)") || !strings.HasPrefix(by[0], "127.0.0.1:") {
 		t.Errorf("the leader logged the drain as asked by %q", by)
 	}
+}
 
+// releaseStuckLease releases node1's lease at an operator's request: the
+// holder's lease ends with ErrReleased naming who asked, node2's waiting
+// Acquire gets a larger token, and releasing the free lease is refused.
+func (op *operatorRun) releaseStuckLease(ctx context.Context) {
+	t, c0, c1, c2 := op.t, op.cl.Node(0).C(), op.cl.Node(1).C(), op.cl.Node(2).C()
 	l, err := c1.Acquire(ctx, "stuck")
 	if err != nil {
 		t.Fatal(err)
@@ -148,13 +183,13 @@ func TestOperatorCommands(t *testing.T) {
 		}
 		next <- nl
 	}()
-	cl.WaitFor("node2 waiting for stuck", settle, func() error {
+	op.cl.WaitFor("node2 waiting for stuck", settle, func() error {
 		if ls := c0.Leases(); len(ls) != 1 || ls[0].Waiters != 1 {
 			return holdfasttest.ErrNotYet
 		}
 		return nil
 	})
-	out := act("lease", "release", "stuck")
+	out := op.act("lease", "release", "stuck")
 	want := fmt.Sprintf(`released lease "stuck" (token %d) held by node1: its node ended its belief, then released it.`, l.Token())
 	if !strings.Contains(out, want) {
 		t.Errorf("lease release: %q, want %q", out, want)
@@ -169,13 +204,19 @@ func TestOperatorCommands(t *testing.T) {
 	} else {
 		nl.Release(ctx)
 	}
-	code, _, errOut := ctl("-addr", addr, "-confirm", "node0", "lease", "release", "stuck")
+	code, _, errOut := ctl("-addr", op.addr, "-confirm", "node0", "lease", "release", "stuck")
 	if code != 1 || !strings.Contains(errOut, `409 Conflict to POST /v1/leases/release: holdfast: operation refused: lease "stuck" is not held`) {
 		t.Errorf("releasing a free lease: exit %d, %q", code, errOut)
 	}
+}
 
+// stepDownAndRemovePeer steps the leader down, checks the refusals of
+// remove-peer (a live node, the leader, an unknown server), then kills a
+// voter and removes it once every running node sees it dead.
+func (op *operatorRun) stepDownAndRemovePeer() {
+	t, cl := op.t, op.cl
 	before := cl.WaitLeader(settle)
-	out = act("raft", "step-down")
+	out := op.act("raft", "step-down")
 	after := cl.WaitLeader(settle)
 	if after == before || !strings.Contains(out, before.Name+" stepped down; the raft leader is now ") {
 		t.Errorf("step-down: leader %s then %s; %q", before.Name, after.Name, out)
@@ -190,7 +231,7 @@ func TestOperatorCommands(t *testing.T) {
 		{after.Name, after.Name + " is the raft leader: step it down first (holdfastctl raft step-down)"},
 		{"nobody", `no server "nobody" in the raft configuration`},
 	} {
-		code, _, errOut := ctl("-addr", addr, "-confirm", "node0", "raft", "remove-peer", tc.target)
+		code, _, errOut := ctl("-addr", op.addr, "-confirm", "node0", "raft", "remove-peer", tc.target)
 		if code != 1 || !strings.Contains(errOut, "409 Conflict") || !strings.Contains(errOut, tc.want) {
 			t.Errorf("remove-peer %s: exit %d, %q; want %q", tc.target, code, errOut, tc.want)
 		}
@@ -212,19 +253,14 @@ func TestOperatorCommands(t *testing.T) {
 		}
 		return nil
 	})
-	out = act("raft", "remove-peer", id)
+	out = op.act("raft", "remove-peer", id)
 	if !strings.Contains(out, "removed "+victim.Name+" from the raft configuration") {
 		t.Errorf("remove-peer of the dead voter: %q", out)
 	}
 	cl.WaitFor("two voters left", settle, func() error {
-		if v := c0.Voters(); len(v) != 2 {
+		if v := cl.Node(0).C().Voters(); len(v) != 2 {
 			return fmt.Errorf("%w: voters %v", holdfasttest.ErrNotYet, v)
 		}
 		return nil
 	})
-	for _, a := range []string{"undrain", "release-lease", "step-down", "remove-peer"} {
-		if len(logs.asked(a)) == 0 {
-			t.Errorf("no leader logged %s with who asked", a)
-		}
-	}
 }
