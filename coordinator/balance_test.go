@@ -37,40 +37,12 @@ func TestLateSessionCreateTakesNoShards(t *testing.T) {
 		return nil
 	})
 	id := n.C().ID()
-	rpc := n.C().Config().RPCTimeout
-	ttl := n.C().Config().Session.TTL
-
-	// Sample, every few milliseconds, which sessions node3 believed in and
-	// which sessions of node3 own shards on the leader.
-	var mu sync.Mutex
-	believed := map[string]bool{}
-	owners := map[string]int{} // session → most shards seen owned at once
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			sample(leader.C(), n.C(), id, &mu, believed, owners)
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	defer func() {
-		select {
-		case <-stop:
-		default:
-			close(stop)
-		}
-		<-sampled
-	}()
+	cfg := n.C().Config()
+	smp := startSessionSampler(leader.C(), n.C())
+	defer smp.stop()
 
 	first := n.C().SessionID()
-	late := rpc + rpc/4
+	late := cfg.RPCTimeout + cfg.RPCTimeout/4
 	// Delay node3's calls to every voter, not only to the leader of the
 	// moment: a leader change on a loaded host would otherwise take its
 	// creates at once and none would ever be late.
@@ -82,20 +54,17 @@ func TestLateSessionCreateTakesNoShards(t *testing.T) {
 		}
 	}
 	setDelay(late)
-	heal := func() { setDelay(0) }
 	// Wait until at least one create sent while the answers were late
 	// committed: a session of node3 the node never believed in.
 	cl.WaitFor("a create committed after its caller gave up", formTimeout, func() error {
-		mu.Lock()
-		defer mu.Unlock()
 		for _, s := range leader.C().SessionsOfNode(id) {
-			if s != first && !believed[s] {
+			if s != first && !smp.wasBelieved(s) {
 				return nil
 			}
 		}
 		return holdfasttest.ErrNotYet
 	})
-	heal()
+	setDelay(0)
 	cl.WaitFor("node3 back in a session", formTimeout, func() error {
 		if s := n.C().SessionID(); s == "" || s == first {
 			return holdfasttest.ErrNotYet
@@ -106,7 +75,7 @@ func TestLateSessionCreateTakesNoShards(t *testing.T) {
 	// at the latest; watch for TTL + JoinStabilization + grace beyond that
 	// (a late session gets shards, if at all, JoinStabilization after it
 	// appears) and until the leader shows only the node's own session.
-	deadline := time.Now().Add(2*ttl + n.C().Config().Shards.JoinStabilization + n.C().Config().Session.ExpiryGrace)
+	deadline := time.Now().Add(2*cfg.Session.TTL + cfg.Shards.JoinStabilization + cfg.Session.ExpiryGrace)
 	cl.WaitFor("only node3's own session left", formTimeout, func() error {
 		cur := n.C().SessionID()
 		if sessions := leader.C().SessionsOfNode(id); time.Now().Before(deadline) || len(sessions) != 1 || sessions[0] != cur {
@@ -114,21 +83,11 @@ func TestLateSessionCreateTakesNoShards(t *testing.T) {
 		}
 		return nil
 	})
-	close(stop)
-	<-sampled
-	mu.Lock()
-	defer mu.Unlock()
-	var orphans []string
-	for s, shards := range owners {
-		if !believed[s] {
-			orphans = append(orphans, fmt.Sprintf("%s (%d shards)", s, shards))
-		}
-	}
-	slices.Sort(orphans)
-	if len(orphans) > 0 {
+	smp.stop()
+	if orphans := smp.orphans(); len(orphans) > 0 {
 		t.Fatalf("sessions of node3 the node never believed in owned shards: %v", orphans)
 	}
-	t.Logf("sessions of node3 that owned shards: %d, all believed by the node", len(owners))
+	t.Logf("sessions of node3 that owned shards: %d, all believed by the node", len(smp.owners))
 	// Its graceful shutdown hands its shards off without waiting on any
 	// session it does not keep alive.
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
@@ -138,24 +97,90 @@ func TestLateSessionCreateTakesNoShards(t *testing.T) {
 	}
 }
 
-// sample records n's current session in believed and, for every session of
-// the node with raft ID id that owns shards on leader, the most shards it
-// was seen owning.
-func sample(leader, n *coordinator.Coordinator, id string, mu *sync.Mutex, believed map[string]bool, owners map[string]int) {
-	mu.Lock()
-	defer mu.Unlock()
-	if s := n.SessionID(); s != "" {
-		believed[s] = true
+// sessionSampler records, every 5 ms until stopped, which sessions a node
+// believed in and which of that node's sessions own shards on the leader.
+type sessionSampler struct {
+	leader, n *coordinator.Coordinator
+	id        string
+
+	mu       sync.Mutex
+	believed map[string]bool
+	owners   map[string]int // session → most shards seen owned at once
+
+	halt, done chan struct{}
+	stopped    bool
+}
+
+// startSessionSampler starts sampling n against leader.
+func startSessionSampler(leader, n *coordinator.Coordinator) *sessionSampler {
+	smp := &sessionSampler{leader: leader, n: n, id: n.ID(), believed: map[string]bool{}, owners: map[string]int{},
+		halt: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(smp.done)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			smp.sample()
+			select {
+			case <-smp.halt:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return smp
+}
+
+// stop ends the sampling and waits for its goroutine; it may be called
+// more than once, from the test's goroutine.
+func (smp *sessionSampler) stop() {
+	if !smp.stopped {
+		smp.stopped = true
+		close(smp.halt)
 	}
-	t := leader.Table()
+	<-smp.done
+}
+
+// wasBelieved reports whether the node was seen in session s.
+func (smp *sessionSampler) wasBelieved(s string) bool {
+	smp.mu.Lock()
+	defer smp.mu.Unlock()
+	return smp.believed[s]
+}
+
+// orphans lists, sorted, the sessions seen owning shards that the node
+// was never seen believing in.
+func (smp *sessionSampler) orphans() []string {
+	smp.mu.Lock()
+	defer smp.mu.Unlock()
+	var orphans []string
+	for s, shards := range smp.owners {
+		if !smp.believed[s] {
+			orphans = append(orphans, fmt.Sprintf("%s (%d shards)", s, shards))
+		}
+	}
+	slices.Sort(orphans)
+	return orphans
+}
+
+// sample records the node's current session as believed and, for every
+// session of the node that owns shards on the leader, the most shards it
+// was seen owning.
+func (smp *sessionSampler) sample() {
+	smp.mu.Lock()
+	defer smp.mu.Unlock()
+	if s := smp.n.SessionID(); s != "" {
+		smp.believed[s] = true
+	}
+	t := smp.leader.Table()
 	count := map[string]int{}
 	for s := 0; s < t.Len(); s++ {
-		if h, ok := t.Owner(coordinator.ShardID(s)); ok && h.Node.ID == id {
+		if h, ok := t.Owner(coordinator.ShardID(s)); ok && h.Node.ID == smp.id {
 			count[h.Session]++
 		}
 	}
 	for s, c := range count {
-		owners[s] = max(owners[s], c)
+		smp.owners[s] = max(smp.owners[s], c)
 	}
 }
 
