@@ -128,6 +128,16 @@ func runChild() int {
 		}
 	}()
 
+	return writeUntilFenced(ctx, l, db, f, say, fail)
+}
+
+// writeUntilFenced is the holder child's loop: every 20ms it prints how
+// long it believes it holds l and writes under l's token without checking
+// the lease first. It returns 0 after its first fenced write (recorded as
+// a rejected write), or what fail returns.
+func writeUntilFenced(ctx context.Context, l *coordinator.Lease, db *sql.DB, f *fence.SQL,
+	say func(string, ...any), fail func(string, ...any) int) int {
+	token := l.Token()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
