@@ -40,52 +40,95 @@ func TestDeposedLeaderCannotExtendBelief(t *testing.T) {
 	// may have moved since the cluster formed), and only a takeover after
 	// the cut counts as N's.
 	leader := cl.WaitLeader(formTimeout)
-	var mu sync.Mutex
-	var cut, activated time.Time
-	var newLeader *holdfasttest.Node
-	var answered []time.Time // arrivals of keepalives L answered
-	var followers []*holdfasttest.Node
+	w := watchTakeover(cl, leader, h, session)
+	host := func(n *holdfasttest.Node) string { return fmt.Sprintf("n%d", n.Index) }
+	w.mu.Lock()
+	w.cut = time.Now()
+	w.mu.Unlock()
+	for _, f := range w.followers {
+		cl.Net.DropOneWay(host(leader), host(f)) // L's heartbeats and confirmations are lost
+		cl.Net.DropOneWay(host(f), host(h))      // H never hears of the new leader
+	}
+	beliefs, deadline := w.keepAsking(t, h, session)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if deadline.IsZero() {
+		t.Fatalf("new leader %s does not track the holder's session", w.newLeader.Name)
+	}
+	cfg := w.newLeader.C().Config()
+	t.Logf("cut at 0, new leader %s active at %v, its deadline for H at %v (TTL %v + grace %v); %d keepalives answered by L, %d beliefs",
+		w.newLeader.Name, w.activated.Sub(w.cut), deadline.Sub(w.cut), cfg.Session.TTL, cfg.Session.ExpiryGrace, len(w.answered), len(beliefs))
+	for _, a := range w.answered {
+		if a.After(w.activated) {
+			t.Errorf("deposed leader answered a keepalive that arrived %v after the new leader took over", a.Sub(w.activated))
+		}
+	}
+	for _, b := range beliefs {
+		if !b.Before(deadline) {
+			t.Errorf("holder believes until %v, past the new leader's deadline %v", b.Sub(w.cut), deadline.Sub(w.cut))
+		}
+	}
+	if w.newLeader.C().RaftState() != coordinator.StateLeader {
+		t.Logf("note: %s no longer leads at the end", w.newLeader.Name)
+	}
+	cl.Heal()
+}
+
+// takeover records, through lessor hooks, the first follower whose lessor
+// activates at or after cut (the new leader N), and the arrival of every
+// keepalive of the holder's session the old leader L answered.
+type takeover struct {
+	followers []*holdfasttest.Node // the voters other than L
+
+	mu        sync.Mutex
+	cut       time.Time // zero until the test cuts L off
+	activated time.Time
+	newLeader *holdfasttest.Node
+	answered  []time.Time
+}
+
+// watchTakeover installs the hooks on leader and on the voters other than
+// leader and the holder h.
+func watchTakeover(cl *holdfasttest.Cluster, leader, h *holdfasttest.Node, session string) *takeover {
+	w := &takeover{}
 	for _, n := range cl.Running() {
 		if n != leader && n != h {
-			followers = append(followers, n)
+			w.followers = append(w.followers, n)
 			n.C().SetLessorHooks(func(at time.Time) {
-				mu.Lock()
-				defer mu.Unlock()
-				if activated.IsZero() && !cut.IsZero() && !at.Before(cut) {
-					activated, newLeader = at, n
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				if w.activated.IsZero() && !w.cut.IsZero() && !at.Before(w.cut) {
+					w.activated, w.newLeader = at, n
 				}
 			}, nil)
 		}
 	}
 	leader.C().SetLessorHooks(nil, func(s string, arrived time.Time) {
 		if s == session {
-			mu.Lock()
-			answered = append(answered, arrived)
-			mu.Unlock()
+			w.mu.Lock()
+			w.answered = append(w.answered, arrived)
+			w.mu.Unlock()
 		}
 	})
-	host := func(n *holdfasttest.Node) string { return fmt.Sprintf("n%d", n.Index) }
-	mu.Lock()
-	cut = time.Now()
-	mu.Unlock()
-	for _, f := range followers {
-		cl.Net.DropOneWay(host(leader), host(f)) // L's heartbeats and confirmations are lost
-		cl.Net.DropOneWay(host(f), host(h))      // H never hears of the new leader
-	}
-	// H keeps asking L until well after N took over, recording the belief
-	// each answered keepalive gave it (starting with the one it had).
-	// N's deadline for H is read as soon as N took over: it is fixed
-	// (activation + TTL + grace, as H's keepalives never reach N), and
-	// N could lose its leadership again before the loop ends.
-	beliefs := []time.Time{h.C().SessionValidUntil()}
-	var after, deadline time.Time
+	return w
+}
+
+// keepAsking has H keep asking L until a second after N took over,
+// recording the belief each answered keepalive gave it (starting with the
+// one it had). N's deadline for H is read as soon as N took over: it is
+// fixed (activation + TTL + grace, as H's keepalives never reach N), and N
+// could lose its leadership again before the loop ends.
+func (w *takeover) keepAsking(t *testing.T, h *holdfasttest.Node, session string) (beliefs []time.Time, deadline time.Time) {
+	t.Helper()
+	beliefs = []time.Time{h.C().SessionValidUntil()}
+	var after time.Time
 	for {
 		if err := h.C().KeepAliveNow(); err == nil {
 			beliefs = append(beliefs, h.C().SessionValidUntil())
 		}
-		mu.Lock()
-		a, n := activated, newLeader
-		mu.Unlock()
+		w.mu.Lock()
+		a, n, cut := w.activated, w.newLeader, w.cut
+		w.mu.Unlock()
 		if !a.IsZero() && deadline.IsZero() {
 			deadline, _ = n.C().LessorDeadline(session)
 		}
@@ -93,34 +136,12 @@ func TestDeposedLeaderCannotExtendBelief(t *testing.T) {
 			after = time.Now().Add(time.Second)
 		}
 		if !after.IsZero() && time.Now().After(after) {
-			break
+			return beliefs, deadline
 		}
 		if time.Since(cut) > formTimeout {
 			t.Fatal("no new leader took over")
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if deadline.IsZero() {
-		t.Fatalf("new leader %s does not track the holder's session", newLeader.Name)
-	}
-	cfg := newLeader.C().Config()
-	t.Logf("cut at 0, new leader %s active at %v, its deadline for H at %v (TTL %v + grace %v); %d keepalives answered by L, %d beliefs",
-		newLeader.Name, activated.Sub(cut), deadline.Sub(cut), cfg.Session.TTL, cfg.Session.ExpiryGrace, len(answered), len(beliefs))
-	for _, a := range answered {
-		if a.After(activated) {
-			t.Errorf("deposed leader answered a keepalive that arrived %v after the new leader took over", a.Sub(activated))
-		}
-	}
-	for _, b := range beliefs {
-		if !b.Before(deadline) {
-			t.Errorf("holder believes until %v, past the new leader's deadline %v", b.Sub(cut), deadline.Sub(cut))
-		}
-	}
-	if newLeader.C().RaftState() != coordinator.StateLeader {
-		t.Logf("note: %s no longer leads at the end", newLeader.Name)
-	}
-	cl.Heal()
 }
 
 // TestStalledLessorExpiresOnlyTheStopped: the leader's lessor is frozen
