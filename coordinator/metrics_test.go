@@ -98,23 +98,7 @@ func TestMetricsScenario(t *testing.T) {
 	}})
 	leader := cl.WaitFormed(formTimeout)
 	waitBalanced(t, cl, shards, formTimeout)
-	owned := 0.0
-	for i := range regs {
-		owned += metricValue(t, regs[i], "holdfast_shards_owned", nil)
-		if v := metricValue(t, regs[i], "holdfast_raft_voters", nil); v != 3 {
-			t.Errorf("node%d: raft voters %v", i, v)
-		}
-		if v := metricValue(t, regs[i], "holdfast_members", map[string]string{"state": "alive"}); v != 3 {
-			t.Errorf("node%d: alive members %v", i, v)
-		}
-	}
-	if owned != shards {
-		t.Errorf("holdfast_shards_owned sums to %v across nodes, want %d", owned, shards)
-	}
-	// Exactly one node reports itself leader (leadership may move under
-	// load between WaitFormed and this read).
-	waitMetric(t, cl, regs, "holdfast_raft_state", map[string]string{"state": "leader"}, "on one node",
-		func(v float64) bool { return v == 1 })
+	checkFormedMetrics(t, cl, regs, shards)
 
 	// Acquire and release a leader lease on a follower.
 	i := (leader.Index + 1) % 3
@@ -153,9 +137,43 @@ func TestMetricsScenario(t *testing.T) {
 	cl.Resume(i)
 	waitMetric(t, cl, regs, "holdfast_shards_unowned_seconds_total", nil, "> 0", func(v float64) bool { return v > 0 })
 
-	// A handoff: drain the node once it owns shards again.
+	checkDrainMetrics(ctx, t, cl, regs, i, shards)
+	checkFenceMetric(t, reg)
+	lintRegistry(t, reg)
+}
+
+// checkFormedMetrics checks a formed, balanced cluster's gauges: the
+// shards owned sum to shards, every node counts 3 voters and 3 live
+// members, and exactly one node reports itself leader.
+func checkFormedMetrics(t *testing.T, cl *holdfasttest.Cluster, regs []*prometheus.Registry, shards int) {
+	t.Helper()
+	owned := 0.0
+	for i := range regs {
+		owned += metricValue(t, regs[i], "holdfast_shards_owned", nil)
+		if v := metricValue(t, regs[i], "holdfast_raft_voters", nil); v != 3 {
+			t.Errorf("node%d: raft voters %v", i, v)
+		}
+		if v := metricValue(t, regs[i], "holdfast_members", map[string]string{"state": "alive"}); v != 3 {
+			t.Errorf("node%d: alive members %v", i, v)
+		}
+	}
+	if owned != float64(shards) {
+		t.Errorf("holdfast_shards_owned sums to %v across nodes, want %d", owned, shards)
+	}
+	// Exactly one node reports itself leader (leadership may move under
+	// load between WaitFormed and this read).
+	waitMetric(t, cl, regs, "holdfast_raft_state", map[string]string{"state": "leader"}, "on one node",
+		func(v float64) bool { return v == 1 })
+}
+
+// checkDrainMetrics drains node i once it owns shards again and checks the
+// handoff counters and that the drained node reports no shard owned.
+func checkDrainMetrics(ctx context.Context, t *testing.T, cl *holdfasttest.Cluster, regs []*prometheus.Registry, i, shards int) {
+	t.Helper()
+	reg := regs[i]
+	one := []*prometheus.Registry{reg}
 	waitBalanced(t, cl, shards, formTimeout)
-	if err := c.Drain(ctx); err != nil {
+	if err := cl.Node(i).C().Drain(ctx); err != nil {
 		t.Fatal(err)
 	}
 	waitMetric(t, cl, one, "holdfast_leases_lost_total", map[string]string{"kind": "shard", "reason": "revoked"},
@@ -165,8 +183,12 @@ func TestMetricsScenario(t *testing.T) {
 	if v := metricValue(t, reg, "holdfast_shards_owned", nil); v != 0 {
 		t.Errorf("a drained node reports %v shards owned", v)
 	}
+}
 
-	// A fence rejection, on the node's registry.
+// checkFenceMetric checks that a fence rejection is counted on the
+// registry the fence was given.
+func checkFenceMetric(t *testing.T, reg *prometheus.Registry) {
+	t.Helper()
 	mem := fence.NewMemory(fence.MemoryConfig{Registerer: reg})
 	if err := mem.Check("r", 5); err != nil {
 		t.Fatal(err)
@@ -177,7 +199,6 @@ func TestMetricsScenario(t *testing.T) {
 	if v := metricValue(t, reg, "holdfast_fence_rejections_total", nil); v != 1 {
 		t.Errorf("fence rejections %v, want 1", v)
 	}
-	lintRegistry(t, reg)
 }
 
 // lintRegistry runs promlint over everything gathered from reg.
