@@ -156,29 +156,44 @@ func TestRunElection(t *testing.T) {
 		t.Fatalf("node %d leads with token %d; want node %d (re-campaigned after its loss) with a token above %d",
 			again.i, t3, first.i, t2)
 	}
+	waitHolderHistory(t, cl, first, t1, t3)
+	stopLastLeader(t, cl, first, second.i, name)
+}
+
+// waitHolderHistory waits until r's OnNewLeader has seen, in increasing
+// token order, the holders from token first to token last.
+func waitHolderHistory(t *testing.T, cl *holdfasttest.Cluster, r *runner, first, last uint64) {
+	t.Helper()
 	cl.WaitFor("OnNewLeader to reach the last holder", formTimeout, func() error {
-		first.mu.Lock()
-		defer first.mu.Unlock()
-		hs := first.holders
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		hs := r.holders
 		for k := 1; k < len(hs); k++ {
 			if hs[k] <= hs[k-1] {
 				return fmt.Errorf("holders out of order: %v", hs)
 			}
 		}
-		if len(hs) == 0 || hs[0] != t1 || hs[len(hs)-1] != t3 {
-			return fmt.Errorf("%w: holders %v, want %d first and %d last", holdfasttest.ErrNotYet, hs, t1, t3)
+		if len(hs) == 0 || hs[0] != first || hs[len(hs)-1] != last {
+			return fmt.Errorf("%w: holders %v, want %d first and %d last", holdfasttest.ErrNotYet, hs, first, last)
 		}
 		return nil
 	})
-	if err := first.stop(t); err != nil {
+}
+
+// stopLastLeader stops r, the leading runner: its check then reports the
+// lease not held, and the lease comes free (as node viewer's replica
+// shows it).
+func stopLastLeader(t *testing.T, cl *holdfasttest.Cluster, r *runner, viewer int, name string) {
+	t.Helper()
+	if err := r.stop(t); err != nil {
 		t.Errorf("RunLeader: %v", err)
 	}
-	if err := first.check.Ready(); !errors.Is(err, coordinator.ErrLeaseNotHeld) {
+	if err := r.check.Ready(); !errors.Is(err, coordinator.ErrLeaseNotHeld) {
 		t.Errorf("check after RunLeader returned: %v", err)
 	}
-	if h, ok := cl.Node(second.i).C().Holder(name); ok {
+	if h, ok := cl.Node(viewer).C().Holder(name); ok {
 		cl.WaitFor("the lease released", formTimeout, func() error {
-			if h, ok = cl.Node(second.i).C().Holder(name); ok {
+			if h, ok = cl.Node(viewer).C().Holder(name); ok {
 				return fmt.Errorf("%w: held by %s", holdfasttest.ErrNotYet, h.Node)
 			}
 			return nil
@@ -186,9 +201,9 @@ func TestRunElection(t *testing.T) {
 	}
 }
 
-// TestRunElectionConfigAndShutdown checks that RunElection refuses an invalid
-// config at once, and returns ErrShutdown (after OnStoppedLeading) when
-// the coordinator shuts down during a term.
+// TestRunElectionConfigAndShutdown: RunElection refuses a config without
+// a name or a callback, and a Shutdown ends a running term with
+// ErrShutdown and makes RunLeader return it.
 func TestRunElectionConfigAndShutdown(t *testing.T) {
 	t.Parallel()
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 1, InMemory: true})
