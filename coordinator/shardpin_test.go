@@ -38,35 +38,13 @@ func TestShardsPinAndMove(t *testing.T) {
 	defer cancel()
 	c0 := cl.Node(0).C()
 
-	// Move: shard 1 to whichever node does not own it.
-	from, oldToken := ownerNode(c0, 1)
-	to := "node0"
-	if from == to {
-		to = "node1"
-	}
-	res, err := c0.MoveShard(ctx, 1, to)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Token <= oldToken || res.Node.Name != to {
-		t.Fatalf("move: %+v; want owned by %s with a token above %d", res, to, oldToken)
-	}
-	t.Logf("move: %s", res.Message)
+	moveToOther(ctx, t, c0, 1)
 
 	// Pin: shard 2 to node2, through node1's Operate.
 	if _, err := cl.Node(1).C().PinShard(ctx, 2, "node2"); err != nil {
 		t.Fatal(err)
 	}
-	onNode2 := func(what string) {
-		cl.WaitFor(what, formTimeout, func() error {
-			for _, n := range cl.Running() {
-				if o, _ := ownerNode(n.C(), 2); o != "node2" {
-					return fmt.Errorf("%w: %s sees shard 2 on %q", holdfasttest.ErrNotYet, n.Name, o)
-				}
-			}
-			return nil
-		})
-	}
+	onNode2 := func(what string) { waitShardOn(t, cl, 2, "node2", what) }
 	onNode2("shard 2 on node2, pinned")
 	plan, err := c0.PlanShards(ctx)
 	if err != nil || plan.Waiting != "" || len(plan.Nodes) != 3 {
@@ -111,6 +89,39 @@ func TestShardsPinAndMove(t *testing.T) {
 	if _, err := c0.UnpinShard(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// moveToOther moves shard s to node0, or node1 if node0 owns it, through
+// c's MoveShard, and checks the new owner and its larger token.
+func moveToOther(ctx context.Context, t *testing.T, c *coordinator.Coordinator, s coordinator.ShardID) {
+	t.Helper()
+	from, oldToken := ownerNode(c, s)
+	to := "node0"
+	if from == to {
+		to = "node1"
+	}
+	res, err := c.MoveShard(ctx, s, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Token <= oldToken || res.Node.Name != to {
+		t.Fatalf("move: %+v; want owned by %s with a token above %d", res, to, oldToken)
+	}
+	t.Logf("move: %s", res.Message)
+}
+
+// waitShardOn waits until every running node sees shard s owned by the
+// node named node.
+func waitShardOn(t *testing.T, cl *holdfasttest.Cluster, s coordinator.ShardID, node, what string) {
+	t.Helper()
+	cl.WaitFor(what, formTimeout, func() error {
+		for _, n := range cl.Running() {
+			if o, _ := ownerNode(n.C(), s); o != node {
+				return fmt.Errorf("%w: %s sees shard %d on %q", holdfasttest.ErrNotYet, n.Name, s, o)
+			}
+		}
+		return nil
+	})
 }
 
 // TestShardsNoShardsNode: a node with Shards.NoShards owns no shard while
