@@ -59,90 +59,144 @@ var idleProfileDir string
 // raft from the voters; -replica-feed=false puts every node in raft.
 var replicaFeed = true
 
+// main parses the flags and runs, by them, one child process (-child), the
+// rolling-restart workload alone (-rolling) or the comparison and scale
+// curve, under a CPU profile with -cpuprofile. Bad flags exit with status
+// 2, a failed run with status 1.
 func main() {
 	log.SetFlags(log.Ltime)
 	log.SetPrefix("bench: ")
-	var (
-		quick        = flag.Bool("quick", false, "a reduced run: fewer, shorter rounds and a shorter scale curve (under 3 minutes on 2 cores)")
-		only         = flag.String("only", strings.Join(workloads, ","), "comma-separated workloads to run: "+strings.Join(workloads, ", "))
-		replicas     = flag.String("replicas", "1,3", "replica counts to compare (etcd members = ZooKeeper servers = holdfast voters)")
-		peers        = flag.String("peers", strings.Join(peerFlags(), ","), "comma-separated systems to compare holdfast with: "+strings.Join(peerFlags(), ", "))
-		rounds       = flag.Int("rounds", 0, "A/B rounds per system (0: 3 with -quick, else 5)")
-		scale        = flag.String("scale", "", "scale curve points as NODESxSHARDS[+load],... (+load: the owners report Zipf shard loads; default: 3x1024,9x1024,27x1024 with -quick, else also 64x1024,128x1024,192x1024,256x1024,3x100000,64x100000)")
-		limit        = flag.Duration("scale-limit", 90*time.Second, "scale curve: the longest each wait (forming, ownership, balance, join, death) may take")
-		cpuprof      = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (the scale curve then does not split idle CPU by node)")
-		idleProf     = flag.String("idle-profile", "", "write each scale point's idle-window CPU profile to this directory as idle-NODESxSHARDS.pprof (read one node with: go tool pprof -tagfocus node=NAME)")
-		rolling      = flag.String("rolling", "", "run only the rolling-restart workload at these node counts (comma-separated, e.g. 3,9), with and without prepare")
-		rollShards   = flag.Int("rolling-shards", 256, "rolling restart: shard count")
-		rollWarmup   = flag.Duration("rolling-warmup", 200*time.Millisecond, "rolling restart: a shard's warm-up before its first write")
-		rollModes    = flag.String("rolling-prepare", "both", "rolling restart: rows without and with prepare (both), or only one (off, on)")
-		rollInterval = flag.Duration("rolling-interval", 10*time.Millisecond, "rolling restart: time between writes to each owned shard")
-		leader       = flag.String("leader-rows", "auto", "at replicas > 1, repeat workloads 1 and 4 with holdfast's client and waiter on the raft leader: on, off, auto (on unless -quick)")
-		ca           childArgs
-	)
-	flag.BoolVar(&replicaFeed, "replica-feed", true, "scale curve: diskless nodes stay out of raft and are fed by the voters (Config.Cluster.ReplicaFeed, on by default); =false puts every node in raft")
-	flag.StringVar(&ca.kind, "child", "", "internal: run as a child process of workload 6 (holdfast, etcd, idle)")
-	flag.IntVar(&ca.index, "child-index", 0, "internal")
-	flag.IntVar(&ca.n, "child-n", 1, "internal")
-	flag.StringVar(&ca.dir, "child-dir", "", "internal")
-	flag.StringVar(&ca.join, "child-join", "", "internal")
-	flag.StringVar(&ca.ports, "child-ports", "", "internal")
-	flag.StringVar(&ca.opts, "child-opts", "", "internal")
+	f := defineFlags()
 	flag.Parse()
-	if ca.kind != "" {
-		if err := runChild(ca); err != nil {
+	if f.ca.kind != "" {
+		if err := runChild(f.ca); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			os.Exit(1)
 		}
 		return
 	}
-	if *rolling != "" {
-		counts, err := splitInts(*rolling)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bad -rolling:", err)
-			os.Exit(2)
-		}
-		ro := rollOptions{shards: *rollShards, warmup: *rollWarmup, interval: *rollInterval}
-		if err := rollingWorkload(os.Stdout, counts, ro, *rollModes); err != nil {
-			log.Fatal(err)
-		}
+	if *f.rolling != "" {
+		runRollingOnly(f)
 		return
 	}
-	o, err := buildOptions(*quick, *only, *replicas, *rounds, *scale)
-	if err == nil {
-		o.limit = *limit
-		o.peers, err = parsePeers(*peers)
-	}
-	if err == nil {
-		switch *leader {
-		case "on", "off":
-			o.leaderRows = *leader == "on"
-		case "auto":
-			o.leaderRows = !*quick
-		default:
-			err = fmt.Errorf("bad -leader-rows %q: on, off or auto", *leader)
-		}
-	}
+	o, err := f.options()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		flag.Usage()
 		os.Exit(2)
 	}
-	idleProfileDir = *idleProf
-	if *cpuprof != "" {
-		f, err := os.Create(*cpuprof)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			log.Fatal(err)
-		}
-		profiling = true
-		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	idleProfileDir = *f.idleProf
+	if *f.cpuprof != "" {
+		stop := startCPUProfile(*f.cpuprof)
+		defer stop()
 	}
-	if err := run(os.Stdout, o, *quick); err != nil {
+	if err := run(os.Stdout, o, *f.quick); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// cliFlags are main's command-line flags (-replica-feed sets replicaFeed
+// directly; the -child flags fill ca).
+type cliFlags struct {
+	quick        *bool
+	only         *string
+	replicas     *string
+	peers        *string
+	rounds       *int
+	scale        *string
+	limit        *time.Duration
+	cpuprof      *string
+	idleProf     *string
+	rolling      *string
+	rollShards   *int
+	rollWarmup   *time.Duration
+	rollModes    *string
+	rollInterval *time.Duration
+	leader       *string
+	ca           childArgs
+}
+
+// defineFlags defines the command-line flags on the default FlagSet and
+// returns where their values go once flag.Parse has run.
+func defineFlags() *cliFlags {
+	f := &cliFlags{
+		quick:        flag.Bool("quick", false, "a reduced run: fewer, shorter rounds and a shorter scale curve (under 3 minutes on 2 cores)"),
+		only:         flag.String("only", strings.Join(workloads, ","), "comma-separated workloads to run: "+strings.Join(workloads, ", ")),
+		replicas:     flag.String("replicas", "1,3", "replica counts to compare (etcd members = ZooKeeper servers = holdfast voters)"),
+		peers:        flag.String("peers", strings.Join(peerFlags(), ","), "comma-separated systems to compare holdfast with: "+strings.Join(peerFlags(), ", ")),
+		rounds:       flag.Int("rounds", 0, "A/B rounds per system (0: 3 with -quick, else 5)"),
+		scale:        flag.String("scale", "", "scale curve points as NODESxSHARDS[+load],... (+load: the owners report Zipf shard loads; default: 3x1024,9x1024,27x1024 with -quick, else also 64x1024,128x1024,192x1024,256x1024,3x100000,64x100000)"),
+		limit:        flag.Duration("scale-limit", 90*time.Second, "scale curve: the longest each wait (forming, ownership, balance, join, death) may take"),
+		cpuprof:      flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (the scale curve then does not split idle CPU by node)"),
+		idleProf:     flag.String("idle-profile", "", "write each scale point's idle-window CPU profile to this directory as idle-NODESxSHARDS.pprof (read one node with: go tool pprof -tagfocus node=NAME)"),
+		rolling:      flag.String("rolling", "", "run only the rolling-restart workload at these node counts (comma-separated, e.g. 3,9), with and without prepare"),
+		rollShards:   flag.Int("rolling-shards", 256, "rolling restart: shard count"),
+		rollWarmup:   flag.Duration("rolling-warmup", 200*time.Millisecond, "rolling restart: a shard's warm-up before its first write"),
+		rollModes:    flag.String("rolling-prepare", "both", "rolling restart: rows without and with prepare (both), or only one (off, on)"),
+		rollInterval: flag.Duration("rolling-interval", 10*time.Millisecond, "rolling restart: time between writes to each owned shard"),
+		leader:       flag.String("leader-rows", "auto", "at replicas > 1, repeat workloads 1 and 4 with holdfast's client and waiter on the raft leader: on, off, auto (on unless -quick)"),
+	}
+	flag.BoolVar(&replicaFeed, "replica-feed", true, "scale curve: diskless nodes stay out of raft and are fed by the voters (Config.Cluster.ReplicaFeed, on by default); =false puts every node in raft")
+	flag.StringVar(&f.ca.kind, "child", "", "internal: run as a child process of workload 6 (holdfast, etcd, idle)")
+	flag.IntVar(&f.ca.index, "child-index", 0, "internal")
+	flag.IntVar(&f.ca.n, "child-n", 1, "internal")
+	flag.StringVar(&f.ca.dir, "child-dir", "", "internal")
+	flag.StringVar(&f.ca.join, "child-join", "", "internal")
+	flag.StringVar(&f.ca.ports, "child-ports", "", "internal")
+	flag.StringVar(&f.ca.opts, "child-opts", "", "internal")
+	return f
+}
+
+// runRollingOnly runs the rolling-restart workload at the -rolling node
+// counts, printing to standard output; a bad -rolling exits with status 2,
+// a failed run with status 1.
+func runRollingOnly(f *cliFlags) {
+	counts, err := splitInts(*f.rolling)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bad -rolling:", err)
+		os.Exit(2)
+	}
+	ro := rollOptions{shards: *f.rollShards, warmup: *f.rollWarmup, interval: *f.rollInterval}
+	if err := rollingWorkload(os.Stdout, counts, ro, *f.rollModes); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// options builds the run's options from the flags: the sizes
+// (buildOptions), -scale-limit, -peers and -leader-rows (auto: on unless
+// -quick). It returns the first error among them.
+func (f *cliFlags) options() (*options, error) {
+	o, err := buildOptions(*f.quick, *f.only, *f.replicas, *f.rounds, *f.scale)
+	if err == nil {
+		o.limit = *f.limit
+		o.peers, err = parsePeers(*f.peers)
+	}
+	if err == nil {
+		switch *f.leader {
+		case "on", "off":
+			o.leaderRows = *f.leader == "on"
+		case "auto":
+			o.leaderRows = !*f.quick
+		default:
+			err = fmt.Errorf("bad -leader-rows %q: on, off or auto", *f.leader)
+		}
+	}
+	return o, err
+}
+
+// startCPUProfile starts the CPU profile of the whole run into the file at
+// path and sets profiling; it exits (log.Fatal) when it cannot. The
+// returned function stops the profile and closes the file.
+func startCPUProfile(path string) (stop func()) {
+	f, err := os.Create(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		log.Fatal(err)
+	}
+	profiling = true
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
 // fullScale is the scale curve of the full run.

@@ -189,23 +189,7 @@ func childRolling(a childArgs, optsArg string) error {
 	if err != nil {
 		return err
 	}
-	cfg := benchConfig()
-	cfg.NodeName = fmt.Sprintf("roll%d", a.index)
-	cfg.DataDir = filepath.Join(a.dir, cfg.NodeName)
-	cfg.Cluster.Voters, cfg.Cluster.BootstrapExpect = 3, o.expect
-	cfg.Shards.Count = o.shards
-	if !o.prepare {
-		cfg.Shards.PrepareTimeout = -1
-	}
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	if a.join != "" {
-		cfg.Join = strings.Split(a.join, ",")
-	}
-	if a.ports != "" { // a restart keeps its addresses
-		if g, rpc, ok := strings.Cut(a.ports, ","); ok {
-			cfg.GossipAddr, cfg.RPCAddr = g, rpc
-		}
-	}
+	cfg := rollConfig(a, o)
 	r := &roller{o: o, live: map[*coordinator.ShardLease]bool{}, spans: map[spanKey]*span{}, warm: map[coordinator.ShardID]bool{}}
 	cfg.Shards.Handler = r
 	term := make(chan os.Signal, 1)
@@ -223,14 +207,7 @@ func childRolling(a childArgs, optsArg string) error {
 		return err
 	}
 	fmt.Println("READY")
-	cmds := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(os.Stdin)
-		for sc.Scan() {
-			cmds <- sc.Text()
-		}
-		close(cmds)
-	}()
+	cmds := stdinLines()
 	spans := filepath.Join(a.dir, fmt.Sprintf("spans-%s-%d.txt", cfg.NodeName, os.Getpid()))
 	for {
 		select {
@@ -244,18 +221,7 @@ func childRolling(a childArgs, optsArg string) error {
 			cancel()
 			return r.dump(spans)
 		case cmd, ok := <-cmds:
-			if n, found := strings.CutPrefix(cmd, "balanced "); found {
-				k, _ := strconv.Atoi(n)
-				ans := "yes"
-				if balancedAmong(c, k)() != nil {
-					ans = "no"
-				}
-				fmt.Println("BALANCED " + ans)
-				continue
-			}
-			if cmd == "leader" {
-				l, _ := c.RaftLeader()
-				fmt.Println("LEADER " + l.Name)
+			if answerRollQuery(c, cmd) {
 				continue
 			}
 			if ok && cmd != "exit" {
@@ -266,4 +232,66 @@ func childRolling(a childArgs, optsArg string) error {
 			return r.dump(spans)
 		}
 	}
+}
+
+// rollConfig is the configuration of rolling-restart node a.index (named
+// rollN, its data under a.dir): three voters, o.expect to bootstrap,
+// o.shards shards, prepare off unless o.prepare, errors-only logging,
+// joining a.join and, on a restart, keeping the addresses in a.ports
+// ("gossip,rpc"). The caller sets the shard handler.
+func rollConfig(a childArgs, o rollOptions) coordinator.Config {
+	cfg := benchConfig()
+	cfg.NodeName = fmt.Sprintf("roll%d", a.index)
+	cfg.DataDir = filepath.Join(a.dir, cfg.NodeName)
+	cfg.Cluster.Voters, cfg.Cluster.BootstrapExpect = 3, o.expect
+	cfg.Shards.Count = o.shards
+	if !o.prepare {
+		cfg.Shards.PrepareTimeout = -1
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	if a.join != "" {
+		cfg.Join = strings.Split(a.join, ",")
+	}
+	if a.ports != "" { // a restart keeps its addresses
+		if g, rpc, ok := strings.Cut(a.ports, ","); ok {
+			cfg.GossipAddr, cfg.RPCAddr = g, rpc
+		}
+	}
+	return cfg
+}
+
+// stdinLines returns the lines of standard input, read in the background;
+// the channel closes at the end of the input.
+func stdinLines() <-chan string {
+	cmds := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			cmds <- sc.Text()
+		}
+		close(cmds)
+	}()
+	return cmds
+}
+
+// answerRollQuery answers the parent's queries to a rolling-restart child:
+// "balanced N" prints BALANCED yes or no (whether the shards are balanced
+// among N members), "leader" prints LEADER and the raft leader's name. It
+// reports whether cmd was one of them.
+func answerRollQuery(c *coordinator.Coordinator, cmd string) bool {
+	if n, found := strings.CutPrefix(cmd, "balanced "); found {
+		k, _ := strconv.Atoi(n)
+		ans := "yes"
+		if balancedAmong(c, k)() != nil {
+			ans = "no"
+		}
+		fmt.Println("BALANCED " + ans)
+		return true
+	}
+	if cmd == "leader" {
+		l, _ := c.RaftLeader()
+		fmt.Println("LEADER " + l.Name)
+		return true
+	}
+	return false
 }

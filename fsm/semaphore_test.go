@@ -111,90 +111,149 @@ func TestSemaphoreRandomHistories(t *testing.T) {
 	}
 }
 
+// semHistory runs one seeded history of TestSemaphoreRandomHistories: 400
+// steps, each a random acquire, release, session end (with a new session
+// in its place) or duplicate of an earlier command, checked by
+// semHist.check; a release by a session with no request yet, or a
+// duplicate before any command was sent, skips the step unchecked.
 func semHistory(t *testing.T, seed uint64) {
 	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 7))
-	limits := map[string]uint32{"x": 2, "y": 3}
-	names := []string{"x", "y"}
-	live := []string{"a", "b", "c", "d"}
-	a := newLeaseApplier(t, live...)
-	next := map[string]uint64{}
-	gen := 0
-	var sent []Command
-	lastTok := map[string]uint64{}
+	h := &semHist{
+		t:       t,
+		rng:     rand.New(rand.NewPCG(seed, 7)),
+		limits:  map[string]uint32{"x": 2, "y": 3},
+		names:   []string{"x", "y"},
+		live:    []string{"a", "b", "c", "d"},
+		next:    map[string]uint64{},
+		lastTok: map[string]uint64{},
+	}
+	h.a = newLeaseApplier(t, h.live...)
 	for step := range 400 {
-		before := a.f.View()
-		snapBefore, _ := a.f.EncodeSnapshot()
-		name := names[rng.IntN(len(names))]
+		before := h.a.f.View()
+		snapBefore, _ := h.a.f.EncodeSnapshot()
+		name := h.names[h.rng.IntN(len(h.names))]
 		dup := false
-		switch k := rng.IntN(10); {
+		switch k := h.rng.IntN(10); {
 		case k < 4:
-			s := live[rng.IntN(len(live))]
-			next[s]++
-			limit := limits[name]
-			if rng.IntN(20) == 0 {
-				limit++
-			}
-			c := semAcquire(s, name, next[s], limit, rng.IntN(4) != 0)
-			sent = append(sent, c)
-			a.do(c)
+			h.acquire(name)
 		case k < 7:
-			s := live[rng.IntN(len(live))]
-			if next[s] == 0 {
+			if !h.release(name) {
 				continue
 			}
-			req := 1 + rng.Uint64N(next[s])
-			tok := uint64(0)
-			if rng.IntN(4) == 0 {
-				tok = rng.Uint64N(a.f.View().LastToken() + 1)
-			}
-			c := semRelease(s, name, req, tok)
-			sent = append(sent, c)
-			a.do(c)
 		case k < 8:
-			i := rng.IntN(len(live))
-			op := OpSessionClose
-			if rng.IntN(2) == 0 {
-				op = OpSessionExpire
-			}
-			a.do(Command{Op: op, Session: &SessionCmd{ID: live[i]}})
-			gen++
-			live[i] = fmt.Sprintf("s%d", gen)
-			a.do(createSession(live[i]))
-			snapBefore, _ = a.f.EncodeSnapshot()
-			before = a.f.View()
+			h.replaceSession()
+			snapBefore, _ = h.a.f.EncodeSnapshot()
+			before = h.a.f.View()
 		default:
-			if len(sent) == 0 {
+			if len(h.sent) == 0 {
 				continue
 			}
 			dup = true
-			a.do(sent[rng.IntN(len(sent))])
+			h.a.do(h.sent[h.rng.IntN(len(h.sent))])
 		}
-		after := a.f.View()
-		snapAfter, _ := a.f.EncodeSnapshot()
-		if dup && !sameButIndex(snapBefore, snapAfter) {
-			t.Fatalf("step %d: a duplicated command changed the state", step)
+		h.check(step, before, snapBefore, dup)
+	}
+}
+
+// semHist is the state of one semHistory: its random source, the limit of
+// each name, the live sessions (a, b, c, d at first), the last request
+// number of each session, the count of replaced sessions, the semaphore
+// commands sent, and the last token granted on each name.
+type semHist struct {
+	t       *testing.T
+	rng     *rand.Rand
+	limits  map[string]uint32
+	names   []string
+	live    []string
+	a       *applier
+	next    map[string]uint64
+	gen     int
+	sent    []Command
+	lastTok map[string]uint64
+}
+
+// acquire applies, and records as sent, an acquire of name by a random
+// live session with its next request number, waiting three times in four,
+// with the name's limit (one more, one time in twenty).
+func (h *semHist) acquire(name string) {
+	s := h.live[h.rng.IntN(len(h.live))]
+	h.next[s]++
+	limit := h.limits[name]
+	if h.rng.IntN(20) == 0 {
+		limit++
+	}
+	c := semAcquire(s, name, h.next[s], limit, h.rng.IntN(4) != 0)
+	h.sent = append(h.sent, c)
+	h.a.do(c)
+}
+
+// release applies, and records as sent, a release of name by a random
+// live session for one of its requests so far, with token 0 or (one time
+// in four) a random token up to the last one granted. It returns false,
+// applying nothing, when that session has made no request.
+func (h *semHist) release(name string) bool {
+	s := h.live[h.rng.IntN(len(h.live))]
+	if h.next[s] == 0 {
+		return false
+	}
+	req := 1 + h.rng.Uint64N(h.next[s])
+	tok := uint64(0)
+	if h.rng.IntN(4) == 0 {
+		tok = h.rng.Uint64N(h.a.f.View().LastToken() + 1)
+	}
+	c := semRelease(s, name, req, tok)
+	h.sent = append(h.sent, c)
+	h.a.do(c)
+	return true
+}
+
+// replaceSession closes or expires (even odds) a random live session and
+// creates a new one, s1, s2, ..., in its place.
+func (h *semHist) replaceSession() {
+	i := h.rng.IntN(len(h.live))
+	op := OpSessionClose
+	if h.rng.IntN(2) == 0 {
+		op = OpSessionExpire
+	}
+	h.a.do(Command{Op: op, Session: &SessionCmd{ID: h.live[i]}})
+	h.gen++
+	h.live[i] = fmt.Sprintf("s%d", h.gen)
+	h.a.do(createSession(h.live[i]))
+}
+
+// check fails the test at step unless a duplicated command (dup) left the
+// snapshot as it was (snapBefore) but for the index, and every semaphore
+// keeps to its limit, has waiters only when full, grants new permits with
+// tokens above the name's last one and serves its queue in order (against
+// before). Every 50 steps it replaces the applier with a copy restored
+// from the snapshot, which must encode the same.
+func (h *semHist) check(step int, before *View, snapBefore []byte, dup bool) {
+	t := h.t
+	t.Helper()
+	after := h.a.f.View()
+	snapAfter, _ := h.a.f.EncodeSnapshot()
+	if dup && !sameButIndex(snapBefore, snapAfter) {
+		t.Fatalf("step %d: a duplicated command changed the state", step)
+	}
+	for _, s := range after.Semaphores() {
+		if len(s.Holders) > int(s.Limit) || (len(s.Waiters) > 0 && len(s.Holders) != int(s.Limit)) {
+			t.Fatalf("step %d: %+v", step, s)
 		}
-		for _, s := range after.Semaphores() {
-			if len(s.Holders) > int(s.Limit) || (len(s.Waiters) > 0 && len(s.Holders) != int(s.Limit)) {
-				t.Fatalf("step %d: %+v", step, s)
+		for _, hd := range s.Holders {
+			if _, ok := before.SemPermit(s.Name, hd.Session, hd.Request); ok {
+				continue
 			}
-			for _, h := range s.Holders {
-				if _, ok := before.SemPermit(s.Name, h.Session, h.Request); ok {
-					continue
-				}
-				if h.Token <= lastTok[s.Name] {
-					t.Fatalf("step %d: %s granted token %d after %d", step, s.Name, h.Token, lastTok[s.Name])
-				}
-				lastTok[s.Name] = h.Token
+			if hd.Token <= h.lastTok[s.Name] {
+				t.Fatalf("step %d: %s granted token %d after %d", step, s.Name, hd.Token, h.lastTok[s.Name])
 			}
-			checkFIFO(t, step, before, s)
+			h.lastTok[s.Name] = hd.Token
 		}
-		if step%50 == 0 {
-			a = a.restoredCopy()
-			if again, _ := a.f.EncodeSnapshot(); !bytes.Equal(again, snapAfter) {
-				t.Fatalf("step %d: the restored snapshot encodes differently", step)
-			}
+		checkFIFO(t, step, before, s)
+	}
+	if step%50 == 0 {
+		h.a = h.a.restoredCopy()
+		if again, _ := h.a.f.EncodeSnapshot(); !bytes.Equal(again, snapAfter) {
+			t.Fatalf("step %d: the restored snapshot encodes differently", step)
 		}
 	}
 }

@@ -76,7 +76,46 @@ func TestPropertyLoadPlans(t *testing.T) {
 	}
 }
 
+// propertyLoadCase runs one seeded case of TestPropertyLoadPlans: it draws
+// a random load case, plans it, and checks the plan (checkStep, the load
+// rules, invariance under member order and PlanChanged, convergence with
+// pins kept).
 func propertyLoadCase(t *testing.T, r *rand.Rand, seed uint64) {
+	ms, cur, p := randomLoadCase(r)
+	var pl Planner
+	moves, err := pl.Plan(ms, cur, p)
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	moves = slices.Clone(moves)
+	target, _, err := Plan(ms, cur, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkStep(t, ms, cur, target, moves, p)
+	bal, byLoad := pl.Balance(nil)
+	if !byLoad {
+		t.Fatalf("seed %d: reports given but not planned by load", seed)
+	}
+	checkLoadMoves(t, seed, cur, moves, bal, p)
+	checkPlanInvariance(t, r, seed, ms, cur, moves, p)
+	// Repeated calls converge (no member is outside the band, or no
+	// move lowers the potential).
+	p.MaxMovesInFlight = -1
+	final, _, _ := convergeLoad(t, ms, cur, p)
+	for _, pin := range p.Pins {
+		if !slices.ContainsFunc(ms, func(m Member) bool { return m.ID == pin.Member && m.Hold }) && final[pin.Shard] != pin.Member {
+			t.Fatalf("seed %d: shard %d pinned to %s ended on %q", seed, pin.Shard, pin.Member, final[pin.Shard])
+		}
+	}
+}
+
+// randomLoadCase draws, from r, up to 8 members (some holding, with random
+// join times), a table of 1..300 shards, a load per shard (unreported,
+// uniform or Zipf-like) and Params with a random rate limit, stabilization,
+// load ratio, load-move budget and up to 4 pins. It returns the members,
+// the current table and the Params (the loads are p.Load).
+func randomLoadCase(r *rand.Rand) ([]Member, []string, Params) {
 	ms := randomMembers(r, 8, r.IntN(2) == 0)
 	for i := range ms {
 		ms[i].Hold = r.IntN(8) == 0
@@ -100,21 +139,17 @@ func propertyLoadCase(t *testing.T, r *rand.Rand, seed uint64) {
 	for _, s := range r.Perm(s)[:r.IntN(min(s, 4)+1)] {
 		p.Pins = append(p.Pins, Pin{Shard: ShardID(s), Member: ms[r.IntN(len(ms))].ID})
 	}
-	var pl Planner
-	moves, err := pl.Plan(ms, cur, p)
-	if err != nil {
-		t.Fatalf("seed %d: %v", seed, err)
-	}
-	moves = slices.Clone(moves)
-	target, _, err := Plan(ms, cur, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkStep(t, ms, cur, target, moves, p)
-	bal, byLoad := pl.Balance(nil)
-	if !byLoad {
-		t.Fatalf("seed %d: reports given but not planned by load", seed)
-	}
+	return ms, cur, p
+}
+
+// checkLoadMoves fails the test unless every move goes to an eligible
+// member (pins excepted), every move is a pin, a grant of a free shard or
+// a load move, and, when there are load moves, the distance after the
+// other moves is outside the band, the load moves keep to the budget and
+// they lower the potential.
+func checkLoadMoves(t *testing.T, seed uint64, cur []string, moves []Move, bal []MemberBalance, p Params) {
+	t.Helper()
+	load := p.Load
 	byID := map[string]MemberBalance{}
 	for _, b := range bal {
 		byID[b.ID] = b
@@ -146,6 +181,15 @@ func propertyLoadCase(t *testing.T, r *rand.Rand, seed uint64) {
 			t.Fatalf("seed %d: load moves did not lower the potential (%v -> %v)", seed, before, after)
 		}
 	}
+}
+
+// checkPlanInvariance fails the test unless Plan on a shuffled member
+// order, and PlanChanged with every shard changed (on a Planner first run
+// on another random table), give the same moves as the plan. It draws the
+// shuffle and that table from r.
+func checkPlanInvariance(t *testing.T, r *rand.Rand, seed uint64, ms []Member, cur []string, moves []Move, p Params) {
+	t.Helper()
+	s := p.Shards
 	// Member order and PlanChanged do not matter.
 	shuffled := slices.Clone(ms)
 	r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
@@ -162,14 +206,5 @@ func propertyLoadCase(t *testing.T, r *rand.Rand, seed uint64) {
 	}
 	if m3, _ := pc.PlanChanged(ms, cur, all, p); !slices.Equal(m3, moves) {
 		t.Fatalf("seed %d: PlanChanged differs from Plan", seed)
-	}
-	// Repeated calls converge (no member is outside the band, or no
-	// move lowers the potential).
-	p.MaxMovesInFlight = -1
-	final, _, _ := convergeLoad(t, ms, cur, p)
-	for _, pin := range p.Pins {
-		if !slices.ContainsFunc(ms, func(m Member) bool { return m.ID == pin.Member && m.Hold }) && final[pin.Shard] != pin.Member {
-			t.Fatalf("seed %d: shard %d pinned to %s ended on %q", seed, pin.Shard, pin.Member, final[pin.Shard])
-		}
 	}
 }
