@@ -136,6 +136,28 @@ func TestLedgerRejoinOtherCluster(t *testing.T) {
 		t.Skip("builds the binary and runs two clusters of processes")
 	}
 	t.Parallel()
+	rc := startRejoinClusterA(t)
+	rc.formClusterB(t)
+	rc.checkRefusedWithASeeds(t)
+	rc.checkRestartedAlone(t)
+	rc.checkWipedJoinsA(t)
+}
+
+// rejoinClusters is TestLedgerRejoinOtherCluster's two clusters: A, the
+// three nodes n1, n2 and n3 on lc's database, and B, the one node m1 on a
+// database and data dir of its own.
+type rejoinClusters struct {
+	lc       *ledgerCluster
+	joinA    string       // A's gossip address (n1's)
+	stA, stB admin.Status // A's status from n1; B's from m1 once it wrote
+	dataB    string       // m1's data dir
+	single   []string     // m1's flags as B's one node
+}
+
+// startRejoinClusterA starts cluster A, waits until its table is steady,
+// and reads its status.
+func startRejoinClusterA(t *testing.T) *rejoinClusters {
+	t.Helper()
 	lc := newLedgerCluster(t, func(string) ([]string, *http.Client) { return []string{"-insecure"}, nil })
 	voter := func(name string) []string {
 		return []string{"-data", filepath.Join(lc.dir, name), "-expect", "3"}
@@ -152,20 +174,33 @@ func TestLedgerRejoinOtherCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return &rejoinClusters{lc: lc, joinA: joinA, stA: stA}
+}
 
+// formClusterB forms cluster B (m1 alone), waits until m1 has written
+// every shard, checks B's cluster ID is not A's, and stops m1.
+func (rc *rejoinClusters) formClusterB(t *testing.T) {
+	t.Helper()
+	lc := rc.lc
 	dbB, dataB := filepath.Join(lc.dir, "b.db"), filepath.Join(lc.dir, "m1")
-	single := []string{"-db", dbB, "-data", dataB, "-expect", "1", "-voters", "1"}
-	m1 := lc.start(t, "m1", single...)
+	rc.dataB = dataB
+	rc.single = []string{"-db", dbB, "-data", dataB, "-expect", "1", "-voters", "1"}
+	m1 := lc.start(t, "m1", rc.single...)
 	m1.waitReady(t, 30*time.Second)
-	stB := waitWritten(t, m1)
-	if stB.ClusterID == stA.ClusterID {
+	rc.stB = waitWritten(t, m1)
+	if rc.stB.ClusterID == rc.stA.ClusterID {
 		t.Fatal("two clusters share an ID")
 	}
 	m1.signal(t, syscall.SIGTERM)
 	<-m1.exited
+}
 
-	// Restarted with A's seeds: refused.
-	refused := lc.start(t, "m1", append(single, "-join", joinA)...)
+// checkRefusedWithASeeds restarts m1 with A's seeds: it exits naming
+// -leave-cluster with B's ID and A's ID, and A never lists it.
+func (rc *rejoinClusters) checkRefusedWithASeeds(t *testing.T) {
+	t.Helper()
+	lc, stA, stB := rc.lc, rc.stA, rc.stB
+	refused := lc.start(t, "m1", append(rc.single, "-join", rc.joinA)...)
 	select {
 	case <-refused.exited:
 	case <-time.After(60 * time.Second):
@@ -179,9 +214,15 @@ func TestLedgerRejoinOtherCluster(t *testing.T) {
 	}
 	lc.checkNotListed(t, stB.ID, "n1", "n2", "n3")
 	t.Logf("m1 (cluster %s) with A's seeds (cluster %s) refused to start: %v", stB.ClusterID, stA.ClusterID, refused.waitErr)
+}
 
-	// Restarted alone: still B's node, B's table, no entry of A's.
-	alone := lc.start(t, "m1", single...)
+// checkRestartedAlone restarts m1 alone: it is still B's node, with B's
+// identity and token base, leading itself, and A never lists it and keeps
+// writing. It stops m1 again.
+func (rc *rejoinClusters) checkRestartedAlone(t *testing.T) {
+	t.Helper()
+	lc, stA, stB := rc.lc, rc.stA, rc.stB
+	alone := lc.start(t, "m1", rc.single...)
 	alone.waitReady(t, 30*time.Second)
 	again := waitWritten(t, alone)
 	if again.ClusterID != stB.ClusterID || again.ID != stB.ID || again.TokenBase != stB.TokenBase ||
@@ -194,12 +235,17 @@ func TestLedgerRejoinOtherCluster(t *testing.T) {
 		again.ClusterID, again.TokenBase, again.LastToken, stB.LastToken, again.AppliedIndex, stA.TokenBase)
 	alone.signal(t, syscall.SIGTERM)
 	<-alone.exited
+}
 
-	// Wiped: m1 joins A as a new node.
-	if err := os.RemoveAll(dataB); err != nil {
+// checkWipedJoinsA wipes m1's data dir and starts it with A's seeds: it
+// joins A as a new node, in A's configuration, and owns shards.
+func (rc *rejoinClusters) checkWipedJoinsA(t *testing.T) {
+	t.Helper()
+	lc, stA, stB := rc.lc, rc.stA, rc.stB
+	if err := os.RemoveAll(rc.dataB); err != nil {
 		t.Fatal(err)
 	}
-	fresh := lc.start(t, "m1", "-data", dataB, "-join", joinA)
+	fresh := lc.start(t, "m1", "-data", rc.dataB, "-join", rc.joinA)
 	fresh.waitReady(t, 60*time.Second)
 	poll(t, "the wiped m1 in A's configuration", 60*time.Second, func() error {
 		st, err := fresh.status()

@@ -41,6 +41,28 @@ func TestSecureLedger(t *testing.T) {
 	}
 	ctl := buildHoldfastctl(t)
 	dir := filepath.Join(t.TempDir(), "certs")
+	makeSecureCerts(t, ctl, dir)
+	client := secureClient(t, dir)
+	lc := startSecureCluster(t, dir, client)
+	checkSecureLogs(t, lc)
+	checkCtlOverTLS(t, ctl, dir, lc.observer.http)
+	// A graceful stop still works.
+	n3 := lc.procs["n3"]
+	n3.signal(t, syscall.SIGTERM)
+	select {
+	case <-n3.exited:
+		if n3.waitErr != nil {
+			t.Fatalf("n3 after SIGTERM: %v", n3.waitErr)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("n3 did not exit within 60s of SIGTERM")
+	}
+}
+
+// makeSecureCerts makes, with holdfastctl ctl, a CA, the certificates of
+// n1, n2 and n3, and a client certificate in dir.
+func makeSecureCerts(t *testing.T, ctl, dir string) {
+	t.Helper()
 	for _, args := range [][]string{
 		{"cert", "create-ca", "-dir", dir},
 		{"cert", "create-node", "-dir", dir, "-addr", "127.0.0.1", "n1"},
@@ -52,6 +74,12 @@ func TestSecureLedger(t *testing.T) {
 			t.Fatalf("holdfastctl %v: exit %d\n%s", args, code, out)
 		}
 	}
+}
+
+// secureClient returns an HTTPS client that trusts dir's CA and presents
+// dir's client certificate.
+func secureClient(t *testing.T, dir string) *http.Client {
+	t.Helper()
 	f := func(name string) string { return filepath.Join(dir, name) }
 	caPEM, err := os.ReadFile(f("ca.pem"))
 	if err != nil {
@@ -63,9 +91,14 @@ func TestSecureLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
 		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}}}}
+}
 
+// startSecureCluster starts n1, n2 and n3 with -certs dir, read over
+// HTTPS with client, and waits until the table is steady.
+func startSecureCluster(t *testing.T, dir string, client *http.Client) *ledgerCluster {
+	t.Helper()
 	lc := newLedgerCluster(t, func(string) ([]string, *http.Client) { return []string{"-certs", dir}, client })
 	voter := func(name string) []string { return []string{"-data", filepath.Join(lc.dir, name), "-expect", "3"} }
 	lc.observer = lc.start(t, "n1", voter("n1")...)
@@ -76,8 +109,13 @@ func TestSecureLedger(t *testing.T) {
 		lc.procs[name].waitReady(t, 30*time.Second)
 	}
 	lc.waitSteady(t, "n1", "n2", "n3")
+	return lc
+}
 
-	// Every node ran with mutual TLS, required, and encrypted gossip.
+// checkSecureLogs checks that every node ran with mutual TLS, required,
+// and encrypted gossip.
+func checkSecureLogs(t *testing.T, lc *ledgerCluster) {
+	t.Helper()
 	for name, p := range lc.procs {
 		b, err := os.ReadFile(p.errLog)
 		if err != nil {
@@ -89,9 +127,14 @@ func TestSecureLedger(t *testing.T) {
 			}
 		}
 	}
-	// holdfastctl reads the admin endpoint with its client certificate,
-	// and is refused without one.
-	addr := lc.observer.http
+}
+
+// checkCtlOverTLS checks that holdfastctl ctl reads the admin endpoint at
+// addr with the client certificate of dir and is refused without one, and
+// that the endpoint does not answer plain HTTP.
+func checkCtlOverTLS(t *testing.T, ctl, dir, addr string) {
+	t.Helper()
+	f := func(name string) string { return filepath.Join(dir, name) }
 	tlsArgs := []string{"-addr", addr, "-ca", f("ca.pem"), "-cert", f("client.pem"), "-key", f("client-key.pem")}
 	code, out := runCtl(t, ctl, append(tlsArgs, "status")...)
 	if code != 0 || !strings.Contains(out, "n1, n2, n3") {
@@ -105,17 +148,6 @@ func TestSecureLedger(t *testing.T) {
 		if resp.StatusCode == http.StatusOK {
 			t.Fatal("the admin endpoint answered plain HTTP")
 		}
-	}
-	// A graceful stop still works.
-	n3 := lc.procs["n3"]
-	n3.signal(t, syscall.SIGTERM)
-	select {
-	case <-n3.exited:
-		if n3.waitErr != nil {
-			t.Fatalf("n3 after SIGTERM: %v", n3.waitErr)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("n3 did not exit within 60s of SIGTERM")
 	}
 }
 
