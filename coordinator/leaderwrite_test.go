@@ -117,14 +117,7 @@ func syncBeside(t *testing.T, cl *holdfasttest.Cluster, regs []*prometheus.Regis
 	defer hold.let()
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		l, err := follower.C().Acquire(ctx, "beside")
-		if err == nil {
-			err = l.Release(ctx)
-		}
-		done <- err
-	}()
+	done := acquireReleaseAsync(ctx, follower.C(), "beside")
 	finished := false
 	settle := func() { // the attempt is given up: its Acquire goes on without the hold
 		hold.let()
@@ -175,6 +168,12 @@ func syncBeside(t *testing.T, cl *holdfasttest.Cluster, regs []*prometheus.Regis
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	waitAllApplied(cl, base)
+	return true
+}
+
+// waitAllApplied waits until every node applied an entry past index base.
+func waitAllApplied(cl *holdfasttest.Cluster, base uint64) {
 	cl.WaitFor("every node applied the entry", formTimeout, func() error {
 		for _, n := range cl.Nodes() {
 			if a := n.C().AppliedIndex(); a <= base {
@@ -183,7 +182,20 @@ func syncBeside(t *testing.T, cl *holdfasttest.Cluster, regs []*prometheus.Regis
 		}
 		return nil
 	})
-	return true
+}
+
+// acquireReleaseAsync acquires and releases name on c in the background;
+// the first error, or nil, comes on the channel.
+func acquireReleaseAsync(ctx context.Context, c *coordinator.Coordinator, name string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		l, err := c.Acquire(ctx, name)
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		done <- err
+	}()
+	return done
 }
 
 // raftCommitIndex reads a node's commit index from its registry.
