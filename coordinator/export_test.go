@@ -26,6 +26,11 @@ func (c *Coordinator) LessorDeadline(session string) (time.Time, bool) {
 	return c.lessor.Deadline(session)
 }
 
+// RaftFuturesInFlight returns how many raft requests this node issued
+// (commands, its own and forwarded ones, barriers, configuration changes)
+// that raft has not answered yet.
+func (c *Coordinator) RaftFuturesInFlight() int { return c.futs.InFlight() }
+
 // SessionID returns the current session's ID ("" if none).
 func (c *Coordinator) SessionID() string {
 	s, _ := c.currentSession()

@@ -79,6 +79,13 @@ func (p *Pending[F]) Wait(ctx context.Context) (F, error) {
 	}
 }
 
+// InFlight returns how many futures were issued and not yet answered.
+func (fs *Futures) InFlight() int {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.n
+}
+
 func (fs *Futures) done() {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
