@@ -71,7 +71,7 @@ func fencedWrite(ctx context.Context, db *sql.DB, f *fence.SQL, token uint64, wr
 // the lease first (a pause between check and write is what it models). It
 // exits 0 after its first fenced write.
 func runChild() int {
-	if os.Getenv(childEnvRole) == "owner" { // see process_shard_test.go
+	if os.Getenv(childEnvRole) == "owner" { // see process_owner_child_test.go
 		return runOwnerChild()
 	}
 	if role := os.Getenv(childEnvRole); role != "holder" {
