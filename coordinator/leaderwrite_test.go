@@ -100,37 +100,61 @@ func grantShown(cl *holdfasttest.Cluster, name string, watch time.Duration) []st
 	return wrong
 }
 
+// besideAttempt is one attempt of syncBeside: the leader it began under,
+// in which term, and a follower whose Acquire makes the entry.
+type besideAttempt struct {
+	t                *testing.T
+	regs             []*prometheus.Registry
+	leader, follower *holdfasttest.Node
+	term             float64
+}
+
+// startBeside waits for a leader whose duties run (its opening entries,
+// raft's no-op and the barrier, applied: the lessor's deadlines show it)
+// on a settled cluster, and returns the attempt begun under it.
+func startBeside(t *testing.T, cl *holdfasttest.Cluster, regs []*prometheus.Registry) *besideAttempt {
+	t.Helper()
+	a := &besideAttempt{t: t, regs: regs, leader: cl.WaitLeader(formTimeout)}
+	for _, n := range cl.Nodes() {
+		if n != a.leader {
+			a.follower = n
+		}
+	}
+	a.term = a.termNow()
+	cl.WaitFor("the leader's duties running", formTimeout, func() error {
+		if _, ok := a.leader.C().LessorDeadline(a.follower.C().SessionID()); !ok && a.leads() {
+			return fmt.Errorf("%w: %s's lessor not active", holdfasttest.ErrNotYet, a.leader.Name)
+		}
+		return nil
+	})
+	waitSettled(t, cl, a.leader, regs)
+	return a
+}
+
+func (a *besideAttempt) termNow() float64 {
+	return metricValue(a.t, a.regs[a.leader.Index], "holdfast_raft_term", nil)
+}
+
+// leads reports whether the leader still leads in the term it led in when
+// the attempt began: one that lost office and won it back may have let
+// another leader commit the entry meanwhile.
+func (a *besideAttempt) leads() bool {
+	return a.leader.C().RaftState() == coordinator.StateLeader && a.termNow() == a.term
+}
+
+// commit returns the leader's raft commit index.
+func (a *besideAttempt) commit() uint64 { return raftCommitIndex(a.t, a.regs[a.leader.Index]) }
+
 // syncBeside is one attempt of TestLeaderSyncsBesideItsFollowers; it
 // returns "" once the checks were made, else why the attempt left nothing
 // to check.
 func syncBeside(t *testing.T, cl *holdfasttest.Cluster, regs []*prometheus.Registry, disks []*storetest.FaultFS) string {
 	t.Helper()
-	leader := cl.WaitLeader(formTimeout)
-	var follower *holdfasttest.Node
-	for _, n := range cl.Nodes() {
-		if n != leader {
-			follower = n
-		}
-	}
-	// leads reports whether the leader still leads in the term it led in
-	// when the attempt began: one that lost office and won it back may
-	// have let another leader commit the entry meanwhile.
-	termOf := func() float64 { return metricValue(t, regs[leader.Index], "holdfast_raft_term", nil) }
-	term := termOf()
-	leads := func() bool { return leader.C().RaftState() == coordinator.StateLeader && termOf() == term }
-	commit := func() uint64 { return raftCommitIndex(t, regs[leader.Index]) }
-	// The leader's duties start once its opening entries (raft's no-op, the
-	// barrier) are applied; the lessor's deadlines show they run.
-	cl.WaitFor("the leader's duties running", formTimeout, func() error {
-		if _, ok := leader.C().LessorDeadline(follower.C().SessionID()); !ok && leads() {
-			return fmt.Errorf("%w: %s's lessor not active", holdfasttest.ErrNotYet, leader.Name)
-		}
-		return nil
-	})
-	waitSettled(t, cl, leader, regs)
-	if !leads() {
+	a := startBeside(t, cl, regs)
+	if !a.leads() {
 		return lostOffice
 	}
+	leader, follower, leads, commit := a.leader, a.follower, a.leads, a.commit
 	base := commit()
 
 	hold := holdSegmentSyncs(disks[leader.Index])

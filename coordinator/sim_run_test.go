@@ -145,7 +145,15 @@ func runSimSeed(t *testing.T, seed uint64, brk string) simResult {
 	}
 	formed := time.Now()
 	s.tr.event("formed again")
-	_, i6, violations := r.recover(formed, driven, cfg.Session.TTL, settle)
+	return s.healedResult(formed, driven, faults, settle)
+}
+
+// healedResult checks, on a cluster formed again at formed after the
+// faults that ended at driven, the invariants of recovery, leases, shards and requests,
+// and returns the seed's result with every violation found.
+func (s *simRun) healedResult(formed, driven time.Time, faults int, settle time.Duration) simResult {
+	r := s.chaosRun
+	_, i6, violations := r.recover(formed, driven, r.cl.Node(0).Config.Session.TTL, settle)
 	now := time.Now()
 	lv, st := r.h.check(now, settle)
 	sv, _ := r.checkShards(now, settle)
@@ -156,9 +164,8 @@ func runSimSeed(t *testing.T, seed uint64, brk string) simResult {
 	if i6 != "" {
 		violations = append(violations, i6)
 	}
-	res := simResult{simulated: time.Since(r.h.t0), faults: faults, grants: st.grants, violations: violations,
+	return simResult{simulated: time.Since(r.h.t0), faults: faults, grants: st.grants, violations: violations,
 		events: s.tr.harnessLog(), sim: s}
-	return res
 }
 
 // nodeStates describes every node as it sees itself and the cluster: its

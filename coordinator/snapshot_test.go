@@ -39,11 +39,7 @@ func TestTokensSurviveSnapshotsAndRestarts(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		take(cl.Node(i % 3).C())
 	}
-	for _, n := range cl.Running() {
-		if err := n.C().Snapshot(); err != nil {
-			t.Fatalf("snapshot on %s: %v", n.Name, err)
-		}
-	}
+	snapshotAll(t, cl)
 	for _, n := range cl.Nodes() {
 		cl.Kill(n.Index)
 	}
@@ -57,11 +53,7 @@ func TestTokensSurviveSnapshotsAndRestarts(t *testing.T) {
 	// A node without a data dir must catch up from a snapshot: the log
 	// before it was compacted away. This one asks to be a raft non-voter,
 	// so raft installs the snapshot; the fed replica below gets the feed's.
-	for _, n := range cl.Running() {
-		if err := n.C().Snapshot(); err != nil {
-			t.Fatalf("snapshot on %s: %v", n.Name, err)
-		}
-	}
+	snapshotAll(t, cl)
 	extra := cl.AddNoStart()
 	extra.Config.DataDir, extra.Config.Cluster.BootstrapExpect = "", 0
 	extra.Config.Cluster.ReplicaFeed = false
@@ -95,4 +87,15 @@ func TestTokensSurviveSnapshotsAndRestarts(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// snapshotAll has every running node of cl take a snapshot, which compacts
+// its log down to the configured trailing logs.
+func snapshotAll(t *testing.T, cl *holdfasttest.Cluster) {
+	t.Helper()
+	for _, n := range cl.Running() {
+		if err := n.C().Snapshot(); err != nil {
+			t.Fatalf("snapshot on %s: %v", n.Name, err)
+		}
+	}
 }
