@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // childProc is a running child process: this test binary re-executed with
@@ -18,7 +20,7 @@ import (
 type childProc struct {
 	name   string
 	pid    int
-	out    *childOutput
+	out    *testkit.Lines
 	stderr *lockedBuffer
 
 	exited  chan struct{}
@@ -33,7 +35,7 @@ func startChild(tb testing.TB, name string, env ...string) *childProc {
 	tb.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$", "-test.count=1")
 	cmd.Env = append(os.Environ(), env...)
-	ch := &childProc{name: name, out: &childOutput{}, stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	ch := &childProc{name: name, out: &testkit.Lines{}, stderr: &lockedBuffer{}, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = ch.out, ch.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -72,35 +74,6 @@ func (ch *childProc) exitedEarly() error {
 	default:
 		return nil
 	}
-}
-
-// childOutput collects the child's stdout by lines.
-type childOutput struct {
-	mu    sync.Mutex
-	lines []string
-	part  []byte
-}
-
-func (o *childOutput) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.part = append(o.part, p...)
-	for {
-		i := bytes.IndexByte(o.part, '\n')
-		if i < 0 {
-			break
-		}
-		o.lines = append(o.lines, string(o.part[:i]))
-		o.part = o.part[i+1:]
-	}
-	return len(p), nil
-}
-
-// Lines returns a copy of the complete lines written so far.
-func (o *childOutput) Lines() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return append([]string(nil), o.lines...)
 }
 
 // lockedBuffer is a bytes.Buffer safe for a writer and a reader at once.

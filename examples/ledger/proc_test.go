@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -74,33 +72,14 @@ func parseEvent(line string) event {
 	return e
 }
 
-// lineLog collects a process's standard output by lines.
-type lineLog struct {
-	mu    sync.Mutex
-	lines []string
-	part  []byte
-}
-
-func (o *lineLog) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.part = append(o.part, p...)
-	for {
-		i := bytes.IndexByte(o.part, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		o.lines = append(o.lines, string(o.part[:i]))
-		o.part = o.part[i+1:]
-	}
-}
+// lineLog collects a process's standard output by lines and finds its
+// events there.
+type lineLog struct{ testkit.Lines }
 
 // events returns the events named name printed so far.
 func (o *lineLog) events(name string) []event {
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	var out []event
-	for _, ln := range o.lines {
+	for _, ln := range o.Lines.Lines() {
 		if e := parseEvent(ln); e.name == name {
 			out = append(out, e)
 		}
@@ -124,9 +103,8 @@ func (o *lineLog) has(name string, kv map[string]string) bool {
 }
 
 func (o *lineLog) tail(n int) string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return strings.Join(o.lines[max(0, len(o.lines)-n):], "\n")
+	lines := o.Lines.Lines()
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // proc is a running ledger process.

@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 )
@@ -57,4 +58,23 @@ func TestPoll(t *testing.T) {
 		t.Fatalf("Holds(false): %v", err)
 	}
 	Eventually(t, "a condition that holds", time.Minute, Holds(func() bool { return true }))
+}
+
+// Lines keeps complete lines in order, holds a partial one back and hands
+// out copies.
+func TestLines(t *testing.T) {
+	var o Lines
+	for _, w := range []string{"a", "b\nc", "\n", "", "d\ne\nf"} {
+		if n, err := o.Write([]byte(w)); n != len(w) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v", w, n, err)
+		}
+	}
+	got := o.Lines()
+	if want := []string{"ab", "c", "d", "e"}; !slices.Equal(got, want) {
+		t.Fatalf("Lines() = %q, want %q (the partial %q held back)", got, want, "f")
+	}
+	got[0] = "changed"
+	if o.Lines()[0] != "ab" {
+		t.Fatal("Lines returned the collector's own slice, not a copy")
+	}
 }
