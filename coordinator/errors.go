@@ -57,6 +57,8 @@ type ExpiringError struct {
 	Remaining, Margin time.Duration
 }
 
+// Error says how long the lease had left and the margin it was held to,
+// after ErrLeaseExpiring's text.
 func (e *ExpiringError) Error() string {
 	return fmt.Sprintf("%s: %v left, margin %v", ErrLeaseExpiring, e.Remaining, e.Margin)
 }
@@ -77,6 +79,8 @@ type ConfigError struct {
 	Msg string
 }
 
+// Error is ErrInvalidConfig's text, the field at fault and what is wrong
+// with it.
 func (e *ConfigError) Error() string { return ErrInvalidConfig.Error() + ": " + e.Field + ": " + e.Msg }
 
 // Unwrap makes errors.Is(err, ErrInvalidConfig) true.
@@ -99,6 +103,9 @@ type ForeignClusterError struct {
 	SeedsCluster, Member string
 }
 
+// Error names the two clusters and the member of the seeds' pool that
+// showed the second, and says how to leave one cluster for the other or
+// how to point Join at the node's own cluster.
 func (e *ForeignClusterError) Error() string {
 	return fmt.Sprintf("%v: DataDir %s belongs to cluster %s, but %s, a member of the Join seeds' pool, belongs to cluster %s. "+
 		"To make this node leave cluster %s and join %s as a new node, set Config.Cluster.LeaveCluster to %q "+

@@ -50,6 +50,7 @@ type ForeignClusterError struct {
 	Ours, Theirs, Member string
 }
 
+// Error names the member and the two clusters.
 func (e *ForeignClusterError) Error() string {
 	return fmt.Sprintf("member %s belongs to cluster %s, not %s", e.Member, e.Theirs, e.Ours)
 }

@@ -27,6 +27,7 @@ type Stats struct {
 	Settles, Lost int
 }
 
+// String gives every count of s on one line, for a test's log.
 func (s Stats) String() string {
 	return fmt.Sprintf("%d operations: %d grants, %d refused, %d releases, %d reads, %d failed (%d settlements, %d lost grants)",
 		s.Operations, s.Grants, s.Refused, s.Releases, s.Reads, s.Failed, s.Settles, s.Lost)

@@ -31,6 +31,8 @@ const (
 	Lost
 )
 
+// String is the kind's name in a history's printout ("acquire",
+// "try-acquire", ...).
 func (k Kind) String() string {
 	switch k {
 	case Acquire:

@@ -43,6 +43,8 @@ type RenameError struct {
 	Name, Previous, DataDir string
 }
 
+// Error names the node, its data dir and the node whose identity the
+// data dir holds.
 func (e *RenameError) Error() string {
 	return fmt.Sprintf("node name is %q, but data dir %s holds the identity of node %q", e.Name, e.DataDir, e.Previous)
 }

@@ -46,6 +46,7 @@ type Timing struct {
 // FieldError is a Timing rule broken, naming the facade's Config field.
 type FieldError struct{ Field, Msg string }
 
+// Error is the field at fault and what is wrong with it.
 func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 
 // ConfigField returns the field at fault and what is wrong with it.

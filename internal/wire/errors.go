@@ -64,6 +64,8 @@ type NotLeaderError struct {
 	Leader string
 }
 
+// Error is ErrNotLeader's text, followed by the leader's address when it
+// is known.
 func (e *NotLeaderError) Error() string {
 	if e.Leader == "" {
 		return ErrNotLeader.Error()
