@@ -131,6 +131,7 @@ func startBeside(t *testing.T, cl *holdfasttest.Cluster, regs []*prometheus.Regi
 	return a
 }
 
+// termNow returns the raft term the leader reports now.
 func (a *besideAttempt) termNow() float64 {
 	return metricValue(a.t, a.regs[a.leader.Index], "holdfast_raft_term", nil)
 }

@@ -149,8 +149,8 @@ func runSimSeed(t *testing.T, seed uint64, brk string) simResult {
 }
 
 // healedResult checks, on a cluster formed again at formed after the
-// faults that ended at driven, the invariants of recovery, leases, shards and requests,
-// and returns the seed's result with every violation found.
+// faults that ended at driven, the invariants of recovery, leases, shards
+// and requests, and returns the seed's result with every violation found.
 func (s *simRun) healedResult(formed, driven time.Time, faults int, settle time.Duration) simResult {
 	r := s.chaosRun
 	_, i6, violations := r.recover(formed, driven, r.cl.Node(0).Config.Session.TTL, settle)
