@@ -233,7 +233,10 @@ func TestShardsBalanceByLoad(t *testing.T) {
 				return fmt.Errorf("node %s target %v, want %v", n.Node, n.Target, total/3)
 			}
 			if r := load[n.Node] / n.Target; r < 0.9 || r > 1.1 {
-				return fmt.Errorf("%w: node %s carries %v, target %v", holdfasttest.ErrNotYet, n.Node, load[n.Node], n.Target)
+				// The round's lines (eligible, load as the leader's book has
+				// it, stuck) say why it moved nothing, if it moves nothing.
+				return fmt.Errorf("%w: node %s carries %v, target %v; %s's last round (at %s): %+v",
+					holdfasttest.ErrNotYet, n.Node, load[n.Node], n.Target, leader.Name, p.At.Format("15:04:05.000"), p.Nodes)
 			}
 		}
 		return nil
