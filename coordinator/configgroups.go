@@ -147,7 +147,9 @@ type ShardConfig struct {
 	// MaxMoves is the most rebalancing handoffs in flight at once; 0
 	// means max(1, Count/16) and a negative value means no limit, as for
 	// shardown.Params.MaxMovesInFlight. Grants of free shards and the
-	// handoffs of a drained node are not limited.
+	// handoffs of a drained node are not limited. Balancing by load may
+	// exchange two shards between two nodes, which takes two handoffs
+	// started in the same round: with MaxMoves 1 it makes no exchange.
 	MaxMoves int
 	// Epsilon is the balance slack: every node owns within
 	// ceil(S·w/W·(1+ε)) shards. 0 means 0.05.

@@ -8,12 +8,12 @@ import (
 // closestScan is closest by reading every shard of the donor, as the load
 // step did before the lists were sorted: the reference closest must agree
 // with.
-func (st *state) closestScan(d, r int, x float64) int {
+func (st *state) closestScan(d, r int, x, eps float64) int {
 	ls := &st.ls
 	best := -1
 	for _, s := range ls.owned[d] {
 		l := ls.shard[s]
-		if st.moved[s] || int(st.owner[s]) != d || l <= 0 || l >= 2*x || !st.rl.allows(int(s), r) {
+		if st.moved[s] || int(st.owner[s]) != d || l <= 0 || l >= 2*x-eps || x <= eps || !st.rl.allows(int(s), r) {
 			continue
 		}
 		if best < 0 || math.Abs(l-x) < math.Abs(ls.shard[best]-x) || math.Abs(l-x) == math.Abs(ls.shard[best]-x) && int(s) < best {
@@ -46,10 +46,11 @@ func TestClosestAgreesWithAScan(t *testing.T) {
 		for range 20 {
 			d := r.IntN(3)
 			x := []float64{-1, 0, 0.5, 1, 1.5, 2, 3, 5, 20, r.Float64() * 12}[r.IntN(10)]
-			if got, want := st.closest(d, 1, x), st.closestScan(d, 1, x); got != want {
-				t.Fatalf("seed %d: closest(%d, %v) = %d, a scan picks %d", seed, d, x, got, want)
+			eps := []float64{0, 1e-9, 0.25, 2}[r.IntN(4)]
+			if got, want := st.closest(d, 1, x, eps), st.closestScan(d, 1, x, eps); got != want {
+				t.Fatalf("seed %d: closest(%d, %v, %v) = %d, a scan picks %d", seed, d, x, eps, got, want)
 			}
-			if s := st.closest(d, 1, x); s >= 0 && r.IntN(2) == 0 {
+			if s := st.closest(d, 1, x, eps); s >= 0 && r.IntN(2) == 0 {
 				st.moved[s] = true
 			}
 		}

@@ -98,8 +98,25 @@
 //     receiver and tries the members above theirs, furthest first: each
 //     offers its unmoved shard whose load is closest to the amount x that
 //     evens the two out, among the shards of load in (0, 2x): exactly the
-//     moves that lower Σ(load-target)²/target, so every call ends and
-//     repeated calls on a still load converge.
+//     moves that lower Σ(load-target)²/target. (A margin of 1e-9 times the
+//     two targets is kept below 2x: a move of exactly 2x changes nothing,
+//     and rounding must not make it look like a gain, or two members pass
+//     a shard back and forth in every call.)
+//   - Exchange: if no donor has such a shard (every shard of theirs weighs
+//     2x or more), an eligible donor may exchange one of its shards for a
+//     lighter one of the receiver's, the difference in (0, 2x): the same
+//     gain as a move of the difference. It takes the donor's lightest
+//     shard for which the receiver has a partner, and the partner that
+//     brings the difference closest to x. The exchange is two moves, the
+//     first marked Move.Pair, and needs room for both within
+//     MaxMovesInFlight. Without it, 8 shards of load 8 split 4 and 4
+//     between two members and 24 of load 1 on a third stay 18% below the
+//     band for good.
+//   - Every step lowers that sum, so every call ends and repeated calls on
+//     a still load converge. They do not in general reach the band: a
+//     table of few heavy shards may have no arrangement inside it, and
+//     one that does may need more than a move or an exchange to get
+//     there.
 //
 // Repeated rate-limited calls by load are not in general the moves of one
 // unlimited call: the budget and the band depend on the table reached. The

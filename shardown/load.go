@@ -21,6 +21,10 @@ const (
 // loadTolerance absorbs float rounding in the load comparisons.
 const loadTolerance = 1e-9
 
+// marginPerLoad, times the two members' targets, is how far below 2x a
+// load step's net amount must stay (see closest).
+const marginPerLoad = 1e-9
+
 // loadState is the part of the working state used when loads are reported.
 type loadState struct {
 	on      bool      // this call plans by load
@@ -127,10 +131,22 @@ func (st *state) runLoad(p Params) []Move {
 	}
 	goal := (p.LoadRatio - 1) / 2
 	st.ownedLists()
-	for done := 0; !full() && (budget < 0 || done < budget); done++ {
-		if st.distance() <= goal+loadTolerance || !st.loadStep() {
+	for done := 0; !full() && (budget < 0 || done < budget); {
+		if st.distance() <= goal+loadTolerance {
 			break
 		}
+		room := 2 // a step is one move or an exchange of two
+		if limit >= 0 {
+			room = min(room, limit-len(st.moves))
+		}
+		if budget >= 0 {
+			room = min(room, budget-done)
+		}
+		k := st.loadStep(room)
+		if k == 0 {
+			break
+		}
+		done += k
 	}
 	return st.moves
 }
@@ -255,13 +271,16 @@ func (st *state) ownedLists() {
 	st.sortOwned()
 }
 
-// loadStep plans one load move and reports whether it found one. The
-// receiver is the eligible member furthest below its target (by
-// load/target); the donors, furthest above theirs first, are tried in turn:
-// each offers its unmoved shard whose load is closest to the amount that
-// evens the two out, among those that lower Σ (load-target)²/target (load
-// in (0, 2x)). Every move lowers that sum, so balancing ends.
-func (st *state) loadStep() bool {
+// loadStep plans one load step of at most room moves and returns how
+// many moves it planned (0 if it found none). The receiver is the eligible
+// member furthest below its target (by load/target); the donors, furthest
+// above theirs first, are tried in turn: each offers its unmoved shard
+// whose load is closest to the amount that evens the two out, among those
+// that lower Σ (load-target)²/target (load in (0, 2x)). If no donor has
+// such a shard and room allows two moves, an eligible donor may exchange
+// a heavier shard for a lighter one of the receiver's whose difference is
+// in (0, 2x) (swap). Every step lowers that sum, so balancing ends.
+func (st *state) loadStep(room int) int {
 	ls := &st.ls
 	var receivers []int
 	for i := range st.ids {
@@ -284,16 +303,17 @@ func (st *state) loadStep() bool {
 		receivers = receivers[:1] // without rules the first receiver takes what any can
 	}
 	for _, r := range receivers {
-		if st.loadStepTo(r) {
-			return true
+		if k := st.loadStepTo(r, room); k > 0 {
+			return k
 		}
 	}
-	return false
+	return 0
 }
 
-// loadStepTo plans one load move to receiver r, if a donor has a shard
-// for it (see loadStep).
-func (st *state) loadStepTo(r int) bool {
+// loadStepTo plans one load step of at most room moves to receiver r, if
+// a donor has a shard or an exchange for it (see loadStep), and returns
+// how many moves it planned.
+func (st *state) loadStepTo(r, room int) int {
 	ls := &st.ls
 	var donors []int
 	for i := range st.ids {
@@ -311,13 +331,28 @@ func (st *state) loadStepTo(r int) bool {
 		}
 		return 0
 	})
-	for _, d := range donors {
+	// evens returns the amount x that evens d and r out, and the margin
+	// below 2x that a move's load must keep: rounding in x grows with the
+	// loads, not with x.
+	evens := func(d int) (x, eps float64) {
 		td, tr := ls.target[d], ls.target[r]
-		x := ((ls.member[d]-td)*tr - (ls.member[r]-tr)*td) / (td + tr)
-		if best := st.closest(d, r, x); best >= 0 {
+		return ((ls.member[d]-td)*tr - (ls.member[r]-tr)*td) / (td + tr), marginPerLoad * (td + tr)
+	}
+	for _, d := range donors {
+		x, eps := evens(d)
+		if best := st.closest(d, r, x, eps); best >= 0 {
 			st.applyLoad(best, r, ReasonLoad)
-			return true
+			return 1
 		}
 	}
-	return false
+	if room < 2 {
+		return 0
+	}
+	for _, d := range donors {
+		x, eps := evens(d)
+		if st.swap(d, r, x, eps) {
+			return 2
+		}
+	}
+	return 0
 }

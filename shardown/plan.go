@@ -55,9 +55,16 @@ type Move struct {
 	From string
 	// To is the new owner; never "".
 	To string
-	// Reason says why the move was planned: ReasonFree, ReasonCount or
-	// ReasonLoad.
+	// Reason says why the move was planned: ReasonFree, ReasonCount,
+	// ReasonLoad, ReasonPin or ReasonRule.
 	Reason string
+	// Pair marks the first half of an exchange (by load, see "Balance by
+	// load" in the package documentation): the next move takes a lighter
+	// shard the other way between the same two members. Either half alone
+	// may leave the two further from their targets than before, so a
+	// caller that carries out only some of the moves carries out both
+	// halves or neither.
+	Pair bool
 }
 
 // Params tunes Plan. The zero value of every field except Shards selects a

@@ -285,7 +285,12 @@ func (b *Balancer) plan(v *fsm.View, members map[string]shardown.Member, drained
 	}
 	budget -= inflight
 	revoked := map[uint32]bool{}
-	for _, m := range moves {
+	for i := 0; i < len(moves); i++ {
+		m := moves[i]
+		if m.Pair && i+1 < len(moves) && !b.pairFits(v, members, moves[i:i+2], budget) {
+			i++ // an exchange: both halves or neither
+			continue
+		}
 		cur, _ := v.Shard(uint32(m.Shard))
 		switch {
 		case cur.State == fsm.ShardFree:

@@ -201,3 +201,22 @@ func (b *Balancer) report(v *fsm.View, now time.Time, grants, revokes []fsm.Shar
 	}
 	return rep
 }
+
+// pairFits reports whether both halves of an exchange (shardown's
+// Move.Pair) would be revoked this round, as plan decides each: the shard
+// owned by a member other than its target, and the budget left or the
+// target already preparing. A half made alone would leave the two nodes
+// further from their targets, so the round makes both or neither.
+func (b *Balancer) pairFits(v *fsm.View, members map[string]shardown.Member, pair []shardown.Move, budget int) bool {
+	for _, m := range pair {
+		cur, _ := v.Shard(uint32(m.Shard))
+		if cur.State != fsm.ShardOwned || cur.Owner == m.To || members[cur.Owner].ID == "" {
+			return false
+		}
+		if budget <= 0 && !b.preparing(cur.ID, cur.Token, m.To) {
+			return false
+		}
+		budget--
+	}
+	return true
+}
