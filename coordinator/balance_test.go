@@ -206,6 +206,13 @@ func TestShardsBalanceByLoad(t *testing.T) {
 		}}
 	}})
 	cl.WaitFormed(formTimeout)
+	waitBalancedByLoad(cl, shards)
+}
+
+// waitBalancedByLoad waits until the leader's last round used loads, shows
+// 3 nodes and planned no move, every shard is owned, and every node
+// carries its target (shardLoad's total over 3) within 10%.
+func waitBalancedByLoad(cl *holdfasttest.Cluster, shards int) {
 	total := 0.0
 	for s := range shards {
 		total += shardLoad(coordinator.ShardID(s))
@@ -241,6 +248,70 @@ func TestShardsBalanceByLoad(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestShardsExchangeWhenNoMoveHelps: the table TestShardsBalanceByLoad
+// once stopped at in CI, made on purpose with pins: every cold shard (24
+// of load 1) on node0 and the hot ones (load 8) split 4 and 4 between the
+// other two, so node0 carries 24 against a target of 29.3. No single move
+// brings any node closer to its target; once the pins are gone, the
+// leader must exchange a hot shard for a cold one (two fenced handoffs
+// started in the same round) and end with every node within 10% of its
+// target, as the planner's own test says it can from any table.
+func TestShardsExchangeWhenNoMoveHelps(t *testing.T) {
+	t.Parallel()
+	const shards = 32
+	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true, Configure: func(i int, c *coordinator.Config) {
+		c.Shards.Count = shards
+		c.Shards.Handler = coordinator.HandlerFuncs{ServeFunc: func(_ context.Context, l *coordinator.ShardLease) {
+			l.ReportLoad(shardLoad(l.Shard()))
+		}}
+	}})
+	leader := cl.WaitFormed(formTimeout)
+	want := func(s int) string { // the stuck table
+		if s >= 8 {
+			return cl.Node(0).Name
+		}
+		return cl.Node(1 + s%2).Name
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	for s := range shards {
+		if _, err := leader.C().PinShard(ctx, coordinator.ShardID(s), want(s)); err != nil {
+			t.Fatalf("pin shard %d to %s: %v", s, want(s), err)
+		}
+	}
+	cl.WaitFor("the stuck table", formTimeout, func() error {
+		tab := leader.C().Table()
+		for s := range shards {
+			sh, ok := tab.Shard(coordinator.ShardID(s))
+			if !ok || sh.State != coordinator.ShardOwned || sh.Owner.Node.Name != want(s) {
+				return fmt.Errorf("%w: shard %d: %+v, want owned on %s", holdfasttest.ErrNotYet, s, sh, want(s))
+			}
+		}
+		return nil
+	})
+	// Unpin only once the leader plans by load and its book has the loads
+	// of the stuck table; before that it balances by count, which would
+	// break the table up without any exchange.
+	cl.WaitFor("the stuck table's loads in the leader's round", formTimeout, func() error {
+		p, ok := leader.C().Placement()
+		if !ok || !p.ByLoad || len(p.Nodes) != 3 {
+			return fmt.Errorf("%w: placement %+v", holdfasttest.ErrNotYet, p)
+		}
+		for _, n := range p.Nodes {
+			if want := map[bool]float64{true: 24, false: 32}[n.Node == cl.Node(0).Name]; n.Load != want {
+				return fmt.Errorf("%w: %s's load %v in the leader's book, want %v", holdfasttest.ErrNotYet, n.Node, n.Load, want)
+			}
+		}
+		return nil
+	})
+	for s := range shards {
+		if _, err := leader.C().UnpinShard(ctx, coordinator.ShardID(s)); err != nil {
+			t.Fatalf("unpin shard %d: %v", s, err)
+		}
+	}
+	waitBalancedByLoad(cl, shards)
 }
 
 // TestNoSessionLostInLargeRebalance runs three nodes with 100,000 shards
