@@ -162,23 +162,35 @@ func (b *Balancer) publish(v *fsm.View, now time.Time, grants, revokes []fsm.Sha
 // report describes a round's plan: the members' balance and the moves
 // proposed, each with its reason; count says to count the moves in the
 // metrics.
+//
+// A revoke whose prepare began in an earlier round (the move carried on,
+// prepare_overlay.go) is reported under the reason it was planned for and
+// is not counted again: the metric counts each move once, when first
+// proposed.
 func (b *Balancer) report(v *fsm.View, now time.Time, grants, revokes []fsm.ShardItem, count bool) *PlanReport {
-	reason := make(map[uint32]string, len(b.moves))
+	clear(b.reasons)
+	if b.reasons == nil {
+		b.reasons = make(map[uint32]string, len(b.moves))
+	}
 	for _, m := range b.moves {
-		reason[uint32(m.Shard)] = m.Reason
+		b.reasons[uint32(m.Shard)] = m.Reason
 	}
 	moves := make([]PlannedMove, 0, len(grants)+len(revokes))
 	add := func(it fsm.ShardItem, from, to string) {
-		r, ok := reason[it.Shard]
+		r, ok := b.reasons[it.Shard]
+		pm := b.prep.moves[it.Shard]
+		carried := from != "" && pm != nil && pm.owner == from && pm.token == it.Token && pm.to == to && pm.state != prepRevoked
 		switch {
 		case ok:
+		case carried && pm.reason != "":
+			r = pm.reason
 		case b.ruleRevokes[it.Shard]:
 			r = ReasonRule
 		default:
 			r = ReasonDrain
 		}
 		moves = append(moves, PlannedMove{Shard: ShardID(it.Shard), From: from, To: to, Reason: r})
-		if count {
+		if count && !carried {
 			b.o.Metrics.moved(r)
 		}
 	}

@@ -21,7 +21,7 @@ type balanceMetrics struct {
 func newBalanceMetrics() *balanceMetrics {
 	return &balanceMetrics{
 		moves: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "holdfast_balancer_moves_total",
-			Help: "Raft leader: shard grants and handoffs the balancer started, by reason (free, count, load, drain)."}, []string{"reason"}),
+			Help: "Raft leader: shard grants and handoffs the balancer started, each counted once, by reason (free, count, load, pin, rule, drain)."}, []string{"reason"}),
 		load: prometheus.NewDesc("holdfast_node_load",
 			"Raft leader: each node's load at the latest planning round (reported load, or shards when no load is reported).", []string{"node", "session"}, nil),
 		cap: prometheus.NewDesc("holdfast_node_capacity",

@@ -30,8 +30,12 @@ type prepMove struct {
 	// rebalancing move, not a drained owner's): only those stay the plan's
 	// while they prepare (prepare_overlay.go).
 	rebalance bool
-	state     prepState
-	retry     time.Time // when a failed prepare may be asked again
+	// reason is the planner's reason for the move (shardown's Reason*),
+	// "" for a drained owner's shard: the rounds that carry the move on
+	// report it under this reason.
+	reason string
+	state  prepState
+	retry  time.Time // when a failed prepare may be asked again
 }
 
 type prepState uint8
@@ -105,7 +109,7 @@ func (b *Balancer) prepareRound(ctx context.Context, v *fsm.View, members map[st
 		switch {
 		case pm == nil:
 			_, member := members[r.Session]
-			b.prep.moves[r.Shard] = &prepMove{owner: r.Session, token: r.Token, to: r.To, rebalance: member}
+			b.prep.moves[r.Shard] = &prepMove{owner: r.Session, token: r.Token, to: r.To, rebalance: member, reason: b.reasons[r.Shard]}
 			ask[r.To] = append(ask[r.To], r)
 		case pm.state == prepReady:
 			pm.state = prepRevoked

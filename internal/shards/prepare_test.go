@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/testkit"
+	"github.com/holdfast-go/holdfast/shardown"
 )
 
 // prepCalls records the balancer's prepare calls and answers them when the
@@ -244,5 +247,45 @@ func TestBalancerKeepsPreparedMovesWhenThePlanShifts(t *testing.T) {
 	}
 	if toward["b"] != kept {
 		t.Fatalf("revoking toward %v once b answered; want %d toward b (%s)", toward, kept, describe(rig.view()))
+	}
+}
+
+// TestCarriedMoveCountedOnce: a move whose prepare spans several rounds is
+// proposed again by each of them (carried on), but
+// holdfast_balancer_moves_total counts it once, under the reason it was
+// planned for (count here), and every round's report gives it that
+// reason, not drain: no session is drained.
+func TestCarriedMoveCountedOnce(t *testing.T) {
+	var last *PlanReport
+	p := newPrepCalls()
+	rig := newBalancerRig(t, 8, BalancerOptions{Prepare: p.prepare, Abandon: p.abandon, PrepareTimeout: 5 * time.Second, MaxMoves: 8,
+		Report: func(rep *PlanReport) { last = rep }})
+	rig.session("a", ttl, false)
+	rig.grant("a", all(8)...)
+	rig.session("b", ttl, false)
+	rig.start()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() {
+		cancel()
+		rig.b.stopPrepares()
+	})
+	moves := rig.b.o.Metrics.balance.moves
+	rig.roundCtx(ctx, 0, true)
+	k := p.waitAsked(t)
+	for round := range 3 {
+		if round > 0 {
+			rig.roundCtx(ctx, time.Second, false) // still preparing
+		}
+		if len(last.Moves) != k {
+			t.Fatalf("round %d: report %+v, want the %d moves under prepare", round, last.Moves, k)
+		}
+		for _, m := range last.Moves {
+			if m.Reason != shardown.ReasonCount {
+				t.Fatalf("round %d: move %+v reported as %q, want count", round, m, m.Reason)
+			}
+		}
+		if c, d := testutil.ToFloat64(moves.WithLabelValues("count")), testutil.ToFloat64(moves.WithLabelValues("drain")); c != float64(k) || d != 0 {
+			t.Fatalf("round %d: moves_total count %v, drain %v; want %d and 0", round, c, d, k)
+		}
 	}
 }
