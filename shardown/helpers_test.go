@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -18,6 +20,21 @@ func seeded(t *testing.T, base uint64, i int) (*rand.Rand, uint64) {
 
 // baseSeed is the seed of the property tests; change it locally to explore.
 const baseSeed = 20261130
+
+// cases returns how many cases a randomized test of the load planner runs:
+// def, or HOLDFAST_SHARDOWN_CASES when set.
+func cases(t *testing.T, def int) int {
+	t.Helper()
+	v := os.Getenv("HOLDFAST_SHARDOWN_CASES")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("HOLDFAST_SHARDOWN_CASES=%q: want a positive number", v)
+	}
+	return n
+}
 
 // uniform returns n members of weight 1 named m00, m01, ...
 func uniform(n int) []Member {

@@ -2,8 +2,6 @@ package shardown
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 	"testing"
 )
 
@@ -133,15 +131,7 @@ func TestLoadNoMoveBackAndForth(t *testing.T) {
 // after Shards calls). It runs 2,000 cases; HOLDFAST_SHARDOWN_CASES=N runs
 // N.
 func TestPropertyLoadWorstTablesConverge(t *testing.T) {
-	cases := 2000
-	if v := os.Getenv("HOLDFAST_SHARDOWN_CASES"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			t.Fatalf("HOLDFAST_SHARDOWN_CASES=%q: want a positive number", v)
-		}
-		cases = n
-	}
-	for i := range cases {
+	for i := range cases(t, 2000) {
 		r, seed := seeded(t, baseSeed+10e6, i)
 		n := 2 + r.IntN(7)
 		var ms []Member
