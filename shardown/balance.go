@@ -188,7 +188,12 @@ const (
 // and calling Plan again yields the same sequence of moves.
 func (st *state) step() bool {
 	if s := st.firstFree(); s >= 0 {
-		r := st.receiver(anyEligible, -1, s)
+		// A member with room first: one at its upper bound would have to
+		// give a shard away again, a second move for one grant.
+		r := st.receiver(withRoom, -1, s)
+		if r < 0 {
+			r = st.receiver(anyEligible, -1, s)
+		}
 		if r < 0 {
 			return false
 		}

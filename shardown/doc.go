@@ -34,12 +34,16 @@
 //     smaller.
 //   - Joins: the joiner is below its lower bound, so it takes shards from
 //     the most loaded members until it reaches floor(q·(1-ε)); members
-//     left above their upper bound also drain into it. A join among n
-//     equal members moves about S/(n+1) shards: measured at most 0.95 ×
+//     left above their (now lower) upper bound drain into the least loaded
+//     members with room, the joiner or another. A join among n equal
+//     members moves about S/(n+1) shards: measured at most 0.95 ×
 //     ceil(S/(n+1)) in the tests, e.g. 27 for S=256, n=8 and 15 for
-//     S=1024, n=63. When q·(1-ε) < 1 the joiner may receive nothing.
-//   - Leaves: only the leaver's shards move (to the least loaded members),
-//     as long as that restores the bounds, which the tests check.
+//     S=1024, n=63, unless the shards above the new upper bounds are more.
+//     When q·(1-ε) < 1 the joiner may receive nothing.
+//   - Leaves: only the leaver's shards move (to the least loaded members
+//     with room), unless they are too few to bring every member up to its
+//     (now higher) lower bound; then the others give only the difference.
+//     The tests check both.
 //   - Rate limit: at most Params.MaxMovesInFlight moves per call; target
 //     is current with only those moves applied. The caller performs them
 //     (revoke, release, grant) and calls Plan again. Because each move is
@@ -130,7 +134,9 @@
 // limit is reached. A step is the first of:
 //
 //  1. grant the lowest-numbered free shard to the eligible member with the
-//     smallest (load+1)/weight;
+//     smallest (load+1)/weight, among those that stay within their upper
+//     bound if any does (a member pushed over it would give a shard away
+//     again: two moves for one grant);
 //  2. if an eligible member is below its lower bound, give it (the one
 //     with the smallest (load+1)/weight) one shard from the member with the
 //     largest load/weight that is above its own lower bound;
