@@ -268,6 +268,15 @@ func TestShardsExchangeWhenNoMoveHelps(t *testing.T) {
 		}}
 	}})
 	leader := cl.WaitFormed(formTimeout)
+	// A pin names a node with a session in the leader's view.
+	cl.WaitFor("every node's session in the leader's view", formTimeout, func() error {
+		for _, n := range cl.Running() {
+			if len(leader.C().SessionsOfNode(n.C().ID())) == 0 {
+				return fmt.Errorf("%w: no session of %s", holdfasttest.ErrNotYet, n.Name)
+			}
+		}
+		return nil
+	})
 	want := func(s int) string { // the stuck table
 		if s >= 8 {
 			return cl.Node(0).Name
