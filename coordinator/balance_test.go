@@ -270,6 +270,10 @@ func TestShardsExchangeWhenNoMoveHelps(t *testing.T) {
 	leader := cl.WaitFormed(formTimeout)
 	// A pin names a node with a session in the leader's view.
 	cl.WaitFor("every node's session in the leader's view", formTimeout, func() error {
+		leader, err := cl.Leader()
+		if err != nil {
+			return err
+		}
 		for _, n := range cl.Running() {
 			if len(leader.C().SessionsOfNode(n.C().ID())) == 0 {
 				return fmt.Errorf("%w: no session of %s", holdfasttest.ErrNotYet, n.Name)
@@ -291,7 +295,7 @@ func TestShardsExchangeWhenNoMoveHelps(t *testing.T) {
 		}
 	}
 	cl.WaitFor("the stuck table", formTimeout, func() error {
-		tab := leader.C().Table()
+		tab := cl.Node(0).C().Table()
 		for s := range shards {
 			sh, ok := tab.Shard(coordinator.ShardID(s))
 			if !ok || sh.State != coordinator.ShardOwned || sh.Owner.Node.Name != want(s) {
@@ -304,6 +308,10 @@ func TestShardsExchangeWhenNoMoveHelps(t *testing.T) {
 	// of the stuck table; before that it balances by count, which would
 	// break the table up without any exchange.
 	cl.WaitFor("the stuck table's loads in the leader's round", formTimeout, func() error {
+		leader, err := cl.Leader()
+		if err != nil {
+			return err
+		}
 		p, ok := leader.C().Placement()
 		if !ok || !p.ByLoad || len(p.Nodes) != 3 {
 			return fmt.Errorf("%w: placement %+v", holdfasttest.ErrNotYet, p)
