@@ -142,7 +142,11 @@ type ShardConfig struct {
 	DrainTimeout time.Duration
 	// JoinStabilization is how long a new session must have existed
 	// before the leader hands it shards (so a flapping node does not pull
-	// shards back and forth).
+	// shards back and forth). A table nobody owns yet (a forming cluster)
+	// gets its first grants once no new session has appeared for this
+	// long, or Session.TTL after the first one appeared, whichever comes
+	// first: the shards are then placed over the nodes that formed
+	// together, not granted to the first few and moved.
 	JoinStabilization time.Duration
 	// MaxMoves is the most rebalancing handoffs in flight at once; 0
 	// means max(1, Count/16) and a negative value means no limit, as for

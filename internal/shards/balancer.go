@@ -25,8 +25,11 @@ type Balancer struct {
 	activated time.Time
 	epoch     time.Time            // origin of the planner's logical clock
 	firstSeen map[string]time.Time // session → when this leader first saw it
-	inherited map[string]bool      // sessions of the term's first round (see awaitInherited)
-	revokes   map[ShardID]revokeTrack
+	// The earliest and latest firstSeen of the last round's members (see
+	// awaitFormation).
+	oldest, newest time.Time
+	inherited      map[string]bool // sessions of the term's first round (see awaitInherited)
+	revokes        map[ShardID]revokeTrack
 	// Metrics: when each handoff began (revoke seen), and the integral of
 	// unowned shards over time.
 	handoffStart map[ShardID]time.Time
@@ -126,6 +129,13 @@ func (b *Balancer) Round(ctx context.Context, v *fsm.View, now time.Time, first 
 		}
 		return wake // plan once their first keepalives are in (HeardChanged wakes Run)
 	}
+	if until, ok := b.awaitFormation(v, now); ok {
+		if until.Before(wake) {
+			wake = until
+		}
+		return wake // the membership of a table nobody owns yet is still growing
+	}
+	b.formationWave(members, now)
 	grants, revokes := b.plan(v, members, drained, now)
 	b.publish(v, now, grants, revokes) // what the planner chose (as Preview shows it)
 	b.clearMoves(ctx, v)
@@ -177,7 +187,16 @@ func (b *Balancer) members(v *fsm.View, now time.Time, first bool) (map[string]s
 			delete(b.firstSeen, id)
 		}
 	}
-	b.formationWave(out, now)
+	b.oldest, b.newest = time.Time{}, time.Time{}
+	for id := range out {
+		t := b.firstSeen[id]
+		if b.oldest.IsZero() || t.Before(b.oldest) {
+			b.oldest = t
+		}
+		if t.After(b.newest) {
+			b.newest = t
+		}
+	}
 	return out, drained, next
 }
 

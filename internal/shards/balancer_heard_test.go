@@ -85,3 +85,40 @@ func TestNewLeaderWaitsForInheritedSessions(t *testing.T) {
 		t.Fatalf("a TTL after the takeover: %s; want every shard to the live session", describe(rig2.view()))
 	}
 }
+
+// TestFirstGrantsWaitForTheMembershipToSettle: a table nobody owns gets
+// its first grants once no new session has appeared for
+// JoinStabilization, over every session then present, instead of going to
+// the first session and moving once the others turn stable; a table with
+// an owner does not wait for newcomers.
+func TestFirstGrantsWaitForTheMembershipToSettle(t *testing.T) {
+	const stab = time.Second
+	rig := newBalancerRig(t, 8, BalancerOptions{JoinStabilization: stab, MaxMoves: 8})
+	rig.start()
+	rig.round(0, true) // the term's first round: no session yet
+	rig.session("a", ttl, false)
+	rig.round(500*time.Millisecond, false)
+	rig.session("b", ttl, false)
+	if next := rig.round(500*time.Millisecond, false); next.After(rig.now.Add(stab)) {
+		t.Fatalf("b just appeared: next round in %v, want JoinStabilization after b at the latest", next.Sub(rig.now))
+	}
+	if _, _, free := count(rig.view()); free != 8 {
+		t.Fatalf("b just appeared: %s; want every shard free", describe(rig.view()))
+	}
+	rig.round(stab/2, false) // a stable, b not yet: still waiting for b
+	if _, _, free := count(rig.view()); free != 8 {
+		t.Fatalf("a stable, b not: %s; want every shard free", describe(rig.view()))
+	}
+	rig.round(stab/2, false)
+	if owned, _, free := count(rig.view()); owned["a"] != 4 || owned["b"] != 4 || free != 0 {
+		t.Fatalf("no newcomer for JoinStabilization: %s; want a and b 4 shards each", describe(rig.view()))
+	}
+	// Owned now: a newcomer waits out its own stabilization, and a freed
+	// shard goes out at once.
+	rig.session("c", ttl, false)
+	rig.release(0)
+	rig.round(time.Millisecond, false)
+	if owned, _, free := count(rig.view()); owned["c"] != 0 || free != 0 {
+		t.Fatalf("a freed shard with c new: %s; want it granted at once to a or b", describe(rig.view()))
+	}
+}

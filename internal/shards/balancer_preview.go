@@ -59,6 +59,10 @@ func (b *Balancer) Preview(v *fsm.View, now time.Time) *PlanReport {
 	if _, ok := b.awaitInherited(members, now); ok {
 		return nil
 	}
+	if _, ok := b.awaitFormation(v, now); ok {
+		return nil
+	}
+	b.formationWave(members, now)
 	grants, revokes := b.plan(v, members, drained, now)
 	return b.report(v, now, grants, revokes, false)
 }

@@ -285,18 +285,32 @@ func TestBalancerRunStops(t *testing.T) {
 }
 
 // TestFormationWaveStaysEligible: sessions that all appear after a term
-// began (a cluster forming) get shards at once, since none is stable; they
-// stay eligible from then on, so a session that joins a moment later (a
-// node restarted right after formation) waits out JoinStabilization like
-// any newcomer instead of being eligible until the first ones turn stable
-// and then not (which sent shards its way and then elsewhere).
+// began (a cluster forming) get no shard while the membership grows (the
+// newest session younger than JoinStabilization, here longer than the
+// TTL), and all of them at once SessionTTL after the first appeared,
+// though none is stable yet; they stay eligible from then on, so a session
+// that joins a moment later (a node restarted right after formation) waits
+// out JoinStabilization like any newcomer instead of being eligible until
+// the first ones turn stable and then not (which sent shards its way and
+// then elsewhere).
 func TestFormationWaveStaysEligible(t *testing.T) {
 	const stab = 30 * time.Second
 	rig := newBalancerRig(t, 8, BalancerOptions{JoinStabilization: stab, MaxMoves: 8})
 	rig.start()
 	rig.round(0, true) // the term's first round: no session yet
 	rig.session("a", ttl, false)
+	rig.round(time.Second, false)
 	rig.session("b", ttl, false)
+	if next := rig.round(time.Second, false); len(revokingShards(rig.view())) != 0 || !next.Equal(rig.now.Add(ttl-time.Second)) {
+		t.Fatalf("membership growing: %s, next round at %v; want nothing owned, the next round when a's TTL from its start is up", describe(rig.view()), next)
+	}
+	if owned, _, free := count(rig.view()); len(owned) != 0 || free != 8 {
+		t.Fatalf("membership growing: %s; want every shard free", describe(rig.view()))
+	}
+	rig.round(ttl-2*time.Second, false) // a second before the wait ends
+	if _, _, free := count(rig.view()); free != 8 {
+		t.Fatalf("a second before the wait ends: %s; want every shard free", describe(rig.view()))
+	}
 	rig.round(time.Second, false)
 	if owned, _, free := count(rig.view()); owned["a"] != 4 || owned["b"] != 4 || free != 0 {
 		t.Fatalf("formation: %s; want a and b 4 shards each", describe(rig.view()))
