@@ -48,8 +48,8 @@ func ExamplePlan_join() {
 	}
 	fmt.Println(table)
 	// Output:
-	// [{0 a c count false}]
-	// [{1 b c count false}]
+	// [{0 false a c count}]
+	// [{1 false b c count}]
 	// [c c a b a b a b]
 }
 

@@ -50,6 +50,15 @@ type Member struct {
 type Move struct {
 	// Shard is the shard that changes owner.
 	Shard ShardID
+	// Pair marks the first half of an exchange (by load, see "Balance by
+	// load" in the package documentation): the next move takes a lighter
+	// shard the other way between the same two members. Either half alone
+	// may leave the two further from their targets than before, so a
+	// caller that carries out only some of the moves carries out both
+	// halves or neither. (The field sits beside Shard, in what would
+	// otherwise be padding, so a Move stays 56 bytes on 64-bit platforms:
+	// a leader keeps a round's moves, 100,000 at a cluster's first grants.)
+	Pair bool
 	// From is the current owner, or "" when the shard is free (never
 	// owned, or its owner's session has expired): a grant.
 	From string
@@ -58,13 +67,6 @@ type Move struct {
 	// Reason says why the move was planned: ReasonFree, ReasonCount,
 	// ReasonLoad, ReasonPin or ReasonRule.
 	Reason string
-	// Pair marks the first half of an exchange (by load, see "Balance by
-	// load" in the package documentation): the next move takes a lighter
-	// shard the other way between the same two members. Either half alone
-	// may leave the two further from their targets than before, so a
-	// caller that carries out only some of the moves carries out both
-	// halves or neither.
-	Pair bool
 }
 
 // Params tunes Plan. The zero value of every field except Shards selects a

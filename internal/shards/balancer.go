@@ -39,10 +39,7 @@ type Balancer struct {
 	// planner's moves of the round (its own slice, valid until the next).
 	loads []float64
 	moves []shardown.Move
-	// reasons is the last report's reason per planned shard (report fills
-	// it; prepareRound records it in the prepares it begins).
-	reasons map[uint32]string
-	prep    preparer // planned moves' prepares (prepare.go)
+	prep  preparer // planned moves' prepares (prepare.go)
 	// The round's shards that no eligible member may own (and whether one
 	// not eligible yet would take them), and its revokes for that reason.
 	unplaceable []shardown.ShardID

@@ -168,16 +168,13 @@ func (b *Balancer) publish(v *fsm.View, now time.Time, grants, revokes []fsm.Sha
 // is not counted again: the metric counts each move once, when first
 // proposed.
 func (b *Balancer) report(v *fsm.View, now time.Time, grants, revokes []fsm.ShardItem, count bool) *PlanReport {
-	clear(b.reasons)
-	if b.reasons == nil {
-		b.reasons = make(map[uint32]string, len(b.moves))
-	}
+	reasons := make(map[uint32]string, len(b.moves))
 	for _, m := range b.moves {
-		b.reasons[uint32(m.Shard)] = m.Reason
+		reasons[uint32(m.Shard)] = m.Reason
 	}
 	moves := make([]PlannedMove, 0, len(grants)+len(revokes))
 	add := func(it fsm.ShardItem, from, to string) {
-		r, ok := b.reasons[it.Shard]
+		r, ok := reasons[it.Shard]
 		pm := b.prep.moves[it.Shard]
 		carried := from != "" && pm != nil && pm.owner == from && pm.token == it.Token && pm.to == to && pm.state != prepRevoked
 		switch {

@@ -93,6 +93,7 @@ func (b *Balancer) prepareRound(ctx context.Context, v *fsm.View, members map[st
 	grants = b.grantPrepared(v, members, grants)
 	wanted := map[uint32]bool{}
 	ask := map[string][]fsm.ShardItem{}
+	var reasons map[uint32]string // the planner's reason per shard, built for the first new prepare
 	var wake time.Time
 	out := revokes[:0]
 	for _, r := range revokes {
@@ -109,7 +110,13 @@ func (b *Balancer) prepareRound(ctx context.Context, v *fsm.View, members map[st
 		switch {
 		case pm == nil:
 			_, member := members[r.Session]
-			b.prep.moves[r.Shard] = &prepMove{owner: r.Session, token: r.Token, to: r.To, rebalance: member, reason: b.reasons[r.Shard]}
+			if reasons == nil {
+				reasons = make(map[uint32]string, len(b.moves))
+				for _, m := range b.moves {
+					reasons[uint32(m.Shard)] = m.Reason
+				}
+			}
+			b.prep.moves[r.Shard] = &prepMove{owner: r.Session, token: r.Token, to: r.To, rebalance: member, reason: reasons[r.Shard]}
 			ask[r.To] = append(ask[r.To], r)
 		case pm.state == prepReady:
 			pm.state = prepRevoked
