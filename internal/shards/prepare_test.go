@@ -62,10 +62,12 @@ func (p *prepCalls) counts() (asked, abandoned int) {
 // all 8 shards and session b (stable, as the term's first round finds it)
 // should get half of them.
 // Rounds run under the returned context, which the test's end cancels
-// before it joins the prepare calls.
-func preparedRig(t *testing.T) (*balancerRig, *prepCalls, context.Context) {
+// before it joins the prepare calls. report, if not nil, receives each
+// round's report.
+func preparedRig(t *testing.T, report func(*PlanReport)) (*balancerRig, *prepCalls, context.Context) {
 	p := newPrepCalls()
-	rig := newBalancerRig(t, 8, BalancerOptions{Prepare: p.prepare, Abandon: p.abandon, PrepareTimeout: 5 * time.Second, MaxMoves: 8})
+	rig := newBalancerRig(t, 8, BalancerOptions{Prepare: p.prepare, Abandon: p.abandon, PrepareTimeout: 5 * time.Second, MaxMoves: 8,
+		Report: report})
 	rig.session("a", ttl, false)
 	rig.grant("a", all(8)...)
 	rig.session("b", ttl, false)
@@ -98,7 +100,7 @@ func answered(t *testing.T, rig *balancerRig, n int) {
 // its target answered the prepare; after the release the shard goes to the
 // target in the very next round, with no other round between.
 func TestBalancerPreparesBeforeRevoking(t *testing.T) {
-	rig, p, ctx := preparedRig(t)
+	rig, p, ctx := preparedRig(t, nil)
 	rig.roundCtx(ctx, 0, true)
 	k := p.waitAsked(t)
 	if rs := revokingShards(rig.view()); len(rs) != 0 {
@@ -138,7 +140,7 @@ func TestBalancerPreparesBeforeRevoking(t *testing.T) {
 // answer in time (the call returns nil once its wait passed) is revoked
 // toward as without a prepare.
 func TestBalancerPrepareTimeoutMovesOn(t *testing.T) {
-	rig, p, ctx := preparedRig(t)
+	rig, p, ctx := preparedRig(t, nil)
 	rig.roundCtx(ctx, 0, true)
 	k := p.waitAsked(t)
 	p.answer <- nil // what the target's side answers when the wait passed
@@ -152,7 +154,7 @@ func TestBalancerPrepareTimeoutMovesOn(t *testing.T) {
 // TestBalancerAbandonsWhenPlanChanges: a target drained while it prepares
 // is told the moves are abandoned, and the old owner keeps every shard.
 func TestBalancerAbandonsWhenPlanChanges(t *testing.T) {
-	rig, p, ctx := preparedRig(t)
+	rig, p, ctx := preparedRig(t, nil)
 	rig.roundCtx(ctx, 0, true)
 	k := p.waitAsked(t)
 	rig.drain("b")
@@ -171,7 +173,7 @@ func TestBalancerAbandonsWhenPlanChanges(t *testing.T) {
 // leaves the old owner serving; the move is asked again after
 // PrepareTimeout, not before.
 func TestBalancerPrepareFailureHolds(t *testing.T) {
-	rig, p, ctx := preparedRig(t)
+	rig, p, ctx := preparedRig(t, nil)
 	rig.roundCtx(ctx, 0, true)
 	k := p.waitAsked(t)
 	p.answer <- errors.New("connection refused")
@@ -198,7 +200,7 @@ func TestBalancerPrepareFailureHolds(t *testing.T) {
 // under way and joins them; the targets are not told (a next leader
 // planning the same moves finds them prepared).
 func TestBalancerTermEndCancelsPrepares(t *testing.T) {
-	rig, p, rctx := preparedRig(t)
+	rig, p, rctx := preparedRig(t, nil)
 	ctx, stop := context.WithCancel(rctx)
 	rig.roundCtx(ctx, 0, true)
 	p.waitAsked(t)
@@ -215,7 +217,7 @@ func TestBalancerTermEndCancelsPrepares(t *testing.T) {
 // plans around them (c's share comes from the shards not under prepare)
 // and revokes them toward their targets once they are ready.
 func TestBalancerKeepsPreparedMovesWhenThePlanShifts(t *testing.T) {
-	rig, p, ctx := preparedRig(t)
+	rig, p, ctx := preparedRig(t, nil)
 	rig.roundCtx(ctx, 0, true)
 	k := p.waitAsked(t)
 	p.mu.Lock()
@@ -257,18 +259,7 @@ func TestBalancerKeepsPreparedMovesWhenThePlanShifts(t *testing.T) {
 // reason, not drain: no session is drained.
 func TestCarriedMoveCountedOnce(t *testing.T) {
 	var last *PlanReport
-	p := newPrepCalls()
-	rig := newBalancerRig(t, 8, BalancerOptions{Prepare: p.prepare, Abandon: p.abandon, PrepareTimeout: 5 * time.Second, MaxMoves: 8,
-		Report: func(rep *PlanReport) { last = rep }})
-	rig.session("a", ttl, false)
-	rig.grant("a", all(8)...)
-	rig.session("b", ttl, false)
-	rig.start()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(func() {
-		cancel()
-		rig.b.stopPrepares()
-	})
+	rig, p, ctx := preparedRig(t, func(rep *PlanReport) { last = rep })
 	moves := rig.b.o.Metrics.balance.moves
 	rig.roundCtx(ctx, 0, true)
 	k := p.waitAsked(t)
