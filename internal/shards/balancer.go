@@ -184,16 +184,7 @@ func (b *Balancer) members(v *fsm.View, now time.Time, first bool) (map[string]s
 			delete(b.firstSeen, id)
 		}
 	}
-	b.oldest, b.newest = time.Time{}, time.Time{}
-	for id := range out {
-		t := b.firstSeen[id]
-		if b.oldest.IsZero() || t.Before(b.oldest) {
-			b.oldest = t
-		}
-		if t.After(b.newest) {
-			b.newest = t
-		}
-	}
+	b.noteJoins(out)
 	return out, drained, next
 }
 

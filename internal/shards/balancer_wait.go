@@ -91,3 +91,18 @@ func (b *Balancer) awaitFormation(v *fsm.View, now time.Time) (time.Time, bool) 
 	}
 	return until, true
 }
+
+// noteJoins records the earliest and latest firstSeen of members, for
+// awaitFormation.
+func (b *Balancer) noteJoins(members map[string]shardown.Member) {
+	b.oldest, b.newest = time.Time{}, time.Time{}
+	for id := range members {
+		t := b.firstSeen[id]
+		if b.oldest.IsZero() || t.Before(b.oldest) {
+			b.oldest = t
+		}
+		if t.After(b.newest) {
+			b.newest = t
+		}
+	}
+}
