@@ -210,3 +210,31 @@ func TestLarge(t *testing.T) {
 	checkBalanced(t, ms, final, p)
 	t.Logf("S=4096 n=%d weighted: %d grants", len(ms), moves)
 }
+
+// TestLeaveGrantsWithinBounds: the case of TestPropertyLeaveMovesOnlyLeaversShards
+// (seed 26315840, beyond its default seeds) where 27 weighted members hold
+// 13 shards and one leaves: its shard must go to a member with room below
+// its upper bound, in one move. It went to the member with the smallest
+// (load+1)/weight, already at its upper bound, and a second move took a
+// shard off that member again.
+func TestLeaveGrantsWithinBounds(t *testing.T) {
+	i := 26315840 - int(baseSeed+6e6)
+	r, _ := seeded(t, baseSeed+6e6, i)
+	ms := randomMembers(r, 30, i%3 == 2)
+	p := Params{Shards: randRange(r, 1, 600)}
+	if len(ms) != 27 || p.Shards != 13 {
+		t.Fatalf("the seed drew %d members and %d shards, want 27 and 13", len(ms), p.Shards)
+	}
+	table, _ := converge(t, ms, randomTable(r, p.Shards, ms), p)
+	leaver := ms[r.IntN(len(ms))].ID
+	rest := slices.DeleteFunc(slices.Clone(ms), func(m Member) bool { return m.ID == leaver })
+	_, moves, err := Plan(rest, table, Params{Shards: p.Shards, MaxMovesInFlight: -1})
+	if err != nil || len(moves) != loads(table)[leaver] {
+		t.Fatalf("%s left holding %d shards: moves %+v, %v; want one grant each", leaver, loads(table)[leaver], moves, err)
+	}
+	for _, mv := range moves {
+		if mv.From != "" {
+			t.Fatalf("move %+v: want only grants of the leaver's shards", mv)
+		}
+	}
+}
