@@ -66,6 +66,7 @@ type ledgerCluster struct {
 	// security returns node name's security flags (certificates or
 	// -insecure) and the HTTPS client of its admin endpoint (nil: HTTP).
 	security func(name string) ([]string, *http.Client)
+	held     map[string]*portHold // the ports of crashed nodes, until they restart
 }
 
 func startLedgerCluster(t *testing.T) *ledgerCluster {

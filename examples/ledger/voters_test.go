@@ -89,6 +89,10 @@ func (lc *ledgerCluster) restartVoter(t *testing.T, name, via string, expect int
 	if sameAddr {
 		ev := old.out.events("listening")[0]
 		args = append(args, "-gossip", ev.kv["gossip"], "-rpc", ev.kv["rpc"], "-http", ev.kv["http"])
+		if h := lc.held[name]; h != nil {
+			h.release()
+			delete(lc.held, name)
+		}
 	}
 	started := time.Now()
 	p := lc.start(t, name, args...)
@@ -134,10 +138,17 @@ func (lc *ledgerCluster) terminate(t *testing.T, name string) {
 	}
 }
 
-// crash sends SIGKILL to name and reaps it.
+// crash sends SIGKILL to name, reaps it, and holds its ports until
+// restartVoter brings it back on them (portHold).
 func (lc *ledgerCluster) crash(t *testing.T, name string) {
 	t.Helper()
 	lc.procs[name].kill()
+	if lc.held == nil {
+		lc.held = map[string]*portHold{}
+	}
+	h := holdPorts(lc.procs[name])
+	lc.held[name] = h
+	t.Cleanup(h.release)
 }
 
 // observeFrom makes the first live node of names the observer.
