@@ -199,14 +199,21 @@ func shardLoad(s coordinator.ShardID) float64 {
 func TestShardsBalanceByLoad(t *testing.T) {
 	t.Parallel()
 	const shards = 32
-	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, Configure: func(i int, c *coordinator.Config) {
+	cl := startLoadCluster(t, shards, false)
+	cl.WaitFormed(formTimeout)
+	waitBalancedByLoad(cl, shards)
+}
+
+// startLoadCluster starts three nodes (on loopback TCP, or on the
+// in-memory network) with the given number of shards, each shard lease
+// reporting shardLoad.
+func startLoadCluster(t *testing.T, shards int, inMemory bool) *holdfasttest.Cluster {
+	return holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: inMemory, Configure: func(i int, c *coordinator.Config) {
 		c.Shards.Count = shards
 		c.Shards.Handler = coordinator.HandlerFuncs{ServeFunc: func(_ context.Context, l *coordinator.ShardLease) {
 			l.ReportLoad(shardLoad(l.Shard()))
 		}}
 	}})
-	cl.WaitFormed(formTimeout)
-	waitBalancedByLoad(cl, shards)
 }
 
 // waitBalancedByLoad waits until the leader's last round used loads, shows
@@ -261,12 +268,7 @@ func waitBalancedByLoad(cl *holdfasttest.Cluster, shards int) {
 func TestShardsExchangeWhenNoMoveHelps(t *testing.T) {
 	t.Parallel()
 	const shards = 32
-	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: 3, InMemory: true, Configure: func(i int, c *coordinator.Config) {
-		c.Shards.Count = shards
-		c.Shards.Handler = coordinator.HandlerFuncs{ServeFunc: func(_ context.Context, l *coordinator.ShardLease) {
-			l.ReportLoad(shardLoad(l.Shard()))
-		}}
-	}})
+	cl := startLoadCluster(t, shards, true)
 	leader := cl.WaitFormed(formTimeout)
 	// A pin names a node with a session in the leader's view.
 	cl.WaitFor("every node's session in the leader's view", formTimeout, func() error {
