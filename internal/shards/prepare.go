@@ -34,8 +34,13 @@ type prepMove struct {
 	// "" for a drained owner's shard: the rounds that carry the move on
 	// report it under this reason.
 	reason string
-	state  prepState
-	retry  time.Time // when a failed prepare may be asked again
+	// partner is the other half's shard when the move is half of an
+	// exchange (shardown's Move.Pair, paired true): a prepared half is
+	// revoked only with its partner (holdHalves).
+	partner uint32
+	paired  bool
+	state   prepState
+	retry   time.Time // when a failed prepare may be asked again
 }
 
 type prepState uint8
@@ -93,7 +98,7 @@ func (b *Balancer) prepareRound(ctx context.Context, v *fsm.View, members map[st
 	grants = b.grantPrepared(v, members, grants)
 	wanted := map[uint32]bool{}
 	ask := map[string][]fsm.ShardItem{}
-	var reasons map[uint32]string // the planner's reason per shard, built for the first new prepare
+	var planned map[uint32]plannedMove // the plan's moves by shard, built for the first new prepare
 	var wake time.Time
 	out := revokes[:0]
 	for _, r := range revokes {
@@ -110,13 +115,12 @@ func (b *Balancer) prepareRound(ctx context.Context, v *fsm.View, members map[st
 		switch {
 		case pm == nil:
 			_, member := members[r.Session]
-			if reasons == nil {
-				reasons = make(map[uint32]string, len(b.moves))
-				for _, m := range b.moves {
-					reasons[uint32(m.Shard)] = m.Reason
-				}
+			if planned == nil {
+				planned = plannedMoves(b.moves)
 			}
-			b.prep.moves[r.Shard] = &prepMove{owner: r.Session, token: r.Token, to: r.To, rebalance: member, reason: reasons[r.Shard]}
+			p := planned[r.Shard]
+			b.prep.moves[r.Shard] = &prepMove{owner: r.Session, token: r.Token, to: r.To, rebalance: member,
+				reason: p.reason, partner: p.partner, paired: p.paired}
 			ask[r.To] = append(ask[r.To], r)
 		case pm.state == prepReady:
 			pm.state = prepRevoked
@@ -134,7 +138,54 @@ func (b *Balancer) prepareRound(ctx context.Context, v *fsm.View, members map[st
 		}
 	}
 	b.ask(ctx, ask)
-	return grants, out, wake
+	return grants, b.holdHalves(out), wake
+}
+
+// plannedMove is the plan's word on one shard's move: its reason, and the
+// other half's shard when the move is half of an exchange.
+type plannedMove struct {
+	reason  string
+	partner uint32
+	paired  bool
+}
+
+// plannedMoves indexes the plan's moves by shard. The planner marks an
+// exchange's first half with Pair; the second half is the move after it.
+func plannedMoves(moves []shardown.Move) map[uint32]plannedMove {
+	out := make(map[uint32]plannedMove, len(moves))
+	for i, m := range moves {
+		p := plannedMove{reason: m.Reason}
+		switch {
+		case m.Pair && i+1 < len(moves):
+			p.partner, p.paired = uint32(moves[i+1].Shard), true
+		case i > 0 && moves[i-1].Pair:
+			p.partner, p.paired = uint32(moves[i-1].Shard), true
+		}
+		out[uint32(m.Shard)] = p
+	}
+	return out
+}
+
+// holdHalves takes out of revokes every prepared half of an exchange whose
+// partner is still preparing (asked, or waiting to be asked again), and
+// leaves it ready: either half alone would leave the two sessions further
+// from their targets, so the two are revoked in the same round, as they
+// are without a prepare phase (pairFits). A half whose partner the plan
+// dropped, or whose partner was revoked, goes on alone.
+func (b *Balancer) holdHalves(revokes []fsm.ShardItem) []fsm.ShardItem {
+	out := revokes[:0]
+	for _, r := range revokes {
+		pm := b.prep.moves[r.Shard]
+		if pm != nil && pm.paired && pm.state == prepRevoked {
+			q := b.prep.moves[pm.partner]
+			if q != nil && q.paired && q.partner == r.Shard && (q.state == prepAsking || q.state == prepFailed) {
+				pm.state = prepReady
+				continue
+			}
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // grantPrepared makes the grant of every free shard whose prepared move
