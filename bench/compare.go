@@ -294,7 +294,10 @@ func handoffRows(o *options, p *pair, sec *section, title string, mode releaseMo
 func lookupWorkload(o *options, p *pair, sec *section) error {
 	const title = "5. ownership lookup"
 	c := p.client().c
-	if err := poll(60*time.Second, allOwned(c, compareShards)); err != nil {
+	// A table still being balanced has shards between owners, which the
+	// timed loop counts as a failure: wait until the voters own every shard
+	// within their bounds (the helper node is drained and owns none).
+	if err := poll(120*time.Second, balancedAmong(c, len(p.voters()))); err != nil {
 		return err
 	}
 	for _, rp := range p.peers {

@@ -237,7 +237,7 @@ func (t *ShardTable) Shard(s ShardID) (ShardInfo, bool) {
 		return ShardInfo{}, false
 	}
 	info := ShardInfo{Shard: s, State: ShardState(sh.State.String())}
-	info.Owner, _ = ownerIn(t.v, s) // the owning session, if any
+	ownerInto(&info.Owner, t.v, s) // the owning session, if any
 	info.Owner.Token = sh.Token
 	return info, true
 }
