@@ -104,6 +104,7 @@ type cliFlags struct {
 	rollModes    *string
 	rollInterval *time.Duration
 	leader       *string
+	failovers    *int
 	ca           childArgs
 }
 
@@ -125,6 +126,7 @@ func defineFlags() *cliFlags {
 		rollWarmup:   flag.Duration("rolling-warmup", 200*time.Millisecond, "rolling restart: a shard's warm-up before its first write"),
 		rollModes:    flag.String("rolling-prepare", "both", "rolling restart: rows without and with prepare (both), or only one (off, on)"),
 		rollInterval: flag.Duration("rolling-interval", 10*time.Millisecond, "rolling restart: time between writes to each owned shard"),
+		failovers:    flag.Int("failovers", 0, "kills per system in the failover workload (0: 5 with -quick, else 15); more kills give a steadier median"),
 		leader:       flag.String("leader-rows", "auto", "at replicas > 1, repeat workloads 1 and 4 with holdfast's client and waiter on the raft leader: on, off, auto (on unless -quick)"),
 	}
 	flag.BoolVar(&replicaFeed, "replica-feed", true, "scale curve: diskless nodes stay out of raft and are fed by the voters (Config.Cluster.ReplicaFeed, on by default); =false puts every node in raft")
@@ -158,9 +160,15 @@ func runRollingOnly(f *cliFlags) {
 // -quick). It returns the first error among them.
 func (f *cliFlags) options() (*options, error) {
 	o, err := buildOptions(*f.quick, *f.only, *f.replicas, *f.rounds, *f.scale)
+	if err == nil && *f.failovers < 0 {
+		err = fmt.Errorf("bad -failovers %d: want 0 or more", *f.failovers)
+	}
 	if err == nil {
 		o.limit = *f.limit
 		o.peers, err = parsePeers(*f.peers)
+		if *f.failovers > 0 {
+			o.failovers = *f.failovers
+		}
 	}
 	if err == nil {
 		switch *f.leader {
