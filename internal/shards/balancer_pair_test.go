@@ -18,25 +18,8 @@ import (
 // neither half; with room for two it starts both, between the same two
 // sessions in opposite directions.
 func TestExchangeBothHalvesOrNeither(t *testing.T) {
-	load := make([]float64, 32)
-	for s := range load {
-		load[s] = 1
-		if s < 8 {
-			load[s] = 8
-		}
-	}
 	for _, maxMoves := range []int{1, 2} {
-		rig := newBalancerRig(t, 32, BalancerOptions{MaxMoves: maxMoves,
-			Loads: func(_ *fsm.View, dst []float64) []float64 { return append(dst[:0], load...) }})
-		for _, id := range []string{"a", "b", "c"} {
-			rig.session(id, ttl, false)
-		}
-		rig.grant("b", 0, 2, 4, 6)
-		rig.grant("c", 1, 3, 5, 7)
-		for s := uint32(8); s < 32; s++ {
-			rig.grant("a", s)
-		}
-		rig.start()
+		rig, load := stuckByLoad(t, BalancerOptions{MaxMoves: maxMoves})
 		rig.round(0, true)
 		rig.round(time.Millisecond, false)
 		rev := revokingShards(rig.view())
@@ -103,25 +86,8 @@ func (a *targetAnswers) askedOf(to string) int {
 // target still prepares; the round after it answered too revokes both.
 // Without holdHalves the first half is revoked alone.
 func TestPreparedExchangeRevokedTogether(t *testing.T) {
-	load := make([]float64, 32)
-	for s := range load {
-		load[s] = 1
-		if s < 8 {
-			load[s] = 8
-		}
-	}
 	answers := newTargetAnswers("a", "b", "c")
-	rig := newBalancerRig(t, 32, BalancerOptions{MaxMoves: 2, Prepare: answers.prepare, PrepareTimeout: 5 * time.Second,
-		Loads: func(_ *fsm.View, dst []float64) []float64 { return append(dst[:0], load...) }})
-	for _, id := range []string{"a", "b", "c"} {
-		rig.session(id, ttl, false)
-	}
-	rig.grant("b", 0, 2, 4, 6)
-	rig.grant("c", 1, 3, 5, 7)
-	for s := uint32(8); s < 32; s++ {
-		rig.grant("a", s)
-	}
-	rig.start()
+	rig, load := stuckByLoad(t, BalancerOptions{MaxMoves: 2, Prepare: answers.prepare, PrepareTimeout: 5 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() {
 		cancel()
@@ -157,4 +123,29 @@ func TestPreparedExchangeRevokedTogether(t *testing.T) {
 			t.Fatalf("shard %d (load %v) revoked to %q, want %q", s, load[s], sh.To, want)
 		}
 	}
+}
+
+// stuckByLoad starts a balancer with o (and loads) on the table no single
+// move helps: a holds every cold shard (24 of load 1), b and c four hot
+// ones each (load 8). It returns the rig and the loads.
+func stuckByLoad(t *testing.T, o BalancerOptions) (*balancerRig, []float64) {
+	load := make([]float64, 32)
+	for s := range load {
+		load[s] = 1
+		if s < 8 {
+			load[s] = 8
+		}
+	}
+	o.Loads = func(_ *fsm.View, dst []float64) []float64 { return append(dst[:0], load...) }
+	rig := newBalancerRig(t, 32, o)
+	for _, id := range []string{"a", "b", "c"} {
+		rig.session(id, ttl, false)
+	}
+	rig.grant("b", 0, 2, 4, 6)
+	rig.grant("c", 1, 3, 5, 7)
+	for s := uint32(8); s < 32; s++ {
+		rig.grant("a", s)
+	}
+	rig.start()
+	return rig, load
 }
