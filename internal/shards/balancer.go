@@ -134,9 +134,10 @@ func (b *Balancer) Round(ctx context.Context, v *fsm.View, now time.Time, first 
 	}
 	b.formationWave(members, now)
 	grants, revokes := b.plan(v, members, drained, now)
-	b.publish(v, now, grants, revokes) // what the planner chose (as Preview shows it)
+	planned := plannedMoves(b.moves)            // the round's moves by shard, for the report and the prepares
+	b.publish(v, now, grants, revokes, planned) // what the planner chose (as Preview shows it)
 	b.clearMoves(ctx, v)
-	grants, revokes, retry := b.prepareRound(ctx, v, members, grants, revokes, now)
+	grants, revokes, retry := b.prepareRound(ctx, v, members, grants, revokes, planned, now)
 	if !retry.IsZero() && retry.Before(wake) {
 		wake = retry
 	}

@@ -152,29 +152,26 @@ func (b *Balancer) clearMoves(ctx context.Context, v *fsm.View) {
 
 // publish reports the round (BalancerOptions.Report) and counts its moves
 // by reason.
-func (b *Balancer) publish(v *fsm.View, now time.Time, grants, revokes []fsm.ShardItem) {
-	rep := b.report(v, now, grants, revokes, true)
+func (b *Balancer) publish(v *fsm.View, now time.Time, grants, revokes []fsm.ShardItem, planned map[uint32]plannedMove) {
+	rep := b.report(v, now, grants, revokes, planned, true)
 	if b.o.Report != nil {
 		b.o.Report(rep)
 	}
 }
 
 // report describes a round's plan: the members' balance and the moves
-// proposed, each with its reason; count says to count the moves in the
-// metrics.
+// proposed, each with its reason (planned: plannedMoves of the round's
+// moves); count says to count the moves in the metrics.
 //
 // A revoke whose prepare began in an earlier round (the move carried on,
 // prepare_overlay.go) is reported under the reason it was planned for and
 // is not counted again: the metric counts each move once, when first
 // proposed.
-func (b *Balancer) report(v *fsm.View, now time.Time, grants, revokes []fsm.ShardItem, count bool) *PlanReport {
-	reasons := make(map[uint32]string, len(b.moves))
-	for _, m := range b.moves {
-		reasons[uint32(m.Shard)] = m.Reason
-	}
+func (b *Balancer) report(v *fsm.View, now time.Time, grants, revokes []fsm.ShardItem, planned map[uint32]plannedMove, count bool) *PlanReport {
 	moves := make([]PlannedMove, 0, len(grants)+len(revokes))
 	add := func(it fsm.ShardItem, from, to string) {
-		r, ok := reasons[it.Shard]
+		p, ok := planned[it.Shard]
+		r := p.reason
 		pm := b.prep.moves[it.Shard]
 		carried := from != "" && pm != nil && pm.owner == from && pm.token == it.Token && pm.to == to && pm.state != prepRevoked
 		switch {

@@ -64,5 +64,5 @@ func (b *Balancer) Preview(v *fsm.View, now time.Time) *PlanReport {
 	}
 	b.formationWave(members, now)
 	grants, revokes := b.plan(v, members, drained, now)
-	return b.report(v, now, grants, revokes, false)
+	return b.report(v, now, grants, revokes, plannedMoves(b.moves), false)
 }

@@ -87,10 +87,12 @@ func (b *Balancer) preparing(id uint32, token uint64, to string) bool {
 // prepareRound holds back the planned revokes whose target has not
 // prepared yet (asking the targets not asked yet), abandons the prepares
 // the plan no longer wants, and grants the released shards of prepared
-// moves to their targets. It returns the grants and revokes to commit now,
-// and when the next round is due at the latest (zero: no deadline).
+// moves to their targets; planned (plannedMoves of the round's moves, as
+// the report read them) gives a new prepare its reason and partner. It
+// returns the grants and revokes to commit now, and when the next round is
+// due at the latest (zero: no deadline).
 func (b *Balancer) prepareRound(ctx context.Context, v *fsm.View, members map[string]shardown.Member,
-	grants, revokes []fsm.ShardItem, now time.Time) ([]fsm.ShardItem, []fsm.ShardItem, time.Time) {
+	grants, revokes []fsm.ShardItem, planned map[uint32]plannedMove, now time.Time) ([]fsm.ShardItem, []fsm.ShardItem, time.Time) {
 	if !b.prepares() {
 		return grants, revokes, time.Time{}
 	}
@@ -98,7 +100,6 @@ func (b *Balancer) prepareRound(ctx context.Context, v *fsm.View, members map[st
 	grants = b.grantPrepared(v, members, grants)
 	wanted := map[uint32]bool{}
 	ask := map[string][]fsm.ShardItem{}
-	var planned map[uint32]plannedMove // the plan's moves by shard, built for the first new prepare
 	var wake time.Time
 	out := revokes[:0]
 	for _, r := range revokes {
@@ -115,9 +116,6 @@ func (b *Balancer) prepareRound(ctx context.Context, v *fsm.View, members map[st
 		switch {
 		case pm == nil:
 			_, member := members[r.Session]
-			if planned == nil {
-				planned = plannedMoves(b.moves)
-			}
 			p := planned[r.Shard]
 			b.prep.moves[r.Shard] = &prepMove{owner: r.Session, token: r.Token, to: r.To, rebalance: member,
 				reason: p.reason, partner: p.partner, paired: p.paired}
