@@ -15,9 +15,8 @@ import (
 )
 
 // simStartSeeded starts cmd with the Go runtime's own random source fixed
-// by seed, and at the lowest scheduling priority (the seeds use the CPU
-// the package's other scenarios, which mostly wait on timers, leave), or
-// for a replay on one CPU at a real-time one (simRT, simRealTime).
+// by seed, and at a low scheduling priority (simLowPriority), or for a
+// replay on one CPU at a real-time one (simRT, simRealTime).
 //
 // The runtime seeds the source behind map iteration order, select's
 // choice among ready cases, math/rand/v2's global functions and the
@@ -41,7 +40,7 @@ func simStartSeeded(cmd *exec.Cmd, seed uint64) (seeded bool, err error) {
 		if err := cmd.Start(); err != nil {
 			return false, err
 		}
-		_ = syscall.Setpriority(syscall.PRIO_PROCESS, cmd.Process.Pid, 19)
+		simLowPriority(cmd.Process.Pid)
 		return false, nil
 	}
 	pid := cmd.Process.Pid
@@ -52,13 +51,34 @@ func simStartSeeded(cmd *exec.Cmd, seed uint64) (seeded bool, err error) {
 	}
 	seeded = simSetATRandom(pid, seed) == nil
 	if !simRT() || simRealTime(pid, int(seed%uint64(runtime.NumCPU()))) != nil {
-		_ = syscall.Setpriority(syscall.PRIO_PROCESS, pid, 19)
+		simLowPriority(pid)
 	}
 	if err := syscall.PtraceDetach(pid); err != nil {
 		_ = cmd.Process.Kill()
 		return false, fmt.Errorf("detach child %d: %w", pid, err)
 	}
 	return seeded, nil
+}
+
+// simChildNice is the niceness a seed's child runs at, unless its parent
+// runs at a higher one (CI starts its long range run under nice 19, and its
+// children keep that). The seeds then take the CPU the package's other
+// scenarios, which mostly wait on timers, leave; yet a child still gets
+// about a tenth of a core that a process at the default priority keeps
+// busy. At nice 19 (a seventieth) two such processes (a build, another
+// test run) made the default seeds take 20 to 60 times as long, past go
+// test's 10-minute limit for the package.
+const simChildNice = 10
+
+// simLowPriority sets process pid's niceness to simChildNice or to this
+// process's own, whichever is higher (the lower priority).
+func simLowPriority(pid int) {
+	nice := simChildNice
+	// The raw system call answers 20 - niceness.
+	if raw, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0); err == nil {
+		nice = max(nice, 20-raw)
+	}
+	_ = syscall.Setpriority(syscall.PRIO_PROCESS, pid, nice)
 }
 
 // simSetATRandom overwrites the stopped child's AT_RANDOM bytes with the

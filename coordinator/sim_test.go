@@ -55,8 +55,8 @@ var (
 // simRT reports whether the children run on one CPU at a real-time
 // priority (simRealTime): as -sim.rt says when it is given, else for a
 // replay (-seed, TestSimulationReplay) run as root. Range runs (CI's)
-// keep the lowest priority: a real-time child would hold a core the
-// package's other scenarios wait for.
+// keep a low priority (simLowPriority): a real-time child would hold a
+// core the package's other scenarios wait for.
 func simRT() bool {
 	if testkit.FlagGiven("sim.rt") {
 		return *simRTFlag
