@@ -3,13 +3,15 @@ package holdfasttest
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // portLocks holds the ports a loopback cluster reserved: one locked file
@@ -31,19 +33,58 @@ func (pl *portLocks) reserve() (port int, ok bool, err error) {
 	if !ok {
 		return 0, false, nil
 	}
-	dir := filepath.Join(os.TempDir(), "holdfasttest-ports")
-	if err := os.MkdirAll(dir, 0o777); err != nil {
+	dir, err := portDir(os.TempDir())
+	if err != nil {
 		return 0, false, err
 	}
+	return pl.reserveIn(dir, lo, hi)
+}
+
+// portDirName is the directory under the temporary directory that holds one
+// lock file per port, shared by every user of the machine.
+const portDirName = "holdfasttest-ports"
+
+// portDir returns the directory of the port lock files under base: the
+// shared one, which its owner makes writable by every user with the sticky
+// bit (as /tmp is), so that the users of one machine see each other's
+// reservations; or, when it is not writable here (another user made it
+// before it was shared: mode 0755), one of this user's own, whose
+// reservations only this user's tests see.
+func portDir(base string) (string, error) {
+	dir := filepath.Join(base, portDirName)
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return "", err
+	}
+	_ = os.Chmod(dir, 0o777|os.ModeSticky) // refused unless this user owns it (or is root)
+	if unix.Access(dir, unix.W_OK|unix.X_OK) == nil {
+		return dir, nil
+	}
+	own := fmt.Sprintf("%s-%d", dir, os.Getuid())
+	if err := os.MkdirAll(own, 0o700); err != nil {
+		return "", err
+	}
+	if err := unix.Access(own, unix.W_OK|unix.X_OK); err != nil {
+		return "", fmt.Errorf("neither %s nor %s is writable by this user: %w", dir, own, err)
+	}
+	return own, nil
+}
+
+// reserveIn reserves a port of [lo, hi) with its lock file in dir. A lock
+// file is opened read-only (flock needs no more), so one that another user
+// created serves this user too; one this user may not read is passed over.
+func (pl *portLocks) reserveIn(dir string, lo, hi int) (port int, ok bool, err error) {
 	for range 4 * (hi - lo) {
 		p := lo + rand.IntN(hi-lo)
-		f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(p)), os.O_CREATE|os.O_RDWR, 0o666)
+		f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(p)), os.O_CREATE|os.O_RDONLY|unix.O_NOFOLLOW, 0o444)
+		if errors.Is(err, fs.ErrPermission) {
+			continue
+		}
 		if err != nil {
 			return 0, false, err
 		}
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 			f.Close()
-			if errors.Is(err, syscall.EWOULDBLOCK) {
+			if errors.Is(err, unix.EWOULDBLOCK) {
 				continue
 			}
 			return 0, false, fmt.Errorf("locking port file: %w", err)
