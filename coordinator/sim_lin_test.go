@@ -5,7 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
+	"os"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -198,7 +200,12 @@ func (s *simRun) linCheck(dir string) (string, lincheck.Stats) {
 	if res == porcupine.Ok {
 		return "", st
 	}
-	path, err := lincheck.Visualize(model, info, dir, fmt.Sprintf("sim-seed%d", s.seed))
+	name := fmt.Sprintf("sim-seed%d", s.seed)
+	path, err := lincheck.Visualize(model, info, dir, name)
+	if errors.Is(err, fs.ErrPermission) {
+		// The default directory is another user's: this user's own beside it.
+		path, err = lincheck.Visualize(model, info, fmt.Sprintf("%s-%d", dir, os.Getuid()), name)
+	}
 	if err != nil {
 		path = fmt.Sprintf("(not written: %v)", err)
 	}
