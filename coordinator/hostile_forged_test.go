@@ -189,10 +189,12 @@ func TestForgedApplyRefused(t *testing.T) {
 		}
 	}
 	// Control: a certificate of the cluster's CA is trusted like a node's.
+	// Sent to the leader of the moment: only a leader applies, and a loaded
+	// machine can move the leadership during the loop above.
 	genuine := caCert(t, cl.CA, "mallory")
-	if err := forgeApply(t, leader.C().RPCAddr(), &genuine, "control"); err != nil {
-		t.Fatalf("control: raft.apply with a certificate of the cluster's CA: %v", err)
-	}
+	cl.WaitFor("control: raft.apply with a certificate of the cluster's CA applied", formTimeout, func() error {
+		return forgeApply(t, cl.WaitLeader(formTimeout).C().RPCAddr(), &genuine, "control")
+	})
 	cl.WaitFor("the control session applied everywhere", formTimeout, func() error {
 		for _, n := range cl.Running() {
 			if !n.C().HasSession("control") {

@@ -223,9 +223,11 @@ func TestForeignLeaderCannotCaptureNode(t *testing.T) {
 	nb := b.Node(0).C()
 	idB, baseB := nb.ClusterID(), nb.TokenBase()
 	before := writeSome(t, nb, "b-lease", 2)
-	if err := la.C().ForceAddNonvoter(nb.ID(), nb.RPCAddr()); err != nil {
-		t.Fatalf("adding B's node to A: %v", err)
-	}
+	// A's leader at the time: a loaded machine can move A's leadership
+	// between the formation and this call.
+	a.WaitFor("A's leader to add B's node to its configuration", formTimeout, func() error {
+		return a.WaitLeader(formTimeout).C().ForceAddNonvoter(nb.ID(), nb.RPCAddr())
+	})
 	b.WaitFor("B's node to refuse A's leader", formTimeout, func() error {
 		if !capture.contains("refusing raft traffic from a server of another cluster") {
 			return fmt.Errorf("%w: no refusal logged", holdfasttest.ErrNotYet)
