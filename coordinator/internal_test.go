@@ -184,3 +184,22 @@ func TestForwardedSemaphoreRefusalKeepsItsKind(t *testing.T) {
 // SetLogFS makes the node of c keep its raft write-ahead log on fs (the
 // rest of its data dir stays on disk): TestSimulation's in-memory disks.
 func SetLogFS(c *Config, fs walog.FS) { c.logFS = fs }
+
+// TestIdempotentOnLeader: a pin or rule whose leader was lost before its
+// commit was known comes back as ErrNotLeader (Operate asks the next
+// leader), keeping raft's cause; any other outcome is passed through.
+func TestIdempotentOnLeader(t *testing.T) {
+	for _, lost := range []error{raft.ErrLeadershipLost, raftnode.ErrLeaderChanged, wire.ErrNoLeader} {
+		_, err := idempotentOnLeader(wire.ApplyResult{}, lost)
+		if !errors.Is(err, wire.ErrNotLeader) || !errors.Is(err, lost) {
+			t.Errorf("%v: got %v, want ErrNotLeader wrapping it", lost, err)
+		}
+	}
+	rejected := errors.Join(wire.ErrRejected, errors.New("bad pin"))
+	if _, err := idempotentOnLeader(wire.ApplyResult{}, rejected); err != rejected {
+		t.Errorf("a rejection became %v", err)
+	}
+	if res, err := idempotentOnLeader(wire.ApplyResult{Count: 3}, nil); err != nil || res.Count != 3 {
+		t.Errorf("a success became %+v, %v", res, err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/fsm"
 	"github.com/holdfast-go/holdfast/internal/operator"
+	"github.com/holdfast-go/holdfast/internal/raftnode"
 	"github.com/holdfast-go/holdfast/internal/wire"
 )
 
@@ -153,9 +154,23 @@ func (c *Coordinator) newOperator() *operator.Operator {
 		Undrain:     c.Undrain,
 		ReleaseHeld: c.leases.ReleaseHeld,
 		CommitLeader: func(ctx context.Context, cmd fsm.Command) (wire.ApplyResult, error) {
-			return c.node.CommitAsLeader(ctx, mustEncode(cmd))
+			return idempotentOnLeader(c.node.CommitAsLeader(ctx, mustEncode(cmd)))
 		},
 		Expiring: func(id string) bool { return c.lessor.ExpiringOrDue(id, time.Now()) },
 		Plan:     c.leaderShardPlan,
 	})
+}
+
+// idempotentOnLeader turns CommitAsLeader's report that this node lost the
+// leadership before the command's fate was known (raftnode.LeaderLost)
+// into an error wrapping ErrNotLeader as well, which Operate answers by
+// asking the next leader: the commands the operator commits as leader (a
+// shard pin, a placement rule) change nothing when applied twice. Before,
+// an unpin during a leader change failed with raft's "leadership lost
+// while committing log".
+func idempotentOnLeader(res wire.ApplyResult, err error) (wire.ApplyResult, error) {
+	if err != nil && raftnode.LeaderLost(err) {
+		err = fmt.Errorf("%w (%w)", wire.ErrNotLeader, err)
+	}
+	return res, err
 }

@@ -106,14 +106,7 @@ func TestShardsPrepareLeaderChange(t *testing.T) {
 	const shards = 16
 	m := newPrepMonitor()
 	hold := make(chan struct{})
-	// Sessions that outlast a leader change on a loaded machine: with the
-	// local TTL (3 s), two test suites at once on two cores expired the
-	// drained node's session, and its shards went to the target as free
-	// shards, without a prepare, which is right for a dead owner but not
-	// the planned move this test is about.
-	cl := prepCluster(t, 3, shards, m, time.Hour, func(c *coordinator.Config) {
-		c.Session.TTL, c.Session.LeaseMargin, c.Session.ExpiryGrace = 10*time.Second, time.Second, 2*time.Second
-	})
+	cl := prepCluster(t, 3, shards, m, time.Hour)
 	m.mu.Lock()
 	m.gate = func(string) <-chan struct{} { return hold }
 	m.mu.Unlock()

@@ -221,14 +221,11 @@ func waitOwned(t *testing.T, cl *holdfasttest.Cluster, c *coordinator.Coordinato
 	})
 }
 
-func prepCluster(t *testing.T, nodes, shards int, m *prepMonitor, prepTimeout time.Duration, more ...func(*coordinator.Config)) *holdfasttest.Cluster {
+func prepCluster(t *testing.T, nodes, shards int, m *prepMonitor, prepTimeout time.Duration) *holdfasttest.Cluster {
 	cl := holdfasttest.Start(t, holdfasttest.Options{Nodes: nodes, Configure: func(i int, c *coordinator.Config) {
 		c.Shards.Count = shards
 		c.Shards.PrepareTimeout = prepTimeout
 		m.configure(i, c)
-		for _, f := range more {
-			f(c)
-		}
 	}})
 	cl.WaitFormed(formTimeout)
 	waitBalanced(t, cl, shards, formTimeout)

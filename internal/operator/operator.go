@@ -47,7 +47,9 @@ type Options struct {
 	// cause; found is false when this node holds no such grant.
 	ReleaseHeld func(ctx context.Context, name string, token uint64, cause error) (found bool, err error)
 	// CommitLeader commits cmd on this node, the leader (a shard pin or a
-	// placement rule).
+	// placement rule: a command that changes nothing when applied twice);
+	// when the leadership is lost before the commit is known, its error
+	// wraps wire.ErrNotLeader, and Operate asks the next leader again.
 	CommitLeader func(ctx context.Context, cmd fsm.Command) (wire.ApplyResult, error)
 	// Expiring reports whether the leader is expiring session id (or its
 	// deadline has passed): it may not receive a pinned or moved shard.
