@@ -169,7 +169,7 @@ func (c *Coordinator) newOperator() *operator.Operator {
 // an unpin during a leader change failed with raft's "leadership lost
 // while committing log".
 func idempotentOnLeader(res wire.ApplyResult, err error) (wire.ApplyResult, error) {
-	if err != nil && raftnode.LeaderLost(err) {
+	if raftnode.LeaderLost(err) {
 		err = fmt.Errorf("%w (%w)", wire.ErrNotLeader, err)
 	}
 	return res, err

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
-	"os"
 	"time"
 
 	"github.com/anishathalye/porcupine"
 
 	"github.com/holdfast-go/holdfast/coordinator"
 	"github.com/holdfast-go/holdfast/internal/lincheck"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // The linearizability side of a TestSimulation seed: on the first
@@ -204,7 +204,7 @@ func (s *simRun) linCheck(dir string) (string, lincheck.Stats) {
 	path, err := lincheck.Visualize(model, info, dir, name)
 	if errors.Is(err, fs.ErrPermission) {
 		// The default directory is another user's: this user's own beside it.
-		path, err = lincheck.Visualize(model, info, fmt.Sprintf("%s-%d", dir, os.Getuid()), name)
+		path, err = lincheck.Visualize(model, info, testkit.OwnDir(dir), name)
 	}
 	if err != nil {
 		path = fmt.Sprintf("(not written: %v)", err)

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // portLocks holds the ports a loopback cluster reserved: one locked file
@@ -59,7 +61,7 @@ func portDir(base string) (string, error) {
 	if unix.Access(dir, unix.W_OK|unix.X_OK) == nil {
 		return dir, nil
 	}
-	own := fmt.Sprintf("%s-%d", dir, os.Getuid())
+	own := testkit.OwnDir(dir)
 	if err := os.MkdirAll(own, 0o700); err != nil {
 		return "", err
 	}

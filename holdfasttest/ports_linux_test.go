@@ -85,7 +85,7 @@ func TestPortLocksAcrossUsers(t *testing.T) {
 			t.Fatal(err)
 		}
 		p, childDir := runPortsChild(t, exe, base, lo, hi)
-		if want := fmt.Sprintf("%s-%d", shared, nobody); childDir != want {
+		if want := fmt.Sprintf("%s-%d", shared, nobody); childDir != want { // testkit.OwnDir as user nobody
 			t.Errorf("the second user's lock file is in %s, want its own %s", childDir, want)
 		}
 		if p < lo || p >= hi {

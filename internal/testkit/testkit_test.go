@@ -2,6 +2,8 @@ package testkit
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -76,5 +78,11 @@ func TestLines(t *testing.T) {
 	got[0] = "changed"
 	if o.Lines()[0] != "ab" {
 		t.Fatal("Lines returned the collector's own slice, not a copy")
+	}
+}
+
+func TestOwnDir(t *testing.T) {
+	if got, want := OwnDir("/tmp/shared"), fmt.Sprintf("/tmp/shared-%d", os.Getuid()); got != want {
+		t.Errorf("OwnDir = %q, want %q", got, want)
 	}
 }
