@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -114,6 +115,7 @@ func TestShardsPrepareLeaderChange(t *testing.T) {
 	victim := otherNode(cl, leader)
 	tgt := otherNode(cl, leader, victim)
 	moved := shardsOf(victim.C(), victim.Name)
+	sessions := map[string]string{victim.Name: victim.C().SessionID(), tgt.Name: tgt.C().SessionID()}
 	mark := m.mark()
 	drained := make(chan error, 1)
 	go func() {
@@ -131,9 +133,15 @@ func TestShardsPrepareLeaderChange(t *testing.T) {
 	// The new leader's balancer plans with the drained node's shards still
 	// its own: none is revoked while the prepare holds.
 	for _, s := range moved {
-		if info, ok := next.C().Table().Shard(s); !ok || info.Owner.Node.Name != victim.Name || info.State != coordinator.ShardOwned {
-			t.Errorf("shard %d: %+v while the next owner prepares, want owned by %s", s, info, victim.Name)
+		info, ok := next.C().Table().Shard(s)
+		if ok && info.Owner.Node.Name == victim.Name && info.State == coordinator.ShardOwned {
+			continue
 		}
+		if gone := sessionsGone(next.C(), sessions); len(gone) > 0 {
+			t.Logf("shard %d: %+v, the sessions of %v ended (the machine stalled past their TTL)", s, info, gone)
+			continue
+		}
+		t.Errorf("shard %d: %+v while the next owner prepares, want owned by %s", s, info, victim.Name)
 	}
 	close(hold)
 	if err := <-drained; err != nil {
@@ -144,14 +152,38 @@ func TestShardsPrepareLeaderChange(t *testing.T) {
 	// monitor) sees it: wait for the monitor, then count (counting at
 	// once failed under load with "granted 0 times").
 	m.waitGranted(cl, before, moved)
+	defer m.check(t)
+	// The moves are planned ones, each granted once, only while both
+	// sessions live. On a machine that stalled past the TTL (two suites at
+	// once on two cores ended them: raft could not keep a leader), the
+	// drained node's shards moved as free ones, rightly without a prepare,
+	// and may have moved again.
 	perShard, who := m.grantsAfter(before)
+	if gone := sessionsGone(tgt.C(), sessions); len(gone) > 0 {
+		t.Logf("the sessions of %v ended during the leader change (the machine stalled past their TTL): the moves were not planned ones; only the monitor's invariants are checked in this run", gone)
+		return
+	}
 	for _, s := range moved {
 		if perShard[s] != 1 {
 			t.Errorf("shard %d granted %d times after the leader change: %v", s, perShard[s], who[s])
 		}
 	}
 	m.checkPreparedMoves(t, cl, tgt.C(), moved)
-	m.check(t)
+}
+
+// sessionsGone returns the names of the nodes whose session in sessions
+// (node name to session ID) c's replica no longer holds. A session never
+// comes back, so one it still holds lived through everything the replica
+// applied before this call.
+func sessionsGone(c *coordinator.Coordinator, sessions map[string]string) []string {
+	var gone []string
+	for name, id := range sessions {
+		if !c.HasSession(id) {
+			gone = append(gone, name)
+		}
+	}
+	slices.Sort(gone)
+	return gone
 }
 
 // TestShardsPrepareShutdown: Shutdown of a node whose peers prepare hands

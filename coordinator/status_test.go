@@ -239,21 +239,18 @@ func checkOneCluster(t *testing.T, cl *holdfasttest.Cluster) {
 	t.Helper()
 	leader := cl.WaitFormed(formTimeout)
 	id := leader.C().ClusterID()
-	leaders := 0
 	for _, n := range cl.Running() {
 		if n.C().ClusterID() != id {
 			t.Fatalf("%s in cluster %s, leader %s in %s", n.Name, n.C().ClusterID(), leader.Name, id)
-		}
-		if n.C().RaftState() == coordinator.StateLeader {
-			leaders++
 		}
 		if got := len(n.C().Members()); got < len(cl.Running()) {
 			t.Fatalf("%s sees %d members, want %d", n.Name, got, len(cl.Running()))
 		}
 	}
-	if leaders != 1 {
-		t.Fatalf("%d leaders", leaders)
-	}
+	// One leader every node agrees on, polled: a loaded machine may have
+	// moved leadership since WaitFormed (it once saw "0 leaders" at this
+	// point, the old leader stepped down and no successor elected yet).
+	cl.WaitLeader(formTimeout)
 }
 
 func TestFormsOneCluster(t *testing.T) {
