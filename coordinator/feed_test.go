@@ -36,9 +36,8 @@ func syncSees(t *testing.T, cl *holdfasttest.Cluster, writer int, name string, r
 		if err := c.Sync(ctx); err != nil {
 			t.Fatalf("sync on node %d: %v", r, err)
 		}
-		h, ok := c.Holder(name)
-		if !ok || h.Token != l.Token() {
-			t.Fatalf("node %d after Sync: holder of %s %+v (%v), want token %d", r, name, h, ok, l.Token())
+		if h, ok := c.Holder(name); !ok || h.Token != l.Token() {
+			failUnlessEnded(t, l, "node %d after Sync: holder of %s %+v (%v), want token %d", r, name, h, ok, l.Token())
 		}
 	}
 	if err := l.Release(ctx); err != nil {

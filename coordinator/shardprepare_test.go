@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -168,22 +167,7 @@ func TestShardsPrepareLeaderChange(t *testing.T) {
 			t.Errorf("shard %d granted %d times after the leader change: %v", s, perShard[s], who[s])
 		}
 	}
-	m.checkPreparedMoves(t, cl, tgt.C(), moved)
-}
-
-// sessionsGone returns the names of the nodes whose session in sessions
-// (node name to session ID) c's replica no longer holds. A session never
-// comes back, so one it still holds lived through everything the replica
-// applied before this call.
-func sessionsGone(c *coordinator.Coordinator, sessions map[string]string) []string {
-	var gone []string
-	for name, id := range sessions {
-		if !c.HasSession(id) {
-			gone = append(gone, name)
-		}
-	}
-	slices.Sort(gone)
-	return gone
+	m.checkPreparedMoves(t, cl, tgt.C(), moved, sessions)
 }
 
 // TestShardsPrepareShutdown: Shutdown of a node whose peers prepare hands
@@ -196,13 +180,15 @@ func TestShardsPrepareShutdown(t *testing.T) {
 	victim := otherNode(cl, cl.WaitLeader(formTimeout))
 	other := otherNode(cl, victim)
 	moved := shardsOf(victim.C(), victim.Name)
+	sessions := sessionsOf(cl) // the nodes that stay
+	delete(sessions, victim.Name)
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
 	if err := cl.Stop(ctx, victim.Index); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
 	waitBalanced(t, cl, shards, formTimeout)
-	m.checkPreparedMoves(t, cl, other.C(), moved)
+	m.checkPreparedMoves(t, cl, other.C(), moved, sessions)
 	m.check(t)
 }
 
@@ -262,11 +248,12 @@ func drainFollowerChecked(t *testing.T, cl *holdfasttest.Cluster, m *prepMonitor
 	t.Helper()
 	victim := otherNode(cl, cl.WaitLeader(formTimeout))
 	moved := shardsOf(victim.C(), victim.Name)
+	sessions := sessionsOf(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
 	if err := victim.C().Drain(ctx); err != nil {
 		t.Fatalf("Drain: %v", err)
 	}
-	m.checkPreparedMoves(t, cl, victim.C(), moved)
+	m.checkPreparedMoves(t, cl, victim.C(), moved, sessions)
 	m.check(t)
 }

@@ -1,18 +1,23 @@
 package lincheck
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // OutDirEnv names the environment variable of a directory where Verify
-// writes the visualization of a rejected history (default: the test's
-// temporary directory, removed after the test).
+// writes the visualization of a rejected history and the history itself
+// (default: holdfast-lin under the system's temporary directory, kept
+// after the test so that the failure's files are there to read; if that
+// belongs to another user, holdfast-lin-<uid> beside it).
 const OutDirEnv = "HOLDFAST_LIN_OUT"
 
 // Stats counts the operations of a history.
@@ -103,7 +108,6 @@ type TB interface {
 	Helper()
 	Logf(format string, args ...any)
 	Errorf(format string, args ...any)
-	TempDir() string
 }
 
 // Verify checks ops against model within timeout and reports to tb: it
@@ -121,17 +125,27 @@ func Verify(tb TB, label string, model porcupine.Model, ops []porcupine.Operatio
 	}
 	dir := os.Getenv(OutDirEnv)
 	if dir == "" {
-		dir = tb.TempDir()
+		dir = filepath.Join(os.TempDir(), "holdfast-lin")
 	}
-	path, err := Visualize(model, info, dir, fmt.Sprintf("%s-seed%d", label, seed))
+	name := fmt.Sprintf("%s-seed%d", label, seed)
+	path, err := Visualize(model, info, dir, name)
+	if errors.Is(err, fs.ErrPermission) && os.Getenv(OutDirEnv) == "" {
+		// The default directory is another user's: this user's own beside it.
+		dir = testkit.OwnDir(dir)
+		path, err = Visualize(model, info, dir, name)
+	}
 	if err != nil {
 		path = fmt.Sprintf("(not written: %v)", err)
+	}
+	saved, err := Save(ops, dir, name)
+	if err != nil {
+		saved = fmt.Sprintf("(not written: %v)", err)
 	}
 	what := "not linearizable"
 	if res == porcupine.Unknown {
 		what = fmt.Sprintf("not decided within %v", timeout)
 	}
-	tb.Errorf("%s: history %s (seed %d); visualization: %s\n%s", label, what, seed, path, Explain(model, info, ops))
+	tb.Errorf("%s: history %s (seed %d); visualization: %s; history: %s\n%s", label, what, seed, path, saved, Explain(model, info, ops))
 	return false
 }
 

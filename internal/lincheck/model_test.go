@@ -3,6 +3,7 @@ package lincheck
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -228,14 +229,12 @@ func TestRecorderLocalRefusalBoundsNothing(t *testing.T) {
 
 // fakeTB records what Verify reports.
 type fakeTB struct {
-	dir    string
 	failed string
 }
 
 func (f *fakeTB) Helper()                   {}
 func (f *fakeTB) Logf(string, ...any)       {}
 func (f *fakeTB) Errorf(s string, a ...any) { f.failed = s }
-func (f *fakeTB) TempDir() string           { return f.dir }
 
 // TestVerifyWritesVisualization: a rejected history fails the test and
 // leaves porcupine's HTML where HOLDFAST_LIN_OUT points.
@@ -247,12 +246,19 @@ func TestVerifyWritesVisualization(t *testing.T) {
 		op(0, 2, 3, rel("a", 5), Output{}),
 		op(1, 4, 5, read, seen(Holder{"a", 5})),
 	}
-	tb := &fakeTB{dir: t.TempDir()}
+	tb := &fakeTB{}
 	if Verify(tb, "lease", LeaseModel(), bad, 10*time.Second, 42) || tb.failed == "" {
 		t.Fatal("a rejected history passed")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "lease-seed42.html")); err != nil {
 		t.Fatalf("no visualization: %v", err)
+	}
+	back, err := Load(filepath.Join(dir, "lease-seed42.json"))
+	if err != nil {
+		t.Fatalf("the saved history: %v", err)
+	}
+	if !reflect.DeepEqual(back, bad) {
+		t.Fatalf("saved history read back as %+v, want %+v", back, bad)
 	}
 }
 
