@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 
 	"github.com/holdfast-go/holdfast/coordinator"
 	"github.com/holdfast-go/holdfast/internal/lincheck"
-	"github.com/holdfast-go/holdfast/internal/testkit"
 )
 
 // The linearizability side of a TestSimulation seed: on the first
@@ -200,23 +198,15 @@ func (s *simRun) linCheck(dir string) (string, lincheck.Stats) {
 	if res == porcupine.Ok {
 		return "", st
 	}
-	name := fmt.Sprintf("sim-seed%d", s.seed)
-	path, err := lincheck.Visualize(model, info, dir, name)
-	if errors.Is(err, fs.ErrPermission) {
-		// The default directory is another user's: this user's own beside it.
-		path, err = lincheck.Visualize(model, info, testkit.OwnDir(dir), name)
-	}
-	if err != nil {
-		path = fmt.Sprintf("(not written: %v)", err)
-	}
+	path, hist := lincheck.Keep(model, info, ops, dir, fmt.Sprintf("sim-seed%d", s.seed))
 	if res == porcupine.Unknown {
 		// Not a violation: a history the checker could not decide in
 		// time (many operations of unknown outcome at once); counted.
-		s.t.Logf("seed %d: I11 not decided within %v (%v); visualization: %s", s.seed, simLinCheckTimeout, st, path)
+		s.t.Logf("seed %d: I11 not decided within %v (%v); visualization: %s; history: %s", s.seed, simLinCheckTimeout, st, path, hist)
 		return "", st
 	}
-	msg := fmt.Sprintf("I11: the history of %s is not linearizable (%v); visualization: %s\n%s",
-		simLinName, st, path, lincheck.Explain(model, info, ops))
+	msg := fmt.Sprintf("I11: the history of %s is not linearizable (%v); visualization: %s; history: %s\n%s",
+		simLinName, st, path, hist, lincheck.Explain(model, info, ops))
 	if !*simLinStrict {
 		s.t.Logf("seed %d: %s", s.seed, msg)
 		s.linRejected = true

@@ -16,8 +16,8 @@ import (
 // OutDirEnv names the environment variable of a directory where Verify
 // writes the visualization of a rejected history and the history itself
 // (default: holdfast-lin under the system's temporary directory, kept
-// after the test so that the failure's files are there to read; if that
-// belongs to another user, holdfast-lin-<uid> beside it).
+// after the test so that the failure's files are there to read; see Keep
+// for a directory that is another user's).
 const OutDirEnv = "HOLDFAST_LIN_OUT"
 
 // Stats counts the operations of a history.
@@ -127,26 +127,34 @@ func Verify(tb TB, label string, model porcupine.Model, ops []porcupine.Operatio
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "holdfast-lin")
 	}
-	name := fmt.Sprintf("%s-seed%d", label, seed)
-	path, err := Visualize(model, info, dir, name)
-	if errors.Is(err, fs.ErrPermission) && os.Getenv(OutDirEnv) == "" {
-		// The default directory is another user's: this user's own beside it.
-		dir = testkit.OwnDir(dir)
-		path, err = Visualize(model, info, dir, name)
-	}
-	if err != nil {
-		path = fmt.Sprintf("(not written: %v)", err)
-	}
-	saved, err := Save(ops, dir, name)
-	if err != nil {
-		saved = fmt.Sprintf("(not written: %v)", err)
-	}
+	path, saved := Keep(model, info, ops, dir, fmt.Sprintf("%s-seed%d", label, seed))
 	what := "not linearizable"
 	if res == porcupine.Unknown {
 		what = fmt.Sprintf("not decided within %v", timeout)
 	}
 	tb.Errorf("%s: history %s (seed %d); visualization: %s; history: %s\n%s", label, what, seed, path, saved, Explain(model, info, ops))
 	return false
+}
+
+// Keep writes the visualization of a checked history (Visualize) and the
+// history itself (Save) to dir under name, or, when dir is another user's
+// and not writable here (a shared default under the temporary directory),
+// to testkit.OwnDir(dir). It returns both paths; one that could not be
+// written is "(not written: <why>)".
+func Keep(model porcupine.Model, info porcupine.LinearizationInfo, ops []porcupine.Operation, dir, name string) (vis, hist string) {
+	vis, err := Visualize(model, info, dir, name)
+	if errors.Is(err, fs.ErrPermission) {
+		dir = testkit.OwnDir(dir)
+		vis, err = Visualize(model, info, dir, name)
+	}
+	if err != nil {
+		vis = fmt.Sprintf("(not written: %v)", err)
+	}
+	hist, err = Save(ops, dir, name)
+	if err != nil {
+		hist = fmt.Sprintf("(not written: %v)", err)
+	}
+	return vis, hist
 }
 
 // Explain describes where each partition of a rejected history stopped
