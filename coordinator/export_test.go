@@ -197,3 +197,9 @@ func (c *Coordinator) CommitPermitRelease(ctx context.Context, p *Permit) error 
 	_, err := c.commitRetry(ctx, leases.Semaphore.ReleaseCmd(p.Name(), p.g.SessionID(), p.g.Request(), p.Token()))
 	return err
 }
+
+// SetSettleHook installs h on this node's leases and permits (nil: none):
+// it is told of each failed acquire's settlement (see leases.SettleHook).
+func (c *Coordinator) SetSettleHook(h func(ctx context.Context, name string, req uint64) (done func(committed bool))) {
+	c.leases.SetSettleHook(h)
+}

@@ -41,8 +41,7 @@ type linRun struct {
 	seed  int64
 	names []string
 	// grab asks for name on c (wait: Acquire, else TryAcquire) and returns
-	// the token and the release of the grant, whether it ended on its own
-	// (lost), and whether a refusal means the name was full.
+	// the grant; refused tells whether an error means the name was full.
 	grab    func(ctx context.Context, c *coordinator.Coordinator, name string, wait bool) (grant, error)
 	refused func(err error) bool
 	read    func(c *coordinator.Coordinator, name string) []lincheck.Holder
@@ -52,7 +51,7 @@ type linRun struct {
 // grant is what a worker holds.
 type grant struct {
 	token   uint64
-	ended   func() bool
+	ctx     context.Context // ends with the holder's belief in the grant
 	release func(ctx context.Context) error
 }
 
@@ -69,7 +68,7 @@ func TestLeaseHistoryLinearizable(t *testing.T) {
 				if err != nil {
 					return grant{}, err
 				}
-				return grant{token: l.Token(), ended: func() bool { return l.Context().Err() != nil }, release: l.Release}, nil
+				return grant{token: l.Token(), ctx: l.Context(), release: l.Release}, nil
 			},
 			refused: func(err error) bool { return errors.Is(err, coordinator.ErrLeaseHeld) },
 			read: func(c *coordinator.Coordinator, name string) []lincheck.Holder {
@@ -98,7 +97,7 @@ func TestSemaphoreHistoryLinearizable(t *testing.T) {
 				if err != nil {
 					return grant{}, err
 				}
-				return grant{token: p.Token(), ended: func() bool { return p.Context().Err() != nil }, release: p.Release}, nil
+				return grant{token: p.Token(), ctx: p.Context(), release: p.Release}, nil
 			},
 			refused: func(err error) bool { return errors.Is(err, coordinator.ErrSemaphoreFull) },
 			read: func(c *coordinator.Coordinator, name string) []lincheck.Holder {
@@ -167,6 +166,7 @@ func (r *linRun) run() *lincheck.Recorder {
 	sessions := map[string]string{}
 	for _, n := range r.cl.Running() {
 		sessions[n.Name] = n.C().SessionID()
+		n.C().SetSettleHook(probeSettlement)
 	}
 	ctx, stop := context.WithTimeout(context.Background(), linDuration(t))
 	defer stop()
@@ -206,42 +206,76 @@ func (r *linRun) work(ctx context.Context, n *holdfasttest.Node, name, worker st
 	rng := rand.New(rand.NewPCG(uint64(seed), 1))
 	c := n.C()
 	for ctx.Err() == nil {
-		wait := rng.IntN(10) < 7
 		kind := lincheck.TryAcquire
-		if wait {
+		if rng.IntN(10) < 7 {
 			kind = lincheck.Acquire
 		}
-		call := r.rec.Begin(worker, lincheck.Input{Kind: kind, Name: name, Client: n.Name, Worker: worker})
-		actx, cancel := context.WithTimeout(context.Background(), time.Duration(500+rng.IntN(1000))*time.Millisecond)
-		g, err := r.grab(actx, c, name, wait)
-		cancel()
-		switch {
-		case err == nil:
-			call.End(lincheck.Output{Token: g.token})
-		case r.refused(err):
-			// Refused "by this node": another local worker holds or waits.
-			call.End(lincheck.Output{Refused: true, Local: strings.Contains(err.Error(), "by this node")})
-			continue
-		default:
-			call.Fail()
-			r.rec.Settle(worker, call)
+		g, ok := r.acquire(c, n.Name, name, worker, kind, rng)
+		if !ok {
 			continue
 		}
+		// A grant that ends without a release is lost the moment its
+		// holder's belief ends (the cluster may grant the name again soon
+		// after), not when the worker looks.
+		context.AfterFunc(g.ctx, func() {
+			if !errors.Is(context.Cause(g.ctx), coordinator.ErrReleased) {
+				r.rec.Lost(worker, name, n.Name, g.token)
+			}
+		})
 		pauseFor(ctx, time.Duration(rng.IntN(20))*time.Millisecond)
-		if g.ended() {
-			r.rec.Lost(worker, name, n.Name, g.token)
+		if g.ctx.Err() != nil {
 			continue
 		}
 		rel := r.rec.Begin(worker, lincheck.Input{Kind: lincheck.Release, Name: name, Client: n.Name, Token: g.token})
-		rctx, cancel := context.WithTimeout(context.Background(), time.Duration(500+rng.IntN(1000))*time.Millisecond)
-		err = g.release(rctx)
+		probe := &settleProbe{rec: r.rec}
+		rctx, cancel := context.WithTimeout(context.WithValue(context.Background(), settleProbeKey{}, probe),
+			time.Duration(500+rng.IntN(1000))*time.Millisecond)
+		err := g.release(rctx)
 		cancel()
 		if err != nil {
 			rel.Fail()
+			probe.attach(func(at int64) { r.rec.ReleasedBy(rel, at) })
 			continue
 		}
 		rel.End(lincheck.Output{})
 	}
+}
+
+// acquire asks for name on c (node client) with kind, recording the call,
+// and returns the grant if there is one. A failed call's settlement is
+// recorded, closed when the node's settle hook sees it commit (settleProbe).
+// If the node's session was replaced while the call ran, the old session
+// may have been granted the request first (and kept it until it ended):
+// that is recorded as well (Recorder.Replaced), and the failed call's
+// settlement is then neither bounded by the commit nor later than the call.
+func (r *linRun) acquire(c *coordinator.Coordinator, client, name, worker string, kind lincheck.Kind, rng *rand.Rand) (grant, bool) {
+	call := r.rec.Begin(worker, lincheck.Input{Kind: kind, Name: name, Client: client, Worker: worker})
+	session := c.SessionID()
+	probe := &settleProbe{rec: r.rec}
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), settleProbeKey{}, probe),
+		time.Duration(500+rng.IntN(1000))*time.Millisecond)
+	g, err := r.grab(ctx, c, name, kind == lincheck.Acquire)
+	cancel()
+	replaced := c.SessionID() != session
+	switch {
+	case err == nil:
+		call.End(lincheck.Output{Token: g.token})
+	case r.refused(err):
+		// Refused "by this node": another local worker holds or waits.
+		call.End(lincheck.Output{Refused: true, Local: strings.Contains(err.Error(), "by this node")})
+	case replaced:
+		call.Fail()
+		r.rec.SettleSince(worker, call, 0)
+	default:
+		call.Fail()
+		settle := r.rec.Settle(worker, call)
+		probe.attach(func(at int64) { r.rec.Settled(settle, at) })
+	}
+	if replaced {
+		r.t.Logf("%s: session replaced during the call (%.8s → %.8s)", worker, session, c.SessionID())
+		r.rec.Replaced(worker, call)
+	}
+	return g, err == nil
 }
 
 // reads calls Sync on n and then reads every name's holders, until ctx
@@ -303,5 +337,54 @@ func pauseFor(ctx context.Context, d time.Duration) bool {
 		return false
 	case <-t.C:
 		return true
+	}
+}
+
+// settleProbe follows the settlement of one call (a failed acquire, or a
+// failed release that goes on in the background): the node's settle hook
+// finds it in the call's context and reports when the settlement
+// committed, and the worker attaches what closes the history's operations
+// at that moment (lincheck.Recorder.Settled or ReleasedBy); whichever comes
+// second closes them.
+type settleProbe struct {
+	rec *lincheck.Recorder
+
+	mu        sync.Mutex
+	close     func(at int64) // nil until the worker attaches it
+	at        int64
+	committed bool
+}
+
+type settleProbeKey struct{}
+
+// probeSettlement is the nodes' settle hook: it reports the commit of a
+// settlement whose call carried a probe.
+func probeSettlement(ctx context.Context, _ string, _ uint64) func(bool) {
+	p, _ := ctx.Value(settleProbeKey{}).(*settleProbe)
+	if p == nil {
+		return nil
+	}
+	return func(committed bool) {
+		if committed {
+			p.committedAt(p.rec.Now())
+		}
+	}
+}
+
+func (p *settleProbe) committedAt(at int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.at, p.committed = at, true
+	if p.close != nil {
+		p.close(at)
+	}
+}
+
+func (p *settleProbe) attach(close func(at int64)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.close = close
+	if p.committed {
+		close(p.at)
 	}
 }

@@ -176,7 +176,7 @@ func (p *Manager) acquire(ctx context.Context, r Request, sl *slot, first handed
 		case err != nil:
 			if p.mayHaveCommitted(err) && !errors.Is(err, wire.ErrShutdown) {
 				// The leader may have granted or queued it after all.
-				p.settle(r.Kind, s, r.Name, req, 0, opAcquire)
+				p.settleAcquire(ctx, r, s, req)
 			}
 			return nil, err
 		case res.Stale:
@@ -237,7 +237,7 @@ func (p *Manager) waitGrant(ctx context.Context, r Request, s *session.Session, 
 		case <-s.Context().Done():
 			return nil, errSessionEnded
 		case <-ctx.Done():
-			p.settle(r.Kind, s, r.Name, req, 0, opAcquire)
+			p.settleAcquire(ctx, r, s, req)
 			return nil, ctx.Err()
 		}
 	}

@@ -68,7 +68,10 @@
 // it out of the queue, or (if the acquire has not arrived yet) marks it
 // given up so that it changes nothing when it does. Settling is retried
 // until it commits, for as long as the session lives: when the session
-// ends, everything it held or waited for goes with it.
+// ends, everything it held or waited for goes with it. Once a settlement
+// has committed, the failed acquire can no longer take effect; a test that
+// checks histories learns that moment through SetSettleHook, which also
+// says when a failed acquire asked the cluster nothing at all.
 //
 // # Releases
 //

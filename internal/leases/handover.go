@@ -44,7 +44,7 @@ func (g *Grant) handOver(ctx context.Context, w *slotWaiter) error {
 		// will) commit is what w's acquire answers: w's request never
 		// holds a grant w does not know of.
 		if s.Context().Err() == nil {
-			p.settle(Lease, s, g.name, g.req, g.token, opRelease)
+			p.settleThen(Lease, s, g.name, g.req, g.token, opRelease, p.hookSettle(ctx, g.name, g.req))
 		}
 		h = handed{reuse: true, s: s, req: req}
 	}

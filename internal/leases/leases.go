@@ -89,6 +89,9 @@ type Manager struct {
 	served chan struct{} // one per ServeWait answering now
 	// settling counts settlements in flight.
 	settling atomic.Int64
+	// settleHook, if set, is told of the settlements of failed acquires
+	// and releases.
+	settleHook atomic.Pointer[SettleHook]
 
 	mu     sync.Mutex
 	closed bool                // Close began: no new goroutine

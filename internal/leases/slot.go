@@ -30,7 +30,8 @@ type slot struct {
 // slotWaiter is one local caller waiting for its turn.
 type slotWaiter struct {
 	r     Request
-	ready chan handed // receives the turn, once
+	ctx   context.Context // the waiting acquire's (for the settle hook)
+	ready chan handed     // receives the turn, once
 	// claimed: a releasing caller took the waiter out of the queue and
 	// will hand it its turn; gone: the waiter stopped waiting after that,
 	// so whoever holds its turn disposes of it (Manager.dispose).
@@ -88,6 +89,7 @@ func (p *Manager) takeSlot(ctx context.Context, sl *slot, r Request) (handed, er
 		sl.tries--
 		if err != nil {
 			sl.mu.Unlock()
+			p.askedNothing(ctx, r.Name)
 			return handed{}, err
 		}
 	}
@@ -101,32 +103,33 @@ func (p *Manager) takeSlot(ctx context.Context, sl *slot, r Request) (handed, er
 		sl.mu.Unlock()
 		return handed{}, fmt.Errorf("%w (by this node)", wire.ErrLeaseHeld)
 	}
-	w := &slotWaiter{r: r, ready: make(chan handed, 1)}
+	w := &slotWaiter{r: r, ctx: ctx, ready: make(chan handed, 1)}
 	sl.queue = append(sl.queue, w)
 	sl.mu.Unlock()
 	select {
 	case h := <-w.ready:
 		return h, nil
 	case <-ctx.Done():
-		return handed{}, p.leaveSlot(sl, w, r.Name, ctx.Err())
+		return handed{}, p.leaveSlot(sl, w, ctx.Err())
 	case <-p.ctx.Done():
-		return handed{}, p.leaveSlot(sl, w, r.Name, wire.ErrShutdown)
+		return handed{}, p.leaveSlot(sl, w, wire.ErrShutdown)
 	}
 }
 
 // leaveSlot takes w, whose caller stops waiting with err, out of sl's
 // queue; a turn already handed to it, or on its way, is disposed of.
-func (p *Manager) leaveSlot(sl *slot, w *slotWaiter, name string, err error) error {
+func (p *Manager) leaveSlot(sl *slot, w *slotWaiter, err error) error {
 	sl.mu.Lock()
 	if !w.claimed {
 		sl.queue = slices.DeleteFunc(sl.queue, func(o *slotWaiter) bool { return o == w })
 		sl.mu.Unlock()
+		p.askedNothing(w.ctx, w.r.Name)
 		return err
 	}
 	select {
 	case h := <-w.ready:
 		sl.mu.Unlock()
-		p.dispose(sl, name, h)
+		p.dispose(sl, w, h)
 	default:
 		w.gone = true
 		sl.mu.Unlock()
@@ -221,15 +224,19 @@ func (p *Manager) pass(sl *slot, w *slotWaiter, name string, h handed) {
 		return
 	}
 	sl.mu.Unlock()
-	p.dispose(sl, name, h)
+	p.dispose(sl, w, h)
 }
 
-// dispose ends a turn nobody takes: what its handover may have been
-// granted or queued is given up in the background, and the next waiter
-// gets the turn.
-func (p *Manager) dispose(sl *slot, name string, h handed) {
-	if h.reuse || h.made && (h.err == nil || p.mayHaveCommitted(h.err) && !errors.Is(h.err, wire.ErrShutdown)) {
-		p.settle(Lease, h.s, name, h.req, 0, opAcquire)
+// dispose ends the turn of w, which stopped waiting: what its handover may
+// have been granted or queued is given up in the background, and the next
+// waiter gets the turn.
+func (p *Manager) dispose(sl *slot, w *slotWaiter, h handed) {
+	name := w.r.Name
+	switch {
+	case h.reuse || h.made && (h.err == nil || p.mayHaveCommitted(h.err) && !errors.Is(h.err, wire.ErrShutdown)):
+		p.settleThen(Lease, h.s, name, h.req, 0, opAcquire, p.hookSettle(w.ctx, name, h.req))
+	case !h.made:
+		p.askedNothing(w.ctx, name)
 	}
 	p.freeSlot(sl)
 }

@@ -23,26 +23,27 @@ const OutDirEnv = "HOLDFAST_LIN_OUT"
 // Stats counts the operations of a history.
 type Stats struct {
 	// Operations counts them all; Failed those whose outcome is unknown
-	// (Settle and Lost included).
+	// (Settle and Lost included, but not a settlement seen to commit).
 	Operations, Failed int
 	// Grants are acquires that returned a grant, Refused the refused
 	// TryAcquires, Releases the releases that returned, Reads the reads.
 	Grants, Refused, Releases, Reads int
-	// Settles and Lost count those operations.
-	Settles, Lost int
+	// Settles and Lost count those operations; Settled counts the
+	// settlements seen to commit (Recorder.Settled).
+	Settles, Settled, Lost int
 }
 
 // String gives every count of s on one line, for a test's log.
 func (s Stats) String() string {
-	return fmt.Sprintf("%d operations: %d grants, %d refused, %d releases, %d reads, %d failed (%d settlements, %d lost grants)",
-		s.Operations, s.Grants, s.Refused, s.Releases, s.Reads, s.Failed, s.Settles, s.Lost)
+	return fmt.Sprintf("%d operations: %d grants, %d refused, %d releases, %d reads, %d failed (%d settlements, %d of them seen to commit, %d lost grants)",
+		s.Operations, s.Grants, s.Refused, s.Releases, s.Reads, s.Failed, s.Settles, s.Settled, s.Lost)
 }
 
 // Add returns the sum of s and o.
 func (s Stats) Add(o Stats) Stats {
 	return Stats{Operations: s.Operations + o.Operations, Failed: s.Failed + o.Failed, Grants: s.Grants + o.Grants,
 		Refused: s.Refused + o.Refused, Releases: s.Releases + o.Releases, Reads: s.Reads + o.Reads,
-		Settles: s.Settles + o.Settles, Lost: s.Lost + o.Lost}
+		Settles: s.Settles + o.Settles, Settled: s.Settled + o.Settled, Lost: s.Lost + o.Lost}
 }
 
 // Count counts the operations of a history.
@@ -54,6 +55,9 @@ func Count(ops []porcupine.Operation) Stats {
 		switch {
 		case in.Kind == Settle:
 			s.Settles++
+			if !out.Unknown {
+				s.Settled++
+			}
 		case in.Kind == Lost:
 			s.Lost++
 		case out.Unknown:
@@ -111,15 +115,16 @@ type TB interface {
 }
 
 // Verify checks ops against model within timeout and reports to tb: it
-// logs the history's counts; on a rejected history (or one the checker
+// logs the history's counts and how long the check took; on a rejected history (or one the checker
 // could not decide in time) it writes the visualization (to the directory
 // named by HOLDFAST_LIN_OUT, else tb.TempDir()), and fails tb naming its
 // path and the seed that replays the run. It reports whether the history
 // was accepted.
 func Verify(tb TB, label string, model porcupine.Model, ops []porcupine.Operation, timeout time.Duration, seed int64) bool {
 	tb.Helper()
+	start := time.Now()
 	res, info := Check(model, ops, timeout)
-	tb.Logf("%s: %v: %s", label, Count(ops), res)
+	tb.Logf("%s: %v: %s (checked in %v)", label, Count(ops), res, time.Since(start).Round(time.Millisecond))
 	if res == porcupine.Ok {
 		return true
 	}

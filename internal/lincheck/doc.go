@@ -36,7 +36,9 @@
 // after); an unknown release either frees the grant or not yet. The
 // background release the node commits for such an acquire (its
 // settlement) is an operation of its own, Settle, that frees that grant
-// if it exists, at an unknown time. A grant its holder saw end without a
-// release (its session lost) is dropped by a Lost operation, also at an
-// unknown time.
+// if it exists, at an unknown time; when the test sees the settlement
+// commit (Recorder.Settled), that time bounds both the settlement and the
+// acquire it settles, since a committed settlement gives the request up.
+// A grant its holder saw end without a release (its session lost) is
+// dropped by a Lost operation, also at an unknown time.
 package lincheck

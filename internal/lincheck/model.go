@@ -24,7 +24,9 @@ const (
 	// Read is a Sync followed by reading the holders of the name.
 	Read
 	// Settle is the background release of the grant, if any, that the
-	// failed acquire with ID Input.Ref produced.
+	// failed acquire with ID Input.Ref produced. With an unknown output it
+	// may free that grant or not yet; with a known one (the node saw it
+	// commit: Recorder.Settled) it frees it.
 	Settle
 	// Lost drops the client's grant with Input.Token, which its holder saw
 	// end without a release (its session ended).
@@ -68,6 +70,10 @@ type Input struct {
 	Token uint64
 	// Ref is, for a Settle, the ID of the failed acquire it settles.
 	Ref int
+	// Settled is, for an acquire of unknown outcome, that its Settle
+	// is known to have committed (Recorder.Settled): the acquire then
+	// takes effect before that Settle or not at all.
+	Settled bool
 	// ID identifies the operation in the history (set by the Recorder).
 	ID int
 }
@@ -107,11 +113,17 @@ type grant struct {
 	lo, hi uint64
 }
 
-// state is a model state: the grants held, and the highest token granted.
-// It is never modified once made.
+// state is a model state: the grants held, the highest token granted, and
+// the settled acquires half stepped. It is never modified once made.
 type state struct {
 	grants []grant // sorted (see sortGrants)
 	floor  uint64
+	// half lists (sorted) the IDs of failed acquires whose settlement
+	// committed (Input.Settled) of which one step, and only one, was taken
+	// without a grant: the settlement, so that the acquire can take no
+	// effect, or the acquire taking none, so that the settlement frees
+	// nothing. Both steps taken leave no trace, whatever their order.
+	half []int
 }
 
 func sortGrants(gs []grant) {
@@ -138,7 +150,7 @@ func cmpU(a, b uint64) int {
 
 func (s state) key() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d|", s.floor)
+	fmt.Fprintf(&b, "%d|%v|", s.floor, s.half)
 	for _, g := range s.grants {
 		fmt.Fprintf(&b, "%s/%s:%d:%d:%d:%d;", g.client, g.worker, g.token, g.ref, g.lo, g.hi)
 	}
@@ -159,11 +171,27 @@ func (g grant) refusesItsOwner(in Input) bool {
 func (s state) with(g grant) state {
 	gs := append(slices.Clone(s.grants), g)
 	sortGrants(gs)
-	return state{grants: gs, floor: s.floor}
+	s.grants = gs
+	return s
 }
 
 func (s state) without(i int) state {
-	return state{grants: slices.Delete(slices.Clone(s.grants), i, i+1), floor: s.floor}
+	s.grants = slices.Delete(slices.Clone(s.grants), i, i+1)
+	return s
+}
+
+// halfway steps one of the two halves of settled acquire ref without a
+// grant (see state.half), and reports whether the other half was taken
+// already.
+func (s state) halfway(ref int) (state, bool) {
+	if j := slices.Index(s.half, ref); j >= 0 {
+		s.half = slices.Delete(slices.Clone(s.half), j, j+1)
+		return s, true
+	}
+	half := append(slices.Clone(s.half), ref)
+	slices.Sort(half)
+	s.half = half
+	return s, false
 }
 
 // index returns the grant of client with token (or, token 0, the phantom
@@ -241,8 +269,16 @@ func step(limit int, s state, in Input, out Output) []any {
 		return []any{s.without(i)}
 	case Settle, Lost:
 		i := s.index(in.Client, in.Token, in.Ref)
-		if i < 0 {
+		switch {
+		case in.Kind == Settle && !out.Unknown && i < 0:
+			// Committed, with no grant to free: before the acquire (which
+			// then takes no effect), or after it took none.
+			next, _ := s.halfway(in.Ref)
+			return []any{next}
+		case i < 0:
 			return []any{s}
+		case in.Kind == Settle && !out.Unknown:
+			return []any{s.without(i)} // committed: the grant is freed
 		}
 		return []any{s, s.without(i)}
 	case Read:
@@ -260,6 +296,12 @@ func step(limit int, s state, in Input, out Output) []any {
 func stepAcquire(limit int, s state, in Input, out Output) []any {
 	free := len(s.grants) < limit
 	switch {
+	case out.Unknown && in.Settled:
+		next, settled := s.halfway(in.ID)
+		if settled || !free {
+			return []any{next} // after its settlement, the request is stale
+		}
+		return []any{next, s.with(grant{client: in.Client, worker: in.Worker, ref: in.ID, lo: s.floor, hi: math.MaxUint64})}
 	case out.Unknown:
 		if !free {
 			return []any{s}
@@ -280,7 +322,7 @@ func stepAcquire(limit int, s state, in Input, out Output) []any {
 			gs[i].hi = min(gs[i].hi, out.Token)
 		}
 	}
-	next := state{grants: gs, floor: out.Token}
+	next := state{grants: gs, floor: out.Token, half: s.half}
 	return []any{next.with(grant{client: in.Client, worker: in.Worker, token: out.Token})}
 }
 
@@ -312,7 +354,7 @@ func (s state) read(seen []Holder) (state, bool) {
 	if !matchPhantoms(gs, phantoms, left) {
 		return s, false
 	}
-	next := state{grants: gs, floor: s.floor}
+	next := state{grants: gs, floor: s.floor, half: s.half}
 	for _, g := range gs {
 		next.floor = max(next.floor, g.token)
 	}
@@ -338,58 +380,4 @@ func matchPhantoms(gs []grant, ps []int, left []Holder) bool {
 		g.token = 0
 	}
 	return false
-}
-
-func describeOperation(in, out any) string {
-	i, o := in.(Input), out.(Output)
-	var res string
-	switch {
-	case o.Unknown:
-		res = "?"
-	case i.Kind == Read:
-		res = describeHolders(o.Holders)
-	case o.Refused:
-		res = "refused"
-	case i.Kind == Acquire || i.Kind == TryAcquire:
-		res = fmt.Sprintf("token %d", o.Token)
-	default:
-		res = "ok"
-	}
-	switch i.Kind {
-	case Read:
-		return fmt.Sprintf("read %s → %s", i.Name, res)
-	case Release, Lost:
-		return fmt.Sprintf("%s %s %s/%d → %s", i.Kind, i.Name, i.Client, i.Token, res)
-	case Settle:
-		return fmt.Sprintf("settle %s %s (op %d)", i.Name, i.Client, i.Ref)
-	}
-	return fmt.Sprintf("%s %s by %s (op %d) → %s", i.Kind, i.Name, i.Client, i.ID, res)
-}
-
-func describeHolders(hs []Holder) string {
-	if len(hs) == 0 {
-		return "free"
-	}
-	parts := make([]string, len(hs))
-	for i, h := range hs {
-		parts[i] = fmt.Sprintf("%s/%d", h.Client, h.Token)
-	}
-	slices.Sort(parts)
-	return strings.Join(parts, ", ")
-}
-
-func describeState(st any) string {
-	s := st.(state)
-	if len(s.grants) == 0 {
-		return fmt.Sprintf("free (last token %d)", s.floor)
-	}
-	parts := make([]string, len(s.grants))
-	for i, g := range s.grants {
-		if g.token == 0 {
-			parts[i] = fmt.Sprintf("%s/? (op %d, token in (%d, %d))", g.client, g.ref, g.lo, g.hi)
-		} else {
-			parts[i] = fmt.Sprintf("%s/%d", g.client, g.token)
-		}
-	}
-	return fmt.Sprintf("%s (last token %d)", strings.Join(parts, ", "), s.floor)
 }

@@ -26,6 +26,10 @@ type rec struct {
 	call, ret int64
 	returned  bool
 	discarded bool // not part of the history (a read that failed)
+	// until, if bounded, is the latest moment an operation of unknown
+	// outcome may take effect (see Settled).
+	until   int64
+	bounded bool
 }
 
 // NewRecorder returns an empty recorder reading time from now (in any
@@ -100,13 +104,49 @@ func (c *Call) Discard() {
 func (c *Call) ID() int { return c.i + 1 }
 
 // Settle records, from now on, the background release of whatever the
-// failed acquire may have been granted (call it once the acquire failed).
-func (r *Recorder) Settle(worker string, failed *Call) {
+// failed acquire may have been granted (call it once the acquire failed),
+// and returns it for Settled.
+func (r *Recorder) Settle(worker string, failed *Call) *Call {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f := r.ops[failed.i].in
 	c := r.beginLocked(worker, Input{Kind: Settle, Name: f.Name, Client: f.Client, Ref: f.ID})
 	r.ops[c.i].out = Output{Unknown: true}
+	return c
+}
+
+// Now reads the Recorder's clock.
+func (r *Recorder) Now() int64 { return r.now() }
+
+// Settled records that the settlement c (from Settle) is known to have
+// committed by at (on the Recorder's clock: see Now): a committed
+// settlement gives its request up, so the failed acquire it settles took
+// effect by then if at all (a later copy of the request is stale), and the
+// settlement then freed the acquire's grant, if there was one. The node may
+// have committed it before the acquire returned, so the settlement is
+// taken to span the acquire's call to at.
+func (r *Recorder) Settled(c *Call, at int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o := &r.ops[c.i]
+	f := &r.ops[o.in.Ref-1]
+	o.call = min(o.call, f.call)
+	o.ret, o.returned, o.out = max(at, o.call+1), true, Output{}
+	if !f.bounded || at < f.until {
+		f.until, f.bounded = at, true
+	}
+	f.in.Settled = true
+}
+
+// ReleasedBy records that the failed release c (ended with Fail) is known
+// to have committed by at (on the Recorder's clock): the node's background
+// release of the grant committed then, so the grant was freed between the
+// call and at.
+func (r *Recorder) ReleasedBy(c *Call, at int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o := &r.ops[c.i]
+	o.ret, o.returned, o.out = max(at, o.call+1), true, Output{}
 }
 
 // SettleSince is Settle for a grant that may have ended before the failed
@@ -198,6 +238,9 @@ func (r *Recorder) Finish(b Bounds) []porcupine.Operation {
 			ret = end
 			if bound, ok := r.nextKnownAcquire(i, b); ok {
 				ret = bound
+			}
+			if o.bounded {
+				ret = min(ret, o.until)
 			}
 		}
 		out = append(out, porcupine.Operation{ClientId: o.worker, Input: o.in, Call: o.call, Output: o.out, Return: max(ret, o.call+1)})
