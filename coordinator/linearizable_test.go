@@ -263,7 +263,9 @@ func (r *linRun) acquire(c *coordinator.Coordinator, client, name, worker string
 	case r.refused(err):
 		// Refused "by this node": another local worker holds or waits.
 		call.End(lincheck.Output{Refused: true, Local: strings.Contains(err.Error(), "by this node")})
-	case replaced:
+	case replaced || session == "":
+		// Its requests may have had more than one session: the last one's
+		// settlement does not end them all.
 		call.Fail()
 		r.rec.SettleSince(worker, call, 0)
 	default:

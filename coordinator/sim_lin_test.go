@@ -95,7 +95,9 @@ func (s *simRun) linOnce(c *coordinator.Coordinator, w *simLinWorker, rng *rand.
 	}
 	call := s.lin.Begin(w.name, lincheck.Input{Kind: kind, Name: simLinName, Client: w.name})
 	session := c.SessionID()
-	ctx, cancel := context.WithTimeout(r.ctx, between(rng, time.Second, 3*time.Second))
+	c.SetSettleHook(probeSettlement) // this incarnation's (set again: the same hook)
+	probe := &settleProbe{rec: s.lin}
+	ctx, cancel := context.WithTimeout(context.WithValue(r.ctx, settleProbeKey{}, probe), between(rng, time.Second, 3*time.Second))
 	l, err := acquire(ctx, simLinName)
 	cancel()
 	s.tr.event("lin %s %v %s: token %d err %v", w.name, kind, simLinName, simToken(l, err), err)
@@ -123,8 +125,15 @@ func (s *simRun) linOnce(c *coordinator.Coordinator, w *simLinWorker, rng *rand.
 		// after its call: released by the node once it gave up, or with
 		// the node's session, which may lapse (a partitioned node) before
 		// the call returns.
-		s.lin.SettleSince(w.name, call, 0)
-		if now := c.SessionID(); now != session {
+		settle := s.lin.SettleSince(w.name, call, 0)
+		if now := c.SessionID(); now == session {
+			// One session throughout (or none, now as before): once the
+			// node sees the settlement of its last request commit, the
+			// call can take no effect after that.
+			if session != "" {
+				probe.attach(func(at int64) { s.lin.Settled(settle, at) })
+			}
+		} else {
 			// As above: the old session may have been granted the request,
 			// and the new one too once it was asked again for it (seed
 			// 78661: one failed call, two grants seen by readers).
@@ -149,13 +158,16 @@ func (s *simRun) linOnce(c *coordinator.Coordinator, w *simLinWorker, rng *rand.
 		return
 	}
 	rel := s.lin.Begin(w.name, lincheck.Input{Kind: lincheck.Release, Name: simLinName, Client: w.name, Token: l.Token()})
-	ctx, cancel = context.WithTimeout(context.Background(), between(rng, 300*time.Millisecond, 1500*time.Millisecond))
+	probe = &settleProbe{rec: s.lin}
+	ctx, cancel = context.WithTimeout(context.WithValue(context.Background(), settleProbeKey{}, probe),
+		between(rng, 300*time.Millisecond, 1500*time.Millisecond))
 	s.tr.event("lin %s release %s token %d", w.name, simLinName, l.Token())
 	err = l.Release(ctx)
 	cancel()
 	s.tr.event("lin %s released %s token %d: %v", w.name, simLinName, l.Token(), err)
 	if err != nil {
 		rel.Fail()
+		probe.attach(func(at int64) { s.lin.ReleasedBy(rel, at) })
 		w.hush()
 		return
 	}

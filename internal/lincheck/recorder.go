@@ -151,14 +151,16 @@ func (r *Recorder) ReleasedBy(c *Call, at int64) {
 
 // SettleSince is Settle for a grant that may have ended before the failed
 // acquire returned: from since on (on the Recorder's clock; not before the
-// acquire's call), as when the session that got it lapsed meanwhile.
-func (r *Recorder) SettleSince(worker string, failed *Call, since int64) {
+// acquire's call), as when the session that got it lapsed meanwhile. It
+// returns the settlement for Settled.
+func (r *Recorder) SettleSince(worker string, failed *Call, since int64) *Call {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f := r.ops[failed.i].in
 	c := r.beginLocked(worker, Input{Kind: Settle, Name: f.Name, Client: f.Client, Ref: f.ID})
 	r.ops[c.i].out = Output{Unknown: true}
 	r.ops[c.i].call = max(min(since, r.ops[c.i].call), r.ops[failed.i].call)
+	return c
 }
 
 // Replaced records, for an acquire that was granted (or a TryAcquire that
