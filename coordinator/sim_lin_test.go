@@ -143,6 +143,13 @@ func (s *simRun) linOnce(c *coordinator.Coordinator, w *simLinWorker, rng *rand.
 		w.hush()
 		return
 	}
+	s.linHold(l, w, rng)
+}
+
+// linHold holds l for a while and releases it, recording the release (and
+// the grant's loss if it ends otherwise).
+func (s *simRun) linHold(l *coordinator.Lease, w *simLinWorker, rng *rand.Rand) {
+	r := s.chaosRun
 	// A grant that ends without a release is lost the moment its holder's
 	// belief ends (the cluster may grant it again just after), not when the
 	// worker looks.
@@ -158,11 +165,11 @@ func (s *simRun) linOnce(c *coordinator.Coordinator, w *simLinWorker, rng *rand.
 		return
 	}
 	rel := s.lin.Begin(w.name, lincheck.Input{Kind: lincheck.Release, Name: simLinName, Client: w.name, Token: l.Token()})
-	probe = &settleProbe{rec: s.lin}
-	ctx, cancel = context.WithTimeout(context.WithValue(context.Background(), settleProbeKey{}, probe),
+	probe := &settleProbe{rec: s.lin}
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), settleProbeKey{}, probe),
 		between(rng, 300*time.Millisecond, 1500*time.Millisecond))
 	s.tr.event("lin %s release %s token %d", w.name, simLinName, l.Token())
-	err = l.Release(ctx)
+	err := l.Release(ctx)
 	cancel()
 	s.tr.event("lin %s released %s token %d: %v", w.name, simLinName, l.Token(), err)
 	if err != nil {

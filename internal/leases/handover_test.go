@@ -121,15 +121,13 @@ func TestHandoversServeLocalCallersInOrder(t *testing.T) {
 	}
 }
 
-// A waiter that gives up while the handover that asks for it is in flight
-// leaves nothing held: the grant made for it is released in the
-// background, and the next local caller gets the name.
-func TestHandoverToAWaiterThatGaveUp(t *testing.T) {
-	h := newHarness(t)
-	a := h.acquire(req(Lease, "x", true))
-	wctx, giveUp := context.WithCancel(context.Background())
-	defer giveUp()
-	quitter := h.acquireAsync(wctx, "x")
+// handOverToAQuitter has a local caller wait for "x" under ctx (giveUp
+// cancels it) while a holds it, releases a, and has the caller give up
+// while the handover that asks for it is in flight; it returns once the
+// release returned.
+func (h *harness) handOverToAQuitter(ctx context.Context, giveUp context.CancelFunc, a *Grant) {
+	h.t.Helper()
+	quitter := h.acquireAsync(ctx, "x")
 	h.waitLocalWaiters("x", 1)
 	inFlight, resume := make(chan struct{}), make(chan struct{})
 	h.setFault(func(cmd fsm.Command) fault {
@@ -144,12 +142,23 @@ func TestHandoverToAWaiterThatGaveUp(t *testing.T) {
 	<-inFlight
 	giveUp()
 	if got := <-quitter; !errors.Is(got.err, context.Canceled) {
-		t.Fatalf("the waiter that gave up: %v, %v", got.g, got.err)
+		h.t.Fatalf("the waiter that gave up: %v, %v", got.g, got.err)
 	}
 	close(resume)
 	if err := <-released; err != nil {
-		t.Fatalf("release: %v", err)
+		h.t.Fatalf("release: %v", err)
 	}
+}
+
+// A waiter that gives up while the handover that asks for it is in flight
+// leaves nothing held: the grant made for it is released in the
+// background, and the next local caller gets the name.
+func TestHandoverToAWaiterThatGaveUp(t *testing.T) {
+	h := newHarness(t)
+	a := h.acquire(req(Lease, "x", true))
+	wctx, giveUp := context.WithCancel(context.Background())
+	defer giveUp()
+	h.handOverToAQuitter(wctx, giveUp, a)
 	h.setFault(nil)
 	if h.settled(Lease.label(opAcquire)) != 1 {
 		t.Fatalf("acquire settlements %v, want 1", h.settled(Lease.label(opAcquire)))

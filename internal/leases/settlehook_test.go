@@ -136,27 +136,7 @@ func TestSettleHookToldOfADisposedTurn(t *testing.T) {
 	a := h.acquire(req(Lease, "x", true))
 	ctx, giveUp := tagged("quitter")
 	defer giveUp()
-	quitter := h.acquireAsync(ctx, "x")
-	h.waitLocalWaiters("x", 1)
-	inFlight, resume := make(chan struct{}), make(chan struct{})
-	h.setFault(func(cmd fsm.Command) fault {
-		if cmd.Op == fsm.OpLeaseHandover {
-			close(inFlight)
-			<-resume
-		}
-		return pass
-	})
-	released := make(chan error, 1)
-	go func() { released <- a.Release(context.Background()) }()
-	<-inFlight
-	giveUp()
-	if got := <-quitter; !errors.Is(got.err, context.Canceled) {
-		t.Fatalf("the waiter that gave up: %v, %v", got.g, got.err)
-	}
-	close(resume)
-	if err := <-released; err != nil {
-		t.Fatalf("release: %v", err)
-	}
+	h.handOverToAQuitter(ctx, giveUp, a)
 	end := l.next(t)
 	if end.tag != "quitter" || end.name != "x" || end.req == 0 || end.req == a.Request() || !end.committed {
 		t.Fatalf("hook ended %+v, want the quitter's request made by the handover, committed", end)
