@@ -35,15 +35,7 @@ func TestLedgerRecreatedCluster(t *testing.T) {
 	}
 	z := lc.procs["n4"]
 	lc.waitSteady(t, "n1", "n2", "n3", "n4")
-	lc.stopOutsideWrite(t, z)
-	list, err := lc.observer.shards()
-	if err != nil {
-		t.Fatal(err)
-	}
-	zombie := ownedBy(list, z.name)
-	if len(zombie) == 0 {
-		t.Fatal("n4 owns no shard once stopped")
-	}
+	_, zombie := lc.stopOwner(t, z)
 	oldMax := lc.maxFence(t)
 	for _, name := range []string{"n1", "n2", "n3"} {
 		p := lc.procs[name]

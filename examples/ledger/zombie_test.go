@@ -22,10 +22,22 @@ import (
 // when it was stopped.
 func (lc *ledgerCluster) stopOutsideWrite(t *testing.T, p *proc) time.Time {
 	t.Helper()
+	return lc.stopOutsideWriteAfter(t, p, nil)
+}
+
+// stopOutsideWriteAfter is stopOutsideWrite calling before (if not nil)
+// just before each SIGSTOP; an error from it is a reason to try again.
+func (lc *ledgerCluster) stopOutsideWriteAfter(t *testing.T, p *proc, before func() error) time.Time {
+	t.Helper()
 	var stopped time.Time
 	poll(t, p.name+" stopped outside a write transaction", 30*time.Second, func() error {
 		if err := p.alive(); err != nil {
 			return err
+		}
+		if before != nil {
+			if err := before(); err != nil {
+				return notYet("before stopping %s: %v", p.name, err)
+			}
 		}
 		stopped = time.Now()
 		p.signal(t, syscall.SIGSTOP)
@@ -63,15 +75,8 @@ type pausedOwner struct {
 func (lc *ledgerCluster) pauseOwner(t *testing.T, p *proc) pausedOwner {
 	t.Helper()
 	lc.waitSteady(t, "n1", "n2", "n3", "n4")
-	stopped := lc.stopOutsideWrite(t, p)
-	list, err := lc.observer.shards()
-	if err != nil {
-		t.Fatal(err)
-	}
-	po := pausedOwner{old: ownedBy(list, p.name), leader: lc.observer.raftLeader()}
-	if len(po.old) == 0 {
-		t.Fatalf("%s owns no shard once stopped", p.name)
-	}
+	stopped, old := lc.stopOwner(t, p)
+	po := pausedOwner{old: old, leader: lc.observer.raftLeader()}
 	po.now, po.reowned = lc.waitReowned(t, po.old, p.name, stopped)
 	time.Sleep(time.Until(stopped.Add(3 * testTTL))) // the fault schedule
 	poll(t, "the new owners' first writes", 30*time.Second, func() error {
@@ -87,6 +92,49 @@ func (lc *ledgerCluster) pauseOwner(t *testing.T, p *proc) pausedOwner {
 	t.Logf("%s stopped %v (raft leader: %s); its shards %v were re-owned %v after SIGSTOP (TTL %v, grace %v)",
 		p.name, po.paused.Round(time.Millisecond), po.leader, po.old, po.reowned.Round(time.Millisecond), testTTL, testGrace)
 	return po
+}
+
+// stopOwner stops p as stopOutsideWrite does and returns when, with the
+// shards it owned then (ownedAtStop); it fails the test if p owned none.
+func (lc *ledgerCluster) stopOwner(t *testing.T, p *proc) (time.Time, map[uint32]uint64) {
+	t.Helper()
+	var before admin.ShardList
+	stopped := lc.stopOutsideWriteAfter(t, p, func() (err error) {
+		before, err = lc.observer.shards()
+		return err
+	})
+	after, err := lc.observer.shards()
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := ownedAtStop(before, after, p.name)
+	if len(owned) == 0 {
+		t.Fatalf("%s owns no shard once stopped (just before: %v; after: %v)", p.name, ownedBy(before, p.name), ownedBy(after, p.name))
+	}
+	return stopped, owned
+}
+
+// ownedAtStop returns the shards node owned when it was stopped, with their
+// tokens: those it owned just before the SIGSTOP (before) that after, read
+// once it was stopped, shows still its own under the same token, free
+// since that grant, or owned by another under a larger token. The list read
+// after the stop alone can miss them: on a loaded machine that read may
+// come after the stopped node's session expired and its shards moved on.
+func ownedAtStop(before, after admin.ShardList, node string) map[uint32]uint64 {
+	now := map[uint32]admin.ShardRow{}
+	for _, r := range after.Shards {
+		now[r.Shard] = r
+	}
+	out := map[uint32]uint64{}
+	for s, token := range ownedBy(before, node) {
+		r, ok := now[s]
+		switch {
+		case !ok:
+		case r.Owner == node && r.Token == token, r.Owner == "" && r.Token >= token, r.Owner != node && r.Token > token:
+			out[s] = token
+		}
+	}
+	return out
 }
 
 // waitEvents waits until p has printed each of names for every shard of
