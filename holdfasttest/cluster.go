@@ -296,7 +296,7 @@ func (cl *Cluster) Start(i int) *coordinator.Coordinator {
 	cl.t.Helper()
 	c, err := cl.TryStart(i)
 	if err != nil {
-		cl.t.Fatalf("starting %s: %v", cl.Node(i).Name, err)
+		cl.t.Fatalf("starting %s: %v%s", cl.Node(i).Name, err, cl.inUse(i, err))
 	}
 	return c
 }
