@@ -68,6 +68,7 @@ func (s *simRun) linWork(i int) {
 		if c != last {
 			w.hush() // a new incarnation: its old session may still hold
 			last = c
+			c.SetSettleHook(probeSettlement)
 		}
 		s.linOnce(c, w, rng)
 		if !pace(r.ctx, between(rng, 20*time.Millisecond, 200*time.Millisecond)) {
@@ -95,7 +96,6 @@ func (s *simRun) linOnce(c *coordinator.Coordinator, w *simLinWorker, rng *rand.
 	}
 	call := s.lin.Begin(w.name, lincheck.Input{Kind: kind, Name: simLinName, Client: w.name})
 	session := c.SessionID()
-	c.SetSettleHook(probeSettlement) // this incarnation's (set again: the same hook)
 	probe := &settleProbe{rec: s.lin}
 	ctx, cancel := context.WithTimeout(context.WithValue(r.ctx, settleProbeKey{}, probe), between(rng, time.Second, 3*time.Second))
 	l, err := acquire(ctx, simLinName)
